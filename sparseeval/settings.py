@@ -1,0 +1,118 @@
+"""One typed settings object: paper defaults < `sparseeval.toml` < `SPARSEEVAL_*` env vars."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "SPARSEEVAL_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of the pipeline, with the paper's defaults where the paper has one."""
+
+    # where state lives
+    home: Path = Path(".sparseeval")
+    store_path: Path | None = None
+    artifacts_dir: Path | None = None
+    published_dir: Path | None = None
+    reports_dir: Path | None = None
+    # anchor selection
+    n_anchors: int = 100
+    init: str = "adaptive"
+    refine_steps: int = 10
+    acceptance: str = "validated"
+    swap_candidates: int = 3
+    # predictor
+    predictor: str = "auto"
+    lr: float = 5e-4
+    epochs: int = 2000
+    patience: int = 100
+    weight_decay: float = 0.0
+    dropout: float = 0.1
+    # splits
+    n_test: float = 200
+    n_valid: float = 200
+    stable_split: bool = True
+    seed: int = 0
+    # matrices
+    max_missing_model_frac: float = 0.0
+    # drift and publishing
+    drift_mae_points: float = 2.0
+    drift_mae_ratio: float = 1.5
+    drift_out_of_range_frac: float = 0.2
+    min_new_models: int = 20
+    interval_level: float = 0.9
+    # orchestration
+    task_runner: str = "thread"
+    dask_address: str | None = None
+    dask_workers: int = 2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "home", Path(self.home))
+        for name, sub in (
+            ("store_path", "store.duckdb"),
+            ("artifacts_dir", "artifacts"),
+            ("published_dir", "published"),
+            ("reports_dir", "reports"),
+        ):
+            value = getattr(self, name)
+            object.__setattr__(self, name, Path(value) if value else self.home / sub)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path | None = "sparseeval.toml",
+        env: dict[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Defaults, then the TOML file (if present), then environment, then `overrides`."""
+        values: dict[str, Any] = {}
+        if path and Path(path).is_file():
+            values.update(tomllib.loads(Path(path).read_text()))
+        env = os.environ if env is None else env
+        for f in fields(cls):
+            key = ENV_PREFIX + f.name.upper()
+            if key in env:
+                values[f.name] = env[key]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**_coerce(values))
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **_coerce(changes))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view (paths as strings), written into every artifact."""
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
+
+
+def _coerce(values: dict[str, Any]) -> dict[str, Any]:
+    """Convert strings (from env or CLI) to each field's type; reject unknown keys."""
+    types = {f.name: f for f in fields(Settings)}
+    unknown = set(values) - set(types)
+    if unknown:
+        raise ValueError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        kind = str(types[name].type)
+        if isinstance(value, str) and "Path" not in kind and "str" not in kind:
+            if "bool" in kind:
+                value = value.strip().lower() in {"1", "true", "yes", "on"}
+            elif "int" in kind:
+                value = int(value)
+            elif "float" in kind:
+                value = float(value)
+        out[name] = value
+    return out
+
+
+def default_settings() -> Settings:
+    return Settings.load()
+
+
+__all__ = ["Settings", "default_settings"]
