@@ -88,7 +88,9 @@ class Settings:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready view (paths as strings), written into every artifact."""
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
+        return {
+            k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()
+        }
 
 
 def _coerce(values: dict[str, Any]) -> dict[str, Any]:

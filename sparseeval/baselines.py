@@ -1,0 +1,119 @@
+"""Baselines in the same API as `SparseEval`: `fit(X, y, X_valid, y_valid)`, `predict(X)`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .estimator import AnchorEstimator
+from .matrix import row_accuracy
+from .predictors import MLPPredictor, RidgePredictor
+from .selection import greedy_anchors, kmeans_clusters, random_anchors
+
+
+class RandomMean(AnchorEstimator):
+    """k random items; the estimate is their mean correctness."""
+
+    def __init__(self, n_anchors: int = 100, seed: int = 0) -> None:
+        self.n_anchors, self.seed = n_anchors, seed
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> RandomMean:
+        self.anchors_ = random_anchors(
+            np.shape(X)[1], self.n_anchors, np.random.default_rng(self.seed)
+        )
+        return self
+
+    def predict_anchors(self, XA):
+        return row_accuracy(np.asarray(XA))
+
+
+class RidgeOnAnchors(AnchorEstimator):
+    """Ridge calibration (alpha by leave-one-out) on anchors chosen by `_select`."""
+
+    def __init__(self, n_anchors: int = 100, seed: int = 0) -> None:
+        self.n_anchors, self.seed = n_anchors, seed
+
+    def _select(self, X, y) -> np.ndarray:
+        raise NotImplementedError
+
+    def fit(self, X, y, X_valid=None, y_valid=None):
+        X = np.asarray(X, dtype=np.float64)
+        self.anchors_ = self._select(X, np.asarray(y, dtype=np.float64))
+        self.predictor_ = RidgePredictor().fit(X[:, self.anchors_], y)
+        return self
+
+    def predict_anchors(self, XA):
+        return self.predictor_.predict(XA)
+
+
+class RandomRidge(RidgeOnAnchors):
+    """k random items with a ridge calibration."""
+
+    def _select(self, X, y):
+        return random_anchors(X.shape[1], self.n_anchors, np.random.default_rng(self.seed))
+
+
+class GreedyRidge(RidgeOnAnchors):
+    """Forward selection on the ridge residual (a cousin of CIS), then ridge."""
+
+    def _select(self, X, y):
+        return greedy_anchors(X, y, self.n_anchors)
+
+
+class AllItemsRidge(RidgeOnAnchors):
+    """Ridge on every item: the information limit of a linear reader."""
+
+    def _select(self, X, y):
+        return np.arange(X.shape[1])
+
+
+class AnchorPoints(AnchorEstimator):
+    """k-means medoids of item vectors, weighted by their cluster's size.
+
+    Each weight stays paired with its own cluster's anchor (the reference code sorted
+    weights by cluster id but anchors by item index, mismatching them).
+    """
+
+    def __init__(self, n_anchors: int = 100, seed: int = 0) -> None:
+        self.n_anchors, self.seed = n_anchors, seed
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> AnchorPoints:
+        anchors, sizes = kmeans_clusters(np.asarray(X), self.n_anchors, self.seed)
+        order = np.argsort(anchors)
+        self.anchors_, self.weights_ = anchors[order], sizes[order] / sizes.sum()
+        return self
+
+    def predict_anchors(self, XA):
+        return (np.asarray(XA, dtype=np.float64) + 1) / 2 @ self.weights_
+
+
+class LinearGD(AnchorEstimator):
+    """k-means anchors with linear weights learned by gradient descent (Adam, MSE)."""
+
+    def __init__(self, n_anchors: int = 100, seed: int = 0, epochs: int = 2000) -> None:
+        self.n_anchors, self.seed, self.epochs = n_anchors, seed, epochs
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> LinearGD:
+        anchors, _ = kmeans_clusters(np.asarray(X), self.n_anchors, self.seed)
+        self.anchors_ = np.sort(anchors)
+        self.predictor_ = MLPPredictor(
+            hidden=(), sigmoid=False, lr=1e-2, epochs=self.epochs, seed=self.seed
+        )
+        self.predictor_.fit(
+            np.asarray(X)[:, self.anchors_],
+            y,
+            None if X_valid is None else np.asarray(X_valid)[:, self.anchors_],
+            y_valid,
+        )
+        return self
+
+    def predict_anchors(self, XA):
+        return self.predictor_.predict(XA)
+
+
+BASELINES = {
+    "random": RandomMean,
+    "random+ridge": RandomRidge,
+    "anchor-points": AnchorPoints,
+    "linear-gd": LinearGD,
+    "greedy+ridge": GreedyRidge,
+}

@@ -1,0 +1,276 @@
+"""Predictors of full-benchmark accuracy from anchor answers (+-1 inputs, [0, 1] outputs).
+
+Every predictor has `fit(X, y, X_valid=None, y_valid=None) -> self`, `predict(X)`,
+`input_gradient(X, y)` (d loss / d input, used by AIS) and a pickle-free state:
+`state() -> (config, arrays)`; `save_predictor` / `load_predictor` write and read
+`predictor.json` plus `weights.npz` (loaded with `allow_pickle=False`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+ALPHAS = np.logspace(-2, 4, 25)
+
+
+class Predictor(Protocol):
+    def fit(self, X, y, X_valid=None, y_valid=None) -> Predictor: ...
+    def predict(self, X: np.ndarray) -> np.ndarray: ...
+    def input_gradient(self, X: np.ndarray, y: np.ndarray) -> np.ndarray: ...
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]: ...
+
+
+class RidgePredictor:
+    """Ridge regression on centred anchors; `alpha=None` picks it by leave-one-out error."""
+
+    kind = "ridge"
+
+    def __init__(self, alpha: float | None = None, alphas: np.ndarray = ALPHAS) -> None:
+        self.alpha = alpha
+        self.alphas = alphas
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> RidgePredictor:
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        self.mean_ = X.mean(axis=0)
+        self.intercept_ = y.mean()
+        U, s, Vt = np.linalg.svd(X - self.mean_, full_matrices=False)
+        Uty = U.T @ (y - self.intercept_)
+        alphas = [self.alpha] if self.alpha is not None else list(self.alphas)
+        self.alpha_ = min(alphas, key=lambda a: _ridge_loo_mse(U, s, Uty, y - self.intercept_, a))
+        self.coef_ = Vt.T @ (s / (s**2 + self.alpha_) * Uty)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        raw = (np.asarray(X, dtype=np.float64) - self.mean_) @ self.coef_ + self.intercept_
+        return np.clip(raw, 0.0, 1.0)
+
+    def input_gradient(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        residual = self.predict(X) - np.asarray(y)
+        return 2.0 * residual[:, None] * self.coef_[None, :]
+
+    def state(self):
+        config = {"kind": self.kind, "alpha": float(self.alpha_)}
+        arrays = {"mean": self.mean_, "coef": self.coef_, "intercept": np.array([self.intercept_])}
+        return config, arrays
+
+    @classmethod
+    def from_state(cls, config, arrays) -> RidgePredictor:
+        p = cls(alpha=config["alpha"])
+        p.alpha_, p.mean_, p.coef_ = config["alpha"], arrays["mean"], arrays["coef"]
+        p.intercept_ = float(arrays["intercept"][0])
+        return p
+
+
+def _ridge_loo_mse(U, s, Uty, yc, alpha) -> float:
+    """Leave-one-out MSE of ridge from one SVD (the hat matrix diagonal, plus intercept)."""
+    shrink = s**2 / (s**2 + alpha)
+    fitted = U @ (shrink * Uty)
+    hat = (U**2) @ shrink + 1.0 / len(yc)
+    return float(np.mean(((yc - fitted) / (1.0 - hat)) ** 2))
+
+
+class MLPPredictor:
+    """The paper's MLP: k -> 128 -> 64 -> 32 -> 1, GELU, dropout, sigmoid, Adam, MSE.
+
+    Full-batch training that stops early on validation error (a held-out share of the
+    training rows when no validation set is given) and keeps the best weights.
+    `hidden=()` gives a linear-in-inputs predictor trained the same way.
+    """
+
+    kind = "mlp"
+
+    def __init__(
+        self,
+        hidden: tuple[int, ...] = (128, 64, 32),
+        dropout: float = 0.1,
+        lr: float = 5e-4,
+        epochs: int = 2000,
+        patience: int = 100,
+        weight_decay: float = 0.0,
+        holdout: float = 0.1,
+        sigmoid: bool = True,
+        seed: int = 0,
+    ) -> None:
+        self.hidden, self.dropout, self.lr = tuple(hidden), dropout, lr
+        self.epochs, self.patience, self.weight_decay = epochs, patience, weight_decay
+        self.holdout, self.sigmoid, self.seed = holdout, sigmoid, seed
+
+    def _build(self, k: int) -> nn.Sequential:
+        layers: list[nn.Module] = []
+        for width in self.hidden:
+            layers += [nn.Linear(k, width), nn.GELU(), nn.Dropout(self.dropout)]
+            k = width
+        layers.append(nn.Linear(k, 1))
+        if self.sigmoid:
+            layers.append(nn.Sigmoid())
+        return nn.Sequential(*layers)
+
+    def fit(self, X, y, X_valid=None, y_valid=None, warm_start: MLPPredictor | None = None):
+        torch.manual_seed(self.seed)
+        X, y = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float32)
+        if X_valid is None:
+            X, y, X_valid, y_valid = _hold_out(X, y, self.holdout, self.seed)
+        self.mean_ = X.mean(axis=0)
+        self.net_ = warm_start.net_ if warm_start is not None else self._build(X.shape[1])
+        if warm_start is not None:
+            self.mean_ = warm_start.mean_
+        self.epochs_, self.valid_mse_ = _train(
+            self.net_,
+            *self._tensors(X, y),
+            *self._tensors(
+                np.asarray(X_valid, dtype=np.float32), np.asarray(y_valid, dtype=np.float32)
+            ),
+            lr=self.lr,
+            epochs=self.epochs,
+            patience=self.patience,
+            weight_decay=self.weight_decay,
+        )
+        return self
+
+    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None):
+        xt = torch.from_numpy(np.asarray(X, dtype=np.float32) - self.mean_)
+        return (xt,) if y is None else (xt, torch.from_numpy(np.asarray(y, dtype=np.float32)))
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        self.net_.eval()
+        with torch.no_grad():
+            out = self.net_(*self._tensors(X)).squeeze(1).double().numpy()
+        return np.clip(out, 0.0, 1.0)
+
+    def input_gradient(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        self.net_.eval()
+        (xt,), yt = self._tensors(X), torch.as_tensor(np.asarray(y, dtype=np.float32))
+        xt.requires_grad_(True)
+        loss = ((self.net_(xt).squeeze(1) - yt) ** 2).sum()
+        loss.backward()
+        return xt.grad.double().numpy()
+
+    def state(self):
+        config = {
+            "kind": self.kind,
+            "hidden": list(self.hidden),
+            "dropout": self.dropout,
+            "sigmoid": self.sigmoid,
+            "n_inputs": int(self.mean_.size),
+        }
+        arrays = {"mean": self.mean_} | {
+            f"net.{k}": v.detach().numpy() for k, v in self.net_.state_dict().items()
+        }
+        return config, arrays
+
+    @classmethod
+    def from_state(cls, config, arrays) -> MLPPredictor:
+        p = cls(
+            hidden=tuple(config["hidden"]), dropout=config["dropout"], sigmoid=config["sigmoid"]
+        )
+        p.mean_ = arrays["mean"].astype(np.float32)
+        p.net_ = p._build(config["n_inputs"])
+        weights = {k[4:]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith("net.")}
+        p.net_.load_state_dict(weights)
+        return p
+
+
+def _hold_out(X, y, share: float, seed: int):
+    """Split off `share` of the rows (at least one) for early stopping."""
+    order = np.random.default_rng(seed).permutation(len(y))
+    cut = max(1, int(round(share * len(y))))
+    keep, held = order[cut:], order[:cut]
+    return X[keep], y[keep], X[held], y[held]
+
+
+def _train(net, x, y, xv, yv, lr, epochs, patience, weight_decay) -> tuple[int, float]:
+    """Full-batch Adam on MSE with early stopping; restores the best weights."""
+    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
+    best, best_state, best_epoch = float("inf"), None, 0
+    for epoch in range(epochs):
+        net.train()
+        opt.zero_grad()
+        loss = ((net(x).squeeze(1) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        net.eval()
+        with torch.no_grad():
+            valid = float(((net(xv).squeeze(1) - yv) ** 2).mean())
+        if valid < best:
+            best, best_epoch = valid, epoch
+            best_state = {k: v.clone() for k, v in net.state_dict().items()}
+        elif epoch - best_epoch >= patience:
+            break
+    net.load_state_dict(best_state)
+    return best_epoch + 1, best
+
+
+class BlendPredictor:
+    """A weighted average of fitted predictors (e.g. MLP and ridge)."""
+
+    kind = "blend"
+
+    def __init__(self, members: list, weights: list[float]) -> None:
+        self.members, self.weights = members, list(weights)
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> BlendPredictor:
+        for m in self.members:
+            m.fit(X, y, X_valid, y_valid)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return sum(w * m.predict(X) for w, m in zip(self.weights, self.members, strict=True))
+
+    def input_gradient(self, X, y) -> np.ndarray:
+        return sum(
+            w * m.input_gradient(X, y) for w, m in zip(self.weights, self.members, strict=True)
+        )
+
+    def state(self):
+        configs, arrays = [], {}
+        for i, m in enumerate(self.members):
+            c, a = m.state()
+            configs.append(c)
+            arrays |= {f"m{i}/{k}": v for k, v in a.items()}
+        return {"kind": self.kind, "weights": self.weights, "members": configs}, arrays
+
+    @classmethod
+    def from_state(cls, config, arrays) -> BlendPredictor:
+        members = [
+            _from_state(
+                c, {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f"m{i}/")}
+            )
+            for i, c in enumerate(config["members"])
+        ]
+        return cls(members, config["weights"])
+
+
+KINDS = {c.kind: c for c in (RidgePredictor, MLPPredictor, BlendPredictor)}
+
+
+def _from_state(config: dict, arrays: dict):
+    kind = config.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"unknown predictor kind {kind!r}")
+    return KINDS[kind].from_state(config, arrays)
+
+
+def save_predictor(predictor, folder: str | Path) -> list[Path]:
+    """Write `predictor.json` and `weights.npz`; returns the files written."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config, arrays = predictor.state()
+    (folder / "predictor.json").write_text(json.dumps(config, indent=2))
+    np.savez(folder / "weights.npz", **arrays)
+    return [folder / "predictor.json", folder / "weights.npz"]
+
+
+def load_predictor(folder: str | Path):
+    """Read a predictor saved by `save_predictor` without unpickling anything."""
+    folder = Path(folder)
+    config = json.loads((folder / "predictor.json").read_text())
+    with np.load(folder / "weights.npz", allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return _from_state(config, arrays)
