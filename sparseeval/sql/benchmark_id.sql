@@ -1,0 +1,1 @@
+SELECT benchmark_id FROM benchmarks WHERE name = $1

@@ -1,0 +1,1 @@
+SELECT model_id, item_id, correct FROM results WHERE benchmark_id = $bid

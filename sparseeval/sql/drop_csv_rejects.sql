@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS csv_rejects;
+DROP TABLE IF EXISTS csv_reject_scans

@@ -1,0 +1,1 @@
+SELECT DISTINCT path FROM hub_files WHERE repo = $repo

@@ -1,0 +1,1 @@
+SELECT revision FROM hub_repos WHERE repo = $1

@@ -1,0 +1,3 @@
+INSERT INTO results
+SELECT b.benchmark_id, b.model_id, b.item_id, b.value, $ref_base + b.ref_no
+FROM batch b ANTI JOIN results r ON r.model_id = b.model_id AND r.item_id = b.item_id

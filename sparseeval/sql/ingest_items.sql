@@ -1,0 +1,7 @@
+-- New items get the next ids; `ord` keeps the source's own item order when known.
+INSERT INTO items
+SELECT (SELECT coalesce(max(item_id), 0) FROM items)
+           + row_number() OVER (ORDER BY n.benchmark_id, n.ord NULLS LAST, n.item),
+       n.benchmark_id, n.item, n.ord, $run
+FROM (SELECT benchmark_id, item, min(ord) AS ord FROM checked WHERE reason IS NULL GROUP BY ALL) n
+ANTI JOIN items i ON i.benchmark_id = n.benchmark_id AND i.item = n.item

@@ -1,0 +1,24 @@
+"""The results store: DuckDB tables, ingest from four real sources, ±1 matrices."""
+
+from .build import BuildSummary, build_matrix
+from .db import Store, StoreError, StoreLockedError
+from .hub import OpenLLMLeaderboard, default_hub_client
+from .ingest import IngestReport, ingest
+from .sources import LmEvalRun, LongTable, WideTable
+from .unit import SourceError
+
+__all__ = [
+    "BuildSummary",
+    "IngestReport",
+    "LmEvalRun",
+    "LongTable",
+    "OpenLLMLeaderboard",
+    "SourceError",
+    "Store",
+    "StoreError",
+    "StoreLockedError",
+    "WideTable",
+    "build_matrix",
+    "default_hub_client",
+    "ingest",
+]

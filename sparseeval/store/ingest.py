@@ -1,0 +1,198 @@
+"""Transactional, idempotent ingest of one source into the store."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import duckdb
+import polars as pl
+
+from .db import Store, execute, fetch
+from .unit import Unit
+from .validate import check, count_staged, quarantine_bad, resolve_duplicates
+
+log = logging.getLogger(__name__)
+
+
+class Source(Protocol):
+    """Anything that yields units to ingest (files, directories, Hub repos)."""
+
+    def units(self, store: Store) -> Iterable[Unit]: ...
+
+
+@dataclass
+class IngestReport:
+    """What one unit's ingest did. `status` is ok, skipped or failed."""
+
+    run_id: int
+    kind: str
+    source: str
+    status: str
+    n_read: int = 0
+    n_new: int = 0
+    n_updated: int = 0
+    n_unchanged: int = 0
+    n_quarantined: int = 0
+    n_duplicates: int = 0
+    seconds: float = 0.0
+    message: str = ""
+
+    @property
+    def n_stored(self) -> int:
+        """Rows whose value is now in the store (new, updated or already there)."""
+        return self.n_new + self.n_updated + self.n_unchanged
+
+    @property
+    def changed(self) -> bool:
+        return self.n_new + self.n_updated + self.n_quarantined > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"n_stored": self.n_stored}
+
+    def line(self) -> str:
+        """One line for a user."""
+        if self.status != "ok":
+            return f"{self.source}: {self.status} ({self.message})"
+        return (
+            f"{self.source}: read {self.n_read:,}; new {self.n_new:,}, updated {self.n_updated:,},"
+            f" unchanged {self.n_unchanged:,}, quarantined {self.n_quarantined:,},"
+            f" duplicates {self.n_duplicates:,} in {self.seconds:.1f}s"
+        )
+
+
+def ingest(store: Store, source: Source, force: bool = False) -> list[IngestReport]:
+    """Ingest every unit of `source`; each unit is one transaction and one ingest run.
+
+    A unit whose content was already ingested successfully is skipped (`force` re-reads
+    it; unchanged rows then cost nothing but the comparison).
+    """
+    if store.read_only:
+        raise RuntimeError("store is open read-only")
+    return [ingest_unit(store, unit, force) for unit in source.units(store)]
+
+
+def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
+    """Ingest one unit atomically and record the run (ok, skipped or failed)."""
+    t0 = time.perf_counter()
+    con = store.con
+    ts = datetime.now(UTC)
+    ((run_id, ref_base),) = fetch(con, "next_ids", {})
+    params = {"run": run_id, "kind": unit.kind, "source": unit.label, "sha": unit.key, "ts": ts}
+    done = None if force else fetch(con, "run_done", {"sha": unit.key})[0][0]
+    if unit.skip or done is not None:
+        why = unit.skip or f"already ingested in run {done}; nothing changed"
+        return _record_skip(store, params, why, t0)
+    try:
+        with store.transaction():
+            execute(con, "run_start", params | {"status": "running"})
+            report = _load(con, unit, params | {"ref_base": ref_base})
+            report.seconds = time.perf_counter() - t0
+            execute(con, "run_finish", _finish_params(report, run_id))
+    except Exception as exc:
+        _drop_temp(con)
+        _record_failure(store, params, exc)
+        raise
+    _drop_temp(con)
+    log.info("ingest %s", report.line())
+    return report
+
+
+def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) -> IngestReport:
+    """Stage, validate, de-duplicate and merge one unit (inside the caller's transaction)."""
+    unit.stage(con)
+    con.register(
+        "unit_refs", pl.DataFrame({"ref_no": range(len(unit.refs)), "source_ref": unit.refs})
+    )
+    execute(con, "refs_insert", params)
+    check(con)
+    n_read = count_staged(con)
+    n_bad = quarantine_bad(con, params)
+    execute(con, "ingest_models", params)
+    execute(con, "ingest_items", params)
+    execute(con, "ingest_batch", params)
+    n_dup, n_conflict = resolve_duplicates(con, params)
+    new, updated, unchanged = _merge(con, params)
+    if unit.record is not None:
+        unit.record(con, params["run"])
+    report = IngestReport(
+        params["run"],
+        unit.kind,
+        unit.label,
+        "ok",
+        n_read,
+        new,
+        updated,
+        unchanged,
+        n_bad + n_conflict,
+        n_dup,
+    )
+    _assert_accounted(report)
+    return report
+
+
+def _merge(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> tuple[int, int, int]:
+    """Write the batch into `results`, history first; return (new, updated, unchanged)."""
+    ((n_batch,),) = fetch(con, "batch_count", {})
+    ((matched, changed),) = fetch(con, "ingest_compare", {})
+    if matched == 0:
+        execute(con, "ingest_insert_all", params)
+        return n_batch, 0, 0
+    if changed:
+        execute(con, "ingest_update", params)
+    if n_batch > matched:
+        execute(con, "ingest_insert_new", params)
+    return n_batch - matched, changed, matched - changed
+
+
+def _assert_accounted(r: IngestReport) -> None:
+    """Nothing silently dropped: read = stored + quarantined + duplicates."""
+    if r.n_read != r.n_stored + r.n_quarantined + r.n_duplicates:
+        raise AssertionError(
+            f"{r.source}: read {r.n_read} rows but stored {r.n_stored} + quarantined"
+            f" {r.n_quarantined} + duplicates {r.n_duplicates}"
+        )
+
+
+def _finish_params(r: IngestReport, run_id: int) -> dict[str, Any]:
+    return {
+        "run": run_id, "status": r.status, "n_read": r.n_read, "n_new": r.n_new,
+        "n_updated": r.n_updated, "n_unchanged": r.n_unchanged,
+        "n_quarantined": r.n_quarantined, "n_duplicates": r.n_duplicates, "message": r.message,
+    }  # fmt: skip
+
+
+def _record_skip(store: Store, params: dict[str, Any], why: str, t0: float) -> IngestReport:
+    report = IngestReport(params["run"], params["kind"], params["source"], "skipped", message=why)
+    with store.transaction() as con:
+        execute(con, "run_start", params | {"status": "skipped"})
+        execute(con, "run_finish", _finish_params(report, params["run"]))
+    report.seconds = time.perf_counter() - t0
+    log.info("ingest %s", report.line())
+    return report
+
+
+def _record_failure(store: Store, params: dict[str, Any], exc: Exception) -> None:
+    """Log the failed attempt as its own run (the data changes were rolled back)."""
+    report = IngestReport(
+        params["run"], params["kind"], params["source"], "failed", message=str(exc)[:500]
+    )
+    try:
+        with store.transaction() as con:
+            execute(con, "run_start", params | {"status": "failed"})
+            execute(con, "run_finish", _finish_params(report, params["run"]))
+    except duckdb.Error:
+        log.exception("could not record failed run %s", params["run"])
+
+
+def _drop_temp(con: duckdb.DuckDBPyConnection) -> None:
+    execute(con, "drop_temp", {})
+    for name in ("src_frame", "pre_bad_frame", "unit_refs", "wide_cols"):
+        try:
+            con.unregister(name)
+        except duckdb.Error:
+            pass

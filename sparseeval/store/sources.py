@@ -1,0 +1,252 @@
+"""File sources: long tables (CSV/Parquet), wide CSV tables, lm-eval `--log_samples` output."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from .db import Store, execute, fetch
+from .tasks import TaskMap, map_lm_eval_task
+from .unit import SourceError, Unit, content_key, file_sha256, stage_frames, stage_no_bad
+
+LONG_COLUMNS = ("model", "benchmark", "item", "correct")
+_SAMPLES = re.compile(r"samples_(?P<task>.+)_(?P<ts>\d{4}-\d\d-\d\dT[\d\-.:]+)\.jsonl")
+_RESULTS = re.compile(r"results_(?P<ts>\d{4}-\d\d-\d\dT[\d\-.:]+)\.json")
+_FILTER_PREFERENCE = ("strict-match", "none")
+
+
+@dataclass
+class LongTable:
+    """A CSV or Parquet file with columns model, benchmark, item, correct."""
+
+    path: Path
+    format: str | None = None
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        path = _existing(self.path)
+        fmt = self.format or ("parquet" if path.suffix.lower() in {".parquet", ".pq"} else "csv")
+        if fmt not in {"csv", "parquet"}:
+            raise SourceError(f"{path}: unknown long-table format {fmt!r} (csv or parquet)")
+        kind = f"long-{fmt}"
+        stage = _stage_long_parquet if fmt == "parquet" else _stage_long_csv
+        key = content_key(kind, file_sha256(path))
+        yield Unit(kind, str(path), key, [str(path)], partial(stage, path))
+
+
+@dataclass
+class WideTable:
+    """A CSV file with a `model` column and one column per item, for one benchmark."""
+
+    path: Path
+    benchmark: str
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        path = _existing(self.path)
+        key = content_key("wide-csv", self.benchmark, file_sha256(path))
+        stage = partial(_stage_wide, path, self.benchmark)
+        yield Unit("wide-csv", str(path), key, [str(path)], stage)
+
+
+@dataclass
+class LmEvalRun:
+    """lm-evaluation-harness output written with `--log_samples` (a folder or a results JSON).
+
+    Each `results_{ts}.json` with its `samples_{task}_{ts}.jsonl` files is one unit; the
+    model is the results file's `model_name` (or `pretrained=` in its model_args) unless
+    `model` is given.
+    """
+
+    path: Path
+    model: str | None = None
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        path = _existing(self.path)
+        results = [path] if path.is_file() else sorted(path.rglob("results_*.json"))
+        if not results:
+            raise SourceError(f"{path}: no lm-eval results_*.json found (run with --log_samples)")
+        for res in results:
+            yield _lm_eval_unit(res, self.model)
+
+
+def _existing(path: Path | str) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise SourceError(f"{path}: no such file or folder")
+    return path
+
+
+# -- CSV / Parquet staging ------------------------------------------------------------
+
+
+def _stage_csv_raw(
+    con: duckdb.DuckDBPyConnection, path: Path, required: tuple[str, ...]
+) -> list[str]:
+    """Parse `path` into the temp table `src_raw`; rejected lines become `pre_bad`."""
+    header = _csv_header(path)
+    missing = [c for c in required if c not in header]
+    if missing:
+        shown = ", ".join(header[:8]) + (" ..." if len(header) > 8 else "")
+        raise SourceError(f"{path}: line 1: missing column(s) {', '.join(missing)} (has: {shown})")
+    seen: set[str] = set()
+    repeated = [c for c in header if c in seen or seen.add(c)]
+    if repeated:
+        raise SourceError(f"{path}: line 1: repeated column(s) {', '.join(repeated[:5])}")
+    execute(con, "drop_csv_rejects", {})
+    try:
+        execute(con, "stage_csv", {"path": str(path), "cols": dict.fromkeys(header, "VARCHAR")})
+    except duckdb.Error as exc:
+        raise SourceError(f"{path}: not a readable CSV file: {_first_line(exc)}") from exc
+    ((n_rows,),) = fetch(con, "count_src_raw", {})
+    first_bad, n_bad, msg = fetch(con, "csv_first_reject", {})[0]
+    if n_rows == 0 and n_bad:
+        raise SourceError(f"{path}: line {first_bad}: cannot be parsed as CSV ({msg})")
+    execute(con, "stage_csv_bad", {})
+    return header
+
+
+def _stage_long_csv(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    _stage_csv_raw(con, path, LONG_COLUMNS)
+    execute(con, "stage_long_csv", {})
+
+
+def _stage_long_parquet(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    if path.stat().st_size == 0:
+        raise SourceError(f"{path}: empty file")
+    try:
+        rel = con.sql(
+            "SELECT * FROM read_parquet($p, file_row_number = true)", params={"p": str(path)}
+        )
+    except duckdb.Error as exc:
+        raise SourceError(f"{path}: not a Parquet file: {_first_line(exc)}") from exc
+    missing = [c for c in LONG_COLUMNS if c not in rel.columns]
+    if missing:
+        raise SourceError(f"{path}: missing column(s) {', '.join(missing)}")
+    rel.create_view("src_parquet", replace=True)
+    execute(con, "stage_long_parquet", {})
+    stage_no_bad(con)  # Parquet either reads or fails as a whole
+
+
+def _stage_wide(path: Path, benchmark: str, con: duckdb.DuckDBPyConnection) -> None:
+    header = _stage_csv_raw(con, path, ("model",))
+    items = [c for c in header if c != "model"]
+    con.register("wide_cols", pl.DataFrame({"item": items, "ord": range(len(items))}))
+    execute(con, "stage_wide", {"benchmark": benchmark})
+
+
+def _csv_header(path: Path) -> list[str]:
+    if path.stat().st_size == 0:
+        raise SourceError(f"{path}: empty file")
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return [c.strip() for c in next(csv.reader(f))]
+    except (UnicodeDecodeError, csv.Error, StopIteration) as exc:
+        raise SourceError(f"{path}: line 1: not a CSV header ({exc})") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:200]
+
+
+# -- lm-eval samples --------------------------------------------------------------------
+
+
+def _lm_eval_unit(results: Path, model: str | None) -> Unit:
+    m = _RESULTS.fullmatch(results.name)
+    ts = m.group("ts") if m else None
+    name = model or _lm_eval_model(results)
+    samples = sorted(
+        p for p in results.parent.glob("samples_*.jsonl")
+        if (sm := _SAMPLES.fullmatch(p.name)) and (ts is None or sm.group("ts") == ts)
+    )  # fmt: skip
+    if not samples:
+        raise SourceError(f"{results}: no samples_*.jsonl beside it (run with --log_samples)")
+    key = content_key("lm-eval", name, *(f"{p.name}:{file_sha256(p)}" for p in samples))
+    refs = [str(p) for p in samples]
+    stage = partial(_stage_samples, samples, name)
+    return Unit("lm-eval", str(results), key, refs, stage)
+
+
+def _lm_eval_model(results: Path) -> str:
+    try:
+        data = json.loads(results.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SourceError(f"{results}: not a JSON results file ({exc})") from exc
+    name = data.get("model_name") or ""
+    if not name:
+        args = str(data.get("config", {}).get("model_args", ""))
+        found = re.search(r"pretrained=([^,]+)", args)
+        name = found.group(1) if found else ""
+    if not name:
+        raise SourceError(f"{results}: no model_name or pretrained= in it; pass the model name")
+    return name
+
+
+def _stage_samples(paths: list[Path], model: str, con: duckdb.DuckDBPyConnection) -> None:
+    rows, bad = [], []
+    for ref_no, path in enumerate(paths):
+        task = _SAMPLES.fullmatch(path.name).group("task")  # type: ignore[union-attr]
+        good, rejected = read_samples(path, map_lm_eval_task(task), model, ref_no)
+        rows.append(good)
+        bad.append(rejected)
+    stage_frames(con, pl.concat(rows), pl.concat(bad))
+
+
+def read_samples(
+    path: Path, task: TaskMap, model: str, ref_no: int = 0
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Rows of one `samples_*.jsonl` file (staging layout) and its unreadable lines."""
+    good: dict[str, list] = {k: [] for k in ("item", "correct", "ord", "line", "filter")}
+    bad: dict[str, list] = {"line": [], "raw": [], "reason": []}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            value, reason = _sample_value(text, task)
+            if reason:
+                bad["line"].append(n)
+                bad["raw"].append(text.rstrip("\n")[:2000])
+                bad["reason"].append(reason)
+                continue
+            doc_id, metric, flt = value
+            good["item"].append(task.item(doc_id))
+            good["correct"].append(metric)
+            good["ord"].append(int(doc_id) if str(doc_id).isdigit() else None)
+            good["line"].append(n)
+            good["filter"].append(flt)
+    frame = pl.DataFrame(good, schema_overrides={"ord": pl.Int64, "filter": pl.String})
+    frame = _one_filter(frame).drop("filter")
+    frame = frame.with_columns(
+        model=pl.lit(model), benchmark=pl.lit(task.benchmark), ref_no=pl.lit(ref_no)
+    )
+    return frame, pl.DataFrame(bad).with_columns(ref_no=pl.lit(ref_no))
+
+
+def _sample_value(text: str, task: TaskMap) -> tuple[tuple, str | None]:
+    """(doc_id, metric as text, filter) of one JSON line, or a reason it cannot be read."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return (), f"malformed JSON line: {exc.msg}"
+    if not isinstance(obj, dict) or "doc_id" not in obj:
+        return (), "not a sample object with doc_id"
+    metric = next((m for m in task.metrics if m in obj), None)
+    if metric is None:
+        return (), f"no metric {' / '.join(task.metrics)} in sample"
+    return (obj["doc_id"], json.dumps(obj[metric]), obj.get("filter")), None
+
+
+def _one_filter(frame: pl.DataFrame) -> pl.DataFrame:
+    """lm-eval logs a sample once per filter (e.g. GSM8K); keep the preferred filter."""
+    filters = frame["filter"].unique(maintain_order=True).drop_nulls().to_list()
+    if len(filters) <= 1:
+        return frame
+    keep = next((f for f in _FILTER_PREFERENCE if f in filters), filters[0])
+    return frame.filter(pl.col("filter") == keep)

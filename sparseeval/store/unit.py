@@ -1,0 +1,93 @@
+"""The unit of ingest: one file, directory or Hub repo revision, staged as rows for the validator."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+# Staging contract shared by every source (see sql/validate.sql).
+SRC_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "item": pl.String,
+    "correct": pl.String,
+    "ord": pl.Int64,
+    "line": pl.Int64,
+    "ref_no": pl.Int32,
+}
+BAD_SCHEMA = {"line": pl.Int64, "raw": pl.String, "reason": pl.String, "ref_no": pl.Int32}
+
+Stager = Callable[[duckdb.DuckDBPyConnection], None]
+Recorder = Callable[[duckdb.DuckDBPyConnection, int], None]
+
+
+class SourceError(ValueError):
+    """A whole file cannot be read as the format claimed; names the file (and line)."""
+
+
+@dataclass
+class Unit:
+    """One thing to ingest atomically.
+
+    `stage(con)` creates the temp views `src` and `pre_bad` (rows the reader could not
+    parse); `refs[ref_no]` is each row's provenance; `key` identifies the content, so the
+    same content is never ingested twice; `record` adds source-specific bookkeeping in
+    the same transaction; `skip` says why there is nothing to read.
+    """
+
+    kind: str
+    label: str
+    key: str
+    refs: list[str]
+    stage: Stager
+    record: Recorder | None = None
+    skip: str | None = None
+    notes: dict[str, int] = field(default_factory=dict)
+
+
+def stage_frames(
+    con: duckdb.DuckDBPyConnection, rows: pl.DataFrame | None, bad: pl.DataFrame | None = None
+) -> None:
+    """Stage Polars frames (in the `SRC_SCHEMA` / `BAD_SCHEMA` layouts) as `src` / `pre_bad`."""
+    rows = conform(rows, SRC_SCHEMA)
+    bad = conform(bad, BAD_SCHEMA)
+    con.register("src_frame", rows)
+    con.register("pre_bad_frame", bad)
+    con.execute("CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM src_frame")
+    con.execute("CREATE OR REPLACE TEMP VIEW pre_bad AS SELECT * FROM pre_bad_frame")
+
+
+def stage_no_bad(con: duckdb.DuckDBPyConnection) -> None:
+    """An empty `pre_bad` view, for readers that reject nothing themselves."""
+    con.register("pre_bad_frame", pl.DataFrame(schema=BAD_SCHEMA))
+    con.execute("CREATE OR REPLACE TEMP VIEW pre_bad AS SELECT * FROM pre_bad_frame")
+
+
+def conform(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """`frame` with exactly `schema`'s columns and types (missing ones null)."""
+    if frame is None:
+        return pl.DataFrame(schema=schema)
+    cols = [
+        (pl.col(c) if c in frame.columns else pl.lit(None)).cast(t).alias(c)
+        for c, t in schema.items()
+    ]
+    return frame.select(cols)
+
+
+def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def content_key(kind: str, *parts: str) -> str:
+    """A stable key for (source kind, options, content hashes)."""
+    return hashlib.sha256("\x1f".join((kind, *parts)).encode()).hexdigest()
