@@ -3,7 +3,7 @@
 from .build import BuildSummary, build_matrix
 from .db import Store, StoreError, StoreLockedError
 from .hub import OpenLLMLeaderboard, default_hub_client
-from .ingest import IngestReport, ingest
+from .pipeline import IngestReport, ingest
 from .sources import LmEvalRun, LongTable, WideTable
 from .unit import SourceError
 

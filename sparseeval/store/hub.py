@@ -18,7 +18,7 @@ import yaml
 from .db import Store, execute, fetch
 from .sources import read_samples
 from .tasks import TaskMap, map_lm_eval_task, map_v1_config
-from .unit import SourceError, Unit, content_key, stage_frames
+from .unit import BAD_SCHEMA, SRC_SCHEMA, SourceError, Unit, conform, content_key, stage_frames
 
 _V2_SAMPLES = re.compile(
     r"(?:.*/)?samples_(?P<task>leaderboard_.+)_(?P<ts>\d{4}-\d\d-\d\dT[\d\-.:]+)\.jsonl"
@@ -180,10 +180,10 @@ def read_v1_parquet(
         "benchmark": [task.benchmark] * n,
         "item": [task.item(i) for i in range(n)],
         "correct": frame.select(value.cast(pl.String)).to_series(),
-        "ord": range(n),
+        "ord": pl.Series(range(n) if task.subject is None else [None] * n, dtype=pl.Int64),
         "line": range(1, n + 1),
     }).with_columns(ref_no=pl.lit(ref_no))  # fmt: skip
-    return rows, pl.DataFrame()
+    return conform(rows, SRC_SCHEMA), conform(None, BAD_SCHEMA)
 
 
 def _metric_column(frame: pl.DataFrame, metric: str, path: Path) -> pl.Expr:

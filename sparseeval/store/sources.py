@@ -15,7 +15,17 @@ import polars as pl
 
 from .db import Store, execute, fetch
 from .tasks import TaskMap, map_lm_eval_task
-from .unit import SourceError, Unit, content_key, file_sha256, stage_frames, stage_no_bad
+from .unit import (
+    BAD_SCHEMA,
+    SRC_SCHEMA,
+    SourceError,
+    Unit,
+    conform,
+    content_key,
+    file_sha256,
+    stage_frames,
+    stage_no_bad,
+)
 
 LONG_COLUMNS = ("model", "benchmark", "item", "correct")
 _SAMPLES = re.compile(r"samples_(?P<task>.+)_(?P<ts>\d{4}-\d\d-\d\dT[\d\-.:]+)\.jsonl")
@@ -218,7 +228,8 @@ def read_samples(
             doc_id, metric, flt = value
             good["item"].append(task.item(doc_id))
             good["correct"].append(metric)
-            good["ord"].append(int(doc_id) if str(doc_id).isdigit() else None)
+            ordered = task.subject is None and str(doc_id).isdigit()
+            good["ord"].append(int(doc_id) if ordered else None)
             good["line"].append(n)
             good["filter"].append(flt)
     frame = pl.DataFrame(good, schema_overrides={"ord": pl.Int64, "filter": pl.String})
@@ -226,7 +237,8 @@ def read_samples(
     frame = frame.with_columns(
         model=pl.lit(model), benchmark=pl.lit(task.benchmark), ref_no=pl.lit(ref_no)
     )
-    return frame, pl.DataFrame(bad).with_columns(ref_no=pl.lit(ref_no))
+    bad_frame = pl.DataFrame(bad).with_columns(ref_no=pl.lit(ref_no))
+    return conform(frame, SRC_SCHEMA), conform(bad_frame, BAD_SCHEMA)
 
 
 def _sample_value(text: str, task: TaskMap) -> tuple[tuple, str | None]:

@@ -1,4 +1,4 @@
-"""The unit of ingest: one file, directory or Hub repo revision, staged as rows for the validator."""
+"""The unit of ingest: one file, folder or Hub repo revision, staged as rows to validate."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterable
@@ -12,7 +13,7 @@ from typing import Any, Protocol
 import duckdb
 import polars as pl
 
-from .db import Store, execute, fetch
+from .db import Store, StoreError, execute, fetch
 from .unit import Unit
 from .validate import check, count_staged, quarantine_bad, resolve_duplicates
 
@@ -65,15 +66,26 @@ class IngestReport:
         )
 
 
-def ingest(store: Store, source: Source, force: bool = False) -> list[IngestReport]:
+def ingest(
+    store: Store, source: Source, force: bool = False, keep_going: bool = False
+) -> list[IngestReport]:
     """Ingest every unit of `source`; each unit is one transaction and one ingest run.
 
     A unit whose content was already ingested successfully is skipped (`force` re-reads
-    it; unchanged rows then cost nothing but the comparison).
+    it; unchanged rows then cost nothing but the comparison). A failing unit is rolled
+    back and recorded; with `keep_going` the next units still run, else the error raises.
     """
     if store.read_only:
-        raise RuntimeError("store is open read-only")
-    return [ingest_unit(store, unit, force) for unit in source.units(store)]
+        raise StoreError("store is open read-only")
+    reports = []
+    for unit in source.units(store):
+        try:
+            reports.append(ingest_unit(store, unit, force))
+        except Exception as exc:
+            if not keep_going:
+                raise
+            reports.append(IngestReport(-1, unit.kind, unit.label, "failed", message=str(exc)))
+    return reports
 
 
 def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
@@ -191,8 +203,6 @@ def _record_failure(store: Store, params: dict[str, Any], exc: Exception) -> Non
 
 def _drop_temp(con: duckdb.DuckDBPyConnection) -> None:
     execute(con, "drop_temp", {})
-    for name in ("src_frame", "pre_bad_frame", "unit_refs", "wide_cols"):
-        try:
+    for name in ("src_frame", "pre_bad_frame", "unit_refs", "wide_cols", "unit_hub_files"):
+        with contextlib.suppress(duckdb.Error):
             con.unregister(name)
-        except duckdb.Error:
-            pass

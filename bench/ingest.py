@@ -1,0 +1,131 @@
+"""Ingest and matrix-build speed of the results store on synthetic long tables.
+
+    python bench/ingest.py                    # 5,000 x 1,319 (3 repeats) and 5,000 x 14,042 (1)
+    python bench/ingest.py --sizes 5000x1319 --repeats 3
+
+Each case writes a long Parquet table (model, benchmark, item, correct), then times, in a
+fresh store: first ingest, re-ingest of the same file (skipped by content hash), forced
+re-ingest (row-level comparison, no change), and the matrix build; the build runs in a
+child process so its peak RSS is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from sparseeval.store import LongTable, Store, ingest
+from sparseeval.synthetic import make_synthetic
+
+BUILD_CHILD = """
+import json, resource, sys, time
+from sparseeval.store import Store, build_matrix
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with Store.open(sys.argv[1], read_only=True) as s:
+    t = time.perf_counter(); m, summary = build_matrix(s, sys.argv[2]); dt = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"s": dt, "peak_mb": peak / 1024, "base_mb": base / 1024, "shape": m.shape,
+                  "fingerprint": summary.fingerprint}))
+"""
+
+
+def write_long(path: Path, n_models: int, n_items: int, seed: int = 0) -> int:
+    """A synthetic long table as Parquet (dictionary-encoded ids); returns its row count."""
+    m = make_synthetic(n_models, n_items, seed=seed)
+    rows = np.repeat(np.arange(n_models, dtype=np.uint32), n_items)
+    cols = np.tile(np.arange(n_items, dtype=np.uint32), n_models)
+    models = pl.Series(list(m.model_ids), dtype=pl.String).cast(pl.Categorical)
+    items = pl.Series(list(m.item_ids), dtype=pl.String).cast(pl.Categorical)
+    frame = pl.DataFrame({
+        "model": models.gather(rows),
+        "benchmark": pl.repeat("bench", len(rows), eager=True).cast(pl.Categorical),
+        "item": items.gather(cols),
+        "correct": (m.values.reshape(-1) > 0).astype(np.int8),
+    })  # fmt: skip
+    frame.write_parquet(path, row_group_size=1_000_000)
+    return frame.height
+
+
+def run_case(n_models: int, n_items: int, repeats: int, work: Path) -> dict:
+    data = work / f"long_{n_models}x{n_items}.parquet"
+    n_rows = write_long(data, n_models, n_items)
+    first, skip, force, build, peak = [], [], [], [], []
+    for r in range(repeats):
+        db = work / f"store_{n_models}x{n_items}_{r}.duckdb"
+        with Store.open(db) as store:
+            store.add_benchmark("bench")
+            first.append(_timed(store, data, False, "ok"))
+            skip.append(_timed(store, data, False, "skipped"))
+            force.append(_timed(store, data, True, "ok"))
+        out = subprocess.run(
+            [sys.executable, "-c", BUILD_CHILD, str(db), "bench"],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        child = json.loads(out.stdout)
+        build.append(child["s"])
+        peak.append(child["peak_mb"] - child["base_mb"])
+        db_mb = db.stat().st_size / 2**20
+        db.unlink()
+    med = statistics.median
+    return {
+        "case": f"{n_models:,} x {n_items:,}",
+        "rows": n_rows,
+        "repeats": repeats,
+        "ingest_s": med(first),
+        "rows_per_s": n_rows / med(first),
+        "skip_s": med(skip),
+        "force_s": med(force),
+        "build_s": med(build),
+        "build_peak_mb": med(peak),
+        "build_rss_mb": child["peak_mb"],
+        "db_mb": db_mb,
+    }
+
+
+def _timed(store: Store, data: Path, force: bool, expected: str) -> float:
+    t = time.perf_counter()
+    (report,) = ingest(store, LongTable(data), force=force)
+    dt = time.perf_counter() - t
+    assert report.status == expected, report.line()
+    assert not force or report.n_unchanged == report.n_read, report.line()
+    return dt
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sizes", nargs="+", default=["5000x1319", "5000x14042"])
+    p.add_argument("--repeats", type=int, nargs="+", default=[3, 1], help="per size")
+    p.add_argument("--workdir", type=Path, default=None)
+    args = p.parse_args(argv)
+    repeats = args.repeats + [args.repeats[-1]] * (len(args.sizes) - len(args.repeats))
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        results = []
+        for size, rep in zip(args.sizes, repeats, strict=True):
+            m, n = (int(v) for v in size.split("x"))
+            results.append(run_case(m, n, rep, Path(tmp)))
+            print(f"done {size}", file=sys.stderr, flush=True)
+    header = (
+        "| case | rows | runs | ingest s | rows/s | re-ingest (hash skip) s | "
+        "forced re-ingest (no change) s | matrix build s | build peak RSS MB (above imports) | DB MB |"
+    )
+    print(header)
+    print("|" + "---|" * 10)
+    for r in results:
+        print(
+            f"| {r['case']} | {r['rows']:,} | {r['repeats']} | {r['ingest_s']:.2f} |"
+            f" {r['rows_per_s'] / 1e6:.2f} M | {r['skip_s']:.2f} | {r['force_s']:.2f} |"
+            f" {r['build_s']:.2f} | {r['build_rss_mb']:.0f} ({r['build_peak_mb']:.0f}) | {r['db_mb']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

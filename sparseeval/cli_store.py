@@ -1,0 +1,221 @@
+"""`sparseeval ingest` and `sparseeval matrix`: the results store from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from .matrix import MatrixError
+from .settings import Settings
+from .store import (
+    LmEvalRun,
+    LongTable,
+    OpenLLMLeaderboard,
+    SourceError,
+    Store,
+    StoreError,
+    WideTable,
+    build_matrix,
+    default_hub_client,
+    ingest,
+)
+from .store.pipeline import IngestReport, Source
+
+USER_ERRORS = (StoreError, SourceError, MatrixError, OSError, ValueError, duckdb.Error)
+
+INGEST_EPILOG = """examples:
+  sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
+  sparseeval ingest arc_responses.csv --benchmark arc   # wide table: model + one column per item
+  sparseeval ingest lm_eval_out/                    # lm-eval folder written with --log_samples
+  sparseeval ingest --hub v1 --hub-model meta-llama/Llama-2-7b-hf   # Open LLM Leaderboard details
+  sparseeval ingest --hub v2 --hub-all --json       # every v2 details repo (token: HF_TOKEN)
+
+Ingesting the same content twice changes nothing and says so; bad rows go to quarantine.
+"""
+MATRIX_EPILOG = """examples:
+  sparseeval matrix                      # list benchmarks with their counts
+  sparseeval matrix arc                  # summary of the arc matrix and its fingerprint
+  sparseeval matrix mmlu --max-missing 0.05 --export mmlu.npz   # also .csv (wide, 0/1)
+"""
+
+
+def add_store_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register the `ingest` and `matrix` subcommands (each sets `func(args) -> exit code`)."""
+    _add_ingest(subparsers)
+    _add_matrix(subparsers)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", type=Path, help="store file (default: settings store_path)")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for another writer")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def _add_ingest(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "ingest",
+        help="read per-item results into the store",
+        description="Read per-item results (files, lm-eval folders or the Hub) into the store.",
+        epilog=INGEST_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("sources", nargs="*", type=Path, help="files or folders to read")
+    p.add_argument("--format", choices=["auto", "long", "wide", "lm-eval"], default="auto")
+    p.add_argument("--benchmark", help="the benchmark of a wide table")
+    p.add_argument("--model", help="model of an lm-eval folder (default: its results JSON)")
+    p.add_argument("--hub", choices=["v1", "v2"], help="pull Open LLM Leaderboard details")
+    p.add_argument("--hub-model", action="append", dest="hub_models", metavar="ORG/MODEL")
+    p.add_argument("--hub-all", action="store_true", help="every details repo of --hub-org")
+    p.add_argument("--hub-org", default="open-llm-leaderboard")
+    p.add_argument(
+        "--new-benchmark", action="append", default=[], metavar="NAME",
+        help="accept rows of this benchmark name (known ones are built in)",
+    )  # fmt: skip
+    p.add_argument("--force", action="store_true", help="re-read content already ingested")
+    _common(p)
+    p.set_defaults(func=run_ingest)
+
+
+def _add_matrix(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "matrix",
+        help="build a benchmark's ±1 models x items matrix",
+        description="Build a benchmark's ±1 matrix from the store; print its summary.",
+        epilog=MATRIX_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("benchmark", nargs="?", help="benchmark name (omit to list benchmarks)")
+    p.add_argument("--max-missing", type=float, help="drop models missing more than this share")
+    p.add_argument("--export", type=Path, help="write the matrix (.npz or wide .csv)")
+    _common(p)
+    p.set_defaults(func=run_matrix)
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    """The `ingest` command; returns the exit code."""
+    try:
+        sources = _sources(args)
+        with Store.open(_store_path(args), wait_s=args.wait) as store:
+            for name in args.new_benchmark:
+                store.add_benchmark(name)
+            reports = _ingest_all(store, sources, args.force)
+    except USER_ERRORS as exc:
+        return _fail(exc)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
+    else:
+        for r in reports:
+            print(r.line(), file=sys.stdout if r.status != "failed" else sys.stderr)
+    return 1 if any(r.status == "failed" for r in reports) else 0
+
+
+def _ingest_all(store: Store, sources: list[Source], force: bool) -> list[IngestReport]:
+    reports: list[IngestReport] = []
+    for source in sources:
+        try:
+            reports += ingest(store, source, force=force, keep_going=True)
+        except SourceError as exc:
+            reports.append(
+                IngestReport(-1, "?", str(getattr(source, "path", "")), "failed", message=str(exc))
+            )  # noqa: E501
+    return reports
+
+
+def _sources(args: argparse.Namespace) -> list[Source]:
+    if args.hub:
+        if not (args.hub_models or args.hub_all):
+            raise ValueError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
+        models = None if args.hub_all else args.hub_models
+        return [OpenLLMLeaderboard(default_hub_client(), models, args.hub, args.hub_org)]
+    if not args.sources:
+        raise ValueError("give files or folders to ingest, or --hub v1|v2")
+    return [_source_for(path, args) for path in args.sources]
+
+
+def _source_for(path: Path, args: argparse.Namespace) -> Source:
+    """Pick the reader for a path: by --format, else by its suffix and CSV header."""
+    fmt = args.format
+    if fmt == "auto":
+        fmt = _guess_format(path)
+    if fmt == "wide" and not args.benchmark:
+        raise ValueError(f"{path} is a wide table (model + item columns); pass --benchmark NAME")
+    if fmt == "wide":
+        return WideTable(path, args.benchmark)
+    if fmt == "lm-eval":
+        return LmEvalRun(path, args.model)
+    return LongTable(path)
+
+
+def _guess_format(path: Path) -> str:
+    if path.is_dir() or path.suffix == ".json":
+        return "lm-eval"
+    if path.suffix.lower() in {".parquet", ".pq"}:
+        return "long"
+    if not path.is_file():
+        raise SourceError(f"{path}: no such file or folder")
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        header = {c.strip() for c in next(csv.reader(f), [])}
+    return "long" if {"benchmark", "item", "correct"} <= header else "wide"
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    """The `matrix` command; returns the exit code."""
+    try:
+        settings = Settings.load()
+        with Store.open(_store_path(args, settings), read_only=True, wait_s=args.wait) as store:
+            if not args.benchmark:
+                return _print_benchmarks(store, args.json)
+            frac = settings.max_missing_model_frac if args.max_missing is None else args.max_missing
+            matrix, summary = build_matrix(store, args.benchmark, frac)
+        if args.export:
+            export_matrix(matrix, args.export, summary.fingerprint)
+    except USER_ERRORS as exc:
+        return _fail(exc)
+    out: dict[str, Any] = summary.to_dict() | {"export": str(args.export or "")}
+    print(json.dumps(out, indent=2) if args.json else summary.line())
+    return 0
+
+
+def _print_benchmarks(store: Store, as_json: bool) -> int:
+    table = store.benchmarks()
+    if as_json:
+        print(json.dumps(table.to_dicts(), indent=2))
+    else:
+        for row in table.iter_rows(named=True):
+            print(f"{row['benchmark']:<12} {row['n_models']:>7,} models {row['n_items']:>7,} items")
+    return 0
+
+
+def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
+    """Write a matrix as .npz (values, ids, fingerprint) or a wide 0/1 CSV."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".npz":
+        np.savez_compressed(
+            path, values=matrix.values, model_ids=matrix.model_ids.astype(str),
+            item_ids=matrix.item_ids.astype(str), fingerprint=np.array(fingerprint),
+        )  # fmt: skip
+    elif path.suffix == ".csv":
+        import polars as pl
+
+        cols = {
+            str(i): (matrix.values[:, j] > 0).astype(np.int8) for j, i in enumerate(matrix.item_ids)
+        }  # noqa: E501
+        pl.DataFrame({"model": matrix.model_ids.astype(str)} | cols).write_csv(path)
+    else:
+        raise ValueError(f"--export {path}: use a .npz or .csv file name")
+
+
+def _store_path(args: argparse.Namespace, settings: Settings | None = None) -> Path:
+    return args.store or (settings or Settings.load()).store_path
+
+
+def _fail(exc: BaseException) -> int:
+    print(f"error: {exc}".splitlines()[0], file=sys.stderr)
+    return 1
