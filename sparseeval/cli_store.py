@@ -124,7 +124,7 @@ def _ingest_all(store: Store, sources: list[Source], force: bool) -> list[Ingest
         except SourceError as exc:
             reports.append(
                 IngestReport(-1, "?", str(getattr(source, "path", "")), "failed", message=str(exc))
-            )  # noqa: E501
+            )
     return reports
 
 
@@ -162,7 +162,7 @@ def _guess_format(path: Path) -> str:
         raise SourceError(f"{path}: no such file or folder")
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
         header = {c.strip() for c in next(csv.reader(f), [])}
-    return "long" if {"benchmark", "item", "correct"} <= header else "wide"
+    return "wide" if "model" in header and not {"benchmark", "item"} & header else "long"
 
 
 def run_matrix(args: argparse.Namespace) -> int:
@@ -206,7 +206,7 @@ def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
 
         cols = {
             str(i): (matrix.values[:, j] > 0).astype(np.int8) for j, i in enumerate(matrix.item_ids)
-        }  # noqa: E501
+        }
         pl.DataFrame({"model": matrix.model_ids.astype(str)} | cols).write_csv(path)
     else:
         raise ValueError(f"--export {path}: use a .npz or .csv file name")

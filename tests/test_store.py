@@ -55,7 +55,7 @@ def test_same_file_twice_changes_nothing_and_says_so(store, tmp_path):
 
 def test_newer_value_replaces_current_and_keeps_history(store, tmp_path):
     ingest(store, LongTable(write_long(tmp_path / "a.csv", grid(["org/a"], 3))))
-    flipped = grid(["org/a"], 3, value=lambda m, i: 1 - (m + i) % 2)[:1] + [("org/a", "arc", 9, 1)]
+    flipped = [*grid(["org/a"], 3, value=lambda m, i: 1 - (m + i) % 2)[:1], ("org/a", "arc", 9, 1)]
     (r,) = ingest(store, LongTable(write_long(tmp_path / "b.csv", flipped)))
     assert (r.n_new, r.n_updated, r.n_unchanged) == (1, 1, 0)
     hist = store.history("org/a", "arc", "0")

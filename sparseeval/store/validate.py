@@ -42,6 +42,9 @@ def resolve_duplicates(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
 
     Returns (redundant agreeing rows dropped as duplicates, conflicting rows quarantined).
     """
+    ((n_repeats,),) = fetch(con, "dups_any", {})
+    if not n_repeats:
+        return 0, 0
     execute(con, "ingest_dups", {})
     ((n_dup, n_conflict),) = fetch(con, "dups_summary", {})
     if n_dup or n_conflict:
