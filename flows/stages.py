@@ -1,0 +1,79 @@
+"""Small flows for manual triggers: ingest only, retrain one benchmark, evaluate a published set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_table_artifact
+
+import tasks
+
+from .refresh import publish_unit, resolve_settings
+
+
+@flow(name="ingest-only", log_prints=True)
+def ingest_only(
+    sources: list[str] | None = None, home: str | None = None, fill_if_empty: bool = False
+) -> dict[str, Any]:
+    """Ingest sources into the store; nothing is trained or published."""
+    settings = resolve_settings(home)
+    out = tasks.ingest(str(settings.store_path), list(sources or []), fill_if_empty)
+    print(f"ingested {out['units']} unit(s): {out['new']:,} new results")
+    return out
+
+
+@flow(name="retrain-benchmark", log_prints=True)
+def retrain_benchmark(
+    benchmark: str,
+    n_anchors: int | None = None,
+    settings_overrides: dict[str, Any] | None = None,
+    home: str | None = None,
+    publish: bool = True,
+) -> dict[str, Any]:
+    """Rebuild and refit one benchmark; publish through the quality gate (no drift needed)."""
+    s = resolve_settings(home, n_anchors, settings_overrides)
+    sd, store = s.to_dict(), str(s.store_path)
+    states = tasks.store_state(store)
+    if benchmark not in states:
+        raise ValueError(f"no results for benchmark {benchmark!r} (have: {', '.join(states)})")
+    matrix = tasks.build_matrix(store, benchmark, states[benchmark], str(s.artifacts_dir), sd)
+    fit = tasks.fit_benchmark(benchmark, matrix, sd, str(s.artifacts_dir))
+    out: dict[str, Any] = {"benchmark": benchmark, "matrix": matrix, "fit": fit}
+    if publish:
+        live = tasks.published_info(str(s.published_dir), benchmark)
+        fresh = tasks.fresh_models(store, benchmark, live["created"]) if live else []
+        out |= publish_unit(str(s.published_dir), benchmark, fit, fresh, sd)
+    print(f"{benchmark}: test MAE {fit['test_metrics']['mae']:.3f}; {out.get('outcome', '')}")
+    return out
+
+
+@flow(name="evaluate-published", log_prints=True)
+def evaluate_published(
+    benchmark: str,
+    models: list[str] | None = None,
+    since: str | None = None,
+    version: str = "latest",
+    home: str | None = None,
+) -> dict[str, Any]:
+    """Score a published anchor set on models with full results in the store.
+
+    models: model ids to score; since: an ISO time, scoring models first seen after it;
+    neither: the models that arrived after the set was published.
+    """
+    s = resolve_settings(home)
+    store, pub = str(s.store_path), str(s.published_dir)
+    live = tasks.published_info(pub, benchmark)
+    if live is None:
+        raise ValueError(f"nothing published for {benchmark!r} under {pub}")
+    if models is None:
+        models = tasks.fresh_models(store, benchmark, since or live["created"])
+    states = tasks.store_state(store)
+    matrix = tasks.build_matrix(
+        store, benchmark, states[benchmark], str(s.artifacts_dir), s.to_dict()
+    )
+    scores = tasks.evaluate_published(pub, benchmark, matrix, models, version)
+    rows = [{"benchmark": benchmark, "version": version, **scores}]
+    create_table_artifact(rows, key="sparseeval-evaluation", description="published set on models")
+    get_run_logger().info("%s %s on %d models: %s", benchmark, version, scores.get("n", 0), scores)
+    return scores

@@ -1,0 +1,46 @@
+"""Shared fixtures. `prefect_harness` is opt-in: only flow tests pay Prefect's start-up."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def prefect_harness(tmp_path_factory):
+    """A temporary Prefect server and home (results, state) for the whole session."""
+    root = tmp_path_factory.mktemp("prefect")
+    env = {
+        "PREFECT_HOME": str(root / "home"),
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(root / "results"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_LOGGING_TO_API_ENABLED": "false",
+        "HF_HUB_OFFLINE": "1",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    from prefect.settings import (
+        PREFECT_HOME,
+        PREFECT_RESULTS_LOCAL_STORAGE_PATH,
+        PREFECT_SERVER_ANALYTICS_ENABLED,
+        temporary_settings,
+    )
+    from prefect.testing.utilities import prefect_test_harness
+
+    with (
+        temporary_settings(
+            updates={
+                PREFECT_HOME: env["PREFECT_HOME"],
+                PREFECT_RESULTS_LOCAL_STORAGE_PATH: env["PREFECT_RESULTS_LOCAL_STORAGE_PATH"],
+                PREFECT_SERVER_ANALYTICS_ENABLED: False,
+            }
+        ),
+        prefect_test_harness(server_startup_timeout=120),
+    ):
+        yield root
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
