@@ -1,0 +1,322 @@
+"""CLI subcommands for consumers of published anchor sets: predict, export-lm-eval, report.
+
+`add_publish_commands(subparsers)` registers them on the main `sparseeval` parser;
+each sets `func(args) -> int`. Errors print one line on stderr and return 2.
+Until the main CLI wires them, `python -m sparseeval.cli_publish ...` runs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from .lm_eval import LmEvalError, export_samples, is_samples_file, merge_samples
+from .lm_eval import read_responses as read_lm_eval
+from .publish import AnchorSetError, ResponsesError, load_anchor_set
+
+EXIT_USER_ERROR = 2
+
+
+class UserError(Exception):
+    """A problem the user can fix (bad path, bad file); printed as one line."""
+
+
+def add_publish_commands(subparsers) -> None:
+    """Register `predict`, `export-lm-eval` and `report` on an argparse subparsers object."""
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    p = subparsers.add_parser(
+        "predict",
+        help="estimate a model's full-benchmark accuracy from its answers on the anchors",
+        description="Estimate a model's full-benchmark accuracy, with a confidence interval, "
+        "from its answers on a published anchor set.",
+        formatter_class=fmt,
+        epilog=textwrap.dedent(
+            """\
+            responses: CSV (columns item,correct), JSONL ({"item": ..., "correct": ...} per
+            line), JSON ({item: correct}), or lm-eval --log_samples output
+            (samples_{task}_{timestamp}.jsonl files, or the folder holding them).
+            correct may be 0/1, true/false or -1/+1; items that are not anchors are ignored.
+
+            examples:
+              sparseeval predict --anchor-set .sparseeval/published --benchmark gsm8k \\
+                  --responses answers.csv
+              sparseeval predict --anchor-set ORG/anchor-sets --benchmark arc \\
+                  --responses results/ORG__MODEL/ --json
+              sparseeval predict --anchor-set published --benchmark mmlu --version 3 \\
+                  --responses a.csv --compare-to b.csv
+            """
+        ),
+    )
+    _common(p)
+    p.add_argument("--responses", nargs="+", required=True, metavar="FILE", help="answers file(s)")
+    p.add_argument("--compare-to", nargs="+", metavar="FILE", help="a second model's answers")
+    p.add_argument("--json", action="store_true", help="print a JSON object for machines")
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="estimate from the answered anchors (imputes the rest, widens the interval)",
+    )
+    p.add_argument("--metric", help="lm-eval metric to read (default: per task, e.g. acc_norm)")
+    p.add_argument("--filter", help="lm-eval filter to read (default: strict-match or none)")
+    p.add_argument("--task", help="lm-eval task for bare integer item ids")
+    p.set_defaults(func=_guarded(cmd_predict))
+
+    e = subparsers.add_parser(
+        "export-lm-eval",
+        help="write the lm-eval --samples JSON that runs only the anchors",
+        description="Write {task: [doc ids]} for lm-evaluation-harness's --samples option, so "
+        "a model is evaluated on the anchor items only.",
+        formatter_class=fmt,
+        epilog=textwrap.dedent(
+            """\
+            examples:
+              sparseeval export-lm-eval --anchor-set .sparseeval/published \\
+                  --benchmark arc gsm8k --out anchors.json
+              lm-eval run --model hf --model_args pretrained=ORG/MODEL \\
+                  --tasks arc_challenge gsm8k --samples anchors.json \\
+                  --log_samples --output_path results/
+              sparseeval predict --anchor-set .sparseeval/published --benchmark arc \\
+                  --responses results/
+            """
+        ),
+    )
+    _common(e, many=True)
+    e.add_argument("--out", required=True, metavar="FILE", help="JSON file to write")
+    e.add_argument("--task", help="lm-eval task for bare integer item ids")
+    e.set_defaults(func=_guarded(cmd_export_lm_eval))
+
+    r = subparsers.add_parser(
+        "report",
+        help="re-render a published version's report (Markdown + HTML with plots)",
+        description="Re-render the report of a published anchor set into a folder of your "
+        "choice (the published folder itself is never modified).",
+        formatter_class=fmt,
+        epilog=textwrap.dedent(
+            """\
+            drift/budget files: JSON lists of rows, e.g.
+              [{"version": 3, "mae": 1.8, "n_models": 40, "date": "2026-02-01"}]
+              [{"method": "SparseEval", "n_anchors": 100, "mae": 1.2, "kendall_tau": 0.93}]
+
+            examples:
+              sparseeval report --anchor-set .sparseeval/published --benchmark gsm8k
+              sparseeval report --anchor-set published --benchmark gsm8k --version 2 \\
+                  --drift drift.json --out /tmp/gsm8k-v2
+            """
+        ),
+    )
+    _common(r)
+    r.add_argument("--out", metavar="DIR", help="output folder (default: reports/{benchmark}/vN)")
+    r.add_argument("--drift", metavar="FILE", help="JSON list of drift rows to show")
+    r.add_argument("--budget", metavar="FILE", help="JSON list of budget rows to show")
+    r.set_defaults(func=_guarded(cmd_report))
+
+
+def _common(p, many: bool = False) -> None:
+    p.add_argument(
+        "--anchor-set",
+        metavar="DIR_OR_REPO",
+        help="published folder or Hub dataset repo id (default: $SPARSEEVAL_HOME/published)",
+    )
+    if many:
+        p.add_argument("--benchmark", nargs="+", required=True, metavar="B")
+    else:
+        p.add_argument("--benchmark", required=True, metavar="B")
+    p.add_argument("--version", default="latest", help="latest (default), N or vN")
+
+
+def _guarded(fn):
+    def run(args) -> int:
+        try:
+            return fn(args)
+        except (UserError, AnchorSetError, ResponsesError, LmEvalError) as e:
+            print(f"error: {e}", file=sys.stderr)
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+            print(f"error: {e.strerror}: {e.filename}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+    run.__name__ = fn.__name__
+    return run
+
+
+def _anchor_root(args) -> str:
+    if args.anchor_set:
+        return args.anchor_set
+    from .settings import Settings
+
+    return str(Settings.load().published_dir)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_predict(args) -> int:
+    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version)
+    a = read_responses_files(args.responses, aset, args)
+    if args.compare_to:
+        b = read_responses_files(args.compare_to, aset, args)
+        diff = aset.compare(a, b, allow_missing=args.allow_missing)
+        if args.json:
+            print(json.dumps(diff.to_dict(), indent=2))
+        else:
+            print(f"{aset.benchmark} v{aset.version}: A {diff.a}; B {diff.b}")
+            verdict = "resolvable" if diff.significant else "not resolvable"
+            print(f"A - B: {diff} ({verdict})")
+        return 0
+    est = aset.predict(a, allow_missing=args.allow_missing)
+    if args.json:
+        print(json.dumps(est.to_dict() | {"source": aset.source}, indent=2))
+    else:
+        print(
+            f"{aset.benchmark} v{aset.version}: estimated accuracy {est} "
+            f"from {est.n_answered}/{est.n_anchors} anchors"
+        )
+    return 0
+
+
+def cmd_export_lm_eval(args) -> int:
+    root = _anchor_root(args)
+    parts = []
+    for b in args.benchmark:
+        aset = load_anchor_set(root, b, args.version)
+        parts.append(export_samples(aset.items, b, aset.item_sources, args.task))
+    mapping = merge_samples(*parts)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(mapping, indent=1) + "\n")
+    n = sum(len(v) for v in mapping.values())
+    tasks = " ".join(mapping)
+    print(f"wrote {n} doc ids for {len(mapping)} task(s) to {out}")
+    print(
+        f"next: lm-eval run --model hf --model_args pretrained=ORG/MODEL --tasks {tasks} "
+        f"--samples {out} --log_samples --output_path results/",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import render_report
+
+    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version)
+    inputs_file = aset.folder / "report_inputs.json" if aset.folder else None
+    inputs = json.loads(inputs_file.read_text()) if inputs_file and inputs_file.is_file() else {}
+    if args.drift:
+        inputs["drift_rows"] = _json_rows(args.drift)
+    if args.budget:
+        inputs["budget_rows"] = _json_rows(args.budget)
+    if args.out:
+        out = Path(args.out)
+    else:
+        from .settings import Settings
+
+        out = Path(Settings.load().reports_dir) / aset.benchmark / f"v{aset.version}"
+    paths = render_report(out, aset.manifest, inputs)
+    print(f"report: {paths['html']}")
+    print(f"        {paths['md']} ({len(paths['plots'])} plots)")
+    return 0
+
+
+# --------------------------------------------------------------------------- input files
+
+
+def read_responses_files(files, aset, args=None) -> dict[str, object]:
+    """{item: correct} from CSV / JSONL / JSON files and lm-eval samples files or folders."""
+    out: dict[str, object] = {}
+    lm_eval_paths = []
+    for f in map(Path, files):
+        if not f.exists():
+            raise UserError(f"{f}: no such file or folder")
+        if f.is_dir() or is_samples_file(f):
+            lm_eval_paths.append(f)
+        elif f.suffix.lower() == ".csv":
+            out.update(_read_csv(f))
+        elif f.suffix.lower() == ".jsonl":
+            out.update(_read_jsonl(f))
+        elif f.suffix.lower() == ".json":
+            out.update(_read_json(f))
+        else:
+            raise UserError(f"{f}: unknown responses format (use .csv, .jsonl, .json)")
+    if lm_eval_paths:
+        out.update(
+            read_lm_eval(
+                lm_eval_paths,
+                items=aset.items,
+                benchmark=aset.benchmark,
+                item_sources=aset.item_sources,
+                metric=getattr(args, "metric", None),
+                filter=getattr(args, "filter", None),
+                task=getattr(args, "task", None),
+            )
+        )
+    return out
+
+
+def _read_csv(path: Path) -> dict:
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        cols = [c.strip() for c in reader.fieldnames or []]
+        if "item" not in cols or "correct" not in cols:
+            raise UserError(f"{path}: needs a header with columns item,correct (got {cols})")
+        reader.fieldnames = cols
+        return {str(row["item"]).strip(): row["correct"] for row in reader}
+
+
+def _read_jsonl(path: Path) -> dict:
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise UserError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+            if not isinstance(rec, dict) or "item" not in rec or "correct" not in rec:
+                raise UserError(f"{path}:{n}: expected an object with item and correct")
+            out[str(rec["item"])] = rec["correct"]
+    return out
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
+    if isinstance(data, dict):
+        return {str(k): v for k, v in data.items()}
+    if isinstance(data, list) and all(isinstance(r, dict) and "item" in r for r in data):
+        return {str(r["item"]): r.get("correct") for r in data}
+    raise UserError(f"{path}: expected {{item: correct}} or a list of {{item, correct}}")
+
+
+def _json_rows(path) -> list[dict]:
+    p = Path(path)
+    try:
+        rows = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{p}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{p}: not valid JSON ({e.msg})") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise UserError(f"{p}: expected a JSON list of objects")
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="sparseeval")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_publish_commands(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["UserError", "add_publish_commands", "main", "read_responses_files"]
