@@ -288,8 +288,14 @@ def _plot_drift(out: Path, rows, threshold) -> Path:
     ax.plot(x, maes, "o-", color="tab:purple")
     for xi, r in zip(x, rows, strict=True):
         if r.get("n_models") is not None:
-            ax.annotate(f"n={r['n_models']}", (xi, r["mae"]), textcoords="offset points",
-                        xytext=(0, 6), ha="center", fontsize=7)  # fmt: skip
+            ax.annotate(
+                f"n={r['n_models']}",
+                (xi, r["mae"]),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize=7,
+            )
     if threshold is not None:
         ax.axhline(threshold, color="tab:red", ls="--", lw=1, label="drift threshold")
         ax.legend(fontsize=8)

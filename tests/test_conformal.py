@@ -1,0 +1,95 @@
+"""Split-conformal intervals: the quantile rule, coverage, differences, and real coverage."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sparseeval.conformal import (
+    ConformalInterval,
+    conformal_quantile,
+    difference_halfwidth,
+    empirical_coverage,
+)
+
+
+def test_quantile_rule_and_too_few_points():
+    scores = np.arange(1, 10) / 100  # 9 values
+    assert conformal_quantile(scores, 0.9) == pytest.approx(0.09)  # ceil(10 * .9) = 9th
+    assert conformal_quantile(scores, 0.5) == pytest.approx(0.05)  # ceil(5) = 5th
+    assert conformal_quantile(scores[:5], 0.9) == math.inf  # ceil(6 * .9) = 6 > 5
+    assert conformal_quantile(-scores, 0.9) == pytest.approx(0.09)  # absolute values
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        conformal_quantile(scores, 1.0)
+    with pytest.raises(ValueError, match="at least one"):
+        conformal_quantile([], 0.9)
+
+
+def test_marginal_coverage_on_exchangeable_residuals():
+    rng = np.random.default_rng(0)
+    n, reps, level = 40, 4000, 0.9
+    r = rng.standard_t(4, size=(reps, n + 1)) * 0.03
+    k = math.ceil((n + 1) * level)
+    q = np.sort(np.abs(r[:, :n]), axis=1)[:, k - 1]
+    cov = np.mean(np.abs(r[:, n]) <= q)
+    # theory: k / (n + 1) = 0.902 exactly for continuous scores
+    assert level - 0.015 <= cov <= k / (n + 1) + 0.015
+
+
+def test_difference_halfwidth_covers_pairs():
+    rng = np.random.default_rng(1)
+    calib = rng.normal(0, 0.02, 1500)
+    qd = difference_halfwidth(calib, 0.9)
+    q = conformal_quantile(calib, 0.9)
+    assert q < qd < 2 * q  # about sqrt(2) q for independent normal errors
+    a, b = rng.normal(0, 0.02, (2, 20000))
+    assert np.mean(np.abs(a - b) <= qd) == pytest.approx(0.9, abs=0.02)
+    with pytest.raises(ValueError, match="two"):
+        difference_halfwidth([0.1], 0.9)
+
+
+def test_interval_object_clips_widens_and_round_trips():
+    ci = ConformalInterval.fit(np.linspace(-0.05, 0.05, 99), 0.8)
+    assert ci.n_calibration == 99 and ci.level == 0.8
+    low, high = ci.interval(0.02)
+    assert low == 0.0 and high == pytest.approx(0.02 + ci.halfwidth)
+    lo2, hi2 = ci.interval(0.5, extra=0.1)
+    assert hi2 - lo2 == pytest.approx(2 * (ci.halfwidth + 0.1))
+    lows, highs = ci.interval(np.array([0.1, 0.99]))
+    assert highs[1] == 1.0 and lows.shape == (2,)
+    d, _dlo, dhi = ci.difference(0.6, 0.5)
+    assert d == pytest.approx(0.1) and dhi - d == pytest.approx(ci.diff_halfwidth)
+    again = ConformalInterval.from_dict(ci.to_dict())
+    assert again == ci
+    tiny = ConformalInterval.fit([0.01, -0.02], 0.9)
+    assert tiny.halfwidth == math.inf and tiny.to_dict()["halfwidth"] is None
+    assert ConformalInterval.from_dict(tiny.to_dict()).interval(0.4) == (0.0, 1.0)
+    assert empirical_coverage([0, 0], [1, 0.5], [0.5, 0.7]) == 0.5
+
+
+def test_sparseeval_intervals_cover_test_models_near_nominal():
+    """Empirical 90% coverage on held-out test models of synthetic leaderboards."""
+    from sparseeval.estimator import SparseEval
+    from sparseeval.splits import split_models
+    from sparseeval.synthetic import make_synthetic
+
+    covs = []
+    for seed in range(8):
+        m = make_synthetic(600, 60, seed=seed)
+        sp = split_models(m.model_ids, n_test=200, n_valid=150, seed=seed)
+        est = SparseEval(
+            n_anchors=8,
+            refine_steps=1,
+            epochs=50,
+            ensemble=1,
+            predictor="ridge",
+            seed=seed,
+            progress=lambda s: None,
+        ).fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid])
+        ci = ConformalInterval.fit(est.valid_residuals_, 0.9)
+        covs.append(ci.coverage(est.predict(m.values[sp.test]), m.y[sp.test]))
+    mean = float(np.mean(covs))
+    assert abs(mean - 0.9) <= 0.04, (mean, covs)
+    assert min(covs) >= 0.8, covs
