@@ -86,23 +86,25 @@ class SparseEval(AnchorEstimator):
         )
 
     @classmethod
-    def from_settings(cls, settings, **kw) -> SparseEval:
-        s = settings
-        return cls(
-            n_anchors=s.n_anchors,
-            init=s.init,
-            refine_steps=s.refine_steps,
-            acceptance=s.acceptance,
-            swap_candidates=s.swap_candidates,
-            predictor=s.predictor,
-            lr=s.lr,
-            epochs=s.epochs,
-            patience=s.patience,
-            weight_decay=s.weight_decay,
-            dropout=s.dropout,
-            seed=s.seed,
-            **kw,
+    def from_settings(cls, settings, **overrides) -> SparseEval:
+        """The estimator the pipeline runs, configured by a `Settings` object."""
+        names = (
+            "n_anchors",
+            "init",
+            "refine_steps",
+            "acceptance",
+            "swap_candidates",
+            "proxy",
+            "predictor",
+            "lr",
+            "epochs",
+            "patience",
+            "weight_decay",
+            "dropout",
+            "ensemble",
+            "seed",
         )
+        return cls(**({n: getattr(settings, n) for n in names} | overrides))
 
     def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> SparseEval:
         """Select anchors on training rows and choose the predictor on validation rows."""

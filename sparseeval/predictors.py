@@ -113,6 +113,8 @@ class MLPPredictor:
         return nn.Sequential(*layers)
 
     def fit(self, X, y, X_valid=None, y_valid=None, warm_start: MLPPredictor | None = None):
+        # These nets are tiny: one thread is fastest, and parallel fits do not fight.
+        torch.set_num_threads(1)
         torch.manual_seed(self.seed)
         X, y = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float32)
         if X_valid is None:
@@ -180,7 +182,7 @@ class MLPPredictor:
 def _hold_out(X, y, share: float, seed: int):
     """Split off `share` of the rows (at least one) for early stopping."""
     order = np.random.default_rng(seed).permutation(len(y))
-    cut = max(1, int(round(share * len(y))))
+    cut = max(1, round(share * len(y)))
     keep, held = order[cut:], order[:cut]
     return X[keep], y[keep], X[held], y[held]
 

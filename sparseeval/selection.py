@@ -106,10 +106,11 @@ def _mae(pred: np.ndarray, y: np.ndarray) -> float:
 class AnchorSelector:
     """Choose `n_anchors` items: initialize, then refine by AIS/CIS swaps.
 
-    init: "random", "kmeans", "greedy", or "adaptive" (best of `init_candidates` by
-    validation MAE of a quickly trained proxy). acceptance: "always" applies every
-    swap (the paper); "validated" tries the `swap_candidates` best CIS items against
-    the weakest anchor and keeps the best swap only if validation MAE does not rise.
+    init: "random", "kmeans", "greedy", "adaptive" (best of `init_candidates` by
+    validation MAE of a quickly trained proxy), or a sequence of item indices.
+    acceptance: "always" applies every swap (the paper); "validated" tries the
+    `swap_candidates` best CIS items against the weakest anchor and keeps the best
+    swap only if validation MAE does not rise.
     proxy: "mlp" (the paper) or "ridge" (fast, closed form).
     """
 
@@ -164,11 +165,16 @@ class AnchorSelector:
         if not 0 < self.n_anchors < X.shape[1]:
             raise ValueError(f"n_anchors must be in 1..{X.shape[1] - 1}, got {self.n_anchors}")
         rng = np.random.default_rng(self.seed)
-        names = self.init_candidates if self.init == "adaptive" else (self.init,)
+        given = not isinstance(self.init, str)
+        names = (
+            ["given"]
+            if given
+            else (self.init_candidates if self.init == "adaptive" else (self.init,))
+        )
         self.init_scores_: dict[str, float] = {}
         best = None
         for name in names:
-            anchors = self._initial(name, X, y, rng)
+            anchors = np.sort(np.asarray(self.init)) if given else self._initial(name, X, y, rng)
             proxy, mae = self._fit_proxy(anchors, X, y, Xv, yv)
             self.init_scores_[name] = mae
             self.progress(f"init {name}: validation MAE {100 * mae:.3f} points")

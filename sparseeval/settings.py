@@ -28,9 +28,11 @@ class Settings:
     refine_steps: int = 10
     acceptance: str = "validated"
     swap_candidates: int = 3
+    proxy: str = "ridge"
     # predictor
     predictor: str = "auto"
-    lr: float = 5e-4
+    ensemble: int = 3
+    lr: float = 1e-3
     epochs: int = 2000
     patience: int = 100
     weight_decay: float = 0.0

@@ -25,7 +25,7 @@ def _count(size: float, total: int) -> int:
     """A count given as a count (>= 1) or a fraction of `total` (< 1)."""
     if size < 0:
         raise ValueError(f"split size must be >= 0, got {size}")
-    return int(round(size * total)) if size < 1 else int(size)
+    return round(size * total) if size < 1 else int(size)
 
 
 def split_models(

@@ -1,0 +1,149 @@
+"""The `sparseeval` console script: one subcommand per thing a user wants to do."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from . import __version__
+from .fitting import compare_methods, write_fit
+from .matrix import MatrixError, ResponseMatrix
+from .settings import Settings
+from .synthetic import make_synthetic
+
+
+class UserError(Exception):
+    """A problem the user can fix; printed as one line, exit code 2."""
+
+
+FIT_EXAMPLE = """examples:
+  sparseeval fit --synthetic 2000 600 --anchors 20,50,100
+  sparseeval fit responses.csv --targets scores.csv --anchors 50 --out fit/
+"""
+
+
+def read_wide(path: Path, targets: Path | None = None) -> ResponseMatrix:
+    """A wide table (CSV or Parquet: `model` column, one column per item) as a matrix.
+
+    `targets` (CSV or Parquet with `model` and `score`, percent or [0, 1]) gives the
+    full-benchmark accuracy; without it the target is the mean over the given items.
+    """
+    import polars as pl
+
+    frame = _read_table(path)
+    if "model" not in frame.columns:
+        raise UserError(f"{path}: no 'model' column (found {frame.columns[:5]}...)")
+    items = [c for c in frame.columns if c != "model"]
+    values = frame.select(items).to_numpy()
+    y = None
+    if targets is not None:
+        scores = _read_table(targets)
+        missing = {"model", "score"} - set(scores.columns)
+        if missing:
+            raise UserError(f"{targets}: missing column(s) {sorted(missing)}")
+        joined = frame.select("model").join(scores.select("model", "score"), on="model", how="left")
+        if joined["score"].null_count():
+            raise UserError(f"{targets}: {joined['score'].null_count()} models have no score")
+        y = joined["score"].cast(pl.Float64).to_numpy()
+        y = y / 100 if y.max() > 1 else y
+    try:
+        return ResponseMatrix.from_array(values, frame["model"].to_list(), items, y)
+    except MatrixError as e:
+        raise UserError(f"{path}: {e}") from e
+
+
+def _read_table(path: Path):
+    import polars as pl
+
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        return pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
+    except Exception as e:  # polars raises many types; name the file
+        raise UserError(f"{path}: cannot read as {path.suffix.lstrip('.') or 'CSV'}: {e}") from e
+
+
+def _budgets(text: str) -> list[int]:
+    try:
+        return [int(k) for k in text.split(",") if k.strip()]
+    except ValueError as e:
+        raise UserError(f"--anchors takes comma-separated integers, got {text!r}") from e
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    settings = Settings.load(args.config, seed=args.seed, n_test=args.test, n_valid=args.valid)
+    if args.data is not None:
+        matrix = read_wide(Path(args.data), Path(args.targets) if args.targets else None)
+    else:
+        m, n = args.synthetic or (2000, 600)
+        matrix = make_synthetic(m, n, seed=settings.seed)
+    budgets = _budgets(args.anchors)
+    say = (lambda s: None) if args.quiet or args.json else (lambda s: print(s, file=sys.stderr))
+    say(f"matrix: {matrix.shape[0]} models x {matrix.shape[1]} items")
+    try:
+        result = compare_methods(matrix, budgets, settings, progress=say)
+    except ValueError as e:
+        raise UserError(str(e)) from e
+    if not result.rows:
+        raise UserError(f"no budget in {budgets} fits {matrix.shape[1]} items")
+    if args.out:
+        write_fit(args.out, result, matrix, settings)
+        say(f"wrote anchors, predictors and metrics to {args.out}")
+    if args.json:
+        print(json.dumps({"split": result.split.sizes(), "test_metrics": result.rows}, indent=2))
+    else:
+        print(f"test split: {result.split.sizes()['test']} models")
+        print(result.table())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparseeval", description="Estimate full-benchmark accuracy from a few anchor items."
+    )
+    parser.add_argument("--version", action="version", version=f"sparseeval {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    fit = sub.add_parser(
+        "fit",
+        help="select anchors, train, and compare with baselines on a test split",
+        description="Select anchors for one or more budgets, train the predictor, and print "
+        "MAE / Kendall tau of SparseEval and the baselines on held-out test models.",
+        epilog=FIT_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fit.add_argument("data", nargs="?", help="wide CSV/Parquet: a 'model' column + one per item")
+    fit.add_argument("--targets", help="CSV/Parquet of model,score (full-benchmark score)")
+    fit.add_argument(
+        "--synthetic",
+        nargs=2,
+        type=int,
+        metavar=("M", "N"),
+        help="use the built-in synthetic leaderboard (default 2000 x 600)",
+    )
+    fit.add_argument("--anchors", default="20,50,100", help="budgets, e.g. 20,50,100")
+    fit.add_argument("--out", help="write anchors, predictor and metrics to this folder")
+    fit.add_argument("--test", type=float, help="test models: a count, or a fraction if < 1")
+    fit.add_argument("--valid", type=float, help="validation models: count or fraction")
+    fit.add_argument("--seed", type=int, default=None)
+    fit.add_argument("--config", default="sparseeval.toml", help="settings file")
+    fit.add_argument("--json", action="store_true", help="print metrics as JSON")
+    fit.add_argument("--quiet", action="store_true", help="print only the table")
+    fit.set_defaults(func=cmd_fit)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    try:
+        return args.func(args)
+    except (UserError, MatrixError, OSError) as e:
+        print(f"sparseeval {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

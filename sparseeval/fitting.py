@@ -1,0 +1,92 @@
+"""Fit SparseEval and the baselines on one matrix and compare them on the test split."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .baselines import BASELINES
+from .estimator import SparseEval
+from .matrix import ResponseMatrix
+from .metrics import evaluate
+from .predictors import save_predictor
+from .settings import Settings
+from .splits import Split, split_models
+
+
+@dataclass
+class Comparison:
+    """Test-split metrics per (method, budget), plus the fitted SparseEval per budget."""
+
+    rows: list[dict] = field(default_factory=list)
+    fitted: dict[int, SparseEval] = field(default_factory=dict)
+    split: Split | None = None
+
+    def table(self) -> str:
+        """A plain-text table: one row per method and budget."""
+        head = f"{'method':<16}{'anchors':>8}{'MAE (pts)':>11}{'tau':>8}{'rho':>8}{'max err':>9}"
+        lines = [head, "-" * len(head)]
+        for r in self.rows:
+            lines.append(
+                f"{r['method']:<16}{r['n_anchors']:>8}{r['mae']:>11.3f}{r['kendall_tau']:>8.3f}"
+                f"{r['spearman_rho']:>8.3f}{r['max_error']:>9.2f}"
+            )
+        return "\n".join(lines)
+
+
+def budgets_for(budgets: Sequence[int], n_items: int) -> list[int]:
+    """The budgets that fit the item pool (keeping at least one item out)."""
+    return [k for k in budgets if 0 < k < n_items]
+
+
+def compare_methods(
+    matrix: ResponseMatrix,
+    budgets: Sequence[int],
+    settings: Settings,
+    baselines: Sequence[str] = tuple(BASELINES),
+    split: Split | None = None,
+    progress: Callable[[str], None] = print,
+) -> Comparison:
+    """Fit every method at every budget on train/valid rows; score each on test rows."""
+    split = split or split_models(
+        matrix.model_ids, settings.n_test, settings.n_valid, settings.seed, settings.stable_split
+    )
+    X, y = matrix.values.astype(np.float32), matrix.y
+    tr, va, te = split.train, split.valid, split.test
+    out = Comparison(split=split)
+    for k in budgets_for(budgets, matrix.shape[1]):
+        methods = {"sparseeval": SparseEval.from_settings(settings, n_anchors=k, progress=progress)}
+        methods |= {b: BASELINES[b](n_anchors=k, seed=settings.seed) for b in baselines}
+        for name, method in methods.items():
+            start = time.perf_counter()
+            progress(f"[{k} anchors] fitting {name}")
+            kw = {"item_ids": matrix.item_ids} if name == "sparseeval" else {}
+            method.fit(X[tr], y[tr], X[va], y[va], **kw)
+            row = {"method": name, "n_anchors": k} | evaluate(method.predict(X[te]), y[te])
+            out.rows.append(row | {"seconds": time.perf_counter() - start})
+        out.fitted[k] = methods["sparseeval"]
+    return out
+
+
+def write_fit(
+    out_dir: str | Path, comparison: Comparison, matrix: ResponseMatrix, settings
+) -> None:
+    """Write anchors, predictor and metrics of each budget under `out_dir/k{budget}/`."""
+    out_dir = Path(out_dir)
+    for k, est in comparison.fitted.items():
+        folder = out_dir / f"k{k}"
+        save_predictor(est.predictor_, folder / "predictor")
+        (folder / "anchors.json").write_text(json.dumps(list(est.anchor_ids_), indent=1))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "data_fingerprint": matrix.fingerprint(),
+        "split": comparison.split.sizes() if comparison.split else None,
+        "settings": settings.to_dict(),
+        "test_metrics": comparison.rows,
+    }
+    (out_dir / "metrics.json").write_text(json.dumps(summary, indent=2))

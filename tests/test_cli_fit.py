@@ -1,0 +1,80 @@
+"""The `sparseeval fit` command, run in-process."""
+
+import json
+
+import numpy as np
+import polars as pl
+
+from sparseeval.cli import main
+from sparseeval.predictors import load_predictor
+
+
+def test_fit_on_synthetic_prints_table_and_writes_files(tmp_path, capsys):
+    out = tmp_path / "fit"
+    code = main(
+        [
+            "fit",
+            "--synthetic",
+            "240",
+            "40",
+            "--anchors",
+            "5,8",
+            "--quiet",
+            "--test",
+            "0.2",
+            "--valid",
+            "0.2",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    table = capsys.readouterr().out
+    for method in ("sparseeval", "random", "anchor-points", "linear-gd", "greedy+ridge"):
+        assert method in table
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {r["n_anchors"] for r in metrics["test_metrics"]} == {5, 8}
+    anchors = json.loads((out / "k8" / "anchors.json").read_text())
+    assert len(anchors) == 8
+    assert load_predictor(out / "k8" / "predictor").predict(np.ones((1, 8))).shape == (1,)
+
+
+def test_fit_reads_wide_csv_with_targets_and_prints_json(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    values = (rng.random((120, 30)) < np.linspace(0.2, 0.8, 120)[:, None]).astype(int)
+    frame = pl.DataFrame({"model": [f"org/m{i}" for i in range(120)]}).hstack(
+        pl.DataFrame(values, schema=[f"q{j}" for j in range(30)])
+    )
+    frame.write_csv(tmp_path / "wide.csv")
+    pl.DataFrame({"model": frame["model"], "score": values.mean(1) * 100}).write_csv(
+        tmp_path / "scores.csv"
+    )
+    code = main(
+        [
+            "fit",
+            str(tmp_path / "wide.csv"),
+            "--targets",
+            str(tmp_path / "scores.csv"),
+            "--anchors",
+            "6",
+            "--json",
+            "--test",
+            "30",
+            "--valid",
+            "30",
+        ]
+    )
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)["test_metrics"]
+    assert {r["method"] for r in rows} >= {"sparseeval", "random"}
+
+
+def test_fit_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,a,b\nm1,0,7\n")
+    assert main(["fit", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sparseeval fit: error:") and "\n" not in err
+    assert main(["fit", str(tmp_path / "missing.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["fit", "--synthetic", "100", "20", "--anchors", "x"]) == 2

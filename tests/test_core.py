@@ -1,0 +1,269 @@
+"""Core library: matrices, splits, selection, predictors, baselines, metrics."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from sparseeval import MatrixError, ResponseMatrix, make_synthetic, split_models
+from sparseeval.baselines import AllItemsRidge, AnchorPoints, GreedyRidge, RandomMean, RandomRidge
+from sparseeval.estimator import SparseEval
+from sparseeval.metrics import evaluate, kendall_tau, mae_points
+from sparseeval.predictors import (
+    BlendPredictor,
+    MLPPredictor,
+    RidgePredictor,
+    load_predictor,
+    save_predictor,
+)
+from sparseeval.selection import AnchorSelector
+
+QUIET = {"progress": lambda s: None}
+
+
+@pytest.fixture(scope="module")
+def small():
+    return make_synthetic(300, 60, seed=1)
+
+
+# -- matrices -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([[0, 1], [1, 0]] * 6),
+        np.array([[False, True], [True, False]] * 6),
+        np.array([[-1, 1], [1, -1]] * 6),
+        np.array([[0.0, 1.0], [1.0, 0.0]] * 6),
+    ],
+)
+def test_matrix_accepts_binary_boolean_and_signs(values):
+    m = ResponseMatrix.from_array(values)
+    assert m.values.dtype == np.int8
+    assert set(np.unique(m.values)) == {-1, 1}
+    assert m.values[0].tolist() == [-1, 1]
+    assert m.y[0] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("values", "kwargs", "message"),
+    [
+        (np.zeros((12, 3, 1)), {}, "2-D"),
+        (np.array([[0, 2]] * 12), {}, "0/1"),
+        (np.array([[0.0, np.nan]] * 12), {}, "NaN"),
+        (np.array([[0, 1]] * 3), {}, "at least"),
+        (np.array([["a", "b"]] * 12), {}, "numeric"),
+        (np.array([[0, 1]] * 12), {"item_ids": ["x", "x"]}, "duplicate item"),
+        (np.array([[0, 1]] * 12), {"model_ids": ["a"] * 12}, "duplicate model"),
+        (np.array([[0, 1]] * 12), {"item_ids": ["x"]}, "item ids"),
+        (np.array([[0, 1]] * 12), {"targets": [2.0] * 12}, "targets"),
+    ],
+)
+def test_matrix_rejects_bad_input_with_clear_error(values, kwargs, message):
+    with pytest.raises(MatrixError, match=message):
+        ResponseMatrix.from_array(values, **kwargs)
+
+
+def test_fingerprint_changes_with_values_and_ids(small):
+    same = ResponseMatrix(small.values.copy(), small.model_ids.copy(), small.item_ids.copy())
+    assert same.fingerprint() == small.fingerprint()
+    flipped = small.values.copy()
+    flipped[0, 0] *= -1
+    assert ResponseMatrix(flipped, small.model_ids, small.item_ids).fingerprint() != (
+        small.fingerprint()
+    )
+
+
+# -- splits -------------------------------------------------------------------------------
+
+
+def test_split_counts_fractions_and_disjointness():
+    ids = [f"org/m{i}" for i in range(100)]
+    s = split_models(ids, n_test=20, n_valid=0.1, seed=3)
+    assert s.sizes() == {"train": 70, "valid": 10, "test": 20}
+    assert len(set(s.train) | set(s.valid) | set(s.test)) == 100
+    assert np.array_equal(split_models(ids, 20, 0.1, seed=3).test, s.test)
+
+
+def test_stable_split_keeps_assignments_when_models_arrive():
+    old = [f"org/m{i}" for i in range(500)]
+    new = old + [f"new/m{i}" for i in range(300)]
+    a, b = split_models(old, 0.2, 0.2, stable=True), split_models(new, 0.2, 0.2, stable=True)
+    for part in ("train", "valid", "test"):
+        before = {old[i] for i in getattr(a, part)}
+        after = {new[i] for i in getattr(b, part)}
+        assert before == {m for m in after if m in set(old)}
+    assert 100 < len(b.test) < 220
+
+
+def test_split_refuses_too_few_training_models():
+    with pytest.raises(ValueError, match="training"):
+        split_models([str(i) for i in range(10)], n_test=5, n_valid=4)
+
+
+# -- selection ----------------------------------------------------------------------------
+
+
+def _parts(m, seed=0):
+    s = split_models(m.model_ids, 60, 60, seed=seed)
+    X = m.values.astype(np.float32)
+    return X, m.y, s
+
+
+@pytest.mark.parametrize("proxy", ["ridge", "mlp"])
+def test_selection_never_reads_test_rows(small, proxy):
+    X, y, s = _parts(small)
+
+    def select(values):
+        return (
+            AnchorSelector(
+                8,
+                init_candidates=("kmeans", "random", "greedy"),
+                refine_steps=2,
+                proxy=proxy,
+                proxy_epochs=30,
+                **QUIET,
+            )
+            .fit(values[s.train], y[s.train], values[s.valid], y[s.valid])
+            .anchors_
+        )
+
+    scrambled = X.copy()
+    scrambled[s.test] *= -1
+    assert np.array_equal(select(X), select(scrambled))
+    est = SparseEval(8, refine_steps=1, epochs=30, ensemble=1, **QUIET)
+    a = est.fit(X[s.train], y[s.train], X[s.valid], y[s.valid]).anchors_
+    b = est.fit(scrambled[s.train], y[s.train], scrambled[s.valid], y[s.valid]).anchors_
+    assert np.array_equal(a, b)
+
+
+def test_swap_reduces_error_in_the_linear_case():
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((400, 30)) < 0.5, 1.0, -1.0)
+    y = 0.5 + 0.1 * X[:, 7] + 0.02 * X[:, :5].sum(axis=1) / 5
+    sel = AnchorSelector(
+        5, init=[10, 11, 12, 13, 14], refine_steps=1, acceptance="always", proxy="ridge", **QUIET
+    )
+    sel.fit(X[:300], y[:300], X[300:], y[300:])
+    swap = sel.history_[0]
+    assert swap.added == 7
+    assert 7 in sel.anchors_
+    before = np.setdiff1d(np.append(sel.anchors_, swap.removed), [swap.added])
+
+    def train_mse(anchors):
+        p = RidgePredictor(alpha=1e-6).fit(X[:300, anchors], y[:300])
+        return np.mean((p.predict(X[:300, anchors]) - y[:300]) ** 2)
+
+    assert train_mse(sel.anchors_) < train_mse(before)
+
+
+def test_validated_acceptance_never_worsens_validation(small):
+    X, y, s = _parts(small)
+    sel = AnchorSelector(
+        8, init="random", refine_steps=4, acceptance="validated", proxy="ridge", **QUIET
+    ).fit(X[s.train], y[s.train], X[s.valid], y[s.valid])
+    assert len(sel.history_) == 4
+    kept = [h.valid_mae_before for h in sel.history_] + [sel.valid_mae_]
+    assert all(b <= a + 1e-12 for a, b in itertools.pairwise(kept))
+    for h in sel.history_:
+        assert h.accepted == (h.valid_mae_after <= h.valid_mae_before)
+
+
+def test_adaptive_init_records_each_candidate(small):
+    X, y, s = _parts(small)
+    sel = AnchorSelector(8, refine_steps=0, proxy="ridge", **QUIET).fit(
+        X[s.train], y[s.train], X[s.valid], y[s.valid]
+    )
+    assert set(sel.init_scores_) == {"kmeans", "random"}
+    assert sel.init_ == min(sel.init_scores_, key=sel.init_scores_.get)
+    assert len(np.unique(sel.anchors_)) == 8
+
+
+# -- predictors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["ridge", "mlp", "blend"])
+def test_predictor_save_load_round_trip(small, tmp_path, kind):
+    X, y, s = _parts(small)
+    XA = X[:, :10]
+    ridge = RidgePredictor().fit(XA[s.train], y[s.train])
+    mlp = MLPPredictor(epochs=20).fit(XA[s.train], y[s.train])
+    pred = {"ridge": ridge, "mlp": mlp, "blend": BlendPredictor([mlp, ridge], [0.3, 0.7])}[kind]
+    save_predictor(pred, tmp_path)
+    loaded = load_predictor(tmp_path)
+    np.testing.assert_allclose(loaded.predict(XA[s.test]), pred.predict(XA[s.test]), atol=1e-6)
+
+
+def test_predictor_load_refuses_pickled_arrays(tmp_path, small):
+    save_predictor(RidgePredictor().fit(small.values[:, :4], small.y), tmp_path)
+    np.savez(tmp_path / "weights.npz", mean=np.array([object()], dtype=object))
+    with pytest.raises(ValueError, match="pickle"):
+        load_predictor(tmp_path)
+
+
+def test_mlp_learns_and_stops_early():
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((300, 12)) < 0.5, 1.0, -1.0)
+    y = (X.mean(axis=1) + 1) / 2
+    p = MLPPredictor(lr=3e-3, epochs=3000, patience=20).fit(X, y)
+    assert p.epochs_ < 3000
+    assert mae_points(p.predict(X), y) < 3.0
+
+
+# -- baselines and metrics ----------------------------------------------------------------
+
+
+def test_random_mean_is_the_mean_of_its_anchors():
+    X = np.array([[1, 1, -1, -1], [1, -1, -1, -1], [-1, -1, -1, -1]] * 4, dtype=float)
+    b = RandomMean(n_anchors=2, seed=0).fit(X, X.mean(1))
+    expected = (X[:, b.anchors_].mean(axis=1) + 1) / 2
+    np.testing.assert_allclose(b.predict(X), expected)
+
+
+def test_anchor_points_pairs_weights_with_their_own_anchor():
+    # items 0-5 form a big cluster, items 6-7 a small one with opposite pattern
+    rng = np.random.default_rng(0)
+    base = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    big = np.tile(base[:, None], (1, 6))
+    small_cluster = np.tile(-base[:, None], (1, 2))
+    X = np.hstack([small_cluster, big])  # small cluster first: index order != cluster order
+    b = AnchorPoints(n_anchors=2, seed=0).fit(X, np.zeros(40))
+    weights = dict(zip(b.anchors_.tolist(), b.weights_.tolist(), strict=True))
+    small_anchor = next(a for a in weights if a < 2)
+    big_anchor = next(a for a in weights if a >= 2)
+    assert weights[small_anchor] == pytest.approx(0.25)
+    assert weights[big_anchor] == pytest.approx(0.75)
+    np.testing.assert_allclose(b.predict(X), (X.mean(axis=1) + 1) / 2)
+
+
+def test_ridge_baselines_recover_a_linear_target():
+    rng = np.random.default_rng(1)
+    X = np.where(rng.random((400, 20)) < 0.5, 1.0, -1.0)
+    y = 0.5 + 0.05 * X[:, 3] + 0.05 * X[:, 11]
+    assert mae_points(AllItemsRidge().fit(X, y).predict(X), y) < 0.2
+    g = GreedyRidge(n_anchors=2).fit(X, y)
+    assert sorted(g.anchors_.tolist()) == [3, 11]
+    assert len(RandomRidge(n_anchors=5).fit(X, y).anchors_) == 5
+
+
+def test_metrics_on_known_values():
+    true = np.array([0.1, 0.2, 0.3, 0.4])
+    pred = np.array([0.1, 0.25, 0.2, 0.4])
+    m = evaluate(pred, true)
+    assert m["mae"] == pytest.approx(3.75)
+    assert m["max_error"] == pytest.approx(10.0)
+    assert kendall_tau(true, true) == 1.0
+    assert m["kendall_tau"] == pytest.approx(4 / 6)
+
+
+def test_sparseeval_end_to_end_beats_random_mean(small):
+    X, y, s = _parts(small)
+    est = SparseEval(10, refine_steps=2, epochs=100, ensemble=1, **QUIET).fit(
+        X[s.train], y[s.train], X[s.valid], y[s.valid], item_ids=small.item_ids
+    )
+    assert est.predictor_name_ in {"ridge", "mlp", "blend"}
+    assert list(est.anchor_ids_) == [str(small.item_ids[a]) for a in est.anchors_]
+    ours = mae_points(est.predict(X[s.test]), y[s.test])
+    rand = mae_points(RandomMean(10).fit(X[s.train], y[s.train]).predict(X[s.test]), y[s.test])
+    assert ours < rand
