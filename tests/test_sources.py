@@ -216,3 +216,16 @@ def _write_lm_eval(out: Path, ts: str, model: str) -> None:
     astronomy = [{"doc_id": 1, "acc": 1.0}, {"doc_id": 0, "acc": 0.0}]
     _write(out / f"samples_mmlu_astronomy_{ts}.jsonl", "\n".join(map(json.dumps, astronomy)))
     _write(out / "samples_gsm8k_2023-01-01T00-00-00.0.jsonl", "{}\n")  # older run: not read
+
+
+METABENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "metabench_reduced"
+
+
+@pytest.mark.skipif(not METABENCH.is_dir(), reason="metabench_reduced data not present")
+def test_real_metabench_wide_table(store):
+    path = METABENCH / "arc_responses_train.csv"
+    r = one(store, WideTable(path, "arc"))
+    assert r.n_quarantined == 0 and r.n_duplicates == 0
+    m, s = build_matrix(store, "arc")
+    assert m.shape == (4280, 100) and s.cells_missing == 0
+    assert m.item_ids[0] == "660"  # the file's column order

@@ -3,7 +3,7 @@
 from .build import BuildSummary, build_matrix
 from .db import Store, StoreError, StoreLockedError
 from .hub import OpenLLMLeaderboard, default_hub_client
-from .pipeline import IngestReport, ingest
+from .pipeline import IngestReport, Source, ingest, ingest_unit
 from .sources import LmEvalRun, LongTable, WideTable
 from .unit import SourceError
 
@@ -13,6 +13,7 @@ __all__ = [
     "LmEvalRun",
     "LongTable",
     "OpenLLMLeaderboard",
+    "Source",
     "SourceError",
     "Store",
     "StoreError",
@@ -21,4 +22,5 @@ __all__ = [
     "build_matrix",
     "default_hub_client",
     "ingest",
+    "ingest_unit",
 ]

@@ -97,7 +97,7 @@ def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
     params = {"run": run_id, "kind": unit.kind, "source": unit.label, "sha": unit.key, "ts": ts}
     done = None if force else fetch(con, "run_done", {"sha": unit.key})[0][0]
     if unit.skip or done is not None:
-        why = unit.skip or f"already ingested in run {done}; nothing changed"
+        why = unit.skip or f"already ingested in run {done}; nothing changed (force to re-read)"
         return _record_skip(store, params, why, t0)
     try:
         with store.transaction():
@@ -132,17 +132,10 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     if unit.record is not None:
         unit.record(con, params["run"])
     report = IngestReport(
-        params["run"],
-        unit.kind,
-        unit.label,
-        "ok",
-        n_read,
-        new,
-        updated,
-        unchanged,
-        n_bad + n_conflict,
-        n_dup,
-    )
+        params["run"], unit.kind, unit.label, "ok", n_read=n_read, n_new=new,
+        n_updated=updated, n_unchanged=unchanged, n_quarantined=n_bad + n_conflict,
+        n_duplicates=n_dup,
+    )  # fmt: skip
     _assert_accounted(report)
     return report
 
