@@ -170,3 +170,12 @@ def test_runs_record_counts(store, tmp_path):
     run = store.runs().row(0, named=True)
     assert run["status"] == "ok" and run["n_read"] == 4 and run["n_new"] == 4
     assert isinstance(store.benchmarks(), pl.DataFrame)
+
+
+def test_result_signatures_change_with_results(store, tmp_path):
+    ingest(store, LongTable(write_long(tmp_path / "a.csv", grid(["org/a"], 3))))
+    before = store.result_signatures()
+    ingest(store, LongTable(write_long(tmp_path / "b.csv", [("org/a", "arc", 0, 1)])))
+    after = store.result_signatures()
+    assert set(before) == {"arc"} and before["arc"][0] == after["arc"][0] == 3
+    assert before != after

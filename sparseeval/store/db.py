@@ -131,6 +131,11 @@ class Store:
             raise StoreError(f"unknown benchmark {name!r} (known: {known})")
         return int(found)
 
+    def result_signatures(self) -> dict[str, tuple[int, int, int, int]]:
+        """{benchmark: (results, max ref id, sum of ref ids, correct)}: changes with any result."""
+        rows = self.con.sql(sql("result_signatures")).fetchall()
+        return {name: tuple(rest) for name, *rest in rows}
+
     # -- provenance -----------------------------------------------------------------
     def runs(self, limit: int = 50) -> pl.DataFrame:
         """The latest ingest runs: what was read, counts, status."""
