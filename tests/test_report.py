@@ -1,0 +1,94 @@
+"""Report: Markdown + self-contained HTML with PNG plots, and metrics.json."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+
+from sparseeval.report import render_report
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def manifest(**kw) -> dict:
+    return {
+        "benchmark": "hellaswag",
+        "version": 4,
+        "created": "2026-01-01T00:00:00+00:00",
+        "library_version": "0.1.0",
+        "n_anchors": 10,
+        "items": [f"{i}" for i in range(10)],
+        "data_fingerprint": "f" * 64,
+        "split_sizes": {"train": 300, "valid": 100, "test": 100},
+        "predictor": {"name": "ridge"},
+        "metrics": {"test": {"mae": 1.8, "kendall_tau": 0.91}, "valid": {"mae": 1.7}},
+        "interval": {
+            "level": 0.9,
+            "halfwidth": 0.03,
+            "diff_halfwidth": 0.042,
+            "n_calibration": 100,
+        },
+        "settings": {"drift_mae_points": 2.0},
+    } | kw
+
+
+def inputs() -> dict:
+    rng = np.random.default_rng(0)
+    true = rng.uniform(0.3, 0.9, 100)
+    return {
+        "test_pred": (true + rng.normal(0, 0.018, 100)).tolist(),
+        "test_true": true.tolist(),
+        "budget_rows": [
+            {"method": m, "n_anchors": k, "mae": mae / k**0.5, "kendall_tau": 1 - 1 / k}
+            for m, mae in (("SparseEval", 20), ("random+ridge", 26), ("anchor points", 40))
+            for k in (10, 25, 50, 100)
+        ],
+        "drift_rows": [
+            {"version": 2, "mae": 1.5, "n_models": 30, "date": "2025-11-01"},
+            {"version": 3, "mae": 2.6, "n_models": 22, "date": "2025-12-01"},
+        ],
+    }
+
+
+def test_full_report_is_self_contained(tmp_path):
+    paths = render_report(tmp_path, manifest(), inputs())
+    names = sorted(p.name for p in paths["plots"])
+    assert names == ["budget.png", "drift.png", "predicted_vs_true.png"]
+    for p in paths["plots"]:
+        assert p.read_bytes().startswith(PNG) and p.stat().st_size > 5000
+    md = paths["md"].read_text()
+    for p in paths["plots"]:
+        assert f"](plots/{p.name})" in md
+    assert "## Should I trust it?" in md and "held-out test models" in md
+    assert "+-3.0 points" in md and "4.2 points" in md  # interval and resolvable difference
+    assert "above the drift threshold" in md
+    html = paths["html"].read_text()
+    assert html.count("data:image/png;base64,") == 3
+    srcs = re.findall(r"src='([^']*)'", html)
+    assert srcs and all(s.startswith("data:") for s in srcs)  # nothing external
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    metrics = json.loads(paths["metrics"].read_text())
+    assert metrics["version"] == 4 and metrics["interval"]["n_test"] == 100
+    assert 0.75 <= metrics["interval"]["test_coverage"] <= 1.0
+    assert metrics["resolvable_difference"] == 0.042 and len(metrics["drift"]) == 2
+
+
+def test_report_without_inputs_says_what_is_missing(tmp_path):
+    paths = render_report(tmp_path, manifest(metrics={}), {})
+    md = paths["md"].read_text()
+    assert paths["plots"] == []
+    assert "no test predictions were given" in md and "no drift checks yet" in md
+    assert "not measured" in md
+    html = paths["html"].read_text()
+    assert "<em>(no budget comparison was given)</em>" in html
+    metrics = json.loads(paths["metrics"].read_text())
+    assert metrics["interval"]["test_coverage"] is None
+
+
+def test_unbounded_interval_is_reported_not_crashing(tmp_path):
+    iv = {"level": 0.9, "halfwidth": None, "diff_halfwidth": None, "n_calibration": 3}
+    paths = render_report(tmp_path, manifest(interval=iv), inputs())
+    assert "Too few validation models" in paths["md"].read_text()
+    assert json.loads(paths["metrics"].read_text())["interval"]["halfwidth"] is None
