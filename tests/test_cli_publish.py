@@ -1,0 +1,236 @@
+"""CLI: predict / export-lm-eval / report through our own argparse parser."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from sparseeval.cli_publish import add_publish_commands
+from sparseeval.estimator import SparseEval
+from sparseeval.publish import load_anchor_set, set_latest, write_version
+from sparseeval.settings import Settings
+from sparseeval.splits import split_models
+from sparseeval.synthetic import make_synthetic
+
+STAMP = "2025-05-02T10-11-12.131415"
+
+
+def run(argv, capsys) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="sparseeval")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_publish_commands(sub)
+    args = parser.parse_args(argv)
+    rc = args.func(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """An ARC-like anchor set whose item ids are lm-eval doc ids, published as v1 (latest)."""
+    root = tmp_path_factory.mktemp("home") / "published"
+    m = make_synthetic(300, 60, seed=2)
+    items = [str(j) for j in range(60)]
+    sp = split_models(m.model_ids, n_test=60, n_valid=80, seed=2)
+    est = SparseEval(
+        n_anchors=8,
+        refine_steps=1,
+        epochs=50,
+        ensemble=1,
+        predictor="ridge",
+        progress=lambda s: None,
+    ).fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid], item_ids=items)
+    pred = est.predict(m.values[sp.test])
+    write_version(
+        root,
+        "arc",
+        est,
+        data_fingerprint=m.fingerprint(),
+        split_sizes=sp.sizes(),
+        metrics={},
+        settings=Settings(),
+        report_inputs={"test_pred": pred, "test_true": m.y[sp.test]},
+    )
+    set_latest(root, "arc", 1)
+    row = m.values[int(sp.test[0])]
+    answers = {str(j): int(row[j] > 0) for j in est.anchors_}
+    row_b = m.values[int(sp.test[1])]
+    answers_b = {str(j): int(row_b[j] > 0) for j in est.anchors_}
+    return root, answers, answers_b
+
+
+def write_csv(path, answers):
+    path.write_text("item,correct\n" + "".join(f"{k},{v}\n" for k, v in answers.items()))
+    return path
+
+
+@pytest.mark.parametrize("cmd", ["predict", "export-lm-eval", "report"])
+def test_help_has_examples(cmd, capsys):
+    with pytest.raises(SystemExit) as e:
+        run([cmd, "--help"], capsys)
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and f"sparseeval {cmd}" in out
+
+
+def test_predict_from_csv_jsonl_and_json(world, tmp_path, capsys):
+    root, answers, _ = world
+    expected = load_anchor_set(root, "arc").predict(answers)
+    csv_file = write_csv(tmp_path / "a.csv", answers)
+    rc, out, err = run(
+        ["predict", "--anchor-set", str(root), "--benchmark", "arc", "--responses", str(csv_file)],
+        capsys,
+    )
+    assert rc == 0 and err == ""
+    assert out.startswith("arc v1: estimated accuracy ") and "from 8/8 anchors" in out
+    assert f"{100 * expected.value:.1f}%" in out
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text(
+        "".join(json.dumps({"item": k, "correct": bool(v)}) + "\n" for k, v in answers.items())
+    )
+    js = tmp_path / "a.json"
+    js.write_text(json.dumps({k: 2 * v - 1 for k, v in answers.items()}))
+    for f in (jsonl, js):
+        rc, out, _ = run(
+            [
+                "predict",
+                "--anchor-set",
+                str(root),
+                "--benchmark",
+                "arc",
+                "--responses",
+                str(f),
+                "--json",
+            ],
+            capsys,
+        )
+        got = json.loads(out)
+        assert rc == 0 and got["value"] == pytest.approx(expected.value)
+        assert got["low"] <= got["value"] <= got["high"] and got["level"] == 0.9
+
+
+def test_lm_eval_round_trip(world, tmp_path, capsys):
+    """export-lm-eval -> (lm-eval writes samples jsonl for exactly those docs) -> predict."""
+    root, answers, _ = world
+    out_json = tmp_path / "anchors.json"
+    rc, out, err = run(
+        ["export-lm-eval", "--anchor-set", str(root), "--benchmark", "arc", "--out", str(out_json)],
+        capsys,
+    )
+    assert rc == 0 and "wrote 8 doc ids for 1 task(s)" in out and "--samples" in err
+    samples = json.loads(out_json.read_text())
+    assert list(samples) == ["arc_challenge"]
+    assert samples["arc_challenge"] == sorted(int(k) for k in answers)
+    model_dir = tmp_path / "results" / "acme__tiny-llm"
+    model_dir.mkdir(parents=True)
+    lines = []
+    for doc in samples["arc_challenge"]:
+        ok = float(answers[str(doc)])
+        rec = {
+            "doc_id": doc,
+            "doc": {"id": f"Mercury_{doc}"},
+            "target": "0",
+            "arguments": {},
+            "resps": [],
+            "filtered_resps": [],
+            "filter": "none",
+            "metrics": ["acc", "acc_norm"],
+            "doc_hash": "",
+            "prompt_hash": "",
+            "target_hash": "",
+            "acc": 1.0 - ok,
+            "acc_norm": ok,
+        }
+        lines.append(json.dumps(rec))
+    (model_dir / f"samples_arc_challenge_{STAMP}.jsonl").write_text("\n".join(lines) + "\n")
+    (model_dir / f"results_{STAMP}.json").write_text("{}")
+    rc, out, _ = run(
+        [
+            "predict",
+            "--anchor-set",
+            str(root),
+            "--benchmark",
+            "arc",
+            "--responses",
+            str(tmp_path / "results"),
+            "--json",
+        ],
+        capsys,
+    )
+    expected = load_anchor_set(root, "arc").predict(answers)
+    assert rc == 0 and json.loads(out)["value"] == pytest.approx(expected.value)
+
+
+def test_errors_are_one_line_exit_2(world, tmp_path, capsys):
+    root, answers, _ = world
+    partial = write_csv(tmp_path / "p.csv", dict(list(answers.items())[:5]))
+    base = ["predict", "--anchor-set", str(root), "--benchmark", "arc", "--responses"]
+    rc, out, err = run([*base, str(partial)], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: 3 of 8 anchors missing") and "--allow-missing" in err
+    rc, out, _ = run([*base, str(partial), "--allow-missing"], capsys)
+    assert rc == 0 and "3 of 8 anchors imputed" in out and "from 5/8 anchors" in out
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,score\nx,1\n")
+    for argv in (
+        [*base, str(bad)],
+        [*base, str(tmp_path / "nope.csv")],
+        [
+            "predict",
+            "--anchor-set",
+            str(tmp_path / "nowhere"),
+            "--benchmark",
+            "arc",
+            "--responses",
+            str(partial),
+        ],
+        ["predict", "--anchor-set", str(root), "--benchmark", "gsm8k", "--responses", str(partial)],
+        ["report", "--anchor-set", str(root), "--benchmark", "arc", "--version", "9"],
+    ):
+        rc, out, err = run(argv, capsys)
+        assert rc == 2 and err.startswith("error: ") and err.count("\n") == 1, (argv, err)
+        assert "Traceback" not in err
+
+
+def test_compare_and_default_home(world, tmp_path, capsys, monkeypatch):
+    root, answers, answers_b = world
+    a, b = write_csv(tmp_path / "a.csv", answers), write_csv(tmp_path / "b.csv", answers_b)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SPARSEEVAL_HOME", str(root.parent))  # default --anchor-set
+    rc, out, _ = run(
+        ["predict", "--benchmark", "arc", "--responses", str(a), "--compare-to", str(b)], capsys
+    )
+    assert rc == 0 and "A - B:" in out and "smallest resolvable difference" in out
+    rc, out, _ = run(
+        ["predict", "--benchmark", "arc", "--responses", str(a), "--compare-to", str(b), "--json"],
+        capsys,
+    )
+    d = json.loads(out)
+    assert d["value"] == pytest.approx(d["a"]["value"] - d["b"]["value"])
+
+
+def test_report_rerenders_elsewhere(world, tmp_path, capsys):
+    root, _, _ = world
+    drift = tmp_path / "drift.json"
+    drift.write_text(json.dumps([{"version": 1, "mae": 2.5, "n_models": 12}]))
+    out_dir = tmp_path / "rep"
+    rc, out, _ = run(
+        [
+            "report",
+            "--anchor-set",
+            str(root),
+            "--benchmark",
+            "arc",
+            "--out",
+            str(out_dir),
+            "--drift",
+            str(drift),
+        ],
+        capsys,
+    )
+    assert rc == 0 and "report.html" in out
+    assert (out_dir / "plots" / "drift.png").is_file()
+    assert (out_dir / "plots" / "predicted_vs_true.png").is_file()
+    load_anchor_set(root, "arc")  # the published folder is untouched (still verifies)
