@@ -84,7 +84,9 @@ def write_version(
     `valid_residuals_`; `predictor_name_` and `valid_scores_` are recorded if present).
     metrics: {split: {metric: value}}, e.g. {"test": {"mae": 1.2, "kendall_tau": .9}}.
     settings: a `Settings` (or a plain dict); `interval_level` sets the interval level.
-    item_sources: optional {item id: (task, doc_id)} for the lm-eval round trip.
+    item_sources: optional {item id: (task, doc_id)} for the lm-eval round trip; when absent
+    and every id maps by the rules of `sparseeval.lm_eval` (e.g. "17", "gsm8k:17"), the
+    derived map is recorded.
     report_inputs: optional dict for the report: `test_pred`, `test_true` (arrays on
     the test models), `budget_rows` ([{method, n_anchors, mae, kendall_tau}]),
     `drift_rows` ([{version, mae, n_models, ...}]).
@@ -100,7 +102,7 @@ def write_version(
         raise ValueError("anchor item ids must be unique")
     residuals = np.asarray(estimator.valid_residuals_, dtype=np.float64)
     conformal = ConformalInterval.fit(residuals, level)
-    sources = _normalise_sources(item_sources, items)
+    sources = _normalise_sources(item_sources, items) or _derived_sources(items, benchmark)
     inputs = _jsonable(dict(report_inputs or {}))
     bench_dir = Path(root) / benchmark
     bench_dir.mkdir(parents=True, exist_ok=True)
@@ -771,6 +773,17 @@ def _normalise_sources(item_sources, items) -> dict | None:
             task, doc = src
         out[item] = {"task": str(task), "doc_id": int(doc)}
     return out or None
+
+
+def _derived_sources(items, benchmark) -> dict | None:
+    """(task, doc_id) of every anchor by the id rules of `sparseeval.lm_eval`, if all map."""
+    from .lm_eval import LmEvalError, item_source
+
+    try:
+        pairs = {i: item_source(i, benchmark) for i in items}
+    except LmEvalError:
+        return None
+    return {i: {"task": t, "doc_id": d} for i, (t, d) in pairs.items()}
 
 
 def _seal(manifest: dict) -> dict:

@@ -234,3 +234,10 @@ def test_report_rerenders_elsewhere(world, tmp_path, capsys):
     assert (out_dir / "plots" / "drift.png").is_file()
     assert (out_dir / "plots" / "predicted_vs_true.png").is_file()
     load_anchor_set(root, "arc")  # the published folder is untouched (still verifies)
+
+
+def test_manifest_records_derived_item_sources(world):
+    root, answers, _ = world
+    sources = load_anchor_set(root, "arc").item_sources
+    assert sources == {k: {"task": "arc_challenge", "doc_id": int(k)} for k in sources}
+    assert set(sources) == set(answers)
