@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .cli_flows import add_flow_commands
+from .cli_publish import add_publish_commands
+from .cli_store import add_store_commands
 from .fitting import compare_methods, write_fit
 from .matrix import MatrixError, ResponseMatrix
 from .settings import Settings
@@ -132,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--json", action="store_true", help="print metrics as JSON")
     fit.add_argument("--quiet", action="store_true", help="print only the table")
     fit.set_defaults(func=cmd_fit)
+    add_store_commands(sub)
+    add_flow_commands(sub)
+    add_publish_commands(sub)
     return parser
 
 

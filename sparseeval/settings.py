@@ -32,9 +32,9 @@ class Settings:
     # predictor
     predictor: str = "auto"
     ensemble: int = 3
-    lr: float = 1e-3
+    lr: float = 3e-3
     epochs: int = 2000
-    patience: int = 100
+    patience: int = 50
     weight_decay: float = 0.0
     dropout: float = 0.1
     # splits

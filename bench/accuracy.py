@@ -1,0 +1,151 @@
+"""Accuracy benchmark: SparseEval (our defaults and the paper's recipe) against baselines.
+
+Prints MAE (accuracy points) and Kendall tau on held-out test models, mean +- std over
+seeds, on a synthetic 5,000 x 1,319 matrix and on each benchmark of the real metabench
+data (`../shared/data/metabench_reduced`: real 0/1 responses on 100-249 items, target =
+the full-benchmark score). Each seed draws its own test models (400 on metabench, 200 on
+synthetic), then validation from the training share.
+
+    python bench/accuracy.py                       # everything (long)
+    python bench/accuracy.py --data arc --budgets 50 --seeds 2
+    python bench/accuracy.py --train-sizes 90,300,1000,all --budgets 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from sparseeval import ResponseMatrix, Settings, make_synthetic
+from sparseeval.baselines import BASELINES, AllItemsRidge
+from sparseeval.estimator import SparseEval
+from sparseeval.metrics import evaluate
+
+METABENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "metabench_reduced"
+DATASETS = ("synthetic", "arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
+QUIET = {"progress": lambda s: None}
+
+
+def load(name: str) -> ResponseMatrix:
+    if name == "synthetic":
+        return make_synthetic(5000, 1319, seed=0)
+    responses = pl.read_csv(METABENCH / f"{name}_responses_train.csv")
+    scores = pl.read_csv(METABENCH / f"{name}_scores.csv", null_values="NA").filter(
+        pl.col("split") == "train"
+    )
+    joined = responses.join(scores.select("model", "score"), on="model", how="inner")
+    items = [c for c in responses.columns if c != "model"]
+    return ResponseMatrix.from_array(
+        joined.select(items).to_numpy(),
+        joined["model"].to_list(),
+        items,
+        joined["score"].to_numpy() / 100,
+    )
+
+
+def methods(k: int, seed: int, names: list[str]) -> dict:
+    pipeline = Settings()
+    factories = {
+        "sparseeval": lambda: SparseEval.from_settings(pipeline, n_anchors=k, seed=seed, **QUIET),
+        "paper": lambda: SparseEval.paper(k, seed=seed, **QUIET),
+        "all-items-ridge": AllItemsRidge,
+    } | {b: (lambda b=b: BASELINES[b](n_anchors=k, seed=seed)) for b in BASELINES}
+    return {n: factories[n]() for n in names}
+
+
+def split(m: int, n_test: int, train_size: int | None, seed: int):
+    """Test rows, then validation (20% of the training share, at most 200) and train."""
+    order = np.random.default_rng(1000 + seed).permutation(m)
+    test, rest = order[:n_test], order[n_test:]
+    if train_size is not None:
+        rest = rest[:train_size]
+    n_valid = min(200, max(10, round(0.2 * len(rest))))
+    return rest[n_valid:], rest[:n_valid], test
+
+
+def run(args) -> list[dict]:
+    rows = []
+    for name in args.data:
+        matrix = load(name)
+        X, y = matrix.values.astype(np.float32), matrix.y
+        n_test = 200 if name == "synthetic" else 400
+        for size in args.train_sizes:
+            for k in [k for k in args.budgets if k < matrix.shape[1]]:
+                for seed in range(args.seeds):
+                    tr, va, te = split(len(y), n_test, size, seed)
+                    for method, est in methods(k, seed, args.methods).items():
+                        t = time.perf_counter()
+                        est.fit(X[tr], y[tr], X[va], y[va])
+                        row = {
+                            "data": name,
+                            "train": len(tr) + len(va),
+                            "k": k,
+                            "method": method,
+                            "seed": seed,
+                            "seconds": time.perf_counter() - t,
+                        } | evaluate(est.predict(X[te]), y[te])
+                        rows.append(row)
+                        print(
+                            f"{name:<11}{row['train']:>6} k={k:<4}{method:<16} seed {seed} "
+                            f"MAE {row['mae']:.3f} tau {row['kendall_tau']:.3f} "
+                            f"({row['seconds']:.1f}s)",
+                            flush=True,
+                        )
+    return rows
+
+
+def summary(rows: list[dict]) -> str:
+    frame = pl.DataFrame(rows)
+    agg = frame.group_by("data", "train", "k", "method", maintain_order=True).agg(
+        pl.col("mae").mean().alias("mae"),
+        pl.col("mae").std().alias("mae_sd"),
+        pl.col("kendall_tau").mean().alias("tau"),
+        pl.col("kendall_tau").std().alias("tau_sd"),
+        pl.col("seconds").median().alias("sec"),
+        pl.len().alias("seeds"),
+    )
+    head = "| data | train models | k | method | MAE (pts) | tau | median s | seeds |"
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for r in agg.iter_rows(named=True):
+        sd = lambda v: 0.0 if v is None else v  # noqa: E731
+        lines.append(
+            f"| {r['data']} | {r['train']} | {r['k']} | {r['method']} | "
+            f"{r['mae']:.3f} ± {sd(r['mae_sd']):.3f} | {r['tau']:.3f} ± {sd(r['tau_sd']):.3f} | "
+            f"{r['sec']:.1f} | {r['seeds']} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", default=",".join(DATASETS))
+    parser.add_argument("--budgets", default="20,50,100")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--train-sizes", default="all", help="e.g. 90,300,1000,all")
+    parser.add_argument(
+        "--methods",
+        default="sparseeval,paper,random,random+ridge,"
+        "anchor-points,linear-gd,greedy+ridge,all-items-ridge",
+    )
+    parser.add_argument("--out", default="bench/out/accuracy.json")
+    args = parser.parse_args()
+    args.data = args.data.split(",")
+    args.budgets = [int(k) for k in args.budgets.split(",")]
+    args.methods = args.methods.split(",")
+    args.train_sizes = [None if s == "all" else int(s) for s in args.train_sizes.split(",")]
+    rows = run(args)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(rows, indent=1))
+    print()
+    print(summary(rows))
+
+
+if __name__ == "__main__":
+    main()
