@@ -1,0 +1,88 @@
+"""Speed benchmark: wall time and peak memory of one full SparseEval fit.
+
+One fit = adaptive initialization + 10 refinement steps + the final predictor, at
+100 anchors on a synthetic 5,000 x 1,319 matrix (200 test, 200 validation models).
+Each configuration runs in a fresh child process (so peak RSS is its own); the table
+shows medians over `--repeats` runs.
+
+    python bench/speed.py                  # our defaults and the paper's recipe, 3 runs
+    python bench/speed.py --repeats 1 --recipes ours
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import resource
+import statistics
+import time
+
+import numpy as np
+
+from sparseeval import Settings, make_synthetic, split_models
+from sparseeval.estimator import SparseEval
+from sparseeval.metrics import evaluate
+
+QUIET = {"progress": lambda s: None}
+
+
+def one_fit(recipe: str, seed: int, queue) -> None:
+    m = make_synthetic(5000, 1319, seed=0)
+    s = split_models(m.model_ids, 200, 200, seed=seed)
+    X, y = m.values.astype(np.float32), m.y
+    est = (
+        SparseEval.from_settings(Settings(), n_anchors=100, seed=seed, **QUIET)
+        if recipe == "ours"
+        else SparseEval.paper(100, seed=seed, **QUIET)
+    )
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    est.fit(X[s.train], y[s.train], X[s.valid], y[s.valid])
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    queue.put(
+        {
+            "recipe": recipe,
+            "seed": seed,
+            "seconds": seconds,
+            "peak_mb": peak / 1024,
+            "fit_mb": (peak - base) / 1024,
+            "mae": evaluate(est.predict(X[s.test]), y[s.test])["mae"],
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--recipes", default="ours,paper")
+    args = parser.parse_args()
+    ctx = mp.get_context("spawn")
+    rows = []
+    for recipe in args.recipes.split(","):
+        for seed in range(args.repeats):
+            queue = ctx.Queue()
+            proc = ctx.Process(target=one_fit, args=(recipe, seed, queue))
+            proc.start()
+            rows.append(queue.get())
+            proc.join()
+            print(json.dumps(rows[-1]), flush=True)
+    print("\n| recipe | runs | median wall s | median peak RSS MB | median MAE (pts) |")
+    print("|---|---|---|---|---|")
+    for recipe in args.recipes.split(","):
+        r = [x for x in rows if x["recipe"] == recipe]
+
+        def med(key: str, r: list[dict] = r) -> float:
+            return statistics.median(x[key] for x in r)
+
+        print(
+            f"| {recipe} | {len(r)} | {med('seconds'):.1f} | {med('peak_mb'):.0f} | "
+            f"{med('mae'):.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
