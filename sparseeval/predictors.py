@@ -112,7 +112,7 @@ class MLPPredictor:
             layers.append(nn.Sigmoid())
         return nn.Sequential(*layers)
 
-    def fit(self, X, y, X_valid=None, y_valid=None, warm_start: MLPPredictor | None = None):
+    def fit(self, X, y, X_valid=None, y_valid=None) -> MLPPredictor:
         # These nets are tiny: one thread is fastest, and parallel fits do not fight.
         torch.set_num_threads(1)
         torch.manual_seed(self.seed)
@@ -120,15 +120,11 @@ class MLPPredictor:
         if X_valid is None:
             X, y, X_valid, y_valid = _hold_out(X, y, self.holdout, self.seed)
         self.mean_ = X.mean(axis=0)
-        self.net_ = warm_start.net_ if warm_start is not None else self._build(X.shape[1])
-        if warm_start is not None:
-            self.mean_ = warm_start.mean_
+        self.net_ = self._build(X.shape[1])
         self.epochs_, self.valid_mse_ = _train(
             self.net_,
             *self._tensors(X, y),
-            *self._tensors(
-                np.asarray(X_valid, dtype=np.float32), np.asarray(y_valid, dtype=np.float32)
-            ),
+            *self._tensors(np.asarray(X_valid), np.asarray(y_valid)),
             lr=self.lr,
             epochs=self.epochs,
             patience=self.patience,
