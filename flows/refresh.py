@@ -95,6 +95,7 @@ def fit_benchmarks(
         else:
             r["matrix"] = ms.result()
             r["matrix_cached"] = ms.name == "Cached"
+            r["fit_state"] = fs.name
             if fs.is_completed():
                 r["fit"] = fs.result()
                 r["fit_cached"] = fs.name == "Cached" or not r["fit"].get("trained", True)
@@ -213,6 +214,7 @@ def refresh(
 
     run = {
         "started": started.isoformat(timespec="seconds"),
+        "task_runner": type(runner).__name__,
         "settings": sd,
         "ingest": ingested,
         "results": results,

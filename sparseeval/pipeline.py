@@ -99,17 +99,23 @@ def artifact_path(artifacts_dir: str | Path, kind: str, key: str) -> Path:
 
 
 def matrix_key(benchmark: str, store_state: str, settings: Settings) -> str:
-    """Key of a benchmark's matrix: its store content signature, settings and code."""
+    """Key of a benchmark's matrix: its store content signature, settings and code.
+
+    The artifacts folder is part of the key: a cached result always points at files
+    in this home, never at another home's (which may be gone).
+    """
     return fingerprint(
-        "matrix", benchmark, store_state, settings_subset(settings, MATRIX_FIELDS), code_version()
-    )
+        "matrix", benchmark, store_state, settings_subset(settings, MATRIX_FIELDS),
+        str(Path(settings.artifacts_dir).resolve()), code_version(),
+    )  # fmt: skip
 
 
 def fit_key(matrix_fingerprint: str, settings: Settings) -> str:
     """Key of a fitted model: the matrix content, the training settings and the code."""
     return fingerprint(
-        "fit", matrix_fingerprint, settings_subset(settings, TRAINING_FIELDS), code_version()
-    )
+        "fit", matrix_fingerprint, settings_subset(settings, TRAINING_FIELDS),
+        str(Path(settings.artifacts_dir).resolve()), code_version(),
+    )  # fmt: skip
 
 
 # -- matrices on disk ---------------------------------------------------------------------
@@ -264,13 +270,16 @@ class SyntheticLeaderboard:
         m = self.leaderboard[bench]
         values = m.values[a:b]
         n_rows, n_items = values.shape
+        models = pl.Series(np.asarray(m.model_ids[a:b], dtype=str))
+        items = pl.Series(np.asarray(m.item_ids, dtype=str))
+        ords = np.tile(np.arange(n_items, dtype=np.int64), n_rows)
         return pl.DataFrame(
             {
-                "model": np.repeat(np.asarray(m.model_ids[a:b], dtype=str), n_items),
-                "benchmark": bench,
-                "item": np.tile(np.asarray(m.item_ids, dtype=str), n_rows),
-                "correct": np.where(values.reshape(-1) > 0, "1", "0"),
-                "ord": np.tile(np.arange(n_items, dtype=np.int64), n_rows),
+                "model": models.gather(np.repeat(np.arange(n_rows), n_items)),
+                "benchmark": pl.Series([bench]).gather(np.zeros(values.size, dtype=np.int64)),
+                "item": items.gather(ords),
+                "correct": pl.Series(["0", "1"]).gather((values.reshape(-1) > 0).astype(np.int64)),
+                "ord": ords,
                 "line": np.arange(values.size, dtype=np.int64) + 1,
                 "ref_no": np.zeros(values.size, dtype=np.int32),
             }
@@ -288,13 +297,7 @@ def parse_source(spec: str):
 
     spec = spec.strip()
     if spec == "synthetic" or spec.startswith("synthetic:"):
-        kw: dict[str, Any] = {}
-        for part in filter(None, spec.partition(":")[2].split(",")):
-            k, _, v = part.partition("=")
-            if k not in {"n_models", "seed"}:
-                raise ValueError(f"synthetic source: unknown option {k!r} (n_models, seed)")
-            kw[k] = int(v)
-        return SyntheticLeaderboard(**kw)
+        return _synthetic_from_spec(spec.partition(":")[2])
     if spec.startswith("wide:"):
         bench, _, path = spec[5:].partition("=")
         if not bench or not path:
@@ -312,6 +315,33 @@ def parse_source(spec: str):
         f"cannot tell what source {spec!r} is (a .csv/.parquet long table, wide:B=file.csv,"
         " an lm-eval folder, hub:org/model or synthetic)"
     )
+
+
+def _synthetic_from_spec(options: str) -> SyntheticLeaderboard:
+    """`n_models=5100,seed=0,items=ollm,models=0-5000,benchmarks=arc+gsm8k` (all optional)."""
+    from .synthetic import OLLM_V1_ITEMS
+
+    kw: dict[str, Any] = {}
+    for part in filter(None, options.split(",")):
+        k, _, v = part.partition("=")
+        try:
+            if k in {"n_models", "seed"}:
+                kw[k] = int(v)
+            elif k == "items":
+                kw[k] = {"ollm": OLLM_V1_ITEMS, "default": DEFAULT_SYNTHETIC_ITEMS}[v]
+            elif k == "models":
+                lo, _, hi = v.partition("-")
+                kw["model_range"] = (int(lo), int(hi))
+            elif k == "benchmarks":
+                kw[k] = tuple(v.split("+"))
+            else:
+                raise ValueError(k)
+        except (KeyError, ValueError):
+            raise ValueError(
+                f"synthetic source: bad option {part!r} (n_models=N, seed=N, items=ollm|default,"
+                " models=LO-HI, benchmarks=a+b)"
+            ) from None
+    return SyntheticLeaderboard(**kw)
 
 
 def ingest_sources(

@@ -56,6 +56,7 @@ def test_refresh_then_cached_then_incremental(tmp_path):
 
     second = run(home, [])
     assert second["n_trained"] == 0 and second["n_cached"] == 2
+    assert all(r["fit_state"] == "Cached" for r in second["results"])  # no training task ran
     assert second["n_published"] == 0
     assert all(r["matrix_cached"] for r in second["results"])
 
@@ -65,3 +66,99 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     assert res["gsm8k"]["fit_cached"] is False and res["arc"]["fit_cached"] is True
     assert third["n_trained"] == 1 and third["n_published"] == 0
     assert res["gsm8k"]["n_fresh"] == 30
+
+
+def test_drift_publishes_a_better_version(tmp_path):
+    home = tmp_path / "home"
+    weak = {"n_anchors": 2, "refine_steps": 0}
+    first = run(home, [release(tmp_path, 0, 200)], **weak)
+    assert first["n_published"] == 2
+    out = run(home, [release(tmp_path, 200, 260, ["arc"])], drift_mae_points=0.01)
+    res = by_bench(out)
+    assert res["arc"]["decision"]["drift"] is True
+    assert res["arc"]["gate"]["accept"] is True, res["arc"]["gate"]
+    assert res["arc"]["published_version"] == 2
+    assert publish.latest_version(home / "published", "arc") == 2
+    assert res["gsm8k"]["decision"]["drift"] is False  # no new gsm8k models
+    assert publish.latest_version(home / "published", "gsm8k") == 1
+    report = Path(out["report_path"]).read_text()
+    assert "published v2" in report and "drift" in report
+
+
+def test_worse_candidate_is_refused(tmp_path):
+    home = tmp_path / "home"
+    run(home, [release(tmp_path, 0, 200, ["arc"])])
+    out = run(
+        home, [release(tmp_path, 200, 260, ["arc"])], drift_mae_points=0.01, n_anchors=1,
+        refine_steps=0, predictor="ridge",
+    )  # fmt: skip
+    r = by_bench(out)["arc"]
+    assert r["decision"]["drift"] is True
+    assert r["gate"]["accept"] is False and "refused" in r["gate"]["reason"]
+    assert out["n_published"] == 0
+    assert publish.latest_version(home / "published", "arc") == 1
+    assert publish.list_versions(home / "published", "arc") == [1]  # candidate rolled back
+    assert "refused" in Path(out["report_path"]).read_text()
+
+
+def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
+    from flows.refresh import refresh
+
+    home = tmp_path / "home"
+    run(home, [release(tmp_path, 0, 200, ["arc"])])
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("injected crash while swapping latest")
+
+    monkeypatch.setattr(pipeline, "compare_candidate", lambda *a, **k: {"accept": True})
+    monkeypatch.setattr(pipeline, "promote", crash)
+    state = refresh(
+        sources=[release(tmp_path, 200, 260, ["arc"])],
+        home=str(home),
+        settings_overrides=TINY | {"drift_mae_points": 0.01, "n_anchors": 6},
+        return_state=True,
+    )
+    assert state.is_failed()
+    assert publish.latest_version(home / "published", "arc") == 1
+    assert publish.list_versions(home / "published", "arc") == [1]
+    aset = publish.load_anchor_set(home / "published", "arc")
+    assert aset.manifest["version"] == 1
+
+
+def test_dask_runner_two_workers(tmp_path):
+    pytest.importorskip("prefect_dask")
+    from flows.refresh import refresh
+
+    home = tmp_path / "home"
+    out = refresh(
+        sources=[release(tmp_path, 0, 200)],
+        home=str(home),
+        settings_overrides=TINY | {"task_runner": "dask", "dask_workers": 2},
+        dask_processes=False,
+    )
+    assert out["task_runner"] == "DaskTaskRunner"
+    assert out["n_trained"] == 2 and out["n_published"] == 2
+
+
+def test_cli_refresh(tmp_path, capsys):
+    import argparse
+
+    from sparseeval.cli_flows import add_flow_commands
+
+    parser = argparse.ArgumentParser(prog="sparseeval")
+    add_flow_commands(parser.add_subparsers())
+    home = tmp_path / "home"
+    sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
+    args = parser.parse_args(
+        ["refresh", "--home", str(home), "--source", release(tmp_path, 0, 200), *sets]
+    )
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "published 2" in out and "report:" in out
+    args = parser.parse_args(["refresh", "--home", str(home), *sets])
+    assert args.func(args) == 0
+    assert "everything was cached" in capsys.readouterr().out
+    args = parser.parse_args(["refresh", "--home", str(home), "--benchmark", "nope", *sets])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nope" in err[0]

@@ -1,0 +1,120 @@
+"""The `refresh` subcommand: run the Prefect refresh flow once, here and now."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+REFRESH_EPILOG = """examples:
+  sparseeval refresh                       # first run: fills an empty store from the built-in
+                                           # synthetic leaderboard, trains, publishes, reports
+  sparseeval refresh                       # again, no new data: all cached, nothing published
+  sparseeval refresh --source new.parquet --benchmark arc
+  sparseeval refresh --anchors 50 --set n_test=100 --set drift_mae_points=1.5
+  sparseeval refresh --task-runner dask --json
+
+Each run prints a one-line summary and the path of its Markdown report. Without a Prefect
+server (PREFECT_API_URL unset) Prefect starts a temporary one for the run.
+"""
+
+
+def add_flow_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register `refresh` (sets `func(args) -> exit code`)."""
+    p = subparsers.add_parser(
+        "refresh",
+        help="ingest, retrain what changed, publish on drift (the nightly job, once)",
+        description=(
+            "Run the refresh flow once: ingest new results, rebuild each benchmark's matrix,"
+            " retrain only what changed (cached by content), check drift of the published"
+            " anchor sets on newly arrived models and publish a new version when needed."
+        ),
+        epilog=REFRESH_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--source", action="append", default=[], metavar="SPEC",
+        help="a .csv/.parquet long table, wide:BENCH=file.csv, an lm-eval folder,"
+        " hub:org/model or synthetic[:n_models=N,seed=S] (repeatable)",
+    )  # fmt: skip
+    p.add_argument("--benchmark", action="append", default=[], metavar="NAME",
+                   help="refresh only these benchmarks (default: all in the store)")  # fmt: skip
+    p.add_argument("--anchors", type=int, metavar="K", help="anchor budget (default: settings)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting, e.g. --set n_test=100 (repeatable)")  # fmt: skip
+    p.add_argument("--home", help="state folder (default: SPARSEEVAL_HOME or .sparseeval)")
+    p.add_argument("--task-runner", choices=["thread", "dask"], help="where tasks run")
+    p.add_argument("--no-fill", action="store_true",
+                   help="do not fill an empty store from the synthetic leaderboard")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    p.set_defaults(func=run_refresh)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    if args.task_runner:
+        out["task_runner"] = args.task_runner
+    return out
+
+
+def run_refresh(args: argparse.Namespace) -> int:
+    """The `refresh` command; returns the exit code (2: a usage or data error)."""
+    try:
+        from sparseeval.settings import Settings
+
+        overrides = _overrides(args)
+        Settings.load(**overrides)  # fail fast, in one line, on a bad setting
+        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        from flows.refresh import refresh, summary_line
+
+        state = refresh(
+            sources=args.source or None,
+            benchmarks=args.benchmark or None,
+            n_anchors=args.anchors,
+            settings_overrides=overrides or None,
+            home=args.home,
+            fill_if_empty=not args.no_fill,
+            return_state=True,
+        )
+        run = state.result(raise_on_failure=False)
+        if isinstance(run, BaseException):
+            raise run
+    except Exception as exc:  # one clear line, no traceback
+        print(f"sparseeval refresh: error: {_first_line(exc)}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(_json_summary(run), indent=2, default=str))
+    else:
+        for r in run["results"]:
+            print(f"  {r['benchmark']}: {r.get('outcome', '')}")
+        print(summary_line(run))
+    return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:500]
+
+
+def _json_summary(run: dict[str, Any]) -> dict[str, Any]:
+    keep = ("started", "n_trained", "n_cached", "n_published", "report_path", "failed")
+    out = {k: run.get(k) for k in keep}
+    out["benchmarks"] = [
+        {
+            "benchmark": r["benchmark"],
+            "trained": bool(r.get("fit")) and not r.get("fit_cached"),
+            "test_mae": (r.get("fit") or {}).get("test_metrics", {}).get("mae"),
+            "drift": (r.get("decision") or {}).get("drift"),
+            "published_version": r.get("published_version"),
+            "outcome": r.get("outcome"),
+        }
+        for r in run["results"]
+    ]
+    return out
