@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(args.home or tempfile.mkdtemp(prefix="sparseeval-bench-"))
     shutil.rmtree(home, ignore_errors=True)
     prefect_dir = home / "prefect"
+    prefect_dir.mkdir(parents=True)
     os.environ.update(
         PREFECT_HOME=str(prefect_dir),
         PREFECT_RESULTS_LOCAL_STORAGE_PATH=str(prefect_dir / "results"),

@@ -1,0 +1,98 @@
+"""Prefect-free parts of the refresh pipeline: keys, artifacts, drift and gate decisions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sparseeval import Settings, make_synthetic, pipeline
+
+
+def settings(tmp_path, **kw):
+    return Settings.load(path=None, env={}, home=tmp_path, **kw)
+
+
+def test_artifact_paths_are_content_keyed(tmp_path):
+    p = pipeline.artifact_path(tmp_path, "matrix", "abc")
+    assert p == tmp_path / "matrix" / "abc"
+    with pytest.raises(ValueError):
+        pipeline.artifact_path(tmp_path, "matrix", "../x/y")
+
+
+def test_fit_key_covers_data_settings_and_home(tmp_path):
+    s = settings(tmp_path)
+    k = pipeline.fit_key("fp1", s)
+    assert k == pipeline.fit_key("fp1", settings(tmp_path))  # stable
+    assert k != pipeline.fit_key("fp2", s)  # data
+    assert k != pipeline.fit_key("fp1", s.replace(n_anchors=50))  # training settings
+    assert k != pipeline.fit_key("fp1", settings(tmp_path / "other"))  # artifacts folder
+    # settings that do not change the fit do not change the key
+    assert k == pipeline.fit_key("fp1", s.replace(drift_mae_points=9.0))
+    assert pipeline.code_version().startswith("0.")
+
+
+def test_matrix_roundtrip(tmp_path):
+    m = make_synthetic(30, 12, seed=1)
+    path = pipeline.save_matrix(m, tmp_path / "m.npz")
+    back = pipeline.load_matrix(path)
+    assert back.fingerprint() == m.fingerprint()
+    assert back.values.dtype == np.int8
+
+
+def test_synthetic_source_units_are_keyed_by_release():
+    src = pipeline.SyntheticLeaderboard(n_models=50, items={"arc": 10, "gsm8k": 8}, seed=2)
+    keys = [u.key for u in src.units(None)]
+    assert len(keys) == len(set(keys)) == 2
+    later = pipeline.SyntheticLeaderboard(
+        n_models=50, items={"arc": 10, "gsm8k": 8}, seed=2, model_range=(40, 50),
+        benchmarks=("arc",),
+    )  # fmt: skip
+    (unit,) = list(later.units(None))
+    assert unit.key not in keys
+    frame = later.frame("arc", 40, 50)
+    assert frame.height == 100 and set(frame["correct"].unique()) <= {"0", "1"}
+    want = src.leaderboard["arc"].values[40]
+    assert frame["correct"].to_list()[:10] == ["1" if v > 0 else "0" for v in want]
+
+
+def test_parse_source_specs(tmp_path):
+    src = pipeline.parse_source("synthetic:n_models=100,seed=3,models=0-80,benchmarks=arc+mmlu")
+    assert src.n_models == 100 and src.model_range == (0, 80) and src.benchmarks == ("arc", "mmlu")
+    assert type(pipeline.parse_source(str(tmp_path / "x.parquet"))).__name__ == "LongTable"
+    assert type(pipeline.parse_source("wide:arc=a.csv")).__name__ == "WideTable"
+    with pytest.raises(ValueError, match="bad option"):
+        pipeline.parse_source("synthetic:colour=blue")
+    with pytest.raises(ValueError, match="cannot tell"):
+        pipeline.parse_source("notes.txt")
+
+
+def test_drift_decision(tmp_path):
+    s = settings(tmp_path, drift_mae_points=2.0, drift_mae_ratio=1.5, min_new_models=5)
+    live = {"version": 1, "test_mae": 1.0}
+    d = pipeline.drift_decision("arc", None, {}, s)
+    assert d.publish and not d.drift and "no published" in d.reason
+    d = pipeline.drift_decision("arc", live, {"n_fresh": 0}, s)
+    assert not d.publish
+    d = pipeline.drift_decision("arc", live, {"n_fresh": 3, "fresh_mae": 9.0}, s)
+    assert not d.publish and "min_new_models" in d.reason
+    d = pipeline.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 1.2}, s)
+    assert not d.drift and not d.publish
+    d = pipeline.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 1.6}, s)
+    assert d.drift and "x published test MAE" in d.reason  # ratio
+    d = pipeline.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 2.5}, s)
+    assert d.drift and "> 2 points" in d.reason
+    d = pipeline.drift_decision(
+        "arc", live, {"n_fresh": 10, "fresh_mae": 0.5, "out_of_range_frac": 0.5}, s
+    )
+    assert d.drift and "outside the training range" in d.reason
+    off = s.replace(drift_mae_points=0, drift_mae_ratio=0, drift_out_of_range_frac=0)
+    assert not pipeline.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 50.0}, off).drift
+
+
+def test_gate_decision():
+    assert pipeline.gate_decision(None, 3.0)[0]
+    assert pipeline.gate_decision(2.0, 2.0)[0]
+    assert pipeline.gate_decision(2.0, 1.5)[0]
+    ok, why = pipeline.gate_decision(1.5, 2.0)
+    assert not ok and "refused" in why
+    assert not pipeline.gate_decision(1.5, None)[0]
