@@ -146,8 +146,8 @@ def check_and_publish(
 ) -> dict[str, Any]:
     """Drift check of the live set on fresh models, then the publish unit when needed."""
     b, fit = r["benchmark"], r["fit"]
-    live = tasks.published_info(published_dir, b)
-    fresh = tasks.fresh_models(store_path, b, live["created"]) if live else []
+    live = tasks.published_info(published_dir, b, settings["artifacts_dir"])
+    fresh = tasks.fresh_models(store_path, b, live) if live else []
     decision = tasks.check_drift(published_dir, b, r["matrix"], live, fresh, settings)
     r = r | {"live": live, "decision": decision, "n_fresh": len(fresh)}
     if decision["drift"]:

@@ -41,8 +41,8 @@ def retrain_benchmark(
     fit = tasks.fit_benchmark(benchmark, matrix, sd, str(s.artifacts_dir))
     out: dict[str, Any] = {"benchmark": benchmark, "matrix": matrix, "fit": fit}
     if publish:
-        live = tasks.published_info(str(s.published_dir), benchmark)
-        fresh = tasks.fresh_models(store, benchmark, live["created"]) if live else []
+        live = tasks.published_info(str(s.published_dir), benchmark, str(s.artifacts_dir))
+        fresh = tasks.fresh_models(store, benchmark, live) if live else []
         out |= publish_unit(str(s.published_dir), benchmark, fit, fresh, sd)
     print(f"{benchmark}: test MAE {fit['test_metrics']['mae']:.3f}; {out.get('outcome', '')}")
     return out
@@ -63,11 +63,12 @@ def evaluate_published(
     """
     s = resolve_settings(home)
     store, pub = str(s.store_path), str(s.published_dir)
-    live = tasks.published_info(pub, benchmark)
+    live = tasks.published_info(pub, benchmark, str(s.artifacts_dir))
     if live is None:
         raise ValueError(f"nothing published for {benchmark!r} under {pub}")
     if models is None:
-        models = tasks.fresh_models(store, benchmark, since or live["created"])
+        since_live = {"created": since} if since else live
+        models = tasks.fresh_models(store, benchmark, since_live)
     states = tasks.store_state(store)
     matrix = tasks.build_matrix(
         store, benchmark, states[benchmark], str(s.artifacts_dir), s.to_dict()

@@ -165,6 +165,9 @@ GROUP BY b.name ORDER BY b.name
 """
 
 
+_LAST_RUN_SQL = "SELECT coalesce(max(run_id), 0) FROM ingest_runs"
+
+
 def benchmark_states(store_path: str | Path) -> dict[str, str]:
     """For each benchmark with results, a signature that changes whenever its results do."""
     from .store import Store
@@ -188,6 +191,7 @@ def build_matrix_artifact(
     from .store import Store, build_matrix
 
     with Store.open(store_path, read_only=True) as store:
+        ((last_run,),) = store.con.sql(_LAST_RUN_SQL).fetchall()
         matrix, summary = build_matrix(store, benchmark, settings.max_missing_model_frac)
     fp = summary.fingerprint
     path = artifact_path(artifacts_dir, "matrix", fp + ".npz")
@@ -199,18 +203,25 @@ def build_matrix_artifact(
         "fingerprint": fp,
         "n_models": int(matrix.shape[0]),
         "n_items": int(matrix.shape[1]),
+        "last_run": int(last_run),
         "summary": summary.line(),
     }
 
 
-def fresh_models(store_path: str | Path, benchmark: str, since: datetime | str) -> list[str]:
-    """Models whose first result in `benchmark` arrived after `since`."""
+def fresh_models(store_path: str | Path, benchmark: str, live: dict[str, Any]) -> list[str]:
+    """Models whose first result in `benchmark` arrived after the live set's data was read.
+
+    Exact when the set was published by this pipeline (it records the last ingest run its
+    matrix saw); otherwise models first seen after the manifest's `created` time.
+    """
     from .store import Store
 
-    after = datetime.fromisoformat(since) if isinstance(since, str) else since
-    if after.tzinfo is None:
-        after = after.replace(tzinfo=UTC)
     with Store.open(store_path, read_only=True) as store:
+        if live.get("last_run") is not None:
+            return store.models_first_seen_after(run_id=int(live["last_run"]), benchmark=benchmark)
+        after = datetime.fromisoformat(str(live["created"]))
+        if after.tzinfo is None:
+            after = after.replace(tzinfo=UTC)
         return store.models_first_seen_after(after=after, benchmark=benchmark)
 
 
@@ -478,6 +489,7 @@ def fit_benchmark(
         "model_dir": str(folder),
         "matrix_fingerprint": matrix_info["fingerprint"],
         "matrix_path": matrix_info["path"],
+        "last_run": matrix_info.get("last_run"),
         "n_anchors": len(est.anchors_),
         "predictor": est.predictor_name_,
         "valid_scores": {k: 100 * v for k, v in est.valid_scores_.items()},
@@ -498,7 +510,14 @@ def fit_benchmark(
 # -- published sets: drift, gate, publish -----------------------------------------------------
 
 
-def published_info(published_dir: str | Path, benchmark: str) -> dict[str, Any] | None:
+def _ledger(artifacts_dir: str | Path, benchmark: str, version: int) -> Path:
+    """Where this pipeline notes what a published version was built from."""
+    return artifact_path(artifacts_dir, "published", f"{benchmark}-v{int(version)}.json")
+
+
+def published_info(
+    published_dir: str | Path, benchmark: str, artifacts_dir: str | Path | None = None
+) -> dict[str, Any] | None:
     """The live published version of a benchmark (version, created, metrics), or None."""
     from . import publish
 
@@ -507,7 +526,12 @@ def published_info(published_dir: str | Path, benchmark: str) -> dict[str, Any] 
         return None
     aset = publish.load_anchor_set(published_dir, benchmark, version)
     man = aset.manifest
+    ledger = _ledger(artifacts_dir, benchmark, version) if artifacts_dir else None
+    noted = json.loads(ledger.read_text()) if ledger and ledger.is_file() else {}
+    if noted.get("data_fingerprint") != man.get("data_fingerprint"):
+        noted = {}  # not ours (e.g. another home published it)
     return {
+        "last_run": noted.get("last_run"),
         "version": version,
         "created": man.get("created"),
         "data_fingerprint": man.get("data_fingerprint"),
@@ -683,7 +707,7 @@ def compare_candidate(
     live set was published) are compared too; the candidate must not be worse on either.
     """
     matrix = load_matrix(fit["matrix_path"])
-    if published_info(published_dir, benchmark) is None:
+    if publish_latest(published_dir, benchmark) is None:
         return {"accept": True, "reason": "no live set to compare with"}
     test_ids = sorted(load_split_ids(fit["model_dir"])["test"])
     fresh_ids = sorted(set(map(str, fresh)) & set(test_ids))
@@ -720,6 +744,10 @@ def write_candidate(
         settings=settings.to_dict() | {"code_version": fit.get("code_version")},
         report_inputs=load_test_predictions(fit["model_dir"]),
     )
+    ledger = _ledger(settings.artifacts_dir, benchmark, _version_of(path))
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    note = {"data_fingerprint": fit["matrix_fingerprint"], "last_run": fit.get("last_run")}
+    ledger.write_text(json.dumps(note))
     return {
         "benchmark": benchmark,
         "published_dir": str(published_dir),
@@ -731,6 +759,12 @@ def write_candidate(
 def _version_of(path: Path | str) -> int:
     name = Path(path).name
     return int(name[1:]) if name.startswith("v") and name[1:].isdigit() else int(name)
+
+
+def publish_latest(published_dir: str | Path, benchmark: str) -> int | None:
+    from . import publish
+
+    return publish.latest_version(published_dir, benchmark)
 
 
 def promote(published_dir: str | Path, benchmark: str, version: int) -> None:
@@ -802,7 +836,8 @@ def render_report(run: dict[str, Any]) -> str:
     lines += ["", "## Decisions", ""]
     for r in run["results"]:
         dec = r.get("decision") or {}
-        lines.append(f"- **{r['benchmark']}**: {dec.get('reason', '')}. {r.get('outcome', '')}")
+        why = f"{dec['reason']}; " if dec.get("reason") else ""
+        lines.append(f"- **{r['benchmark']}**: {why}{r.get('outcome', '')}")
         gate = r.get("gate") or {}
         if gate.get("reason"):
             lines.append(f"  - gate: {gate['reason']}")

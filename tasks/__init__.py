@@ -32,11 +32,29 @@ def _fit_cache_key(ctx: TaskRunContext, p: dict[str, Any]) -> str:
     return pipeline.fit_key(p["matrix"]["fingerprint"], settings_from(p["settings"]))
 
 
+_NETWORK_MODULES = {"huggingface_hub", "httpx", "httpcore", "requests", "urllib3"}
+
+
+def _transient(task, task_run, state) -> bool:
+    """Retry network and lock trouble; a bad file or setting fails at once."""
+    exc = state.result(raise_on_failure=False)
+    from sparseeval.store import SourceError, StoreLockedError
+
+    if isinstance(exc, StoreLockedError):
+        return True
+    if any(c.__module__.split(".")[0] in _NETWORK_MODULES for c in type(exc).__mro__):
+        return True
+    return isinstance(exc, OSError | ConnectionError | TimeoutError) and not isinstance(
+        exc, SourceError | FileNotFoundError
+    )
+
+
 @task(
     name="ingest",
     retries=3,
     retry_delay_seconds=[10, 60, 300],
     retry_jitter_factor=0.2,
+    retry_condition_fn=_transient,
     cache_policy=NO_CACHE,
 )
 def ingest(store_path: str, sources: list[str], fill_if_empty: bool = True) -> dict[str, Any]:
@@ -102,13 +120,16 @@ def fit_benchmark(
 
 
 @task(name="published-info", cache_policy=NO_CACHE)
-def published_info(published_dir: str, benchmark: str) -> dict[str, Any] | None:
-    return pipeline.published_info(published_dir, benchmark)
+def published_info(
+    published_dir: str, benchmark: str, artifacts_dir: str | None = None
+) -> dict[str, Any] | None:
+    return pipeline.published_info(published_dir, benchmark, artifacts_dir)
 
 
 @task(name="fresh-models", cache_policy=NO_CACHE)
-def fresh_models(store_path: str, benchmark: str, since: str) -> list[str]:
-    return pipeline.fresh_models(store_path, benchmark, since)
+def fresh_models(store_path: str, benchmark: str, live: dict[str, Any]) -> list[str]:
+    """Models that arrived after the live set's data was read (they have full results)."""
+    return pipeline.fresh_models(store_path, benchmark, live)
 
 
 @task(name="check-drift", cache_policy=NO_CACHE, task_run_name="check-drift-{benchmark}")

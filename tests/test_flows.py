@@ -162,3 +162,16 @@ def test_cli_refresh(tmp_path, capsys):
     assert args.func(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nope" in err[0]
+
+
+def test_stage_flows(tmp_path):
+    from flows.stages import evaluate_published, ingest_only, retrain_benchmark
+
+    home = tmp_path / "home"
+    out = ingest_only(sources=[release(tmp_path, 0, 200, ["arc"])], home=str(home))
+    assert out["new"] == 200 * ITEMS["arc"]
+    r = retrain_benchmark("arc", home=str(home), settings_overrides=TINY)
+    assert r["published_version"] == 1
+    ingest_only(sources=[release(tmp_path, 200, 230, ["arc"])], home=str(home))
+    scores = evaluate_published("arc", home=str(home))
+    assert scores["n"] == 30 and scores["mae"] < 20
