@@ -68,11 +68,19 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     assert res["gsm8k"]["n_fresh"] == 30
 
 
-def test_drift_publishes_a_better_version(tmp_path):
+def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
+    import importlib
+
+    module = importlib.import_module("flows.refresh")  # `flows.refresh` is also the flow
+    events = []
+    real_emit = module.emit_event
+    monkeypatch.setattr(module, "emit_event", lambda **kw: events.append(kw) or real_emit(**kw))
     home = tmp_path / "home"
     weak = {"n_anchors": 2, "refine_steps": 0}
     first = run(home, [release(tmp_path, 0, 200)], **weak)
     assert first["n_published"] == 2
+    assert [e["event"] for e in events] == ["sparseeval.anchors.published"] * 2
+    events.clear()
     out = run(home, [release(tmp_path, 200, 260, ["arc"])], drift_mae_points=0.01)
     res = by_bench(out)
     assert res["arc"]["decision"]["drift"] is True
@@ -83,6 +91,19 @@ def test_drift_publishes_a_better_version(tmp_path):
     assert publish.latest_version(home / "published", "gsm8k") == 1
     report = Path(out["report_path"]).read_text()
     assert "published v2" in report and "drift" in report
+    names = [(e["event"], e["resource"]["prefect.resource.name"]) for e in events]
+    assert names == [
+        ("sparseeval.drift.detected", "arc"),
+        ("sparseeval.anchors.published", "arc"),
+    ]
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["sparseeval-metrics"]))
+        )
+    assert found and found[0].type == "table"
 
 
 def test_worse_candidate_is_refused(tmp_path):
