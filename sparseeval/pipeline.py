@@ -630,6 +630,31 @@ def drift_figures(
     return out
 
 
+def record_drift(
+    artifacts_dir: str | Path, benchmark: str, live: dict[str, Any] | None, figures: dict
+) -> None:
+    """Append one drift check (live version, MAE on fresh models) to the benchmark's history."""
+    if not live or not figures.get("n_fresh") or figures.get("fresh_mae") is None:
+        return
+    path = artifact_path(artifacts_dir, "published", f"{benchmark}-drift.jsonl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    row = {
+        "version": live["version"],
+        "mae": float(figures["fresh_mae"]),
+        "n_models": int(figures["n_fresh"]),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def drift_history(artifacts_dir: str | Path, benchmark: str) -> list[dict[str, Any]]:
+    path = artifact_path(artifacts_dir, "published", f"{benchmark}-drift.jsonl")
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 @dataclass
 class DriftDecision:
     benchmark: str
@@ -742,7 +767,8 @@ def write_candidate(
         split_sizes=fit["split_sizes"],
         metrics={"test": test, "valid": {"mae": fit["valid_scores"].get(fit["predictor"])}},
         settings=settings.to_dict() | {"code_version": fit.get("code_version")},
-        report_inputs=load_test_predictions(fit["model_dir"]),
+        report_inputs=load_test_predictions(fit["model_dir"])
+        | {"drift_rows": drift_history(settings.artifacts_dir, benchmark)},
     )
     ledger = _ledger(settings.artifacts_dir, benchmark, _version_of(path))
     ledger.parent.mkdir(parents=True, exist_ok=True)

@@ -145,6 +145,7 @@ def check_drift(
     figures = {}
     if published is not None and fresh:
         figures = pipeline.drift_figures(published_dir, benchmark, matrix["path"], fresh)
+        pipeline.record_drift(settings["artifacts_dir"], benchmark, published, figures)
     decision = pipeline.drift_decision(benchmark, published, figures, settings_from(settings))
     get_run_logger().info("%s: %s", benchmark, decision.reason)
     return decision.to_dict()

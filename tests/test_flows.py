@@ -104,6 +104,11 @@ def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["sparseeval-metrics"]))
         )
     assert found and found[0].type == "table"
+    manifest = publish.load_anchor_set(home / "published", "arc").manifest
+    history = pipeline.drift_history(home / "artifacts", "arc")
+    assert history[-1]["version"] == 1 and history[-1]["n_models"] == 60
+    assert "drift" in (home / "published" / "arc" / "v2" / "report.md").read_text().lower()
+    assert manifest["version"] == 2
 
 
 def test_worse_candidate_is_refused(tmp_path):

@@ -96,3 +96,29 @@ def test_gate_decision():
     ok, why = pipeline.gate_decision(1.5, 2.0)
     assert not ok and "refused" in why
     assert not pipeline.gate_decision(1.5, None)[0]
+
+
+def test_refresh_help_has_an_example(capsys):
+    import argparse
+
+    from sparseeval.cli_flows import add_flow_commands
+
+    parser = argparse.ArgumentParser(prog="sparseeval")
+    add_flow_commands(parser.add_subparsers())
+    with pytest.raises(SystemExit):
+        parser.parse_args(["refresh", "--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out and "sparseeval refresh --source" in out
+
+
+def test_refresh_bad_setting_is_one_line(capsys):
+    import argparse
+
+    from sparseeval.cli_flows import add_flow_commands
+
+    parser = argparse.ArgumentParser(prog="sparseeval")
+    add_flow_commands(parser.add_subparsers())
+    args = parser.parse_args(["refresh", "--set", "colour=blue"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "colour" in err[0]
