@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread: fits run side by side
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from sparseeval import ResponseMatrix, Settings, make_synthetic
 from sparseeval.baselines import BASELINES, AllItemsRidge
@@ -76,7 +81,7 @@ def run(args) -> list[dict]:
         n_test = 200 if name == "synthetic" else 400
         for size in args.train_sizes:
             for k in [k for k in args.budgets if k < matrix.shape[1]]:
-                for seed in range(args.seeds):
+                for seed in range(args.first_seed, args.first_seed + args.seeds):
                     tr, va, te = split(len(y), n_test, size, seed)
                     for method, est in methods(k, seed, args.methods).items():
                         t = time.perf_counter()
@@ -90,12 +95,38 @@ def run(args) -> list[dict]:
                             "seconds": time.perf_counter() - t,
                         } | evaluate(est.predict(X[te]), y[te])
                         rows.append(row)
+                        with open(args.out, "a") as f:
+                            f.write(json.dumps(row) + "\n")
                         print(
                             f"{name:<11}{row['train']:>6} k={k:<4}{method:<16} seed {seed} "
                             f"MAE {row['mae']:.3f} tau {row['kendall_tau']:.3f} "
                             f"({row['seconds']:.1f}s)",
                             flush=True,
                         )
+    return rows
+
+
+LOG_LINE = re.compile(
+    r"^(?P<data>\S+)\s+(?P<train>\d+) k=(?P<k>\d+)\s+(?P<method>\S+)\s+seed (?P<seed>\d+) "
+    r"MAE (?P<mae>[\d.]+) tau (?P<kendall_tau>[-\d.]+) \((?P<seconds>[\d.]+)s\)$"
+)
+
+
+def _parse(key: str, value: str) -> str | int | float:
+    if key in ("data", "method"):
+        return value
+    return int(value) if key in ("train", "k", "seed") else float(value)
+
+
+def read_rows(paths: list[str]) -> list[dict]:
+    """Rows from earlier runs: JSON lines (`--out`) or the progress lines of a log."""
+    rows = []
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith("{"):
+                rows.append(json.loads(line))
+            elif m := LOG_LINE.match(line):
+                rows.append({k: _parse(k, v) for k, v in m.groupdict().items()})
     return rows
 
 
@@ -128,21 +159,30 @@ def main() -> None:
     parser.add_argument("--data", default=",".join(DATASETS))
     parser.add_argument("--budgets", default="20,50,100")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--train-sizes", default="all", help="e.g. 90,300,1000,all")
     parser.add_argument(
         "--methods",
         default="sparseeval,paper,random,random+ridge,"
         "anchor-points,linear-gd,greedy+ridge,all-items-ridge",
     )
-    parser.add_argument("--out", default="bench/out/accuracy.json")
+    parser.add_argument("--out", default="bench/out/accuracy.jsonl", help="rows appended here")
+    parser.add_argument(
+        "--summarize",
+        nargs="+",
+        metavar="FILE",
+        help="only print the table of earlier runs (JSON lines or logs)",
+    )
     args = parser.parse_args()
+    if args.summarize:
+        print(summary(read_rows(args.summarize)))
+        return
     args.data = args.data.split(",")
     args.budgets = [int(k) for k in args.budgets.split(",")]
     args.methods = args.methods.split(",")
     args.train_sizes = [None if s == "all" else int(s) for s in args.train_sizes.split(",")]
-    rows = run(args)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(rows, indent=1))
+    rows = run(args)
     print()
     print(summary(rows))
 
