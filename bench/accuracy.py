@@ -131,7 +131,8 @@ def read_rows(paths: list[str]) -> list[dict]:
 
 
 def summary(rows: list[dict]) -> str:
-    frame = pl.DataFrame(rows)
+    keys = ["data", "train", "k", "method", "seed"]
+    frame = pl.DataFrame(rows).unique(subset=keys, keep="last", maintain_order=True)
     agg = frame.group_by("data", "train", "k", "method", maintain_order=True).agg(
         pl.col("mae").mean().alias("mae"),
         pl.col("mae").std().alias("mae_sd"),
