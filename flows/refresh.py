@@ -6,6 +6,7 @@ Run once now:  `sparseeval refresh`  (or `python -m flows.refresh`).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -99,10 +100,25 @@ def fit_benchmarks(
             if fs.is_completed():
                 r["fit"] = fs.result()
                 r["fit_cached"] = fs.name == "Cached" or not r["fit"].get("trained", True)
+                if not _files_exist(r):  # a cached result whose files were deleted
+                    r |= _rebuild(store_path, b, store_states[b], settings, artifacts_dir)
             else:
                 r["error"] = f"fit: {_error(fs)}"
         out[b] = r
     return out
+
+
+def _files_exist(r: dict[str, Any]) -> bool:
+    return Path(r["matrix"]["path"]).is_file() and Path(r["fit"]["model_dir"]).is_dir()
+
+
+def _rebuild(store_path, b, state, settings, artifacts_dir) -> dict[str, Any]:
+    get_run_logger().warning("%s: cached artifacts are missing; rebuilding them", b)
+    matrix = tasks.build_matrix.with_options(refresh_cache=True)(
+        store_path, b, state, artifacts_dir, settings
+    )
+    fit = tasks.fit_benchmark.with_options(refresh_cache=True)(b, matrix, settings, artifacts_dir)
+    return {"matrix": matrix, "fit": fit, "matrix_cached": False, "fit_cached": False}
 
 
 def publish_unit(

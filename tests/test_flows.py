@@ -60,6 +60,12 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     assert second["n_published"] == 0
     assert all(r["matrix_cached"] for r in second["results"])
 
+    import shutil
+
+    shutil.rmtree(home / "artifacts" / "model")  # cached results whose files are gone
+    again = run(home, [])
+    assert again["n_trained"] == 2 and again["n_published"] == 0
+
     third = run(home, [release(tmp_path, 200, 230, ["gsm8k"])], drift_mae_points=1000,
                 drift_mae_ratio=1000, drift_out_of_range_frac=1)  # fmt: skip
     res = by_bench(third)
