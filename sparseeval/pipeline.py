@@ -157,16 +157,6 @@ def load_matrix(path: str | Path) -> ResponseMatrix:
 
 # -- the store -----------------------------------------------------------------------------
 
-# One cheap scan per benchmark; any insert or update adds a newer ref_id.
-_STATE_SQL = """
-SELECT b.name, count(r.model_id), max(r.ref_id), sum(r.ref_id::BIGINT), sum(r.correct::INT)
-FROM benchmarks b JOIN results r USING (benchmark_id)
-GROUP BY b.name ORDER BY b.name
-"""
-
-
-_LAST_RUN_SQL = "SELECT coalesce(max(run_id), 0) FROM ingest_runs"
-
 
 def benchmark_states(store_path: str | Path) -> dict[str, str]:
     """For each benchmark with results, a signature that changes whenever its results do."""
@@ -176,8 +166,8 @@ def benchmark_states(store_path: str | Path) -> dict[str, str]:
     if not path.exists():
         return {}
     with Store.open(path, read_only=True) as store:
-        rows = store.con.sql(_STATE_SQL).fetchall()
-    return {name: fingerprint(str(path.resolve()), *rest) for name, *rest in rows}
+        signatures = store.result_signatures()
+    return {name: fingerprint(str(path.resolve()), *sig) for name, sig in signatures.items()}
 
 
 def store_is_empty(store_path: str | Path) -> bool:
@@ -191,7 +181,7 @@ def build_matrix_artifact(
     from .store import Store, build_matrix
 
     with Store.open(store_path, read_only=True) as store:
-        ((last_run,),) = store.con.sql(_LAST_RUN_SQL).fetchall()
+        last_run = store.last_run_id()
         matrix, summary = build_matrix(store, benchmark, settings.max_missing_model_frac)
     fp = summary.fingerprint
     path = artifact_path(artifacts_dir, "matrix", fp + ".npz")

@@ -45,7 +45,7 @@ class Settings:
     # matrices
     max_missing_model_frac: float = 0.0
     # drift and publishing
-    drift_mae_points: float = 2.0
+    drift_mae_points: float = 3.0
     drift_mae_ratio: float = 1.5
     drift_out_of_range_frac: float = 0.2
     min_new_models: int = 20

@@ -136,6 +136,10 @@ class Store:
         rows = self.con.sql(sql("result_signatures")).fetchall()
         return {name: tuple(rest) for name, *rest in rows}
 
+    def last_run_id(self) -> int:
+        """The newest ingest run id, 0 when nothing was ever ingested."""
+        return int(self.scalar("last_run"))
+
     # -- provenance -----------------------------------------------------------------
     def runs(self, limit: int = 50) -> pl.DataFrame:
         """The latest ingest runs: what was read, counts, status."""
