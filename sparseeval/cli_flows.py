@@ -72,6 +72,8 @@ def run_refresh(args: argparse.Namespace) -> int:
         overrides = _overrides(args)
         Settings.load(**overrides)  # fail fast, in one line, on a bad setting
         os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        # Prefect's temporary server gets 20 s to start by default: too short on a busy box.
+        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
         from flows.refresh import refresh, summary_line
 
         state = refresh(

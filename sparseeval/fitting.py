@@ -73,6 +73,27 @@ def compare_methods(
     return out
 
 
+CHEAP_BASELINES = ("random", "random+ridge", "greedy+ridge")
+
+
+def baseline_curve(
+    X: np.ndarray, y: np.ndarray, split: Split, n_anchors: int, seed: int = 0
+) -> list[dict]:
+    """Test MAE / tau of the cheap baselines at a quarter, half and all of `n_anchors`.
+
+    The rows feed the report's "accuracy against anchor budget" plot.
+    """
+    rows = []
+    for k in sorted({max(1, n_anchors // 4), max(1, n_anchors // 2), n_anchors}):
+        for name in CHEAP_BASELINES:
+            est = BASELINES[name](n_anchors=k, seed=seed).fit(X[split.train], y[split.train])
+            rows.append(
+                {"method": name, "n_anchors": k}
+                | evaluate(est.predict(X[split.test]), y[split.test])
+            )
+    return rows
+
+
 def write_fit(
     out_dir: str | Path, comparison: Comparison, matrix: ResponseMatrix, settings
 ) -> None:

@@ -28,6 +28,7 @@ import polars as pl
 
 from . import __version__, metrics
 from .estimator import AnchorEstimator, SparseEval
+from .fitting import baseline_curve
 from .matrix import ResponseMatrix
 from .predictors import load_predictor, save_predictor
 from .settings import Settings
@@ -467,6 +468,8 @@ def fit_benchmark(
     )
     pred = est.predict(X[split.test])
     test = metrics.evaluate(pred, y[split.test])
+    curve = [{"method": "sparseeval", "n_anchors": len(est.anchors_)} | test]
+    curve += baseline_curve(X, y, split, len(est.anchors_), settings.seed)
     y_train = y[split.train]
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -485,6 +488,7 @@ def fit_benchmark(
         "valid_scores": {k: 100 * v for k, v in est.valid_scores_.items()},
         "split_sizes": split.sizes(),
         "test_metrics": test,
+        "budget_rows": curve,
         "train_range": [float(y_train.min()), float(y_train.max())],
         "seconds": round(time.perf_counter() - t0, 2),
         "code_version": code_version(),
@@ -758,7 +762,8 @@ def write_candidate(
         metrics={"test": test, "valid": {"mae": fit["valid_scores"].get(fit["predictor"])}},
         settings=settings.to_dict() | {"code_version": fit.get("code_version")},
         report_inputs=load_test_predictions(fit["model_dir"])
-        | {"drift_rows": drift_history(settings.artifacts_dir, benchmark)},
+        | {"drift_rows": drift_history(settings.artifacts_dir, benchmark)}
+        | {"budget_rows": fit.get("budget_rows", [])},
     )
     ledger = _ledger(settings.artifacts_dir, benchmark, _version_of(path))
     ledger.parent.mkdir(parents=True, exist_ok=True)
