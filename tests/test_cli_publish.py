@@ -6,13 +6,11 @@ import argparse
 import json
 
 import pytest
+from helpers import tiny_fit
 
 from sparseeval.cli_publish import add_publish_commands
-from sparseeval.estimator import SparseEval
 from sparseeval.publish import load_anchor_set, set_latest, write_version
 from sparseeval.settings import Settings
-from sparseeval.splits import split_models
-from sparseeval.synthetic import make_synthetic
 
 STAMP = "2025-05-02T10-11-12.131415"
 
@@ -31,17 +29,8 @@ def run(argv, capsys) -> tuple[int, str, str]:
 def world(tmp_path_factory):
     """An ARC-like anchor set whose item ids are lm-eval doc ids, published as v1 (latest)."""
     root = tmp_path_factory.mktemp("home") / "published"
-    m = make_synthetic(300, 60, seed=2)
     items = [str(j) for j in range(60)]
-    sp = split_models(m.model_ids, n_test=60, n_valid=80, seed=2)
-    est = SparseEval(
-        n_anchors=8,
-        refine_steps=1,
-        epochs=50,
-        ensemble=1,
-        predictor="ridge",
-        progress=lambda s: None,
-    ).fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid], item_ids=items)
+    m, sp, est = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=items)
     pred = est.predict(m.values[sp.test])
     write_version(
         root,

@@ -8,6 +8,7 @@ import os
 import numpy as np
 import polars as pl
 import pytest
+from helpers import tiny_fit
 
 from sparseeval.estimator import SparseEval
 from sparseeval.metrics import evaluate
@@ -32,17 +33,7 @@ B = "gsm8k"
 
 @pytest.fixture(scope="module")
 def fitted():
-    m = make_synthetic(300, 60, seed=0)
-    sp = split_models(m.model_ids, n_test=80, n_valid=80, seed=0)
-    est = SparseEval(
-        n_anchors=8,
-        refine_steps=1,
-        epochs=50,
-        ensemble=1,
-        predictor="ridge",
-        progress=lambda s: None,
-    ).fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid], item_ids=m.item_ids)
-    return m, sp, est
+    return tiny_fit(seed=0, n_test=80, n_valid=80)
 
 
 def publish(root, fitted, **kw):

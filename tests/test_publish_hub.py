@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import tiny_fit
 from huggingface_hub import CommitOperationAdd
 
-from sparseeval.estimator import SparseEval
 from sparseeval.publish import (
     AnchorSetError,
     load_anchor_set,
@@ -21,8 +21,6 @@ from sparseeval.publish import (
     write_version,
 )
 from sparseeval.settings import Settings
-from sparseeval.splits import split_models
-from sparseeval.synthetic import make_synthetic
 
 REPO = "acme/anchor-sets"
 
@@ -77,17 +75,7 @@ class FakeHub:
 
 @pytest.fixture(scope="module")
 def fitted():
-    m = make_synthetic(300, 60, seed=1)
-    sp = split_models(m.model_ids, n_test=60, n_valid=80, seed=1)
-    est = SparseEval(
-        n_anchors=8,
-        refine_steps=1,
-        epochs=50,
-        ensemble=1,
-        predictor="ridge",
-        progress=lambda s: None,
-    ).fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid], item_ids=m.item_ids)
-    return m, sp, est
+    return tiny_fit(seed=1, n_test=60, n_valid=80)
 
 
 @pytest.fixture

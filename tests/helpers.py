@@ -1,0 +1,18 @@
+"""Small builders shared by the tests."""
+
+from sparseeval.estimator import SparseEval
+from sparseeval.splits import split_models
+from sparseeval.synthetic import make_synthetic
+
+
+def tiny_fit(seed: int = 0, n_test: int = 80, n_valid: int = 80, item_ids=None):
+    """A 300 x 60 synthetic matrix, its split and a quickly fitted 8-anchor SparseEval."""
+    m = make_synthetic(300, 60, seed=seed)
+    sp = split_models(m.model_ids, n_test=n_test, n_valid=n_valid, seed=seed)
+    est = SparseEval(
+        n_anchors=8, refine_steps=1, epochs=50, ensemble=1, predictor="ridge",
+        progress=lambda s: None,
+    )  # fmt: skip
+    est.fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid],
+            item_ids=m.item_ids if item_ids is None else item_ids)  # fmt: skip
+    return m, sp, est
