@@ -1,6 +1,9 @@
 """Small builders shared by the tests."""
 
 from sparseeval.estimator import SparseEval
+from sparseeval.metrics import evaluate
+from sparseeval.publish import write_version
+from sparseeval.settings import Settings
 from sparseeval.splits import split_models
 from sparseeval.synthetic import make_synthetic
 
@@ -16,3 +19,14 @@ def tiny_fit(seed: int = 0, n_test: int = 80, n_valid: int = 80, item_ids=None):
     est.fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid],
             item_ids=m.item_ids if item_ids is None else item_ids)  # fmt: skip
     return m, sp, est
+
+
+def publish_fit(root, benchmark: str, fitted, **kw):
+    """Write `fitted` (from `tiny_fit`) as the next version of `benchmark` under `root`."""
+    m, sp, est = fitted
+    pred = est.predict(m.values[sp.test])
+    return write_version(
+        root, benchmark, est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
+        metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings(home=root),
+        report_inputs={"test_pred": pred, "test_true": m.y[sp.test]}, **kw,
+    )  # fmt: skip

@@ -6,11 +6,10 @@ import argparse
 import json
 
 import pytest
-from helpers import tiny_fit
+from helpers import publish_fit, tiny_fit
 
 from sparseeval.cli_publish import add_publish_commands
-from sparseeval.publish import load_anchor_set, set_latest, write_version
-from sparseeval.settings import Settings
+from sparseeval.publish import load_anchor_set, set_latest
 
 STAMP = "2025-05-02T10-11-12.131415"
 
@@ -30,18 +29,9 @@ def world(tmp_path_factory):
     """An ARC-like anchor set whose item ids are lm-eval doc ids, published as v1 (latest)."""
     root = tmp_path_factory.mktemp("home") / "published"
     items = [str(j) for j in range(60)]
-    m, sp, est = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=items)
-    pred = est.predict(m.values[sp.test])
-    write_version(
-        root,
-        "arc",
-        est,
-        data_fingerprint=m.fingerprint(),
-        split_sizes=sp.sizes(),
-        metrics={},
-        settings=Settings(),
-        report_inputs={"test_pred": pred, "test_true": m.y[sp.test]},
-    )
+    fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=items)
+    m, sp, est = fitted
+    publish_fit(root, "arc", fitted)
     set_latest(root, "arc", 1)
     row = m.values[int(sp.test[0])]
     answers = {str(j): int(row[j] > 0) for j in est.anchors_}

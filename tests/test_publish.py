@@ -8,10 +8,9 @@ import os
 import numpy as np
 import polars as pl
 import pytest
-from helpers import tiny_fit
+from helpers import publish_fit, tiny_fit
 
 from sparseeval.estimator import SparseEval
-from sparseeval.metrics import evaluate
 from sparseeval.publish import (
     SCHEMA_VERSION,
     AnchorSetError,
@@ -37,19 +36,7 @@ def fitted():
 
 
 def publish(root, fitted, **kw):
-    m, sp, est = fitted
-    pred = est.predict(m.values[sp.test])
-    return write_version(
-        root,
-        B,
-        est,
-        data_fingerprint=m.fingerprint(),
-        split_sizes=sp.sizes(),
-        metrics={"test": evaluate(pred, m.y[sp.test])},
-        settings=Settings(home=root),
-        report_inputs={"test_pred": pred, "test_true": m.y[sp.test]},
-        **kw,
-    )
+    return publish_fit(root, B, fitted, **kw)
 
 
 def answers(m, est, row: int, coding: str = "01") -> dict:

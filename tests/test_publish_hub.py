@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import tiny_fit
+from helpers import publish_fit, tiny_fit
 from huggingface_hub import CommitOperationAdd
 
 from sparseeval.publish import (
@@ -18,9 +18,7 @@ from sparseeval.publish import (
     load_anchor_set,
     push_to_hub,
     set_latest,
-    write_version,
 )
-from sparseeval.settings import Settings
 
 REPO = "acme/anchor-sets"
 
@@ -80,18 +78,9 @@ def fitted():
 
 @pytest.fixture
 def pushed(tmp_path, fitted):
-    m, sp, est = fitted
     root = tmp_path / "published"
     for _ in range(2):
-        write_version(
-            root,
-            "arc",
-            est,
-            data_fingerprint=m.fingerprint(),
-            split_sizes=sp.sizes(),
-            metrics={},
-            settings=Settings(),
-        )
+        publish_fit(root, "arc", fitted)
     set_latest(root, "arc", 2)
     hub = FakeHub(tmp_path / "hub")
     push_to_hub(root, "arc", 1, REPO, hub, update_latest=False)
