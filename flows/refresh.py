@@ -46,7 +46,7 @@ def resolve_settings(
 def task_runner_for(settings: Settings, dask_processes: bool = True):
     """The task runner named by `settings.task_runner`: threads here, or a Dask cluster."""
     if settings.task_runner == "thread":
-        return ThreadPoolTaskRunner(max_workers=max(1, settings.dask_workers))
+        return ThreadPoolTaskRunner(max_workers=max(1, settings.workers))
     if settings.task_runner == "dask":
         try:
             from prefect_dask import DaskTaskRunner
@@ -58,7 +58,7 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
             return DaskTaskRunner(address=settings.dask_address)
         return DaskTaskRunner(
             cluster_kwargs={
-                "n_workers": settings.dask_workers,
+                "n_workers": settings.workers,
                 "threads_per_worker": 1,
                 "processes": dask_processes,
                 "dashboard_address": None,

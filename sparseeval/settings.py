@@ -53,7 +53,7 @@ class Settings:
     # orchestration
     task_runner: str = "thread"
     dask_address: str | None = None
-    dask_workers: int = 2
+    workers: int = 2  # benchmarks fitted at once: threads, or local Dask workers
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home))

@@ -165,7 +165,7 @@ def test_dask_runner_two_workers(tmp_path):
     out = refresh(
         sources=[release(tmp_path, 0, 200)],
         home=str(home),
-        settings_overrides=TINY | {"task_runner": "dask", "dask_workers": 2},
+        settings_overrides=TINY | {"task_runner": "dask", "workers": 2},
         dask_processes=False,
     )
     assert out["task_runner"] == "DaskTaskRunner"
