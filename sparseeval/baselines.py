@@ -116,4 +116,5 @@ BASELINES = {
     "anchor-points": AnchorPoints,
     "linear-gd": LinearGD,
     "greedy+ridge": GreedyRidge,
+    "all-items-ridge": AllItemsRidge,
 }

@@ -87,7 +87,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     say = (lambda s: None) if args.quiet or args.json else (lambda s: print(s, file=sys.stderr))
     say(f"matrix: {matrix.shape[0]} models x {matrix.shape[1]} items")
     try:
-        result = compare_methods(matrix, budgets, settings, progress=say)
+        result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper)
     except ValueError as e:
         raise UserError(str(e)) from e
     if not result.rows:
@@ -127,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="use the built-in synthetic leaderboard (default 2000 x 600)",
     )
     fit.add_argument("--anchors", default="20,50,100", help="budgets, e.g. 20,50,100")
+    fit.add_argument(
+        "--paper",
+        action="store_true",
+        help="also run the paper's recipe (MLP proxy, blind swaps; slow)",
+    )
     fit.add_argument("--out", help="write anchors, predictor and metrics to this folder")
     fit.add_argument("--test", type=float, help="test models: a count, or a fraction if < 1")
     fit.add_argument("--valid", type=float, help="validation models: count or fraction")

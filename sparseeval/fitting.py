@@ -29,11 +29,11 @@ class Comparison:
 
     def table(self) -> str:
         """A plain-text table: one row per method and budget."""
-        head = f"{'method':<16}{'anchors':>8}{'MAE (pts)':>11}{'tau':>8}{'rho':>8}{'max err':>9}"
+        head = f"{'method':<17}{'anchors':>8}{'MAE (pts)':>11}{'tau':>8}{'rho':>8}{'max err':>9}"
         lines = [head, "-" * len(head)]
         for r in self.rows:
             lines.append(
-                f"{r['method']:<16}{r['n_anchors']:>8}{r['mae']:>11.3f}{r['kendall_tau']:>8.3f}"
+                f"{r['method']:<17}{r['n_anchors']:>8}{r['mae']:>11.3f}{r['kendall_tau']:>8.3f}"
                 f"{r['spearman_rho']:>8.3f}{r['max_error']:>9.2f}"
             )
         return "\n".join(lines)
@@ -50,9 +50,13 @@ def compare_methods(
     settings: Settings,
     baselines: Sequence[str] = tuple(BASELINES),
     split: Split | None = None,
+    paper: bool = False,
     progress: Callable[[str], None] = print,
 ) -> Comparison:
-    """Fit every method at every budget on train/valid rows; score each on test rows."""
+    """Fit every method at every budget on train/valid rows; score each on test rows.
+
+    `paper=True` adds the paper's recipe (`SparseEval.paper`), which is much slower.
+    """
     split = split or split_models(
         matrix.model_ids, settings.n_test, settings.n_valid, settings.seed, settings.stable_split
     )
@@ -61,11 +65,13 @@ def compare_methods(
     out = Comparison(split=split)
     for k in budgets_for(budgets, matrix.shape[1]):
         methods = {"sparseeval": SparseEval.from_settings(settings, n_anchors=k, progress=progress)}
+        if paper:
+            methods["paper"] = SparseEval.paper(k, seed=settings.seed, progress=progress)
         methods |= {b: BASELINES[b](n_anchors=k, seed=settings.seed) for b in baselines}
         for name, method in methods.items():
             start = time.perf_counter()
             progress(f"[{k} anchors] fitting {name}")
-            kw = {"item_ids": matrix.item_ids} if name == "sparseeval" else {}
+            kw = {"item_ids": matrix.item_ids} if isinstance(method, SparseEval) else {}
             method.fit(X[tr], y[tr], X[va], y[va], **kw)
             row = {"method": name, "n_anchors": k} | evaluate(method.predict(X[te]), y[te])
             out.rows.append(row | {"seconds": time.perf_counter() - start})
