@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from .tasks import KNOWN_BENCHMARKS
+from .task_map import KNOWN_BENCHMARKS
 
 log = logging.getLogger(__name__)
 

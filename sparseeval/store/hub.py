@@ -17,7 +17,7 @@ import yaml
 
 from .db import Store, execute, fetch
 from .sources import read_samples
-from .tasks import TaskMap, map_lm_eval_task, map_v1_config
+from .task_map import TaskMap, map_lm_eval_task, map_v1_config
 from .unit import BAD_SCHEMA, SRC_SCHEMA, SourceError, Unit, conform, content_key, stage_frames
 
 _V2_SAMPLES = re.compile(

@@ -14,7 +14,7 @@ import duckdb
 import polars as pl
 
 from .db import Store, execute, fetch
-from .tasks import TaskMap, map_lm_eval_task
+from .task_map import TaskMap, map_lm_eval_task
 from .unit import (
     BAD_SCHEMA,
     SRC_SCHEMA,
