@@ -141,6 +141,9 @@ def summary(rows: list[dict]) -> str:
         pl.col("seconds").median().alias("sec"),
         pl.len().alias("seeds"),
     )
+    data_order = {d: i for i, d in enumerate(dict.fromkeys(frame["data"].to_list()))}
+    rank = pl.col("data").replace_strict(data_order, return_dtype=pl.Int64)
+    agg = agg.sort(rank, "train", "k", maintain_order=True)
     head = "| data | train models | k | method | MAE (pts) | tau | median s | seeds |"
     lines = [head, "|---|---|---|---|---|---|---|---|"]
     for r in agg.iter_rows(named=True):
