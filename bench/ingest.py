@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--workdir", type=Path, default=None)
     args = p.parse_args(argv)
     repeats = args.repeats + [args.repeats[-1]] * (len(args.sizes) - len(args.repeats))
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         results = []
         for size, rep in zip(args.sizes, repeats, strict=True):
