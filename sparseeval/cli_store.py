@@ -218,4 +218,4 @@ def _store_path(args: argparse.Namespace, settings: Settings | None = None) -> P
 
 def _fail(exc: BaseException) -> int:
     print(f"error: {exc}".splitlines()[0], file=sys.stderr)
-    return 1
+    return 2

@@ -57,7 +57,7 @@ def test_ingest_then_matrix_with_json_and_export(tmp_path, capsys, home):
 def test_wide_table_needs_benchmark_and_errors_are_one_line(tmp_path, capsys):
     wide = tmp_path / "w.csv"
     wide.write_text("model,1,2\norg/a,1,0\n")
-    assert run(["ingest", str(wide)]) == 1
+    assert run(["ingest", str(wide)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "--benchmark" in err and err.count("\n") == 1
     assert run(["ingest", str(wide), "--benchmark", "arc"]) == 0
@@ -67,19 +67,19 @@ def test_bad_file_does_not_stop_good_ones(tmp_path, capsys):
     good = long_csv(tmp_path / "good.csv")
     bad = tmp_path / "bad.csv"
     bad.write_text("")
-    assert run(["ingest", str(bad), str(good)]) == 1
+    assert run(["ingest", str(bad), str(good)]) == 2
     captured = capsys.readouterr()
     assert "empty file" in captured.err and "new 12" in captured.out
 
 
 def test_matrix_errors(tmp_path, capsys):
-    assert run(["matrix", "arc"]) == 1
+    assert run(["matrix", "arc"]) == 2
     assert "no store" in capsys.readouterr().err
     run(["ingest", str(long_csv(tmp_path / "a.csv"))])
     capsys.readouterr()
-    assert run(["matrix", "nope"]) == 1
+    assert run(["matrix", "nope"]) == 2
     assert "unknown benchmark 'nope'" in capsys.readouterr().err
-    assert run(["ingest", "--hub", "v1"]) == 1
+    assert run(["ingest", "--hub", "v1"]) == 2
     assert "--hub-model" in capsys.readouterr().err
 
 
