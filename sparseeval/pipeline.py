@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from threadpoolctl import threadpool_limits
 
 from . import __version__, metrics
 from .estimator import AnchorEstimator, SparseEval
@@ -463,9 +464,16 @@ def fit_benchmark(
         )
     X, y = matrix.values, matrix.y
     say = progress or (lambda msg: log.info("%s: %s", bench, msg))
-    est = SparseEval.from_settings(settings, progress=say).fit(
-        X[split.train], y[split.train], X[split.valid], y[split.valid], item_ids=matrix.item_ids
-    )
+    # Benchmarks are fitted side by side: one BLAS thread each (also keeps OpenBLAS from
+    # warning about being called inside torch's OpenMP regions).
+    with threadpool_limits(limits=1):
+        est = SparseEval.from_settings(settings, progress=say).fit(
+            X[split.train],
+            y[split.train],
+            X[split.valid],
+            y[split.valid],
+            item_ids=matrix.item_ids,
+        )
     pred = est.predict(X[split.test])
     test = metrics.evaluate(pred, y[split.test])
     curve = [{"method": "sparseeval", "n_anchors": len(est.anchors_)} | test]
