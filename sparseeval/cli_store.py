@@ -26,7 +26,7 @@ from .store import (
     default_hub_client,
     ingest,
 )
-from .store.pipeline import IngestReport, Source
+from .store.ingestion import IngestReport, Source
 
 USER_ERRORS = (StoreError, SourceError, MatrixError, OSError, ValueError, duckdb.Error)
 

@@ -14,7 +14,7 @@ import pytest
 
 from sparseeval.matrix import MatrixError
 from sparseeval.store import LongTable, Store, StoreLockedError, build_matrix, ingest
-from sparseeval.store import pipeline as ingest_module
+from sparseeval.store import ingestion as ingest_module
 from sparseeval.store.build import missing_policy
 
 TABLES = ("results", "result_history", "models", "items", "quarantine", "source_refs")

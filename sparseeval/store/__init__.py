@@ -3,7 +3,7 @@
 from .build import BuildSummary, build_matrix
 from .db import Store, StoreError, StoreLockedError
 from .hub import OpenLLMLeaderboard, default_hub_client
-from .pipeline import IngestReport, Source, ingest, ingest_unit
+from .ingestion import IngestReport, Source, ingest, ingest_unit
 from .sources import LmEvalRun, LongTable, WideTable
 from .unit import SourceError
 
