@@ -64,9 +64,14 @@ def _read_table(path: Path):
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:
-        return pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
-    except Exception as e:  # polars raises many types; name the file
-        raise UserError(f"{path}: cannot read as {path.suffix.lstrip('.') or 'CSV'}: {e}") from e
+        if path.suffix == ".parquet":
+            return pl.read_parquet(path)
+        return pl.read_csv(path, null_values=["NA", ""], infer_schema_length=None)
+    except Exception as e:  # polars raises many types; name the file, keep one line
+        reason = str(e).strip().splitlines()[0]
+        raise UserError(
+            f"{path}: cannot read as {path.suffix.lstrip('.') or 'CSV'}: {reason}"
+        ) from e
 
 
 def _budgets(text: str) -> list[int]:

@@ -46,8 +46,14 @@ def test_fit_reads_wide_csv_with_targets_and_prints_json(tmp_path, capsys):
         pl.DataFrame(values, schema=[f"q{j}" for j in range(30)])
     )
     frame.write_csv(tmp_path / "wide.csv")
-    pl.DataFrame({"model": frame["model"], "score": values.mean(1) * 100}).write_csv(
-        tmp_path / "scores.csv"
+    scores = pl.DataFrame({"model": frame["model"], "score": values.mean(1) * 100})
+    lines = scores.write_csv().splitlines()  # R-style file: an extra column with NA cells
+    (tmp_path / "scores.csv").write_text(
+        "\n".join(
+            [lines[0] + ",theta"]
+            + [f"{x},{'NA' if i % 2 else 0.5}" for i, x in enumerate(lines[1:])]
+        )
+        + "\n"
     )
     code = main(
         [
