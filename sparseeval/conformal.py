@@ -83,7 +83,7 @@ class ConformalInterval:
     halfwidth: float
     diff_halfwidth: float
     n_calibration: int
-    method: str = "split-conformal (absolute validation residuals)"
+    method: str = "split-conformal (absolute residuals of held-out calibration models)"
 
     @classmethod
     def fit(cls, residuals, level: float = 0.9) -> ConformalInterval:

@@ -131,11 +131,21 @@ class SparseEval(AnchorEstimator):
         self.predictor_name_ = min(self.valid_scores_, key=self.valid_scores_.get)
         self.predictor_ = candidates[self.predictor_name_]
         self.valid_residuals_ = self.predictor_.predict(XvA) - yv
+        self.calibration_residuals_ = self.valid_residuals_
         self.progress(
             "final predictor: "
             + ", ".join(f"{n} {100 * v:.3f}" for n, v in self.valid_scores_.items())
             + f" (validation MAE points) -> {self.predictor_name_}"
         )
+        return self
+
+    def calibrate(self, X_calib, y_calib) -> SparseEval:
+        """Residuals for the prediction intervals, from models no selection step has seen.
+
+        Until called, `calibration_residuals_` are the validation residuals, which are
+        optimistic: validation rows also chose the initialization, swaps and predictor.
+        """
+        self.calibration_residuals_ = self.predict(X_calib) - np.asarray(y_calib, dtype=np.float64)
         return self
 
     def _mlp(self, XA, y):

@@ -33,7 +33,7 @@ from .fitting import baseline_curve
 from .matrix import ResponseMatrix
 from .predictors import load_predictor, save_predictor
 from .settings import Settings
-from .splits import split_models
+from .splits import Split, split_models
 from .synthetic import make_leaderboard
 
 log = logging.getLogger("sparseeval.pipeline")
@@ -41,8 +41,10 @@ log = logging.getLogger("sparseeval.pipeline")
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
 MATRIX_FIELDS = ("max_missing_model_frac",)
 TRAINING_FIELDS = (
-    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "predictor", "lr",
-    "epochs", "patience", "weight_decay", "dropout", "n_test", "n_valid", "stable_split", "seed",
+    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "predictor",
+    "ensemble", "lr",
+    "epochs", "patience", "weight_decay", "dropout", "n_test", "n_valid", "n_calib",
+    "stable_split", "seed",
 )  # fmt: skip
 # Source files whose change invalidates cached artifacts.
 _CODE_MODULES = (
@@ -385,12 +387,12 @@ def ingest_sources(
 class FittedAnchors(AnchorEstimator):
     """A fitted SparseEval read back from an artifact folder (anchors + predictor)."""
 
-    def __init__(self, anchors, anchor_ids, predictor, predictor_name, valid_residuals):
+    def __init__(self, anchors, anchor_ids, predictor, predictor_name, calibration_residuals):
         self.anchors_ = np.asarray(anchors, dtype=np.int64)
         self.anchor_ids_ = np.asarray(anchor_ids, dtype=object)
         self.predictor_ = predictor
         self.predictor_name_ = predictor_name
-        self.valid_residuals_ = np.asarray(valid_residuals, dtype=np.float64)
+        self.calibration_residuals_ = np.asarray(calibration_residuals, dtype=np.float64)
         self.n_anchors = len(self.anchors_)
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
@@ -405,7 +407,7 @@ def save_fitted(
         folder / "anchors.npz",
         anchors=np.asarray(est.anchors_, dtype=np.int64),
         anchor_ids=np.asarray(est.anchor_ids_, dtype=str),
-        valid_residuals=np.asarray(est.valid_residuals_, dtype=np.float64),
+        calibration_residuals=np.asarray(est.calibration_residuals_, dtype=np.float64),
         test_pred=np.asarray(test_pred, dtype=np.float64),
         test_true=np.asarray(test_true, dtype=np.float64),
         **{f"{k}_ids": np.asarray(v, dtype=str) for k, v in split_ids.items()},
@@ -426,13 +428,29 @@ def load_fitted(model_dir: str | Path) -> FittedAnchors:
             npz["anchor_ids"].astype(object),
             load_predictor(folder / "predictor"),
             summary["predictor"],
-            npz["valid_residuals"],
+            npz["calibration_residuals"],
         )
 
 
 def load_split_ids(model_dir: str | Path) -> dict[str, set[str]]:
     with np.load(Path(model_dir) / "anchors.npz", allow_pickle=False) as npz:
         return {k: set(npz[f"{k}_ids"].tolist()) for k in ("train", "valid", "test")}
+
+
+def calibration_split(
+    model_ids: np.ndarray, train: np.ndarray, settings: Settings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Set aside up to `n_calib` training models (at most a fifth) that only calibrate intervals.
+
+    Validation models also choose anchors and the predictor, so their residuals are
+    optimistic; these models are never seen by any selection step. Fewer than 10 -> none.
+    """
+    n_cal = min(int(settings.n_calib), len(train) // 5)
+    if n_cal < 10:
+        return train, train[:0]
+    part = split_models(model_ids[train], n_test=n_cal, n_valid=0, seed=settings.seed + 1,
+                        stable=settings.stable_split, min_train=1)  # fmt: skip
+    return train[part.train], train[part.test]
 
 
 def fit_benchmark(
@@ -462,22 +480,26 @@ def fit_benchmark(
             f"{bench}: split left {len(split.valid)} validation and {len(split.test)} test models"
             f" of {matrix.shape[0]}; lower n_test / n_valid or add models"
         )
+    train, calib = calibration_split(matrix.model_ids, split.train, settings)
     X, y = matrix.values, matrix.y
     say = progress or (lambda msg: log.info("%s: %s", bench, msg))
     # Benchmarks are fitted side by side: one BLAS thread each (also keeps OpenBLAS from
     # warning about being called inside torch's OpenMP regions).
     with threadpool_limits(limits=1):
         est = SparseEval.from_settings(settings, progress=say).fit(
-            X[split.train],
-            y[split.train],
+            X[train],
+            y[train],
             X[split.valid],
             y[split.valid],
             item_ids=matrix.item_ids,
         )
+    if len(calib):
+        est.calibrate(X[calib], y[calib])
     pred = est.predict(X[split.test])
     test = metrics.evaluate(pred, y[split.test])
     curve = [{"method": "sparseeval", "n_anchors": len(est.anchors_)} | test]
-    curve += baseline_curve(X, y, split, len(est.anchors_), settings.seed)
+    fit_split = Split(train, split.valid, split.test)
+    curve += baseline_curve(X, y, fit_split, len(est.anchors_), settings.seed)
     y_train = y[split.train]
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -494,7 +516,7 @@ def fit_benchmark(
         "n_anchors": len(est.anchors_),
         "predictor": est.predictor_name_,
         "valid_scores": {k: 100 * v for k, v in est.valid_scores_.items()},
-        "split_sizes": split.sizes(),
+        "split_sizes": fit_split.sizes() | {"calibration": len(calib)},
         "test_metrics": test,
         "budget_rows": curve,
         "train_range": [float(y_train.min()), float(y_train.max())],

@@ -81,7 +81,7 @@ def write_version(
     `latest` pointer is NOT moved: call `set_latest` after your quality gate.
 
     estimator: a fitted `SparseEval` (needs `anchor_ids_`, `predictor_`,
-    `valid_residuals_`; `predictor_name_` and `valid_scores_` are recorded if present).
+    `calibration_residuals_`; `predictor_name_` and `valid_scores_` are recorded if present).
     metrics: {split: {metric: value}}, e.g. {"test": {"mae": 1.2, "kendall_tau": .9}}.
     settings: a `Settings` (or a plain dict); `interval_level` sets the interval level.
     item_sources: optional {item id: (task, doc_id)} for the lm-eval round trip; when absent
@@ -100,7 +100,7 @@ def write_version(
     items = [str(i) for i in estimator.anchor_ids_]
     if len(set(items)) != len(items):
         raise ValueError("anchor item ids must be unique")
-    residuals = np.asarray(estimator.valid_residuals_, dtype=np.float64)
+    residuals = np.asarray(estimator.calibration_residuals_, dtype=np.float64)
     conformal = ConformalInterval.fit(residuals, level)
     sources = _normalise_sources(item_sources, items) or _derived_sources(items, benchmark)
     inputs = _jsonable(dict(report_inputs or {}))
@@ -108,7 +108,7 @@ def write_version(
     bench_dir.mkdir(parents=True, exist_ok=True)
 
     interval = conformal.to_dict() | {
-        "valid_coverage": float(np.mean(np.abs(residuals) <= conformal.halfwidth)),
+        "calibration_coverage": float(np.mean(np.abs(residuals) <= conformal.halfwidth)),
         "missing_answers": MISSING_POLICY,
     }
     if inputs.get("test_pred") is not None and inputs.get("test_true") is not None:

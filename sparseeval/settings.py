@@ -40,6 +40,7 @@ class Settings:
     # splits
     n_test: float = 200
     n_valid: float = 200
+    n_calib: float = 200  # taken from training models; only calibrates the intervals
     stable_split: bool = True
     seed: int = 0
     # matrices

@@ -267,3 +267,14 @@ def test_sparseeval_end_to_end_beats_random_mean(small):
     ours = mae_points(est.predict(X[s.test]), y[s.test])
     rand = mae_points(RandomMean(10).fit(X[s.train], y[s.train]).predict(X[s.test]), y[s.test])
     assert ours < rand
+
+
+def test_calibrate_uses_only_the_given_rows(small):
+    X, y, s = _parts(small)
+    est = SparseEval(8, refine_steps=1, ensemble=1, predictor="ridge", **QUIET).fit(
+        X[s.train[:150]], y[s.train[:150]], X[s.valid], y[s.valid]
+    )
+    assert est.calibration_residuals_ is est.valid_residuals_
+    held = s.train[150:]
+    est.calibrate(X[held], y[held])
+    np.testing.assert_allclose(est.calibration_residuals_, est.predict(X[held]) - y[held])

@@ -122,3 +122,13 @@ def test_refresh_bad_setting_is_one_line(capsys):
     assert args.func(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "colour" in err[0]
+
+
+def test_calibration_models_are_set_aside_from_training(tmp_path):
+    ids = np.array([f"org/m{i}" for i in range(1000)], dtype=object)
+    train = np.arange(600)
+    s = settings(tmp_path)
+    fit_rows, calib = pipeline.calibration_split(ids, train, s.replace(n_calib=100))
+    assert 60 < len(calib) < 140 and not set(fit_rows) & set(calib)
+    assert sorted(np.r_[fit_rows, calib]) == list(train)
+    assert len(pipeline.calibration_split(ids, train[:40], s)[1]) == 0  # too few: none

@@ -87,7 +87,7 @@ def test_failed_write_leaves_nothing(tmp_path, fitted):
 
     class Broken:
         anchor_ids_ = est.anchor_ids_
-        valid_residuals_ = est.valid_residuals_
+        calibration_residuals_ = est.calibration_residuals_
 
         class predictor_:
             @staticmethod
