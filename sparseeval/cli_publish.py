@@ -14,7 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .lm_eval import LmEvalError, export_samples, is_samples_file, merge_samples
+from .lm_eval import LmEvalError, export_samples, is_samples_file, json_lines, merge_samples
 from .lm_eval import read_responses as read_lm_eval
 from .publish import AnchorSetError, ResponsesError, load_anchor_set
 
@@ -268,17 +268,10 @@ def _read_csv(path: Path) -> dict:
 
 def _read_jsonl(path: Path) -> dict:
     out = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-            if not isinstance(rec, dict) or "item" not in rec or "correct" not in rec:
-                raise UserError(f"{path}:{n}: expected an object with item and correct")
-            out[str(rec["item"])] = rec["correct"]
+    for n, rec in json_lines(path, UserError):
+        if not isinstance(rec, dict) or "item" not in rec or "correct" not in rec:
+            raise UserError(f"{path}:{n}: expected an object with item and correct")
+        out[str(rec["item"])] = rec["correct"]
     return out
 
 

@@ -258,6 +258,18 @@ def find_samples_files(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
+def json_lines(path, error: type[Exception] = ValueError):
+    """(line number, parsed value) of each non-blank line; a bad line raises `error` naming it."""
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield n, json.loads(line)
+            except json.JSONDecodeError as e:
+                raise error(f"{path}:{n}: not valid JSON ({e.msg})") from None
+
+
 def read_samples_file(
     path: str | Path,
     *,
@@ -275,17 +287,10 @@ def read_samples_file(
             "samples_{task}_{timestamp}.jsonl); pass the task explicitly"
         )
     records: list[tuple[int, dict]] = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise LmEvalError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-            if not isinstance(rec, dict) or "doc_id" not in rec:
-                raise LmEvalError(f"{path}:{n}: no doc_id (not an lm-eval samples file?)")
-            records.append((n, rec))
+    for n, rec in json_lines(path, LmEvalError):
+        if not isinstance(rec, dict) or "doc_id" not in rec:
+            raise LmEvalError(f"{path}:{n}: no doc_id (not an lm-eval samples file?)")
+        records.append((n, rec))
     if not records:
         raise LmEvalError(f"{path}: empty samples file")
     filters = list(dict.fromkeys(r.get("filter", "none") for _, r in records))
