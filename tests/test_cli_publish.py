@@ -24,6 +24,12 @@ def run(argv, capsys) -> tuple[int, str, str]:
     return rc, out, err
 
 
+def predict_json(root, responses, capsys) -> tuple[int, str, str]:
+    """`sparseeval predict --json` on the ARC set under `root`."""
+    argv = ["predict", "--anchor-set", str(root), "--benchmark", "arc"]
+    return run([*argv, "--responses", str(responses), "--json"], capsys)
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """An ARC-like anchor set whose item ids are lm-eval doc ids, published as v1 (latest)."""
@@ -72,19 +78,7 @@ def test_predict_from_csv_jsonl_and_json(world, tmp_path, capsys):
     js = tmp_path / "a.json"
     js.write_text(json.dumps({k: 2 * v - 1 for k, v in answers.items()}))
     for f in (jsonl, js):
-        rc, out, _ = run(
-            [
-                "predict",
-                "--anchor-set",
-                str(root),
-                "--benchmark",
-                "arc",
-                "--responses",
-                str(f),
-                "--json",
-            ],
-            capsys,
-        )
+        rc, out, _ = predict_json(root, f, capsys)
         got = json.loads(out)
         assert rc == 0 and got["value"] == pytest.approx(expected.value)
         assert got["low"] <= got["value"] <= got["high"] and got["level"] == 0.9
@@ -125,19 +119,7 @@ def test_lm_eval_round_trip(world, tmp_path, capsys):
         lines.append(json.dumps(rec))
     (model_dir / f"samples_arc_challenge_{STAMP}.jsonl").write_text("\n".join(lines) + "\n")
     (model_dir / f"results_{STAMP}.json").write_text("{}")
-    rc, out, _ = run(
-        [
-            "predict",
-            "--anchor-set",
-            str(root),
-            "--benchmark",
-            "arc",
-            "--responses",
-            str(tmp_path / "results"),
-            "--json",
-        ],
-        capsys,
-    )
+    rc, out, _ = predict_json(root, tmp_path / "results", capsys)
     expected = load_anchor_set(root, "arc").predict(answers)
     assert rc == 0 and json.loads(out)["value"] == pytest.approx(expected.value)
 
