@@ -32,10 +32,13 @@ class AnchorEstimator:
 class SparseEval(AnchorEstimator):
     """Anchor selection plus a final predictor chosen on validation error.
 
+    judge: how anchor sets are scored during selection ("loo" or "validation", see
+    `AnchorSelector`).
     predictor: "mlp" (the paper), "ridge", "blend" (mean of both) or "auto" (the one
     of the three with the lowest validation MAE). The MLP is an average of `ensemble`
     seeds; it stops early on a held-out share of the training rows, so validation
-    rows stay a fair judge between predictors.
+    rows stay a fair judge between predictors. With `refit`, the chosen predictor is
+    then trained again on training and validation rows together.
     """
 
     def __init__(
@@ -47,7 +50,9 @@ class SparseEval(AnchorEstimator):
         acceptance: str = "validated",
         swap_candidates: int = 3,
         proxy: str = "ridge",
+        judge: str = "loo",
         predictor: str = "auto",
+        refit: bool = True,
         lr: float = 3e-3,
         epochs: int = 2000,
         patience: int = 50,
@@ -65,7 +70,7 @@ class SparseEval(AnchorEstimator):
             acceptance,
             swap_candidates,
         )
-        self.proxy, self.predictor = proxy, predictor
+        self.proxy, self.judge, self.predictor, self.refit = proxy, judge, predictor, refit
         self.lr, self.epochs, self.patience = lr, epochs, patience
         self.weight_decay, self.dropout, self.ensemble = weight_decay, dropout, ensemble
         self.seed, self.progress = seed, progress or log.info
@@ -78,7 +83,9 @@ class SparseEval(AnchorEstimator):
             init_candidates=PAPER_INITS,
             acceptance="always",
             proxy="mlp",
+            judge="validation",
             predictor="mlp",
+            refit=False,
             lr=5e-4,
             ensemble=1,
             seed=seed,
@@ -95,7 +102,9 @@ class SparseEval(AnchorEstimator):
             "acceptance",
             "swap_candidates",
             "proxy",
+            "judge",
             "predictor",
+            "refit",
             "lr",
             "epochs",
             "patience",
@@ -116,6 +125,7 @@ class SparseEval(AnchorEstimator):
             self.acceptance,
             self.swap_candidates,
             self.proxy,
+            self.judge,
             seed=self.seed,
             progress=self.progress,
         ).fit(X_train, y_train, X_valid, y_valid)
@@ -123,8 +133,8 @@ class SparseEval(AnchorEstimator):
         ids = np.arange(np.shape(X_train)[1]) if item_ids is None else np.asarray(item_ids)
         self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)
         XA, XvA = np.asarray(X_train)[:, self.anchors_], np.asarray(X_valid)[:, self.anchors_]
-        candidates = self._candidates(XA, np.asarray(y_train, dtype=np.float64))
-        yv = np.asarray(y_valid, dtype=np.float64)
+        y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
+        candidates = self._candidates(XA, y)
         self.valid_scores_ = {
             name: float(np.mean(np.abs(p.predict(XvA) - yv))) for name, p in candidates.items()
         }
@@ -137,6 +147,10 @@ class SparseEval(AnchorEstimator):
             + ", ".join(f"{n} {100 * v:.3f}" for n, v in self.valid_scores_.items())
             + f" (validation MAE points) -> {self.predictor_name_}"
         )
+        if self.refit:
+            name = self.predictor_name_
+            both = np.vstack([XA, XvA]), np.concatenate([y, yv])
+            self.predictor_ = self._candidates(*both, wanted=(name,))[name]
         return self
 
     def calibrate(self, X_calib, y_calib) -> SparseEval:
@@ -166,8 +180,9 @@ class SparseEval(AnchorEstimator):
             else BlendPredictor(members, [1 / len(members)] * len(members))
         )
 
-    def _candidates(self, XA, y) -> dict:
-        wanted = {"auto": ("ridge", "mlp", "blend")}.get(self.predictor, (self.predictor,))
+    def _candidates(self, XA, y, wanted: Sequence[str] | None = None) -> dict:
+        if wanted is None:
+            wanted = {"auto": ("ridge", "mlp", "blend")}.get(self.predictor, (self.predictor,))
         out: dict = {}
         if {"ridge", "blend"} & set(wanted):
             out["ridge"] = RidgePredictor().fit(XA, y)

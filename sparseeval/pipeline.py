@@ -41,10 +41,9 @@ log = logging.getLogger("sparseeval.pipeline")
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
 MATRIX_FIELDS = ("max_missing_model_frac",)
 TRAINING_FIELDS = (
-    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "predictor",
-    "ensemble", "lr",
-    "epochs", "patience", "weight_decay", "dropout", "n_test", "n_valid", "n_calib",
-    "stable_split", "seed",
+    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
+    "predictor", "refit", "ensemble", "lr", "epochs", "patience", "weight_decay", "dropout",
+    "n_test", "n_valid", "n_calib", "stable_split", "seed",
 )  # fmt: skip
 # Source files whose change invalidates cached artifacts.
 _CODE_MODULES = (

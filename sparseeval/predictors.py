@@ -27,7 +27,10 @@ class Predictor(Protocol):
 
 
 class RidgePredictor:
-    """Ridge regression on centred anchors; `alpha=None` picks it by leave-one-out error."""
+    """Ridge regression on centred anchors; `alpha=None` picks it by leave-one-out error.
+
+    `loo_residuals_` holds each training row's leave-one-out residual (target scale).
+    """
 
     kind = "ridge"
 
@@ -42,8 +45,11 @@ class RidgePredictor:
         self.intercept_ = y.mean()
         U, s, Vt = np.linalg.svd(X - self.mean_, full_matrices=False)
         Uty = U.T @ (y - self.intercept_)
+        yc = y - self.intercept_
         alphas = [self.alpha] if self.alpha is not None else list(self.alphas)
-        self.alpha_ = min(alphas, key=lambda a: _ridge_loo_mse(U, s, Uty, y - self.intercept_, a))
+        loo_mse = lambda a: np.mean(_ridge_loo_residuals(U, s, Uty, yc, a) ** 2)  # noqa: E731
+        self.alpha_ = min(alphas, key=loo_mse)
+        self.loo_residuals_ = _ridge_loo_residuals(U, s, Uty, yc, self.alpha_)
         self.coef_ = Vt.T @ (s / (s**2 + self.alpha_) * Uty)
         return self
 
@@ -68,12 +74,12 @@ class RidgePredictor:
         return p
 
 
-def _ridge_loo_mse(U, s, Uty, yc, alpha) -> float:
-    """Leave-one-out MSE of ridge from one SVD (the hat matrix diagonal, plus intercept)."""
+def _ridge_loo_residuals(U, s, Uty, yc, alpha) -> np.ndarray:
+    """Leave-one-out residuals of ridge from one SVD (the hat matrix diagonal, plus intercept)."""
     shrink = s**2 / (s**2 + alpha)
     fitted = U @ (shrink * Uty)
     hat = (U**2) @ shrink + 1.0 / len(yc)
-    return float(np.mean(((yc - fitted) / (1.0 - hat)) ** 2))
+    return (yc - fitted) / (1.0 - hat)
 
 
 class MLPPredictor:

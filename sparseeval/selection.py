@@ -1,7 +1,8 @@
 """Anchor selection: initialization (random, k-means, greedy, adaptive) and AIS/CIS refinement.
 
-Only training rows choose anchors; validation rows only compare candidates and
-accept swaps. Test rows are never passed in.
+Only training and validation rows are passed in; test rows never are. The judge of an
+anchor set is either validation MAE (validation rows only compare candidates and accept
+swaps) or leave-one-out MAE of ridge over training and validation rows together.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .predictors import MLPPredictor, RidgePredictor
 log = logging.getLogger("sparseeval")
 
 PAPER_INITS = ("kmeans", "random")
+JUDGES = ("validation", "loo")
 
 
 def random_anchors(n_items: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -94,8 +96,8 @@ class Swap:
     added: int
     ais: float
     cis: float
-    valid_mae_before: float
-    valid_mae_after: float
+    mae_before: float
+    mae_after: float
     accepted: bool
 
 
@@ -107,11 +109,17 @@ class AnchorSelector:
     """Choose `n_anchors` items: initialize, then refine by AIS/CIS swaps.
 
     init: "random", "kmeans", "greedy", "adaptive" (best of `init_candidates` by
-    validation MAE of a quickly trained proxy), or a sequence of item indices.
+    held-out MAE of a quickly trained proxy), or a sequence of item indices.
     acceptance: "always" applies every swap (the paper); "validated" tries the
     `swap_candidates` best CIS items against the weakest anchor and keeps the best
-    swap only if validation MAE does not rise.
+    swap only if held-out MAE falls, and stops refining at the first swap that does
+    not (the next step would propose the same swaps).
     proxy: "mlp" (the paper) or "ridge" (fast, closed form).
+    judge: what "held-out MAE" is. "validation": the proxy trained on training rows,
+    scored on validation rows. "loo": leave-one-out MAE of a ridge proxy over training
+    and validation rows together, so every labelled model both selects and judges,
+    which matters when there are few (measured in bench/accuracy.py). Under "loo" the
+    greedy init is not a candidate: it is fit to the very rows that would judge it.
     """
 
     def __init__(
@@ -123,6 +131,7 @@ class AnchorSelector:
         acceptance: str = "validated",
         swap_candidates: int = 3,
         proxy: str = "mlp",
+        judge: str = "validation",
         proxy_epochs: int = 300,
         proxy_lr: float = 2e-3,
         seed: int = 0,
@@ -131,6 +140,11 @@ class AnchorSelector:
         self.n_anchors, self.init, self.init_candidates = n_anchors, init, tuple(init_candidates)
         self.refine_steps, self.acceptance = refine_steps, acceptance
         self.swap_candidates, self.proxy = swap_candidates, proxy
+        if judge not in JUDGES:
+            raise ValueError(f"judge must be one of {JUDGES}, got {judge!r}")
+        if judge == "loo" and proxy != "ridge":
+            raise ValueError("judge='loo' needs proxy='ridge' (closed-form leave-one-out)")
+        self.judge = judge
         self.proxy_epochs, self.proxy_lr, self.seed = proxy_epochs, proxy_lr, seed
         self.progress = progress or log.info
 
@@ -144,6 +158,10 @@ class AnchorSelector:
         raise ValueError(f"unknown proxy {self.proxy!r}; use 'mlp' or 'ridge'")
 
     def _fit_proxy(self, anchors, X, y, Xv, yv):
+        """The proxy on these anchors and its held-out MAE (see `judge`)."""
+        if self.judge == "loo":
+            proxy = RidgePredictor().fit(X[:, anchors], y)
+            return proxy, float(np.mean(np.abs(proxy.loo_residuals_)))
         proxy = self._proxy().fit(X[:, anchors], y, Xv[:, anchors], yv)
         return proxy, _mae(proxy.predict(Xv[:, anchors]), yv)
 
@@ -158,10 +176,12 @@ class AnchorSelector:
         raise ValueError(f"unknown init {name!r}; use random, kmeans, greedy or adaptive")
 
     def fit(self, X_train, y_train, X_valid, y_valid) -> AnchorSelector:
-        """Select anchors from training rows; validation rows judge candidates and swaps."""
+        """Select anchors from training rows; held-out MAE judges candidates and swaps."""
         X = np.asarray(X_train, dtype=np.float32)
         Xv = np.asarray(X_valid, dtype=np.float32)
         y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
+        if self.judge == "loo":
+            X, y = np.vstack([X, Xv]), np.concatenate([y, yv])
         if not 0 < self.n_anchors < X.shape[1]:
             raise ValueError(f"n_anchors must be in 1..{X.shape[1] - 1}, got {self.n_anchors}")
         rng = np.random.default_rng(self.seed)
@@ -171,13 +191,15 @@ class AnchorSelector:
             if given
             else (self.init_candidates if self.init == "adaptive" else (self.init,))
         )
+        if self.judge == "loo" and self.init == "adaptive":
+            names = [n for n in names if n != "greedy"]
         self.init_scores_: dict[str, float] = {}
         best = None
         for name in names:
             anchors = np.sort(np.asarray(self.init)) if given else self._initial(name, X, y, rng)
             proxy, mae = self._fit_proxy(anchors, X, y, Xv, yv)
             self.init_scores_[name] = mae
-            self.progress(f"init {name}: validation MAE {100 * mae:.3f} points")
+            self.progress(f"init {name}: held-out MAE {100 * mae:.3f} points")
             if best is None or mae < best[2]:
                 best = (name, anchors, mae, proxy)
         self.init_, anchors, mae, proxy = best
@@ -187,9 +209,11 @@ class AnchorSelector:
             self.history_.append(swap)
             self.progress(
                 f"refine step {step + 1}/{self.refine_steps}: swap {swap.removed} -> {swap.added} "
-                f"{'kept' if swap.accepted else 'rejected'}, validation MAE {100 * mae:.3f}"
+                f"{'kept' if swap.accepted else 'rejected'}, held-out MAE {100 * mae:.3f}"
             )
-        self.anchors_, self.valid_mae_, self.proxy_ = anchors, mae, proxy
+            if not swap.accepted:
+                break
+        self.anchors_, self.mae_, self.proxy_ = anchors, mae, proxy
         return self
 
     def _refine_step(self, step, anchors, mae, proxy, X, y, Xv, yv):
@@ -204,7 +228,7 @@ class AnchorSelector:
             new = np.sort(np.append(np.delete(anchors, weakest), j))
             trials.append((j, new, *self._fit_proxy(new, X, y, Xv, yv)))
         j, new, new_proxy, new_mae = min(trials, key=lambda t: t[3])
-        accept = self.acceptance == "always" or new_mae <= mae
+        accept = self.acceptance == "always" or new_mae < mae
         swap = Swap(
             step,
             int(anchors[weakest]),

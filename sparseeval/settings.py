@@ -25,12 +25,14 @@ class Settings:
     # anchor selection
     n_anchors: int = 100
     init: str = "adaptive"
-    refine_steps: int = 10
+    refine_steps: int = 40  # at most; refinement stops at the first rejected swap
     acceptance: str = "validated"
     swap_candidates: int = 3
     proxy: str = "ridge"
+    judge: str = "loo"
     # predictor
     predictor: str = "auto"
+    refit: bool = True
     ensemble: int = 3
     lr: float = 3e-3
     epochs: int = 2000

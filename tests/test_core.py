@@ -163,11 +163,35 @@ def test_validated_acceptance_never_worsens_validation(small):
     sel = AnchorSelector(
         8, init="random", refine_steps=4, acceptance="validated", proxy="ridge", **QUIET
     ).fit(X[s.train], y[s.train], X[s.valid], y[s.valid])
-    assert len(sel.history_) == 4
-    kept = [h.valid_mae_before for h in sel.history_] + [sel.valid_mae_]
+    assert 1 <= len(sel.history_) <= 4
+    kept = [h.mae_before for h in sel.history_] + [sel.mae_]
     assert all(b <= a + 1e-12 for a, b in itertools.pairwise(kept))
     for h in sel.history_:
-        assert h.accepted == (h.valid_mae_after <= h.valid_mae_before)
+        assert h.accepted == (h.mae_after < h.mae_before)
+    assert all(h.accepted for h in sel.history_[:-1])  # stops at the first rejection
+
+
+def test_loo_judge_scores_by_exact_leave_one_out(small):
+    X, y, s = _parts(small)
+    sel = AnchorSelector(6, refine_steps=3, proxy="ridge", judge="loo", **QUIET).fit(
+        X[s.train], y[s.train], X[s.valid], y[s.valid]
+    )
+    assert set(sel.init_scores_) == {"kmeans", "random"}  # greedy would judge itself
+    rows = np.concatenate([s.train, s.valid])
+    XA, yr = X[rows][:, sel.anchors_], y[rows]
+    alpha = RidgePredictor().fit(XA, yr).alpha_
+    errors = []
+    for i in range(len(rows)):
+        keep = np.arange(len(rows)) != i
+        fit = RidgePredictor(alpha=alpha).fit(XA[keep], yr[keep])
+        raw = (XA[i] - fit.mean_) @ fit.coef_ + fit.intercept_  # unclipped, as LOO is
+        errors.append(abs(raw - yr[i]))
+    assert sel.mae_ == pytest.approx(np.mean(errors), rel=1e-6)
+
+
+def test_loo_judge_needs_the_ridge_proxy():
+    with pytest.raises(ValueError, match="ridge"):
+        AnchorSelector(5, proxy="mlp", judge="loo")
 
 
 def test_adaptive_init_records_each_candidate(small):
