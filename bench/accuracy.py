@@ -130,7 +130,8 @@ def read_rows(paths: list[str]) -> list[dict]:
     return rows
 
 
-def summary(rows: list[dict]) -> str:
+def aggregate(rows: list[dict]) -> pl.DataFrame:
+    """Mean and sd over seeds per (data, train, k, method); a later row of a seed wins."""
     keys = ["data", "train", "k", "method", "seed"]
     frame = pl.DataFrame(rows).unique(subset=keys, keep="last", maintain_order=True)
     agg = frame.group_by("data", "train", "k", "method", maintain_order=True).agg(
@@ -143,16 +144,46 @@ def summary(rows: list[dict]) -> str:
     )
     data_order = {d: i for i, d in enumerate(dict.fromkeys(frame["data"].to_list()))}
     rank = pl.col("data").replace_strict(data_order, return_dtype=pl.Int64)
-    agg = agg.sort(rank, "train", "k", maintain_order=True)
+    return agg.sort(rank, "train", "k", maintain_order=True)
+
+
+def summary(rows: list[dict]) -> str:
     head = "| data | train models | k | method | MAE (pts) | tau | median s | seeds |"
     lines = [head, "|---|---|---|---|---|---|---|---|"]
-    for r in agg.iter_rows(named=True):
+    for r in aggregate(rows).iter_rows(named=True):
         sd = lambda v: 0.0 if v is None else v  # noqa: E731
         lines.append(
             f"| {r['data']} | {r['train']} | {r['k']} | {r['method']} | "
             f"{r['mae']:.3f} ± {sd(r['mae_sd']):.3f} | {r['tau']:.3f} ± {sd(r['tau_sd']):.3f} | "
             f"{r['sec']:.1f} | {r['seeds']} |"
         )
+    return "\n".join(lines)
+
+
+COMPARED = ("greedy+ridge", "all-items-ridge")
+
+
+def targets(rows: list[dict]) -> str:
+    """Issue 6's targets per setting: our MAE against random+ridge, greedy+ridge and
+    all-items ridge, and our tau against the best baseline's (mean over seeds)."""
+    agg = aggregate(rows)
+    head = (
+        "| data | train models | k | sparseeval MAE | / random+ridge | - greedy+ridge "
+        "| - all-items ridge | tau - best other tau (method) |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for (data, train, k), group in agg.group_by("data", "train", "k", maintain_order=True):
+        mae = dict(zip(group["method"], group["mae"], strict=True))
+        tau = dict(zip(group["method"], group["tau"], strict=True))
+        if "sparseeval" not in mae:
+            continue
+        ours = mae["sparseeval"]
+        ratio = f"{ours / mae['random+ridge']:.3f}" if "random+ridge" in mae else "-"
+        gaps = [f"{ours - mae[m]:+.3f}" if m in mae else "-" for m in COMPARED]
+        best = max((m for m in tau if m != "sparseeval"), key=tau.get, default=None)
+        tau_gap = "-" if best is None else f"{tau['sparseeval'] - tau[best]:+.3f} ({best})"
+        cells = [data, train, k, f"{ours:.3f}", ratio, *gaps, tau_gap]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -179,7 +210,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.summarize:
-        print(summary(read_rows(args.summarize)))
+        rows = read_rows(args.summarize)
+        print(summary(rows), targets(rows), sep="\n\n")
         return
     args.data = args.data.split(",")
     args.budgets = [int(k) for k in args.budgets.split(",")]
@@ -188,7 +220,7 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     rows = run(args)
     print()
-    print(summary(rows))
+    print(summary(rows), targets(rows), sep="\n\n")
 
 
 if __name__ == "__main__":
