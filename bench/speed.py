@@ -1,7 +1,8 @@
 """Speed benchmark: wall time and peak memory of one full SparseEval fit.
 
-One fit = adaptive initialization + 10 refinement steps + the final predictor, at
-100 anchors on a synthetic 5,000 x 1,319 matrix (200 test, 200 validation models).
+One fit = adaptive initialization + refinement (at most 40 steps, stopping at the first
+rejected swap) + the final predictor (chosen on validation, then refit), at 100 anchors
+on a synthetic 5,000 x 1,319 matrix (200 test, 200 validation models).
 Each configuration runs in a fresh child process (so peak RSS is its own); the table
 shows medians over `--repeats` runs.
 
