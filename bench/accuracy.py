@@ -34,6 +34,16 @@ from sparseeval.metrics import evaluate
 METABENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "metabench_reduced"
 DATASETS = ("synthetic", "arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 QUIET = {"progress": lambda s: None}
+METHODS = (
+    "sparseeval",
+    "paper",
+    "random",
+    "random+ridge",
+    "anchor-points",
+    "linear-gd",
+    "greedy+ridge",
+    "all-items-ridge",
+)
 
 
 def load(name: str) -> ResponseMatrix:
@@ -144,7 +154,11 @@ def aggregate(rows: list[dict]) -> pl.DataFrame:
     )
     data_order = {d: i for i, d in enumerate(dict.fromkeys(frame["data"].to_list()))}
     rank = pl.col("data").replace_strict(data_order, return_dtype=pl.Int64)
-    return agg.sort(rank, "train", "k", maintain_order=True)
+    method_order = {m: i for i, m in enumerate(METHODS)}
+    method_rank = pl.col("method").replace_strict(
+        method_order, default=len(METHODS), return_dtype=pl.Int64
+    )
+    return agg.sort(rank, "train", "k", method_rank, maintain_order=True)
 
 
 def summary(rows: list[dict]) -> str:
@@ -196,11 +210,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--train-sizes", default="all", help="e.g. 90,300,1000,all")
-    parser.add_argument(
-        "--methods",
-        default="sparseeval,paper,random,random+ridge,"
-        "anchor-points,linear-gd,greedy+ridge,all-items-ridge",
-    )
+    parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--out", default="bench/out/accuracy.jsonl", help="rows appended here")
     parser.add_argument(
         "--summarize",
