@@ -14,6 +14,12 @@ log = logging.getLogger("sparseeval")
 
 DEFAULT_INITS = ("kmeans", "random", "greedy")
 PREDICTORS = ("auto", "mlp", "ridge", "blend")
+# `Settings` fields that configure the estimator (same names, same defaults).
+SETTING_NAMES = (
+    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
+    "predictor", "refit", "lr", "epochs", "patience", "weight_decay", "dropout", "ensemble",
+    "seed",
+)  # fmt: skip
 
 
 class AnchorEstimator:
@@ -46,7 +52,7 @@ class SparseEval(AnchorEstimator):
         n_anchors: int = 100,
         init: str = "adaptive",
         init_candidates: Sequence[str] = DEFAULT_INITS,
-        refine_steps: int = 10,
+        refine_steps: int = 40,
         acceptance: str = "validated",
         swap_candidates: int = 3,
         proxy: str = "ridge",
@@ -81,6 +87,7 @@ class SparseEval(AnchorEstimator):
         return cls(
             n_anchors,
             init_candidates=PAPER_INITS,
+            refine_steps=10,
             acceptance="always",
             proxy="mlp",
             judge="validation",
@@ -95,25 +102,7 @@ class SparseEval(AnchorEstimator):
     @classmethod
     def from_settings(cls, settings, **overrides) -> SparseEval:
         """The estimator the pipeline runs, configured by a `Settings` object."""
-        names = (
-            "n_anchors",
-            "init",
-            "refine_steps",
-            "acceptance",
-            "swap_candidates",
-            "proxy",
-            "judge",
-            "predictor",
-            "refit",
-            "lr",
-            "epochs",
-            "patience",
-            "weight_decay",
-            "dropout",
-            "ensemble",
-            "seed",
-        )
-        return cls(**({n: getattr(settings, n) for n in names} | overrides))
+        return cls(**({n: getattr(settings, n) for n in SETTING_NAMES} | overrides))
 
     def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> SparseEval:
         """Select anchors on training rows and choose the predictor on validation rows."""

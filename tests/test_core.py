@@ -1,5 +1,6 @@
 """Core library: matrices, splits, selection, predictors, baselines, metrics."""
 
+import inspect
 import itertools
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 
 from sparseeval import MatrixError, ResponseMatrix, make_synthetic, split_models
 from sparseeval.baselines import AllItemsRidge, AnchorPoints, GreedyRidge, RandomMean, RandomRidge
-from sparseeval.estimator import SparseEval
+from sparseeval.estimator import SETTING_NAMES, SparseEval
 from sparseeval.metrics import evaluate, kendall_tau, mae_points
 from sparseeval.predictors import (
     BlendPredictor,
@@ -17,6 +18,7 @@ from sparseeval.predictors import (
     save_predictor,
 )
 from sparseeval.selection import AnchorSelector
+from sparseeval.settings import Settings
 
 QUIET = {"progress": lambda s: None}
 
@@ -279,6 +281,12 @@ def test_metrics_on_known_values():
     assert m["max_error"] == pytest.approx(10.0)
     assert kendall_tau(true, true) == 1.0
     assert m["kendall_tau"] == pytest.approx(4 / 6)
+
+
+def test_estimator_defaults_are_the_pipeline_settings():
+    defaults = inspect.signature(SparseEval).parameters
+    for name in SETTING_NAMES:
+        assert defaults[name].default == getattr(Settings(), name), name
 
 
 def test_sparseeval_end_to_end_beats_random_mean(small):
