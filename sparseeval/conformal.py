@@ -1,19 +1,20 @@
 """Split-conformal prediction intervals for estimated accuracies (pure NumPy).
 
-The calibration set is the validation models: their residuals `r = pred - true`
-were never used to fit the predictor's weights. For a new model, the interval
+The calibration set is the calibration models that the pipeline sets aside from
+the training share (`n_calib`): no selection or fitting step saw them, so their
+residuals `r = pred - true` are honest. For a new model, the interval
 `[pred - q, pred + q]` (clipped to [0, 1]) with `q` the ceil((n+1) * level)-th
 smallest |r| covers the true accuracy with probability >= `level` when the new
-model is exchangeable with the validation models (the classic split-conformal
+model is exchangeable with the calibration models (the classic split-conformal
 guarantee; see Lei et al. 2018, "Distribution-free predictive inference").
 
-Caveat stated in every report: our validation models also chose between
-predictors (and, with validated acceptance, between anchor swaps), so the
-guarantee is approximate; the report shows the empirical coverage on the test
-models, which took no part in any choice.
+When there are too few training models to set any aside, the validation residuals
+stand in; those models also chose the anchors and the predictor, so they are
+optimistic. Every report shows the empirical coverage on the test models, which
+took no part in any choice (`bench/coverage.py` measures it on real data).
 
 For two models A and B, the error of the estimated difference is `r_A - r_B`.
-`difference_halfwidth` calibrates it on all pairs of validation models; that
+`difference_halfwidth` calibrates it on all pairs of calibration models; that
 half-width is also the smallest difference the anchor set can resolve at the
 level (a difference larger than it has an interval that excludes zero). Pairs
 share models, so this is an approximate (U-statistic) calibration, not an exact

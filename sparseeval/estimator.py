@@ -131,6 +131,7 @@ class SparseEval(AnchorEstimator):
         self.predictor_ = candidates[self.predictor_name_]
         self.valid_residuals_ = self.predictor_.predict(XvA) - yv
         self.calibration_residuals_ = self.valid_residuals_
+        self.calibration_source_ = "validation"
         self.progress(
             "final predictor: "
             + ", ".join(f"{n} {100 * v:.3f}" for n, v in self.valid_scores_.items())
@@ -149,6 +150,7 @@ class SparseEval(AnchorEstimator):
         optimistic: validation rows also chose the initialization, swaps and predictor.
         """
         self.calibration_residuals_ = self.predict(X_calib) - np.asarray(y_calib, dtype=np.float64)
+        self.calibration_source_ = "calibration"
         return self
 
     def _mlp(self, XA, y):

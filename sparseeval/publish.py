@@ -109,6 +109,7 @@ def write_version(
 
     interval = conformal.to_dict() | {
         "calibration_coverage": float(np.mean(np.abs(residuals) <= conformal.halfwidth)),
+        "calibrated_on": getattr(estimator, "calibration_source_", "validation"),
         "missing_answers": MISSING_POLICY,
     }
     if inputs.get("test_pred") is not None and inputs.get("test_true") is not None:

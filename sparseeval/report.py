@@ -122,7 +122,7 @@ def _verdicts(conf, summary) -> list[str]:
             f"{100 * conf.diff_halfwidth:.1f} points for the anchors to tell them apart."
         )
     else:
-        out.append("Too few validation models to calibrate intervals at this level.")
+        out.append("Too few calibration models to calibrate intervals at this level.")
     last, thr = summary["drift_last"], summary["drift_threshold"]
     if last is not None:
         flag = ""
@@ -189,20 +189,34 @@ def _blocks(manifest, conf, summary, budget, drift, plots) -> list[tuple]:
     interval = manifest.get("interval") or {}
     blocks += [
         ("h2", "How the intervals are made"),
-        (
-            "p",
-            f"Split-conformal: the {100 * conf.level:.0f}% interval is the estimate +- the "
-            f"ceil((n+1) x level)-th smallest absolute error on the n = {conf.n_calibration} "
-            "validation models (clipped to [0, 100]%). Validation models also chose the "
-            "predictor, so the guarantee is approximate; the coverage above is measured on test "
-            "models that took part in no choice. Differences between two models use the same "
-            "calibration on all pairs of validation models.",
-        ),
+        ("p", _interval_method(conf, interval.get("calibrated_on", "validation"))),
         ("p", "Missing answers: " + str(interval.get("missing_answers", "not allowed"))),
         ("h2", "Anchor items"),
         ("p", ", ".join(f"`{i}`" for i in manifest.get("items", []))),
     ]
     return blocks
+
+
+def _interval_method(conf, calibrated_on: str) -> str:
+    """How the intervals were calibrated, in words (the honesty of the guarantee depends on it)."""
+    models = "held-out calibration" if calibrated_on == "calibration" else "validation"
+    text = (
+        f"Split-conformal: the {100 * conf.level:.0f}% interval is the estimate +- the "
+        f"ceil((n+1) x level)-th smallest absolute error on the n = {conf.n_calibration} "
+        f"{models} models (clipped to [0, 100]%). "
+    )
+    if calibrated_on == "calibration":
+        text += "No selection or fitting step saw those models. "
+    else:
+        text += (
+            "Validation models also chose the anchors and the predictor, so these intervals "
+            "are optimistic. "
+        )
+    return text + (
+        "The coverage above is measured on test models that took part in no choice. "
+        f"Differences between two models use the same calibration on all pairs of {models} "
+        "models."
+    )
 
 
 def _plot_or_note(plots, name, note):

@@ -116,6 +116,8 @@ def test_manifest_contents(tmp_path, fitted):
     iv = man["interval"]
     assert iv["level"] == 0.9 and iv["n_calibration"] == 80 and iv["halfwidth"] > 0
     assert 0.75 <= iv["test_coverage"] <= 1.0 and iv["n_test"] == 80
+    assert iv["calibrated_on"] == "validation"
+    assert "are optimistic" in (folder / "report.md").read_text()
     for rel in (
         "predictor/predictor.json",
         "predictor/weights.npz",
@@ -126,6 +128,18 @@ def test_manifest_contents(tmp_path, fitted):
     ):
         assert len(man["files"][rel]) == 64, rel
     assert not any(str(p).endswith(".pkl") for p in folder.rglob("*"))
+
+
+def test_report_names_the_models_the_intervals_were_calibrated_on(tmp_path):
+    m, sp, est = tiny_fit(n_test=60, n_valid=60)
+    calib = sp.train[:40]
+    est.calibrate(m.values[calib], m.y[calib])
+    folder = publish_fit(tmp_path, B, (m, sp, est))
+    man = json.loads((folder / "manifest.json").read_text())
+    assert man["interval"]["calibrated_on"] == "calibration"
+    assert man["interval"]["n_calibration"] == 40
+    report = (folder / "report.md").read_text()
+    assert "40 held-out calibration models" in report and "optimistic" not in report
 
 
 def test_predict_matches_estimator_for_every_input_form(tmp_path, fitted):

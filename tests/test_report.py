@@ -90,5 +90,5 @@ def test_report_without_inputs_says_what_is_missing(tmp_path):
 def test_unbounded_interval_is_reported_not_crashing(tmp_path):
     iv = {"level": 0.9, "halfwidth": None, "diff_halfwidth": None, "n_calibration": 3}
     paths = render_report(tmp_path, manifest(interval=iv), inputs())
-    assert "Too few validation models" in paths["md"].read_text()
+    assert "Too few calibration models" in paths["md"].read_text()
     assert json.loads(paths["metrics"].read_text())["interval"]["halfwidth"] is None
