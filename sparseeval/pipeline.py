@@ -386,12 +386,21 @@ def ingest_sources(
 class FittedAnchors(AnchorEstimator):
     """A fitted SparseEval read back from an artifact folder (anchors + predictor)."""
 
-    def __init__(self, anchors, anchor_ids, predictor, predictor_name, calibration_residuals):
+    def __init__(
+        self,
+        anchors,
+        anchor_ids,
+        predictor,
+        predictor_name,
+        calibration_residuals,
+        calibration_source: str = "validation",
+    ):
         self.anchors_ = np.asarray(anchors, dtype=np.int64)
         self.anchor_ids_ = np.asarray(anchor_ids, dtype=object)
         self.predictor_ = predictor
         self.predictor_name_ = predictor_name
         self.calibration_residuals_ = np.asarray(calibration_residuals, dtype=np.float64)
+        self.calibration_source_ = calibration_source
         self.n_anchors = len(self.anchors_)
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
@@ -407,6 +416,7 @@ def save_fitted(
         anchors=np.asarray(est.anchors_, dtype=np.int64),
         anchor_ids=np.asarray(est.anchor_ids_, dtype=str),
         calibration_residuals=np.asarray(est.calibration_residuals_, dtype=np.float64),
+        calibration_source=np.asarray(est.calibration_source_),
         test_pred=np.asarray(test_pred, dtype=np.float64),
         test_true=np.asarray(test_true, dtype=np.float64),
         **{f"{k}_ids": np.asarray(v, dtype=str) for k, v in split_ids.items()},
@@ -428,6 +438,7 @@ def load_fitted(model_dir: str | Path) -> FittedAnchors:
             load_predictor(folder / "predictor"),
             summary["predictor"],
             npz["calibration_residuals"],
+            str(npz["calibration_source"]) if "calibration_source" in npz else "validation",
         )
 
 

@@ -52,6 +52,8 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     for b in ITEMS:
         assert publish.latest_version(home / "published", b) == 1
         assert res[b]["fit"]["test_metrics"]["mae"] < 15
+        interval = publish.load_anchor_set(home / "published", b).manifest["interval"]
+        assert interval["calibrated_on"] == "calibration"  # held-out models, not validation
     assert Path(first["report_path"]).is_file()
 
     second = run(home, [])
