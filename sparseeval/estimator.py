@@ -106,6 +106,8 @@ class SparseEval(AnchorEstimator):
 
     def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> SparseEval:
         """Select anchors on training rows and choose the predictor on validation rows."""
+        if len(X_valid) == 0:
+            raise ValueError("SparseEval needs validation models to choose its predictor; got 0")
         self.selector_ = AnchorSelector(
             self.n_anchors,
             self.init,

@@ -283,6 +283,12 @@ def test_metrics_on_known_values():
     assert m["kendall_tau"] == pytest.approx(4 / 6)
 
 
+def test_sparseeval_without_validation_models_is_a_clear_error(small):
+    X, y, s = _parts(small)
+    with pytest.raises(ValueError, match="validation models"):
+        SparseEval(5, **QUIET).fit(X[s.train], y[s.train], X[:0], y[:0])
+
+
 def test_estimator_defaults_are_the_pipeline_settings():
     defaults = inspect.signature(SparseEval).parameters
     for name in SETTING_NAMES:
