@@ -252,7 +252,7 @@ def refresh(
                       for r in published),
             key="sparseeval-published", description="published anchor sets",
         )  # fmt: skip
-    print(summary_line(run))
+    log.info(summary_line(run))
     if run["failed"]:
         raise pipeline.PipelineError(
             f"refresh failed for {', '.join(run['failed'])}; report at {run['report_path']}"
