@@ -27,7 +27,11 @@ class RandomMean(AnchorEstimator):
 
 
 class RidgeOnAnchors(AnchorEstimator):
-    """Ridge calibration (alpha by leave-one-out) on anchors chosen by `_select`."""
+    """Ridge calibration (alpha by leave-one-out) on anchors chosen by `_select`.
+
+    Nothing here needs a validation split, so validation rows, when given, are used
+    as training rows: every method then learns from the same labelled models.
+    """
 
     def __init__(self, n_anchors: int = 100, seed: int = 0) -> None:
         self.n_anchors, self.seed = n_anchors, seed
@@ -36,8 +40,10 @@ class RidgeOnAnchors(AnchorEstimator):
         raise NotImplementedError
 
     def fit(self, X, y, X_valid=None, y_valid=None):
-        X = np.asarray(X, dtype=np.float64)
-        self.anchors_ = self._select(X, np.asarray(y, dtype=np.float64))
+        X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        if X_valid is not None and len(X_valid):
+            X, y = np.vstack([X, np.asarray(X_valid)]), np.concatenate([y, np.asarray(y_valid)])
+        self.anchors_ = self._select(X, y)
         self.predictor_ = RidgePredictor().fit(X[:, self.anchors_], y)
         return self
 

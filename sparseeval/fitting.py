@@ -92,7 +92,9 @@ def baseline_curve(
     rows = []
     for k in sorted({max(1, n_anchors // 4), max(1, n_anchors // 2), n_anchors}):
         for name in CHEAP_BASELINES:
-            est = BASELINES[name](n_anchors=k, seed=seed).fit(X[split.train], y[split.train])
+            est = BASELINES[name](n_anchors=k, seed=seed).fit(
+                X[split.train], y[split.train], X[split.valid], y[split.valid]
+            )
             rows.append(
                 {"method": name, "n_anchors": k}
                 | evaluate(est.predict(X[split.test]), y[split.test])

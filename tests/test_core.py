@@ -273,6 +273,16 @@ def test_ridge_baselines_recover_a_linear_target():
     assert len(RandomRidge(n_anchors=5).fit(X, y).anchors_) == 5
 
 
+def test_ridge_baselines_learn_from_validation_rows_too():
+    """They have no use for a validation split, so it is training data like any other."""
+    rng = np.random.default_rng(2)
+    X = np.where(rng.random((60, 8)) < 0.5, 1.0, -1.0)
+    y = 0.5 + 0.05 * X[:, 1] + 0.01 * rng.standard_normal(60)
+    split = AllItemsRidge().fit(X[:40], y[:40], X[40:], y[40:])
+    pooled = AllItemsRidge().fit(X, y)
+    np.testing.assert_allclose(split.predictor_.coef_, pooled.predictor_.coef_)
+
+
 def test_metrics_on_known_values():
     true = np.array([0.1, 0.2, 0.3, 0.4])
     pred = np.array([0.1, 0.25, 0.2, 0.4])
