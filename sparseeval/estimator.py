@@ -7,13 +7,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .predictors import BlendPredictor, MLPPredictor, RidgePredictor
+from .predictors import BlendPredictor, MLPPredictor, NonNegativeRidge, RidgePredictor
 from .selection import PAPER_INITS, AnchorSelector
 
 log = logging.getLogger("sparseeval")
 
 DEFAULT_INITS = ("kmeans", "random", "greedy")
-PREDICTORS = ("auto", "mlp", "ridge", "blend")
+PREDICTORS = ("auto", "mlp", "ridge", "nnridge", "blend")
+LINEAR = {"ridge": RidgePredictor, "nnridge": NonNegativeRidge}
+AUTO = ("nnridge", "mlp", "blend")  # the candidates of predictor="auto"
 # `Settings` fields that configure the estimator (same names, same defaults).
 SETTING_NAMES = (
     "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
@@ -40,8 +42,9 @@ class SparseEval(AnchorEstimator):
 
     judge: how anchor sets are scored during selection ("loo" or "validation", see
     `AnchorSelector`).
-    predictor: "mlp" (the paper), "ridge", "blend" (mean of both) or "auto" (the one
-    of the three with the lowest validation MAE). The MLP is an average of `ensemble`
+    predictor: "mlp" (the paper), "ridge", "nnridge" (ridge with non-negative weights),
+    "blend" (mean of the MLP and nnridge) or "auto" (whichever of nnridge, MLP and blend
+    has the lowest validation MAE). The MLP is an average of `ensemble`
     seeds; it stops early on a held-out share of the training rows, so validation
     rows stay a fair judge between predictors. With `refit`, the chosen predictor is
     then trained again on training and validation rows together.
@@ -174,16 +177,16 @@ class SparseEval(AnchorEstimator):
         )
 
     def _candidates(self, XA, y, wanted: Sequence[str] | None = None) -> dict:
+        """Fitted final-predictor candidates by name (the blend reuses its members)."""
         if wanted is None:
-            wanted = {"auto": ("ridge", "mlp", "blend")}.get(self.predictor, (self.predictor,))
-        out: dict = {}
-        if {"ridge", "blend"} & set(wanted):
-            out["ridge"] = RidgePredictor().fit(XA, y)
-        if {"mlp", "blend"} & set(wanted):
+            wanted = AUTO if self.predictor == "auto" else (self.predictor,)
+        needed = set(wanted) | ({"mlp", "nnridge"} if "blend" in wanted else set())
+        out = {name: cls().fit(XA, y) for name, cls in LINEAR.items() if name in needed}
+        if "mlp" in needed:
             out["mlp"] = self._mlp(XA, y)
-        if "blend" in wanted:
-            out["blend"] = BlendPredictor([out["mlp"], out["ridge"]], [0.5, 0.5])
-        return {k: v for k, v in out.items() if k in wanted}
+        if "blend" in needed:
+            out["blend"] = BlendPredictor([out["mlp"], out["nnridge"]], [0.5, 0.5])
+        return {name: p for name, p in out.items() if name in wanted}
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
         return self.predictor_.predict(np.asarray(XA, dtype=np.float32))

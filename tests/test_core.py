@@ -13,6 +13,7 @@ from sparseeval.metrics import evaluate, kendall_tau, mae_points
 from sparseeval.predictors import (
     BlendPredictor,
     MLPPredictor,
+    NonNegativeRidge,
     RidgePredictor,
     load_predictor,
     save_predictor,
@@ -209,16 +210,38 @@ def test_adaptive_init_records_each_candidate(small):
 # -- predictors ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["ridge", "mlp", "blend"])
+@pytest.mark.parametrize("kind", ["ridge", "nnridge", "mlp", "blend"])
 def test_predictor_save_load_round_trip(small, tmp_path, kind):
     X, y, s = _parts(small)
     XA = X[:, :10]
     ridge = RidgePredictor().fit(XA[s.train], y[s.train])
     mlp = MLPPredictor(epochs=20).fit(XA[s.train], y[s.train])
-    pred = {"ridge": ridge, "mlp": mlp, "blend": BlendPredictor([mlp, ridge], [0.3, 0.7])}[kind]
+    pred = {
+        "ridge": ridge,
+        "nnridge": NonNegativeRidge().fit(XA[s.train], y[s.train]),
+        "mlp": mlp,
+        "blend": BlendPredictor([mlp, ridge], [0.3, 0.7]),
+    }[kind]
     save_predictor(pred, tmp_path)
     loaded = load_predictor(tmp_path)
     np.testing.assert_allclose(loaded.predict(XA[s.test]), pred.predict(XA[s.test]), atol=1e-6)
+
+
+def test_non_negative_ridge_never_gives_an_item_negative_weight():
+    rng = np.random.default_rng(3)
+    X = np.where(rng.random((80, 12)) < 0.5, 1.0, -1.0)
+    y = 0.5 + 0.04 * X[:, 0] + 0.03 * X[:, 1] - 0.02 * X[:, 2] + 0.01 * rng.standard_normal(80)
+    nn = NonNegativeRidge().fit(X, y)
+    assert (nn.coef_ >= 0).all() and nn.coef_[2] == 0.0
+    assert nn.coef_[0] > nn.coef_[1] > 0.01
+    assert RidgePredictor().fit(X, y).coef_[2] < 0  # plain ridge follows the negative item
+    # where the unconstrained fit is already non-negative, both agree
+    XP = X[:, :2]
+    np.testing.assert_allclose(
+        NonNegativeRidge(alpha=1.0).fit(XP, y).coef_,
+        RidgePredictor(alpha=1.0).fit(XP, y).coef_,
+        atol=1e-8,
+    )
 
 
 def test_predictor_load_refuses_pickled_arrays(tmp_path, small):
@@ -310,7 +333,7 @@ def test_sparseeval_end_to_end_beats_random_mean(small):
     est = SparseEval(10, refine_steps=2, epochs=100, ensemble=1, **QUIET).fit(
         X[s.train], y[s.train], X[s.valid], y[s.valid], item_ids=small.item_ids
     )
-    assert est.predictor_name_ in {"ridge", "mlp", "blend"}
+    assert est.predictor_name_ in {"nnridge", "mlp", "blend"}
     assert list(est.anchor_ids_) == [str(small.item_ids[a]) for a in est.anchors_]
     ours = mae_points(est.predict(X[s.test]), y[s.test])
     rand = mae_points(RandomMean(10).fit(X[s.train], y[s.train]).predict(X[s.test]), y[s.test])
