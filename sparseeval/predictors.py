@@ -55,8 +55,10 @@ class RidgePredictor:
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        raw = (np.asarray(X, dtype=np.float64) - self.mean_) @ self.coef_ + self.intercept_
-        return np.clip(raw, 0.0, 1.0)
+        return np.clip(self._linear(X), 0.0, 1.0)
+
+    def _linear(self, X: np.ndarray) -> np.ndarray:
+        return (np.asarray(X, dtype=np.float64) - self.mean_) @ self.coef_ + self.intercept_
 
     def input_gradient(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         residual = self.predict(X) - np.asarray(y)
@@ -106,36 +108,22 @@ class NonNegativeRidge(RidgePredictor):
         alphas = [self.alpha] if self.alpha is not None else list(self.alphas)
 
         def cv_sse(alpha: float) -> float:
+            held = [fold == f for f in range(self.folds)]
             return sum(
-                np.sum(
-                    (_nn_ridge(X[fold != f], y[fold != f], alpha)(X[fold == f]) - y[fold == f]) ** 2
-                )
-                for f in range(self.folds)
+                np.sum((self._solve(X[~h], y[~h], alpha)._linear(X[h]) - y[h]) ** 2) for h in held
             )
 
-        self.alpha_ = min(alphas, key=cv_sse)
-        fitted = _nn_ridge(X, y, self.alpha_)
-        self.mean_, self.intercept_, self.coef_ = fitted.mean, fitted.intercept, fitted.coef
+        self.alpha_ = alphas[0] if len(alphas) == 1 else min(alphas, key=cv_sse)
+        return self._solve(X, y, self.alpha_)
+
+    def _solve(self, X: np.ndarray, y: np.ndarray, alpha: float) -> NonNegativeRidge:
+        """Non-negative least squares on centred data, the ridge penalty as extra rows."""
+        self.mean_, self.intercept_ = X.mean(axis=0), y.mean()
+        k = X.shape[1]
+        A = np.vstack([X - self.mean_, np.sqrt(alpha) * np.eye(k)])
+        b = np.concatenate([y - self.intercept_, np.zeros(k)])
+        self.coef_, _ = nnls(A, b, maxiter=50 * k)
         return self
-
-
-class _LinearFit:
-    """Centred linear map: intercept + (X - mean) @ coef."""
-
-    def __init__(self, mean: np.ndarray, intercept: float, coef: np.ndarray) -> None:
-        self.mean, self.intercept, self.coef = mean, intercept, coef
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        return (X - self.mean) @ self.coef + self.intercept
-
-
-def _nn_ridge(X: np.ndarray, y: np.ndarray, alpha: float) -> _LinearFit:
-    """Non-negative least squares on centred data, with the ridge penalty as extra rows."""
-    mean, intercept = X.mean(axis=0), y.mean()
-    k = X.shape[1]
-    A = np.vstack([X - mean, np.sqrt(alpha) * np.eye(k)])
-    coef, _ = nnls(A, np.concatenate([y - intercept, np.zeros(k)]), maxiter=50 * k)
-    return _LinearFit(mean, intercept, coef)
 
 
 class MLPPredictor:
