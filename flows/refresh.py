@@ -5,27 +5,29 @@ Run once now:  `sparseeval refresh`  (or `python -m flows.refresh`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.events import emit_event
-from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.transactions import transaction
 
 import tasks
-from sparseeval import pipeline
+from sparseeval import runreport
+from sparseeval.drift import same_data
+from sparseeval.recipe import PipelineError
+from sparseeval.records import BenchmarkResult, FitInfo, GateResult, RunSummary
 from sparseeval.settings import Settings
 
 
 class GateRefused(Exception):
     """The candidate is worse than the live set: roll the unit of work back."""
 
-    def __init__(self, gate: dict[str, Any]) -> None:
-        super().__init__(gate.get("reason", "refused"))
+    def __init__(self, gate: GateResult) -> None:
+        super().__init__(gate.reason)
         self.gate = gate
 
 
@@ -79,106 +81,98 @@ def fit_benchmarks(
     store_states: dict[str, str],
     settings: dict[str, Any],
     artifacts_dir: str,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, BenchmarkResult]:
     """Fan out: build each benchmark's matrix and fit it, concurrently (threads or Dask)."""
-    mats: dict[str, PrefectFuture] = {
+    mats = {
         b: tasks.build_matrix.submit(store_path, b, store_states[b], artifacts_dir, settings)
         for b in benchmarks
     }
     fits = {b: tasks.fit_benchmark.submit(b, mats[b], settings, artifacts_dir) for b in benchmarks}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, BenchmarkResult] = {}
     for b in benchmarks:
         fits[b].wait()
         ms, fs = mats[b].state, fits[b].state
-        r: dict[str, Any] = {"benchmark": b}
         if not ms.is_completed():
-            r["error"] = f"matrix: {_error(ms)}"
+            out[b] = BenchmarkResult(b, error=f"matrix: {_error(ms)}")
+        elif not fs.is_completed():
+            out[b] = BenchmarkResult(b, ms.result(), error=f"fit: {_error(fs)}")
         else:
-            r["matrix"] = ms.result()
-            r["matrix_cached"] = ms.name == "Cached"
-            r["fit_state"] = fs.name
-            if fs.is_completed():
-                r["fit"] = fs.result()
-                r["fit_cached"] = fs.name == "Cached" or not r["fit"].get("trained", True)
-                if not _files_exist(r):  # a cached result whose files were deleted
-                    r |= _rebuild(store_path, b, store_states[b], settings, artifacts_dir)
-            else:
-                r["error"] = f"fit: {_error(fs)}"
-        out[b] = r
+            fit: FitInfo = fs.result()
+            cached = fs.name == "Cached" or not fit.trained
+            r = BenchmarkResult(b, ms.result(), fit, ms.name == "Cached", cached, fs.name)
+            out[b] = r if _files_exist(r) else _rebuild(r, store_path, store_states[b], settings,
+                                                          artifacts_dir)  # fmt: skip
     return out
 
 
-def _files_exist(r: dict[str, Any]) -> bool:
-    return Path(r["matrix"]["path"]).is_file() and Path(r["fit"]["model_dir"]).is_dir()
+def _files_exist(r: BenchmarkResult) -> bool:
+    from pathlib import Path
+
+    return Path(r.matrix.path).is_file() and Path(r.fit.model_dir).is_dir()
 
 
-def _rebuild(store_path, b, state, settings, artifacts_dir) -> dict[str, Any]:
-    get_run_logger().warning("%s: cached artifacts are missing; rebuilding them", b)
+def _rebuild(r: BenchmarkResult, store_path, state, settings, artifacts_dir) -> BenchmarkResult:
+    """A cached result whose files were deleted: build them again."""
+    get_run_logger().warning("%s: cached artifacts are missing; rebuilding them", r.benchmark)
     matrix = tasks.build_matrix.with_options(refresh_cache=True)(
-        store_path, b, state, artifacts_dir, settings
+        store_path, r.benchmark, state, artifacts_dir, settings
     )
-    fit = tasks.fit_benchmark.with_options(refresh_cache=True)(b, matrix, settings, artifacts_dir)
-    return {"matrix": matrix, "fit": fit, "matrix_cached": False, "fit_cached": False}
+    fit = tasks.fit_benchmark.with_options(refresh_cache=True)(
+        r.benchmark, matrix, settings, artifacts_dir
+    )
+    return replace(r, matrix=matrix, fit=fit, matrix_cached=False, fit_cached=False)
 
 
-def publish_unit(
-    published_dir: str,
-    benchmark: str,
-    fit: dict[str, Any],
-    fresh: list[str],
-    settings: dict[str, Any],
-) -> dict[str, Any]:
+def publish_unit(published_dir: str, r: BenchmarkResult, settings: dict) -> BenchmarkResult:
     """Write candidate -> quality gate -> swap `latest`, as one Prefect transaction.
 
     A refused gate or any crash rolls back: the candidate folder is discarded and the
     live version stays as it was. A refusal is an outcome; a crash propagates.
     """
+    b, gate = r.benchmark, r.gate
     try:
         with transaction():
-            cand = tasks.write_candidate(published_dir, benchmark, fit, settings)
-            gate = tasks.quality_gate(published_dir, benchmark, fit, fresh)
-            if not gate["accept"]:
+            cand = tasks.write_candidate(published_dir, b, r.fit, settings)
+            if not gate.accept:
                 raise GateRefused(gate)
-            tasks.promote(published_dir, benchmark, cand["version"])
-    except GateRefused as refused:
-        return {"gate": refused.gate, "outcome": f"not published ({refused.gate['reason']})"}
+            tasks.promote(published_dir, b, cand.version)
+    except GateRefused:
+        return replace(r, outcome=f"not published ({gate.reason})")
     emit_event(
         event="sparseeval.anchors.published",
-        resource={"prefect.resource.id": f"sparseeval.benchmark.{benchmark}",
-                  "prefect.resource.name": benchmark},
-        payload={"version": cand["version"], "path": cand["path"],
-                 "test_mae": fit["test_metrics"]["mae"], "gate": gate},
+        resource={"prefect.resource.id": f"sparseeval.benchmark.{b}",
+                  "prefect.resource.name": b},
+        payload={"version": cand.version, "path": cand.path,
+                 "test_mae": r.fit.test_metrics["mae"], "gate": gate.to_dict()},
     )  # fmt: skip
-    return {
-        "gate": gate,
-        "published_version": cand["version"],
-        "published_path": cand["path"],
-        "outcome": f"published v{cand['version']}",
-    }
+    return replace(r, published_version=cand.version, published_path=cand.path,
+                   outcome=f"published v{cand.version}")  # fmt: skip
 
 
 def check_and_publish(
-    store_path: str, published_dir: str, r: dict[str, Any], settings: dict[str, Any]
-) -> dict[str, Any]:
+    store_path: str, published_dir: str, r: BenchmarkResult, settings: dict[str, Any],
+    requested: str | None = None,
+) -> BenchmarkResult:  # fmt: skip
     """Drift check of the live set on fresh models, then the publish unit when needed."""
-    b, fit = r["benchmark"], r["fit"]
-    live = tasks.published_info(published_dir, b, settings["artifacts_dir"])
+    b = r.benchmark
+    live = tasks.live_set(published_dir, b, settings["artifacts_dir"])
     fresh = tasks.fresh_models(store_path, b, live) if live else []
-    decision = tasks.check_drift(published_dir, b, r["matrix"], live, fresh, settings)
-    r = r | {"live": live, "decision": decision, "n_fresh": len(fresh)}
-    if decision["drift"]:
+    decision, gate = tasks.assess(published_dir, b, r.matrix, r.fit, live, fresh, settings,
+                                  requested)  # fmt: skip
+    r = replace(r, live=live, decision=decision, gate=gate, n_fresh=len(fresh))
+    if decision.drift:
         emit_event(
             event="sparseeval.drift.detected",
             resource={"prefect.resource.id": f"sparseeval.benchmark.{b}",
                       "prefect.resource.name": b},
-            payload={"reason": decision["reason"], **decision["figures"],
-                     "live_version": live and live["version"]},
+            payload={"reason": decision.reason, **decision.figures,
+                     "live_version": live and live.version},
         )  # fmt: skip
-    if not decision["publish"]:
-        return r | {"outcome": "not published (no drift)"}
-    if live and live.get("data_fingerprint") == fit["matrix_fingerprint"]:
-        return r | {"outcome": f"not published (live v{live['version']} was fit on this data)"}
-    return r | publish_unit(published_dir, b, fit, fresh, settings)
+    if not decision.publish:
+        return replace(r, outcome="not published (no drift)")
+    if why := same_data(live, r.fit):
+        return replace(r, outcome=f"not published ({why})")
+    return publish_unit(published_dir, r, settings)
 
 
 @flow(name="refresh", log_prints=True)
@@ -190,7 +184,7 @@ def refresh(
     home: str | None = None,
     fill_if_empty: bool = True,
     dask_processes: bool = True,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Refresh every benchmark (or the ones named) and publish where drift calls for it.
 
     sources: specs such as `results.parquet`, `wide:arc=arc.csv`, an lm-eval folder,
@@ -202,7 +196,6 @@ def refresh(
     settings = resolve_settings(home, n_anchors, settings_overrides)
     sd = settings.to_dict()
     store, arts = str(settings.store_path), str(settings.artifacts_dir)
-    pub, reports = str(settings.published_dir), str(settings.reports_dir)
 
     ingested = tasks.ingest(store, list(sources or []), fill_if_empty)
     states = tasks.store_state(store)
@@ -222,54 +215,37 @@ def refresh(
     results = []
     for b in names:
         r = fitted[b]
-        if "error" in r:
-            log.error("%s: %s", b, r["error"])
-            results.append(r | {"outcome": f"failed ({r['error']})"})
-            continue
-        results.append(check_and_publish(store, pub, r, sd))
-
-    run = {
-        "started": started.isoformat(timespec="seconds"),
-        "task_runner": type(runner).__name__,
-        "settings": sd,
-        "ingest": ingested,
-        "results": results,
-        "n_trained": sum(1 for r in results if r.get("fit") and not r.get("fit_cached")),
-        "n_cached": sum(1 for r in results if r.get("fit_cached")),
-        "n_published": sum(1 for r in results if r.get("published_version")),
-        "failed": [r["benchmark"] for r in results if "error" in r],
-    }
-    run["report_path"] = tasks.write_report(reports, run)
-    markdown = pipeline.render_report(run)
-    create_markdown_artifact(markdown, key="sparseeval-refresh-report", description="refresh")
-    create_table_artifact(
-        pipeline.metrics_rows(results), key="sparseeval-metrics", description="test metrics"
-    )
-    published = [r for r in results if r.get("published_path")]
-    if published:
-        create_markdown_artifact(
-            "\n".join(f"- {r['benchmark']} v{r['published_version']}: `{r['published_path']}`"
-                      for r in published),
-            key="sparseeval-published", description="published anchor sets",
-        )  # fmt: skip
-    log.info(summary_line(run))
-    if run["failed"]:
-        raise pipeline.PipelineError(
-            f"refresh failed for {', '.join(run['failed'])}; report at {run['report_path']}"
+        if r.error:
+            log.error("%s: %s", b, r.error)
+            results.append(replace(r, outcome=f"failed ({r.error})"))
+        else:
+            results.append(check_and_publish(store, str(settings.published_dir), r, sd))
+    run = RunSummary(started.isoformat(timespec="seconds"), type(runner).__name__, sd, ingested,
+                     results)  # fmt: skip
+    run = replace(run, report_path=tasks.write_report(str(settings.reports_dir), run))
+    publish_artifacts(run)
+    log.info(runreport.summary_line(run))
+    if run.failed:
+        raise PipelineError(
+            f"refresh failed for {', '.join(run.failed)}; report at {run.report_path}"
         )
     return run
 
 
-def summary_line(run: dict[str, Any]) -> str:
-    n = len(run["results"])
-    if run["n_trained"] == 0 and run["n_published"] == 0:
-        head = f"everything was cached ({n} benchmarks): nothing trained, nothing published"
-    else:
-        head = (
-            f"{n} benchmarks: trained {run['n_trained']}, cached {run['n_cached']},"
-            f" published {run['n_published']}"
-        )
-    return f"{head}; report: {run['report_path']}"
+def publish_artifacts(run: RunSummary) -> None:
+    """The run's Prefect artifacts: the Markdown report, a metrics table, published paths."""
+    markdown = runreport.render_report(run)
+    create_markdown_artifact(markdown, key="sparseeval-refresh-report", description="refresh")
+    create_table_artifact(
+        runreport.metrics_rows(run), key="sparseeval-metrics", description="test metrics"
+    )
+    published = [r for r in run.results if r.published_path]
+    if published:
+        create_markdown_artifact(
+            "\n".join(f"- {r.benchmark} v{r.published_version}: `{r.published_path}`"
+                      for r in published),
+            key="sparseeval-published", description="published anchor sets",
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -8,18 +8,19 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
 import tasks
+from sparseeval.records import BenchmarkResult, IngestSummary
 
-from .refresh import publish_unit, resolve_settings
+from .refresh import check_and_publish, resolve_settings
 
 
 @flow(name="ingest-only", log_prints=True)
 def ingest_only(
     sources: list[str] | None = None, home: str | None = None, fill_if_empty: bool = False
-) -> dict[str, Any]:
+) -> IngestSummary:
     """Ingest sources into the store; nothing is trained or published."""
     settings = resolve_settings(home)
     out = tasks.ingest(str(settings.store_path), list(sources or []), fill_if_empty)
-    print(f"ingested {out['units']} unit(s): {out['new']:,} new results")
+    print(f"ingested {out.units} unit(s): {out.new:,} new results")
     return out
 
 
@@ -30,21 +31,19 @@ def retrain_benchmark(
     settings_overrides: dict[str, Any] | None = None,
     home: str | None = None,
     publish: bool = True,
-) -> dict[str, Any]:
+) -> BenchmarkResult:
     """Rebuild and refit one benchmark; publish through the quality gate (no drift needed)."""
     s = resolve_settings(home, n_anchors, settings_overrides)
-    sd, store = s.to_dict(), str(s.store_path)
+    sd, store, arts = s.to_dict(), str(s.store_path), str(s.artifacts_dir)
     states = tasks.store_state(store)
     if benchmark not in states:
         raise ValueError(f"no results for benchmark {benchmark!r} (have: {', '.join(states)})")
-    matrix = tasks.build_matrix(store, benchmark, states[benchmark], str(s.artifacts_dir), sd)
-    fit = tasks.fit_benchmark(benchmark, matrix, sd, str(s.artifacts_dir))
-    out: dict[str, Any] = {"benchmark": benchmark, "matrix": matrix, "fit": fit}
+    matrix = tasks.build_matrix(store, benchmark, states[benchmark], arts, sd)
+    fit = tasks.fit_benchmark(benchmark, matrix, sd, arts)
+    out = BenchmarkResult(benchmark, matrix, fit)
     if publish:
-        live = tasks.published_info(str(s.published_dir), benchmark, str(s.artifacts_dir))
-        fresh = tasks.fresh_models(store, benchmark, live) if live else []
-        out |= publish_unit(str(s.published_dir), benchmark, fit, fresh, sd)
-    print(f"{benchmark}: test MAE {fit['test_metrics']['mae']:.3f}; {out.get('outcome', '')}")
+        out = check_and_publish(store, str(s.published_dir), out, sd, "retrain requested")
+    print(f"{benchmark}: test MAE {fit.test_metrics['mae']:.3f}; {out.outcome}")
     return out
 
 
@@ -61,18 +60,18 @@ def evaluate_published(
     models: model ids to score; since: an ISO time, scoring models first seen after it;
     neither: the models that arrived after the set was published.
     """
+    from dataclasses import replace
+
     s = resolve_settings(home)
-    store, pub = str(s.store_path), str(s.published_dir)
-    live = tasks.published_info(pub, benchmark, str(s.artifacts_dir))
+    store, pub, arts = str(s.store_path), str(s.published_dir), str(s.artifacts_dir)
+    live = tasks.live_set(pub, benchmark, arts)
     if live is None:
         raise ValueError(f"nothing published for {benchmark!r} under {pub}")
     if models is None:
-        since_live = {"created": since} if since else live
+        since_live = replace(live, created=since, last_run=None) if since else live
         models = tasks.fresh_models(store, benchmark, since_live)
     states = tasks.store_state(store)
-    matrix = tasks.build_matrix(
-        store, benchmark, states[benchmark], str(s.artifacts_dir), s.to_dict()
-    )
+    matrix = tasks.build_matrix(store, benchmark, states[benchmark], arts, s.to_dict())
     scores = tasks.evaluate_published(pub, benchmark, matrix, models, version)
     rows = [{"benchmark": benchmark, "version": version, **scores}]
     create_table_artifact(rows, key="sparseeval-evaluation", description="published set on models")

@@ -12,9 +12,9 @@ import numpy as np
 
 from .baselines import BASELINES
 from .estimator import SparseEval
+from .fitted import save_fitted
 from .matrix import ResponseMatrix
 from .metrics import evaluate
-from .predictors import save_predictor
 from .settings import Settings
 from .splits import Split, split_models
 
@@ -105,12 +105,10 @@ def baseline_curve(
 def write_fit(
     out_dir: str | Path, comparison: Comparison, matrix: ResponseMatrix, settings
 ) -> None:
-    """Write anchors, predictor and metrics of each budget under `out_dir/k{budget}/`."""
+    """Write each budget's fitted model under `out_dir/k{budget}/`, and `metrics.json`."""
     out_dir = Path(out_dir)
     for k, est in comparison.fitted.items():
-        folder = out_dir / f"k{k}"
-        save_predictor(est.predictor_, folder / "predictor")
-        (folder / "anchors.json").write_text(json.dumps(list(est.anchor_ids_), indent=1))
+        save_fitted(est, out_dir / f"k{k}")
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = {
         "data_fingerprint": matrix.fingerprint(),

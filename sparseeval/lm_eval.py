@@ -21,14 +21,20 @@ How an anchor item id maps to (task, doc_id), first rule that applies:
 2. `subject:index` where subject is one of MMLU's 57 subjects (optionally written
    `mmlu_subject` or `hendrycksTest-subject`) -> task `mmlu_{subject}`, doc `index`;
 3. `task:doc_id` (the text after the last colon is an integer) -> that task and doc;
-4. a bare integer `doc_id` -> the benchmark's default task (BENCHMARK_TASKS, e.g.
+4. a bare integer `doc_id` -> the benchmark's default task (taskmap.BENCHMARK_TASKS, e.g.
    arc -> arc_challenge, truthfulqa -> truthfulqa_mc1) or the `task` you pass.
 Anything else is an error naming the item (pass `item_sources` when publishing).
 
-The metric read per task (unless you pass `metric`): TASK_METRICS (ARC and
-HellaSwag use `acc_norm` as the Open LLM Leaderboard did), else the first of
-METRIC_ORDER the file has. With several filters (GSM8K: `strict-match` and
-`flexible-extract`) `strict-match` is used unless you pass `filter`.
+The metric read per task (unless you pass `metric`) follows `sparseeval.taskmap`
+(ARC and HellaSwag `acc_norm` as the Open LLM Leaderboard did, GSM8K `exact_match`
+then `acc`, MMLU, TruthfulQA MC1 and Winogrande `acc`; other tasks the first of
+`taskmap.DEFAULT_METRICS` the file has); one file never mixes metrics. With several
+filters (GSM8K: `strict-match` and `flexible-extract`) `strict-match` is used (then
+`none`) unless you pass `filter`.
+
+`SampleParser` is the one line-level reader of samples files: this module's reader
+raises LmEvalError on the first bad line; the results store (`sparseeval.store`)
+uses the same parser and quarantines bad lines with the parser's reason.
 """
 
 from __future__ import annotations
@@ -36,92 +42,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import NamedTuple, TypeVar
 
-MMLU_SUBJECTS = frozenset(
-    [
-        "abstract_algebra",
-        "anatomy",
-        "astronomy",
-        "business_ethics",
-        "clinical_knowledge",
-        "college_biology",
-        "college_chemistry",
-        "college_computer_science",
-        "college_mathematics",
-        "college_medicine",
-        "college_physics",
-        "computer_security",
-        "conceptual_physics",
-        "econometrics",
-        "electrical_engineering",
-        "elementary_mathematics",
-        "formal_logic",
-        "global_facts",
-        "high_school_biology",
-        "high_school_chemistry",
-        "high_school_computer_science",
-        "high_school_european_history",
-        "high_school_geography",
-        "high_school_government_and_politics",
-        "high_school_macroeconomics",
-        "high_school_mathematics",
-        "high_school_microeconomics",
-        "high_school_physics",
-        "high_school_psychology",
-        "high_school_statistics",
-        "high_school_us_history",
-        "high_school_world_history",
-        "human_aging",
-        "human_sexuality",
-        "international_law",
-        "jurisprudence",
-        "logical_fallacies",
-        "machine_learning",
-        "management",
-        "marketing",
-        "medical_genetics",
-        "miscellaneous",
-        "moral_disputes",
-        "moral_scenarios",
-        "nutrition",
-        "philosophy",
-        "prehistory",
-        "professional_accounting",
-        "professional_law",
-        "professional_medicine",
-        "professional_psychology",
-        "public_relations",
-        "security_studies",
-        "sociology",
-        "us_foreign_policy",
-        "virology",
-        "world_religions",
-    ]
-)
+from .taskmap import BENCHMARK_TASKS, mmlu_subject, task_metrics
 
-BENCHMARK_TASKS = {
-    "arc": "arc_challenge",
-    "arc_challenge": "arc_challenge",
-    "gsm8k": "gsm8k",
-    "hellaswag": "hellaswag",
-    "truthfulqa": "truthfulqa_mc1",
-    "truthfulqa_mc": "truthfulqa_mc1",
-    "truthfulqa_mc1": "truthfulqa_mc1",
-    "winogrande": "winogrande",
-}
-TASK_METRICS = {
-    "arc_challenge": "acc_norm",
-    "hellaswag": "acc_norm",
-    "gsm8k": "exact_match",
-    "truthfulqa_mc1": "acc",
-    "winogrande": "acc",
-}
-METRIC_ORDER = ("acc", "exact_match", "mc1", "acc_norm", "em")
-PREFERRED_FILTERS = ("strict-match", "none")
-SAMPLES_FILE = re.compile(
-    r"^samples_(?P<task>.+)_(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$"
-)
+_TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
+SAMPLES_FILE = re.compile(rf"^samples_(?P<task>.+)_(?P<ts>{_TIMESTAMP})\.jsonl$")
+RESULTS_FILE = re.compile(rf"^results_(?P<ts>{_TIMESTAMP})\.json$")
+FILTER_PREFERENCE = ("strict-match", "none")
 
 
 class LmEvalError(ValueError):
@@ -146,7 +75,7 @@ def item_source(
     if ":" in item:
         prefix, _, doc = item.rpartition(":")
         if doc.strip().lstrip("-").isdigit():
-            subject = _mmlu_subject(prefix)
+            subject = mmlu_subject(prefix)
             if subject is not None:
                 return f"mmlu_{subject}", int(doc)
             return prefix, int(doc)
@@ -162,14 +91,6 @@ def item_source(
         f"cannot map anchor {item!r} to an lm-eval task and doc id; expected 'doc_id', "
         "'task:doc_id' or 'subject:index', or an explicit item_sources map in the manifest"
     )
-
-
-def _mmlu_subject(prefix: str) -> str | None:
-    p = prefix.strip()
-    for head in ("mmlu_", "hendrycksTest-", "hendrycksTest_", "mmlu:"):
-        if p.startswith(head) and p[len(head) :] in MMLU_SUBJECTS:
-            return p[len(head) :]
-    return p if p in MMLU_SUBJECTS else None
 
 
 def export_samples(
@@ -215,11 +136,32 @@ def write_samples_json(mapping: Mapping[str, list[int]], path: str | Path) -> Pa
 
 # --------------------------------------------------------------------------- reading
 
+P = TypeVar("P", str, Path)
+
+
+def samples_task(name: str | Path) -> tuple[str, str] | None:
+    """(task, timestamp) of a `samples_{task}_{timestamp}.jsonl` file name or path."""
+    base = name.name if isinstance(name, PurePath) else name.rsplit("/", 1)[-1]
+    m = SAMPLES_FILE.match(base)
+    return (m.group("task"), m.group("ts")) if m else None
+
+
+def newest_samples(paths: Iterable[P]) -> dict[str, P]:
+    """{task: its newest samples file} among `paths` (names that do not match are left out)."""
+    newest: dict[str, tuple[str, P]] = {}
+    for p in paths:
+        found = samples_task(p)
+        if found is not None:
+            task, ts = found
+            if task not in newest or ts > newest[task][0]:
+                newest[task] = (ts, p)
+    return {task: p for task, (_, p) in newest.items()}
+
 
 def is_samples_file(path: str | Path) -> bool:
     """True for an lm-eval `samples_{task}_{timestamp}.jsonl` file (by name or content)."""
     p = Path(path)
-    if SAMPLES_FILE.match(p.name):
+    if samples_task(p) is not None:
         return True
     if p.suffix != ".jsonl" or not p.is_file():
         return False
@@ -234,6 +176,7 @@ def is_samples_file(path: str | Path) -> bool:
 
 def find_samples_files(paths: Iterable[str | Path]) -> list[Path]:
     """Expand folders to their samples_*.jsonl files; keep the newest file per task."""
+    paths = list(paths)
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -242,17 +185,8 @@ def find_samples_files(paths: Iterable[str | Path]) -> list[Path]:
             files.append(p)
         else:
             raise LmEvalError(f"{p}: no such file or folder")
-    newest: dict[str, tuple[str, Path]] = {}
-    loose: list[Path] = []
-    for f in files:
-        m = SAMPLES_FILE.match(f.name)
-        if not m:
-            loose.append(f)
-            continue
-        t, ts = m.group("task"), m.group("ts")
-        if t not in newest or ts > newest[t][0]:
-            newest[t] = (ts, f)
-    found = [f for _, f in newest.values()] + loose
+    loose = [f for f in files if samples_task(f) is None]
+    found = list(newest_samples(files).values()) + loose
     if not found:
         raise LmEvalError(f"no lm-eval samples_*.jsonl files in {', '.join(map(str, paths))}")
     return found
@@ -270,6 +204,74 @@ def json_lines(path, error: type[Exception] = ValueError):
                 raise error(f"{path}:{n}: not valid JSON ({e.msg})") from None
 
 
+class Sample(NamedTuple):
+    """One line of a samples file: doc index, 0/1 result and lm-eval filter."""
+
+    doc_id: int
+    value: int
+    filter: str
+
+
+class BadSample(ValueError):
+    """A samples line that cannot be read; the message is the reason (no file or line)."""
+
+
+class MissingMetric(BadSample):
+    """A samples line without any of the metrics asked for."""
+
+
+class SampleParser:
+    """The one line-level reader of lm-eval samples, for one file.
+
+    The metric is the first of `metrics` a line has; the first good line fixes it for the
+    rest of the file (a file never mixes metrics). A record without `filter` is filter
+    `none`. Raises BadSample with the reason; callers add the file and line.
+    """
+
+    def __init__(self, metrics: Iterable[str]) -> None:
+        self.metrics = tuple(metrics)
+
+    def line(self, text: str) -> Sample:
+        """A JSON text line (lines that are not JSON are bad)."""
+        try:
+            rec = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadSample(f"malformed JSON line: {exc.msg}") from None
+        return self.record(rec)
+
+    def record(self, rec: object) -> Sample:
+        """An already parsed JSON line."""
+        if not isinstance(rec, dict) or "doc_id" not in rec:
+            raise BadSample("no doc_id (not an lm-eval sample)")
+        doc = rec["doc_id"]
+        if isinstance(doc, str) and doc.strip().isdigit():
+            doc = int(doc)
+        if not isinstance(doc, int) or isinstance(doc, bool) or doc < 0:
+            raise BadSample(f"doc_id {rec['doc_id']!r} is not a non-negative integer")
+        name = next((m for m in self.metrics if m in rec), None)
+        if name is None:
+            has = rec.get("metrics") or sorted(rec)
+            raise MissingMetric(f"no binary metric {' / '.join(self.metrics)} in sample ({has})")
+        self.metrics = (name,)
+        value = rec[name]
+        if isinstance(value, bool) or (isinstance(value, int | float) and value in (0, 1)):
+            return Sample(doc, int(value), str(rec.get("filter") or "none"))
+        raise BadSample(f"{name} is {value!r}, not a 0/1 result")
+
+
+def choose_filter(filters: Iterable[str], wanted: str | None = None) -> str | None:
+    """The filter to read: `wanted` if given, else strict-match, none, or the first seen.
+
+    None when there are no filters; LmEvalError when `wanted` is not among them.
+    """
+    have = list(dict.fromkeys(filters))
+    if wanted is not None:
+        if wanted not in have:
+            raise LmEvalError(f"no filter {wanted!r} (have {', '.join(have)})")
+        return wanted
+    return next((f for f in FILTER_PREFERENCE if f in have), have[0] if have else None)
+
+
 def read_samples_file(
     path: str | Path,
     *,
@@ -277,45 +279,36 @@ def read_samples_file(
     filter: str | None = None,
     task: str | None = None,
 ) -> tuple[str, dict[int, int]]:
-    """(task, {doc_id: 0/1}) from one lm-eval samples jsonl file."""
+    """(task, {doc_id: 0/1}) from one lm-eval samples jsonl file; any bad line is an error."""
     path = Path(path)
-    m = SAMPLES_FILE.match(path.name)
-    task = task or (m.group("task") if m else None)
+    named = samples_task(path)
+    task = task or (named[0] if named else None)
     if task is None:
         raise LmEvalError(
             f"{path}: cannot tell the task from the file name (expected "
             "samples_{task}_{timestamp}.jsonl); pass the task explicitly"
         )
-    records: list[tuple[int, dict]] = []
+    parser = SampleParser((metric,) if metric else task_metrics(task))
+    samples: list[tuple[int, Sample]] = []
     for n, rec in json_lines(path, LmEvalError):
-        if not isinstance(rec, dict) or "doc_id" not in rec:
-            raise LmEvalError(f"{path}:{n}: no doc_id (not an lm-eval samples file?)")
-        records.append((n, rec))
-    if not records:
+        try:
+            samples.append((n, parser.record(rec)))
+        except BadSample as exc:
+            hint = "; pass --metric" if isinstance(exc, MissingMetric) and not metric else ""
+            raise LmEvalError(f"{path}:{n}: {exc}{hint}") from None
+    if not samples:
         raise LmEvalError(f"{path}: empty samples file")
-    filters = list(dict.fromkeys(r.get("filter", "none") for _, r in records))
-    chosen = filter or next((f for f in PREFERRED_FILTERS if f in filters), filters[0])
-    if chosen not in filters:
-        raise LmEvalError(f"{path}: no filter {chosen!r} (have {', '.join(filters)})")
+    try:
+        chosen = choose_filter((s.filter for _, s in samples), filter)
+    except LmEvalError as exc:
+        raise LmEvalError(f"{path}: {exc}") from None
     out: dict[int, int] = {}
-    name = metric
-    for n, rec in records:
-        if rec.get("filter", "none") != chosen:
+    for n, s in samples:
+        if s.filter != chosen:
             continue
-        if name is None:
-            name = _pick_metric(task, rec)
-            if name is None:
-                raise LmEvalError(
-                    f"{path}:{n}: no binary metric among {rec.get('metrics') or sorted(rec)}; "
-                    "pass --metric"
-                )
-        if name not in rec:
-            raise LmEvalError(f"{path}:{n}: no metric {name!r} in this record")
-        value = _binary(rec[name], f"{path}:{n}: {name}")
-        doc = _doc_id(rec["doc_id"], f"{path}:{n}")
-        if doc in out and out[doc] != value:
-            raise LmEvalError(f"{path}:{n}: doc {doc} appears twice with different results")
-        out[doc] = value
+        if out.get(s.doc_id, s.value) != s.value:
+            raise LmEvalError(f"{path}:{n}: doc {s.doc_id} appears twice with different results")
+        out[s.doc_id] = s.value
     return task, out
 
 
@@ -339,7 +332,7 @@ def read_responses(
         inverse = {item_source(i, benchmark, item_sources, task): i for i in items}
     out: dict[str, int] = {}
     for f in find_samples_files(paths):
-        named = SAMPLES_FILE.match(f.name) is not None
+        named = samples_task(f) is not None
         t, docs = read_samples_file(f, metric=metric, filter=filter, task=None if named else task)
         for doc, value in docs.items():
             if inverse is None:
@@ -349,42 +342,20 @@ def read_responses(
     return out
 
 
-def _pick_metric(task: str, rec: dict) -> str | None:
-    preferred = TASK_METRICS.get(task) or ("acc" if task.startswith("mmlu") else None)
-    listed = rec.get("metrics") or [k for k in rec if k in METRIC_ORDER]
-    if preferred and preferred in rec:
-        return preferred
-    for name in METRIC_ORDER:
-        if name in listed and name in rec:
-            return name
-    return None
-
-
-def _binary(v, where: str) -> int:
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int | float) and float(v) in (0.0, 1.0):
-        return int(v)
-    raise LmEvalError(f"{where} is {v!r}, not a 0/1 result")
-
-
-def _doc_id(v, where: str) -> int:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        raise LmEvalError(f"{where}: doc_id {v!r} is not an integer") from None
-
-
 __all__ = [
-    "BENCHMARK_TASKS",
-    "MMLU_SUBJECTS",
+    "BadSample",
     "LmEvalError",
+    "Sample",
+    "SampleParser",
+    "choose_filter",
     "export_samples",
     "find_samples_files",
     "is_samples_file",
     "item_source",
     "merge_samples",
+    "newest_samples",
     "read_responses",
     "read_samples_file",
+    "samples_task",
     "write_samples_json",
 ]

@@ -118,8 +118,4 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def default_settings() -> Settings:
-    return Settings.load()
-
-
-__all__ = ["Settings", "default_settings"]
+__all__ = ["Settings"]

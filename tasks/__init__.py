@@ -1,9 +1,10 @@
-"""Thin Prefect tasks over `sparseeval.pipeline`: no algorithm code lives here.
+"""Thin Prefect tasks over the `sparseeval` library: no algorithm code lives here.
 
 Expensive tasks cache on content: the cache key is the fingerprint of their inputs
 (store content signature or matrix fingerprint) plus the settings that matter plus the
 code version; results are persisted to the Prefect result storage
 (`PREFECT_RESULTS_LOCAL_STORAGE_PATH`), and big data stays in `artifacts/{kind}/{key}`.
+Tasks take and return small typed records (`sparseeval.records`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.transactions import Transaction, get_transaction
 
-from sparseeval import pipeline
+from sparseeval import drift, recipe, release, runreport, sources, versions
+from sparseeval.artifacts import fit_key, matrix_key
+from sparseeval.records import (
+    Candidate,
+    DriftDecision,
+    FitInfo,
+    GateResult,
+    IngestSummary,
+    LiveSet,
+    MatrixInfo,
+    RunSummary,
+)
 from sparseeval.settings import Settings
 
 
@@ -25,11 +37,11 @@ def settings_from(d: dict[str, Any]) -> Settings:
 
 
 def _matrix_cache_key(ctx: TaskRunContext, p: dict[str, Any]) -> str:
-    return pipeline.matrix_key(p["benchmark"], p["store_state"], settings_from(p["settings"]))
+    return matrix_key(p["benchmark"], p["store_state"], settings_from(p["settings"]))
 
 
 def _fit_cache_key(ctx: TaskRunContext, p: dict[str, Any]) -> str:
-    return pipeline.fit_key(p["matrix"]["fingerprint"], settings_from(p["settings"]))
+    return fit_key(p["matrix"].fingerprint, settings_from(p["settings"]))
 
 
 _NETWORK_MODULES = {"huggingface_hub", "httpx", "httpcore", "requests", "urllib3"}
@@ -57,23 +69,20 @@ def _transient(task, task_run, state) -> bool:
     retry_condition_fn=_transient,
     cache_policy=NO_CACHE,
 )
-def ingest(store_path: str, sources: list[str], fill_if_empty: bool = True) -> dict[str, Any]:
+def ingest(store_path: str, specs: list[str], fill_if_empty: bool = True) -> IngestSummary:
     """Ingest new results (network-bound for Hub sources: retried with backoff)."""
-    out = pipeline.ingest_sources(store_path, sources, fill_if_empty=fill_if_empty)
+    out = sources.ingest_sources(store_path, specs, fill_if_empty=fill_if_empty)
     log = get_run_logger()
-    if out["filled_with_synthetic"]:
+    if out.filled_with_synthetic:
         log.info("empty store: filled it from the built-in synthetic leaderboard")
-    log.info(
-        "ingest: %d unit(s), %d already ingested, %s new results, %d quarantined in %.1fs",
-        out["units"], out["skipped"], f"{out['new']:,}", out["quarantined"], out["seconds"],
-    )  # fmt: skip
+    log.info("ingest: %s in %.1fs", out.line(), out.seconds)
     return out
 
 
 @task(name="store-state", cache_policy=NO_CACHE)
 def store_state(store_path: str) -> dict[str, str]:
     """A content signature per benchmark (changes whenever its results change)."""
-    return pipeline.benchmark_states(store_path)
+    return recipe.benchmark_states(store_path)
 
 
 @task(
@@ -84,12 +93,10 @@ def store_state(store_path: str) -> dict[str, str]:
 )
 def build_matrix(
     store_path: str, benchmark: str, store_state: str, artifacts_dir: str, settings: dict
-) -> dict[str, Any]:
+) -> MatrixInfo:
     """The benchmark's ±1 matrix as `artifacts/matrix/{fingerprint}.npz`."""
-    out = pipeline.build_matrix_artifact(
-        store_path, benchmark, artifacts_dir, settings_from(settings)
-    )
-    get_run_logger().info("matrix %s", out["summary"])
+    out = recipe.matrix_step(store_path, benchmark, artifacts_dir, settings_from(settings))
+    get_run_logger().info("matrix %s", out.summary)
     return out
 
 
@@ -100,65 +107,63 @@ def build_matrix(
     task_run_name="fit-{benchmark}",
 )
 def fit_benchmark(
-    benchmark: str, matrix: dict[str, Any], settings: dict, artifacts_dir: str
-) -> dict[str, Any]:
+    benchmark: str, matrix: MatrixInfo, settings: dict, artifacts_dir: str
+) -> FitInfo:
     """Split -> adaptive init -> AIS/CIS refinement -> final predictor -> test metrics."""
     log = get_run_logger()
-    out = pipeline.fit_benchmark(
-        matrix,
-        settings_from(settings),
-        artifacts_dir,
-        progress=lambda m: log.info("%s: %s", benchmark, m),
-    )
-    test = out["test_metrics"]
+    say = lambda m: log.info("%s: %s", benchmark, m)  # noqa: E731
+    out = recipe.fit_step(matrix, settings_from(settings), artifacts_dir, progress=say)
+    test = out.test_metrics
     log.info(
         "%s: %s %d anchors, test MAE %.3f points, Kendall tau %.3f (%s in %.0fs)",
-        benchmark, out["predictor"], out["n_anchors"], test["mae"], test["kendall_tau"],
-        "trained" if out["trained"] else "reused artifact", out["seconds"],
+        benchmark, out.predictor, out.n_anchors, test["mae"], test["kendall_tau"],
+        "trained" if out.trained else "reused artifact", out.seconds,
     )  # fmt: skip
     return out
 
 
-@task(name="published-info", cache_policy=NO_CACHE)
-def published_info(
-    published_dir: str, benchmark: str, artifacts_dir: str | None = None
-) -> dict[str, Any] | None:
-    return pipeline.published_info(published_dir, benchmark, artifacts_dir)
+@task(name="live-set", cache_policy=NO_CACHE, task_run_name="live-set-{benchmark}")
+def live_set(published_dir: str, benchmark: str, artifacts_dir: str) -> LiveSet | None:
+    """The live published version (and what it was built from), or None."""
+    return release.live_set(published_dir, benchmark, artifacts_dir)
 
 
-@task(name="fresh-models", cache_policy=NO_CACHE)
-def fresh_models(store_path: str, benchmark: str, live: dict[str, Any]) -> list[str]:
+@task(name="fresh-models", cache_policy=NO_CACHE, task_run_name="fresh-models-{benchmark}")
+def fresh_models(store_path: str, benchmark: str, live: LiveSet) -> list[str]:
     """Models that arrived after the live set's data was read (they have full results)."""
-    return pipeline.fresh_models(store_path, benchmark, live)
+    return drift.fresh_models(store_path, benchmark, live)
 
 
-@task(name="check-drift", cache_policy=NO_CACHE, task_run_name="check-drift-{benchmark}")
-def check_drift(
+@task(name="assess", cache_policy=NO_CACHE, task_run_name="assess-{benchmark}")
+def assess(
     published_dir: str,
     benchmark: str,
-    matrix: dict[str, Any],
-    published: dict[str, Any] | None,
+    matrix: MatrixInfo,
+    fit: FitInfo,
+    live: LiveSet | None,
     fresh: list[str],
     settings: dict,
-) -> dict[str, Any]:
-    """Score the live set on models that arrived since it was published; decide."""
-    figures = {}
-    if published is not None and fresh:
-        figures = pipeline.drift_figures(published_dir, benchmark, matrix["path"], fresh)
-        pipeline.record_drift(settings["artifacts_dir"], benchmark, published, figures)
-    decision = pipeline.drift_decision(benchmark, published, figures, settings_from(settings))
-    get_run_logger().info("%s: %s", benchmark, decision.reason)
-    return decision.to_dict()
+    requested: str | None = None,
+) -> tuple[DriftDecision, GateResult | None]:
+    """Drift of the live set on new models; the candidate's gate when it may be published."""
+    decision, gate = drift.assess(
+        published_dir, matrix, fit, live, fresh, settings_from(settings), requested
+    )
+    log = get_run_logger()
+    log.info("%s: %s", benchmark, decision.reason)
+    if gate is not None:
+        log.info("%s: gate %s", benchmark, gate.reason)
+    return decision, gate
 
 
 @task(name="write-candidate", cache_policy=NO_CACHE, task_run_name="write-candidate-{benchmark}")
-def write_candidate(
-    published_dir: str, benchmark: str, fit: dict[str, Any], settings: dict
-) -> dict[str, Any]:
+def write_candidate(published_dir: str, benchmark: str, fit: FitInfo, settings: dict) -> Candidate:
     """Write the new version's folder (not live yet); rolled back if the unit of work fails."""
-    out = pipeline.write_candidate(published_dir, benchmark, fit, settings_from(settings))
+    s = settings_from(settings)
+    history = drift.drift_history(s.artifacts_dir, benchmark)
+    out = release.write_candidate(published_dir, fit, s, history)
     get_transaction().set("candidate", out)
-    get_run_logger().info("%s: wrote candidate v%s at %s", benchmark, out["version"], out["path"])
+    get_run_logger().info("%s: wrote candidate v%s at %s", benchmark, out.version, out.path)
     return out
 
 
@@ -166,53 +171,24 @@ def write_candidate(
 def _discard_candidate(txn: Transaction) -> None:
     cand = txn.get("candidate", None)
     if cand:
-        pipeline.discard(cand["published_dir"], cand["benchmark"], cand["version"])
-
-
-@task(name="quality-gate", cache_policy=NO_CACHE, task_run_name="quality-gate-{benchmark}")
-def quality_gate(
-    published_dir: str, benchmark: str, fit: dict[str, Any], fresh: list[str]
-) -> dict[str, Any]:
-    """Live set vs candidate on the same held-out models; never publish a worse set."""
-    out = pipeline.compare_candidate(published_dir, benchmark, fit, fresh)
-    get_run_logger().info("%s: gate %s", benchmark, out["reason"])
-    return out
+        versions.discard_version(cand.published_dir, cand.benchmark, cand.version)
 
 
 @task(name="promote", cache_policy=NO_CACHE, task_run_name="promote-{benchmark}")
 def promote(published_dir: str, benchmark: str, version: int) -> None:
     """Swap the `latest` pointer to the new version (atomically)."""
-    pipeline.promote(published_dir, benchmark, version)
+    versions.set_latest(published_dir, benchmark, version)
     get_run_logger().info("%s: v%s is now the live anchor set", benchmark, version)
 
 
 @task(name="evaluate-published", cache_policy=NO_CACHE)
 def evaluate_published(
-    published_dir: str, benchmark: str, matrix: dict[str, Any], model_ids: list[str] | None,
+    published_dir: str, benchmark: str, matrix: MatrixInfo, model_ids: list[str] | None,
     version: str | int = "latest",
 ) -> dict[str, Any]:  # fmt: skip
-    return pipeline.evaluate_published_set(
-        published_dir, benchmark, matrix["path"], model_ids, version
-    )
+    return drift.evaluate_published(published_dir, benchmark, matrix.path, model_ids, version)
 
 
 @task(name="write-report", cache_policy=NO_CACHE)
-def write_report(reports_dir: str, run: dict[str, Any]) -> str:
-    return str(pipeline.write_report(reports_dir, pipeline.render_report(run)))
-
-
-__all__ = [
-    "build_matrix",
-    "check_drift",
-    "evaluate_published",
-    "fit_benchmark",
-    "fresh_models",
-    "ingest",
-    "promote",
-    "published_info",
-    "quality_gate",
-    "settings_from",
-    "store_state",
-    "write_candidate",
-    "write_report",
-]
+def write_report(reports_dir: str, run: RunSummary) -> str:
+    return str(runreport.write_report(reports_dir, runreport.render_report(run)))

@@ -2,10 +2,10 @@
 
 from sparseeval.estimator import SparseEval
 from sparseeval.metrics import evaluate
-from sparseeval.publish import write_version
 from sparseeval.settings import Settings
 from sparseeval.splits import split_models
 from sparseeval.synthetic import make_synthetic
+from sparseeval.versions import write_version
 
 
 def tiny_fit(seed: int = 0, n_test: int = 80, n_valid: int = 80, item_ids=None):

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from sparseeval.cli import main
-from sparseeval.predictors import load_predictor
+from sparseeval.inference import load_predictor
 
 
 def test_fit_on_synthetic_prints_table_and_writes_files(tmp_path, capsys):
@@ -35,7 +35,7 @@ def test_fit_on_synthetic_prints_table_and_writes_files(tmp_path, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     assert {r["n_anchors"] for r in metrics["test_metrics"]} == {5, 8}
     anchors = json.loads((out / "k8" / "anchors.json").read_text())
-    assert len(anchors) == 8
+    assert len(anchors["items"]) == len(anchors["anchors"]) == 8
     assert load_predictor(out / "k8" / "predictor").predict(np.ones((1, 8))).shape == (1,)
 
 

@@ -8,8 +8,9 @@ import json
 import pytest
 from helpers import publish_fit, tiny_fit
 
-from sparseeval.cli_publish import add_publish_commands
-from sparseeval.publish import load_anchor_set, set_latest
+from sparseeval.anchorset import load_anchor_set
+from sparseeval.cli.consumer import add_consumer_commands
+from sparseeval.versions import set_latest
 
 STAMP = "2025-05-02T10-11-12.131415"
 
@@ -17,7 +18,7 @@ STAMP = "2025-05-02T10-11-12.131415"
 def run(argv, capsys) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="sparseeval")
     sub = parser.add_subparsers(dest="command", required=True)
-    add_publish_commands(sub)
+    add_consumer_commands(sub)
     args = parser.parse_args(argv)
     rc = args.func(args)
     out, err = capsys.readouterr()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sparseeval import pipeline, publish
+from sparseeval import anchorset, drift, layout, sources
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -24,7 +24,7 @@ TINY = {
 
 def release(folder: Path, lo: int, hi: int, benchmarks=None, n_models: int = 260) -> str:
     """Models [lo, hi) of one tiny synthetic leaderboard as a long Parquet file."""
-    src = pipeline.SyntheticLeaderboard(n_models=n_models, items=ITEMS, seed=3)
+    src = sources.SyntheticLeaderboard(n_models=n_models, items=ITEMS, seed=3)
     import polars as pl
 
     frames = [src.frame(b, lo, hi) for b in (benchmarks or ITEMS)]
@@ -40,7 +40,7 @@ def run(home: Path, sources, **overrides):
 
 
 def by_bench(run_out):
-    return {r["benchmark"]: r for r in run_out["results"]}
+    return {r.benchmark: r for r in run_out.results}
 
 
 def test_refresh_then_cached_then_incremental(tmp_path):
@@ -48,32 +48,32 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     first = run(home, [release(tmp_path, 0, 200)])
     res = by_bench(first)
     assert set(res) == set(ITEMS)
-    assert first["n_trained"] == 2 and first["n_published"] == 2
+    assert first.n_trained == 2 and first.n_published == 2
     for b in ITEMS:
-        assert publish.latest_version(home / "published", b) == 1
-        assert res[b]["fit"]["test_metrics"]["mae"] < 15
-        interval = publish.load_anchor_set(home / "published", b).manifest["interval"]
+        assert layout.latest_version(home / "published", b) == 1
+        assert res[b].fit.test_metrics["mae"] < 15
+        interval = anchorset.load_anchor_set(home / "published", b).manifest["interval"]
         assert interval["calibrated_on"] == "calibration"  # held-out models, not validation
-    assert Path(first["report_path"]).is_file()
+    assert Path(first.report_path).is_file()
 
     second = run(home, [])
-    assert second["n_trained"] == 0 and second["n_cached"] == 2
-    assert all(r["fit_state"] == "Cached" for r in second["results"])  # no training task ran
-    assert second["n_published"] == 0
-    assert all(r["matrix_cached"] for r in second["results"])
+    assert second.n_trained == 0 and second.n_cached == 2
+    assert all(r.fit_state == "Cached" for r in second.results)  # no training task ran
+    assert second.n_published == 0
+    assert all(r.matrix_cached for r in second.results)
 
     import shutil
 
     shutil.rmtree(home / "artifacts" / "model")  # cached results whose files are gone
     again = run(home, [])
-    assert again["n_trained"] == 2 and again["n_published"] == 0
+    assert again.n_trained == 2 and again.n_published == 0
 
     third = run(home, [release(tmp_path, 200, 230, ["gsm8k"])], drift_mae_points=1000,
                 drift_mae_ratio=1000, drift_out_of_range_frac=1)  # fmt: skip
     res = by_bench(third)
-    assert res["gsm8k"]["fit_cached"] is False and res["arc"]["fit_cached"] is True
-    assert third["n_trained"] == 1 and third["n_published"] == 0
-    assert res["gsm8k"]["n_fresh"] == 30
+    assert res["gsm8k"].fit_cached is False and res["arc"].fit_cached is True
+    assert third.n_trained == 1 and third.n_published == 0
+    assert res["gsm8k"].n_fresh == 30
 
 
 def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
@@ -86,18 +86,18 @@ def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     home = tmp_path / "home"
     weak = {"n_anchors": 2, "refine_steps": 0}
     first = run(home, [release(tmp_path, 0, 200)], **weak)
-    assert first["n_published"] == 2
+    assert first.n_published == 2
     assert [e["event"] for e in events] == ["sparseeval.anchors.published"] * 2
     events.clear()
     out = run(home, [release(tmp_path, 200, 260, ["arc"])], drift_mae_points=0.01)
     res = by_bench(out)
-    assert res["arc"]["decision"]["drift"] is True
-    assert res["arc"]["gate"]["accept"] is True, res["arc"]["gate"]
-    assert res["arc"]["published_version"] == 2
-    assert publish.latest_version(home / "published", "arc") == 2
-    assert res["gsm8k"]["decision"]["drift"] is False  # no new gsm8k models
-    assert publish.latest_version(home / "published", "gsm8k") == 1
-    report = Path(out["report_path"]).read_text()
+    assert res["arc"].decision.drift is True
+    assert res["arc"].gate.accept is True, res["arc"].gate
+    assert res["arc"].published_version == 2
+    assert layout.latest_version(home / "published", "arc") == 2
+    assert res["gsm8k"].decision.drift is False  # no new gsm8k models
+    assert layout.latest_version(home / "published", "gsm8k") == 1
+    report = Path(out.report_path).read_text()
     assert "published v2" in report and "drift" in report
     names = [(e["event"], e["resource"]["prefect.resource.name"]) for e in events]
     assert names == [
@@ -112,8 +112,8 @@ def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["sparseeval-metrics"]))
         )
     assert found and found[0].type == "table"
-    manifest = publish.load_anchor_set(home / "published", "arc").manifest
-    history = pipeline.drift_history(home / "artifacts", "arc")
+    manifest = anchorset.load_anchor_set(home / "published", "arc").manifest
+    history = drift.drift_history(home / "artifacts", "arc")
     assert history[-1]["version"] == 1 and history[-1]["n_models"] == 60
     assert "drift" in (home / "published" / "arc" / "v2" / "report.md").read_text().lower()
     assert manifest["version"] == 2
@@ -127,12 +127,12 @@ def test_worse_candidate_is_refused(tmp_path):
         refine_steps=0, predictor="ridge",
     )  # fmt: skip
     r = by_bench(out)["arc"]
-    assert r["decision"]["drift"] is True
-    assert r["gate"]["accept"] is False and "refused" in r["gate"]["reason"]
-    assert out["n_published"] == 0
-    assert publish.latest_version(home / "published", "arc") == 1
-    assert publish.list_versions(home / "published", "arc") == [1]  # candidate rolled back
-    assert "refused" in Path(out["report_path"]).read_text()
+    assert r.decision.drift is True
+    assert r.gate.accept is False and "refused" in r.gate.reason
+    assert out.n_published == 0
+    assert layout.latest_version(home / "published", "arc") == 1
+    assert layout.list_versions(home / "published", "arc") == [1]  # candidate rolled back
+    assert "refused" in Path(out.report_path).read_text()
 
 
 def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
@@ -144,8 +144,11 @@ def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("injected crash while swapping latest")
 
-    monkeypatch.setattr(pipeline, "compare_candidate", lambda *a, **k: {"accept": True})
-    monkeypatch.setattr(pipeline, "promote", crash)
+    from sparseeval import versions
+    from sparseeval.records import GateResult
+
+    monkeypatch.setattr(drift, "compare_candidate", lambda *a, **k: GateResult(True, "forced"))
+    monkeypatch.setattr(versions, "set_latest", crash)
     state = refresh(
         sources=[release(tmp_path, 200, 260, ["arc"])],
         home=str(home),
@@ -153,9 +156,9 @@ def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
         return_state=True,
     )
     assert state.is_failed()
-    assert publish.latest_version(home / "published", "arc") == 1
-    assert publish.list_versions(home / "published", "arc") == [1]
-    aset = publish.load_anchor_set(home / "published", "arc")
+    assert layout.latest_version(home / "published", "arc") == 1
+    assert layout.list_versions(home / "published", "arc") == [1]
+    aset = anchorset.load_anchor_set(home / "published", "arc")
     assert aset.manifest["version"] == 1
 
 
@@ -170,17 +173,17 @@ def test_dask_runner_two_workers(tmp_path):
         settings_overrides=TINY | {"task_runner": "dask", "workers": 2},
         dask_processes=False,
     )
-    assert out["task_runner"] == "DaskTaskRunner"
-    assert out["n_trained"] == 2 and out["n_published"] == 2
+    assert out.task_runner == "DaskTaskRunner"
+    assert out.n_trained == 2 and out.n_published == 2
 
 
 def test_cli_refresh(tmp_path, capsys):
     import argparse
 
-    from sparseeval.cli_flows import add_flow_commands
+    from sparseeval.cli.refresh import add_refresh_command
 
     parser = argparse.ArgumentParser(prog="sparseeval")
-    add_flow_commands(parser.add_subparsers())
+    add_refresh_command(parser.add_subparsers())
     home = tmp_path / "home"
     sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
     args = parser.parse_args(
@@ -203,9 +206,9 @@ def test_stage_flows(tmp_path):
 
     home = tmp_path / "home"
     out = ingest_only(sources=[release(tmp_path, 0, 200, ["arc"])], home=str(home))
-    assert out["new"] == 200 * ITEMS["arc"]
+    assert out.new == 200 * ITEMS["arc"]
     r = retrain_benchmark("arc", home=str(home), settings_overrides=TINY)
-    assert r["published_version"] == 1
+    assert r.published_version == 1
     ingest_only(sources=[release(tmp_path, 200, 230, ["arc"])], home=str(home))
     scores = evaluate_published("arc", home=str(home))
     assert scores["n"] == 30 and scores["mae"] < 20

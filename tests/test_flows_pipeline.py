@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparseeval import Settings, make_synthetic, pipeline
+from sparseeval import Settings, artifacts, drift, make_synthetic, recipe, sources
+from sparseeval.records import LiveSet
 
 
 def settings(tmp_path, **kw):
@@ -13,37 +14,37 @@ def settings(tmp_path, **kw):
 
 
 def test_artifact_paths_are_content_keyed(tmp_path):
-    p = pipeline.artifact_path(tmp_path, "matrix", "abc")
+    p = artifacts.artifact_path(tmp_path, "matrix", "abc")
     assert p == tmp_path / "matrix" / "abc"
     with pytest.raises(ValueError):
-        pipeline.artifact_path(tmp_path, "matrix", "../x/y")
+        artifacts.artifact_path(tmp_path, "matrix", "../x/y")
 
 
 def test_fit_key_covers_data_settings_and_home(tmp_path):
     s = settings(tmp_path)
-    k = pipeline.fit_key("fp1", s)
-    assert k == pipeline.fit_key("fp1", settings(tmp_path))  # stable
-    assert k != pipeline.fit_key("fp2", s)  # data
-    assert k != pipeline.fit_key("fp1", s.replace(n_anchors=50))  # training settings
-    assert k != pipeline.fit_key("fp1", settings(tmp_path / "other"))  # artifacts folder
+    k = artifacts.fit_key("fp1", s)
+    assert k == artifacts.fit_key("fp1", settings(tmp_path))  # stable
+    assert k != artifacts.fit_key("fp2", s)  # data
+    assert k != artifacts.fit_key("fp1", s.replace(n_anchors=50))  # training settings
+    assert k != artifacts.fit_key("fp1", settings(tmp_path / "other"))  # artifacts folder
     # settings that do not change the fit do not change the key
-    assert k == pipeline.fit_key("fp1", s.replace(drift_mae_points=9.0))
-    assert pipeline.code_version().startswith("0.")
+    assert k == artifacts.fit_key("fp1", s.replace(drift_mae_points=9.0))
+    assert artifacts.code_version().startswith("0.")
 
 
 def test_matrix_roundtrip(tmp_path):
     m = make_synthetic(30, 12, seed=1)
-    path = pipeline.save_matrix(m, tmp_path / "m.npz")
-    back = pipeline.load_matrix(path)
+    path = artifacts.save_matrix(m, tmp_path / "m.npz")
+    back = artifacts.load_matrix(path)
     assert back.fingerprint() == m.fingerprint()
     assert back.values.dtype == np.int8
 
 
 def test_synthetic_source_units_are_keyed_by_release():
-    src = pipeline.SyntheticLeaderboard(n_models=50, items={"arc": 10, "gsm8k": 8}, seed=2)
+    src = sources.SyntheticLeaderboard(n_models=50, items={"arc": 10, "gsm8k": 8}, seed=2)
     keys = [u.key for u in src.units(None)]
     assert len(keys) == len(set(keys)) == 2
-    later = pipeline.SyntheticLeaderboard(
+    later = sources.SyntheticLeaderboard(
         n_models=50, items={"arc": 10, "gsm8k": 8}, seed=2, model_range=(40, 50),
         benchmarks=("arc",),
     )  # fmt: skip
@@ -56,55 +57,55 @@ def test_synthetic_source_units_are_keyed_by_release():
 
 
 def test_parse_source_specs(tmp_path):
-    src = pipeline.parse_source("synthetic:n_models=100,seed=3,models=0-80,benchmarks=arc+mmlu")
+    src = sources.parse_source("synthetic:n_models=100,seed=3,models=0-80,benchmarks=arc+mmlu")
     assert src.n_models == 100 and src.model_range == (0, 80) and src.benchmarks == ("arc", "mmlu")
-    assert type(pipeline.parse_source(str(tmp_path / "x.parquet"))).__name__ == "LongTable"
-    assert type(pipeline.parse_source("wide:arc=a.csv")).__name__ == "WideTable"
+    assert type(sources.parse_source(str(tmp_path / "x.parquet"))).__name__ == "LongTable"
+    assert type(sources.parse_source("wide:arc=a.csv")).__name__ == "WideTable"
     with pytest.raises(ValueError, match="bad option"):
-        pipeline.parse_source("synthetic:colour=blue")
+        sources.parse_source("synthetic:colour=blue")
     with pytest.raises(ValueError, match="cannot tell"):
-        pipeline.parse_source("notes.txt")
+        sources.parse_source("notes.txt")
 
 
 def test_drift_decision(tmp_path):
     s = settings(tmp_path, drift_mae_points=2.0, drift_mae_ratio=1.5, min_new_models=5)
-    live = {"version": 1, "test_mae": 1.0}
-    d = pipeline.drift_decision("arc", None, {}, s)
+    live = LiveSet(1, None, None, 1.0, None)
+    d = drift.drift_decision("arc", None, {}, s)
     assert d.publish and not d.drift and "no published" in d.reason
-    d = pipeline.drift_decision("arc", live, {"n_fresh": 0}, s)
+    d = drift.drift_decision("arc", live, {"n_fresh": 0}, s)
     assert not d.publish
-    d = pipeline.drift_decision("arc", live, {"n_fresh": 3, "fresh_mae": 9.0}, s)
+    d = drift.drift_decision("arc", live, {"n_fresh": 3, "fresh_mae": 9.0}, s)
     assert not d.publish and "min_new_models" in d.reason
-    d = pipeline.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 1.2}, s)
+    d = drift.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 1.2}, s)
     assert not d.drift and not d.publish
-    d = pipeline.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 1.6}, s)
+    d = drift.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 1.6}, s)
     assert d.drift and "x published test MAE" in d.reason  # ratio
-    d = pipeline.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 2.5}, s)
+    d = drift.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 2.5}, s)
     assert d.drift and "> 2 points" in d.reason
-    d = pipeline.drift_decision(
+    d = drift.drift_decision(
         "arc", live, {"n_fresh": 10, "fresh_mae": 0.5, "out_of_range_frac": 0.5}, s
     )
     assert d.drift and "outside the training range" in d.reason
     off = s.replace(drift_mae_points=0, drift_mae_ratio=0, drift_out_of_range_frac=0)
-    assert not pipeline.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 50.0}, off).drift
+    assert not drift.drift_decision("arc", live, {"n_fresh": 10, "fresh_mae": 50.0}, off).drift
 
 
 def test_gate_decision():
-    assert pipeline.gate_decision(None, 3.0)[0]
-    assert pipeline.gate_decision(2.0, 2.0)[0]
-    assert pipeline.gate_decision(2.0, 1.5)[0]
-    ok, why = pipeline.gate_decision(1.5, 2.0)
+    assert drift.gate_decision(None, 3.0)[0]
+    assert drift.gate_decision(2.0, 2.0)[0]
+    assert drift.gate_decision(2.0, 1.5)[0]
+    ok, why = drift.gate_decision(1.5, 2.0)
     assert not ok and "refused" in why
-    assert not pipeline.gate_decision(1.5, None)[0]
+    assert not drift.gate_decision(1.5, None)[0]
 
 
 def test_refresh_help_has_an_example(capsys):
     import argparse
 
-    from sparseeval.cli_flows import add_flow_commands
+    from sparseeval.cli.refresh import add_refresh_command
 
     parser = argparse.ArgumentParser(prog="sparseeval")
-    add_flow_commands(parser.add_subparsers())
+    add_refresh_command(parser.add_subparsers())
     with pytest.raises(SystemExit):
         parser.parse_args(["refresh", "--help"])
     out = capsys.readouterr().out
@@ -114,10 +115,10 @@ def test_refresh_help_has_an_example(capsys):
 def test_refresh_bad_setting_is_one_line(capsys):
     import argparse
 
-    from sparseeval.cli_flows import add_flow_commands
+    from sparseeval.cli.refresh import add_refresh_command
 
     parser = argparse.ArgumentParser(prog="sparseeval")
-    add_flow_commands(parser.add_subparsers())
+    add_refresh_command(parser.add_subparsers())
     args = parser.parse_args(["refresh", "--set", "colour=blue"])
     assert args.func(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -128,7 +129,7 @@ def test_calibration_models_are_set_aside_from_training(tmp_path):
     ids = np.array([f"org/m{i}" for i in range(1000)], dtype=object)
     train = np.arange(600)
     s = settings(tmp_path)
-    fit_rows, calib = pipeline.calibration_split(ids, train, s.replace(n_calib=100))
+    fit_rows, calib = recipe.calibration_split(ids, train, s.replace(n_calib=100))
     assert 60 < len(calib) < 140 and not set(fit_rows) & set(calib)
     assert sorted(np.r_[fit_rows, calib]) == list(train)
-    assert len(pipeline.calibration_split(ids, train[:40], s)[1]) == 0  # too few: none
+    assert len(recipe.calibration_split(ids, train[:40], s)[1]) == 0  # too few: none

@@ -13,12 +13,10 @@ import pytest
 from helpers import publish_fit, tiny_fit
 from huggingface_hub import CommitOperationAdd
 
-from sparseeval.publish import (
-    AnchorSetError,
-    load_anchor_set,
-    push_to_hub,
-    set_latest,
-)
+from sparseeval.anchorset import load_anchor_set
+from sparseeval.hub_mirror import push_to_hub
+from sparseeval.layout import AnchorSetError
+from sparseeval.versions import set_latest
 
 REPO = "acme/anchor-sets"
 

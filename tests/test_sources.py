@@ -17,7 +17,7 @@ from sparseeval.store import (
     build_matrix,
     ingest,
 )
-from sparseeval.store.task_map import map_lm_eval_task, map_v1_config
+from sparseeval.taskmap import map_lm_eval_task, map_v1_config
 
 HEADER = "model,benchmark,item,correct\n"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparseeval.cli_store import add_store_commands
+from sparseeval.cli.store import add_store_commands
 
 
 def run(argv: list[str]) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from .task_map import KNOWN_BENCHMARKS
+from ..taskmap import KNOWN_BENCHMARKS
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +51,18 @@ def execute(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -
         con.execute(stmt, {k: v for k, v in params.items() if k in used} or None)
 
 
-def fetch(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[tuple]:
-    """All rows of a one-statement .sql query, binding the parameters it uses."""
+def relation(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]
+) -> duckdb.DuckDBPyRelation:
+    """A one-statement .sql query as a lazy relation, binding the parameters it uses."""
     text = sql(name)
     used = set(re.findall(r"\$([A-Za-z_]\w*)", text))
-    return con.sql(text, params={k: v for k, v in params.items() if k in used} or None).fetchall()
+    return con.sql(text, params={k: v for k, v in params.items() if k in used} or None)
+
+
+def fetch(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[tuple]:
+    """All rows of a one-statement .sql query, binding the parameters it uses."""
+    return relation(con, name, params).fetchall()
 
 
 class Store:
@@ -99,13 +106,13 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """BEGIN ... COMMIT, or ROLLBACK on any exception (nothing partial stays)."""
-        self.con.execute("BEGIN TRANSACTION")
+        self.con.begin()
         try:
             yield self.con
         except BaseException:
-            self.con.execute("ROLLBACK")
+            self.con.rollback()
             raise
-        self.con.execute("COMMIT")
+        self.con.commit()
 
     def query(self, name: str, params: Sequence[Any] | dict[str, Any] = ()) -> pl.DataFrame:
         """Run the named .sql query with bound parameters; return a Polars frame."""

@@ -15,14 +15,12 @@ import duckdb
 import polars as pl
 import yaml
 
+from ..hashing import fingerprint
+from ..lm_eval import newest_samples
+from ..taskmap import TaskMap, map_lm_eval_task, map_v1_config
 from .db import Store, execute, fetch
 from .sources import read_samples
-from .task_map import TaskMap, map_lm_eval_task, map_v1_config
-from .unit import BAD_SCHEMA, SRC_SCHEMA, SourceError, Unit, conform, content_key, stage_frames
-
-_V2_SAMPLES = re.compile(
-    r"(?:.*/)?samples_(?P<task>leaderboard_.+)_(?P<ts>\d{4}-\d\d-\d\dT[\d\-.:]+)\.jsonl"
-)
+from .unit import BAD_SCHEMA, SRC_SCHEMA, SourceError, Unit, conform, stage_frames
 
 
 class HubClient(Protocol):
@@ -88,7 +86,7 @@ class OpenLLMLeaderboard:
             repo = repo_for(model, self.version, self.org)
             sha = self.client.dataset_info(repo).sha
             kind = f"ollm-{self.version}"
-            unit = Unit(kind, f"{repo}@{sha}", content_key(kind, repo, sha), [], _no_stage)
+            unit = Unit(kind, f"{repo}@{sha}", fingerprint(kind, repo, sha), [], _no_stage)
             if store.hub_revision(repo) == sha:
                 unit.skip = f"revision {sha[:12]} of {repo} already ingested"
             else:
@@ -157,12 +155,12 @@ def card_latest(card: Path) -> dict[str, list[str]]:
 
 def _v2_files(files: list[str]) -> list[tuple[str, TaskMap]]:
     """The newest samples file of each leaderboard task."""
-    latest: dict[str, tuple[str, str]] = {}
-    for f in files:
-        m = _V2_SAMPLES.fullmatch(f)
-        if m and (m["task"] not in latest or m["ts"] > latest[m["task"]][0]):
-            latest[m["task"]] = (m["ts"], f)
-    return [(f, map_lm_eval_task(task)) for task, (_, f) in sorted(latest.items())]
+    latest = newest_samples(files)
+    return [
+        (f, map_lm_eval_task(task))
+        for task, f in sorted(latest.items())
+        if task.startswith("leaderboard_")
+    ]
 
 
 def read_v1_parquet(

@@ -48,10 +48,6 @@ class IngestReport:
         """Rows whose value is now in the store (new, updated or already there)."""
         return self.n_new + self.n_updated + self.n_unchanged
 
-    @property
-    def changed(self) -> bool:
-        return self.n_new + self.n_updated + self.n_quarantined > 0
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"n_stored": self.n_stored}
 

@@ -13,24 +13,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from .db import Store, execute, fetch
-from .task_map import TaskMap, map_lm_eval_task
-from .unit import (
-    BAD_SCHEMA,
-    SRC_SCHEMA,
-    SourceError,
-    Unit,
-    conform,
-    content_key,
-    file_sha256,
-    stage_frames,
-    stage_no_bad,
-)
+from ..hashing import file_sha256, fingerprint
+from ..lm_eval import RESULTS_FILE, BadSample, SampleParser, choose_filter, samples_task
+from ..taskmap import TaskMap, map_lm_eval_task
+from .db import Store, execute, fetch, relation
+from .unit import BAD_SCHEMA, SRC_SCHEMA, SourceError, Unit, conform, stage_frames, stage_no_bad
 
 LONG_COLUMNS = ("model", "benchmark", "item", "correct")
-_SAMPLES = re.compile(r"samples_(?P<task>.+)_(?P<ts>\d{4}-\d\d-\d\dT[\d\-.:]+)\.jsonl")
-_RESULTS = re.compile(r"results_(?P<ts>\d{4}-\d\d-\d\dT[\d\-.:]+)\.json")
-_FILTER_PREFERENCE = ("strict-match", "none")
 
 
 @dataclass
@@ -47,7 +36,7 @@ class LongTable:
             raise SourceError(f"{path}: unknown long-table format {fmt!r} (csv or parquet)")
         kind = f"long-{fmt}"
         stage = _stage_long_parquet if fmt == "parquet" else _stage_long_csv
-        key = content_key(kind, file_sha256(path))
+        key = fingerprint(kind, file_sha256(path))
         yield Unit(kind, str(path), key, [str(path)], partial(stage, path))
 
 
@@ -60,7 +49,7 @@ class WideTable:
 
     def units(self, store: Store) -> Iterator[Unit]:
         path = _existing(self.path)
-        key = content_key("wide-csv", self.benchmark, file_sha256(path))
+        key = fingerprint("wide-csv", self.benchmark, file_sha256(path))
         stage = partial(_stage_wide, path, self.benchmark)
         yield Unit("wide-csv", str(path), key, [str(path)], stage)
 
@@ -131,9 +120,7 @@ def _stage_long_parquet(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     if path.stat().st_size == 0:
         raise SourceError(f"{path}: empty file")
     try:
-        rel = con.sql(
-            "SELECT * FROM read_parquet($p, file_row_number = true)", params={"p": str(path)}
-        )
+        rel = relation(con, "read_parquet", {"path": str(path)})
     except duckdb.Error as exc:
         raise SourceError(f"{path}: not a Parquet file: {_first_line(exc)}") from exc
     missing = [c for c in LONG_COLUMNS if c not in rel.columns]
@@ -169,16 +156,16 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _lm_eval_unit(results: Path, model: str | None) -> Unit:
-    m = _RESULTS.fullmatch(results.name)
+    m = RESULTS_FILE.match(results.name)
     ts = m.group("ts") if m else None
     name = model or _lm_eval_model(results)
     samples = sorted(
         p for p in results.parent.glob("samples_*.jsonl")
-        if (sm := _SAMPLES.fullmatch(p.name)) and (ts is None or sm.group("ts") == ts)
+        if (found := samples_task(p)) and (ts is None or found[1] == ts)
     )  # fmt: skip
     if not samples:
         raise SourceError(f"{results}: no samples_*.jsonl beside it (run with --log_samples)")
-    key = content_key("lm-eval", name, *(f"{p.name}:{file_sha256(p)}" for p in samples))
+    key = fingerprint("lm-eval", name, *(f"{p.name}:{file_sha256(p)}" for p in samples))
     refs = [str(p) for p in samples]
     stage = partial(_stage_samples, samples, name)
     return Unit("lm-eval", str(results), key, refs, stage)
@@ -202,7 +189,7 @@ def _lm_eval_model(results: Path) -> str:
 def _stage_samples(paths: list[Path], model: str, con: duckdb.DuckDBPyConnection) -> None:
     rows, bad = [], []
     for ref_no, path in enumerate(paths):
-        task = _SAMPLES.fullmatch(path.name).group("task")  # type: ignore[union-attr]
+        task, _ = samples_task(path)  # type: ignore[misc]
         good, rejected = read_samples(path, map_lm_eval_task(task), model, ref_no)
         rows.append(good)
         bad.append(rejected)
@@ -212,53 +199,35 @@ def _stage_samples(paths: list[Path], model: str, con: duckdb.DuckDBPyConnection
 def read_samples(
     path: Path, task: TaskMap, model: str, ref_no: int = 0
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Rows of one `samples_*.jsonl` file (staging layout) and its unreadable lines."""
+    """Rows of one `samples_*.jsonl` file (staging layout) and its unreadable lines.
+
+    Lines are read by `sparseeval.lm_eval.SampleParser`; the ones it rejects are returned
+    with its reason, and only the preferred filter's samples are kept (see `choose_filter`).
+    """
+    parser = SampleParser(task.metrics)
     good: dict[str, list] = {k: [] for k in ("item", "correct", "ord", "line", "filter")}
     bad: dict[str, list] = {"line": [], "raw": [], "reason": []}
     with open(path, encoding="utf-8", errors="replace") as f:
         for n, text in enumerate(f, start=1):
             if not text.strip():
                 continue
-            value, reason = _sample_value(text, task)
-            if reason:
+            try:
+                sample = parser.line(text)
+            except BadSample as exc:
                 bad["line"].append(n)
                 bad["raw"].append(text.rstrip("\n")[:2000])
-                bad["reason"].append(reason)
+                bad["reason"].append(str(exc))
                 continue
-            doc_id, metric, flt = value
-            good["item"].append(task.item(doc_id))
-            good["correct"].append(metric)
-            ordered = task.subject is None and str(doc_id).isdigit()
-            good["ord"].append(int(doc_id) if ordered else None)
+            good["item"].append(task.item(sample.doc_id))
+            good["correct"].append(str(sample.value))
+            good["ord"].append(sample.doc_id if task.subject is None else None)
             good["line"].append(n)
-            good["filter"].append(flt)
+            good["filter"].append(sample.filter)
     frame = pl.DataFrame(good, schema_overrides={"ord": pl.Int64, "filter": pl.String})
-    frame = _one_filter(frame).drop("filter")
+    keep = choose_filter(frame["filter"].to_list())
+    frame = frame.filter(pl.col("filter") == keep).drop("filter")
     frame = frame.with_columns(
         model=pl.lit(model), benchmark=pl.lit(task.benchmark), ref_no=pl.lit(ref_no)
     )
     bad_frame = pl.DataFrame(bad).with_columns(ref_no=pl.lit(ref_no))
     return conform(frame, SRC_SCHEMA), conform(bad_frame, BAD_SCHEMA)
-
-
-def _sample_value(text: str, task: TaskMap) -> tuple[tuple, str | None]:
-    """(doc_id, metric as text, filter) of one JSON line, or a reason it cannot be read."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return (), f"malformed JSON line: {exc.msg}"
-    if not isinstance(obj, dict) or "doc_id" not in obj:
-        return (), "not a sample object with doc_id"
-    metric = next((m for m in task.metrics if m in obj), None)
-    if metric is None:
-        return (), f"no metric {' / '.join(task.metrics)} in sample"
-    return (obj["doc_id"], json.dumps(obj[metric]), obj.get("filter")), None
-
-
-def _one_filter(frame: pl.DataFrame) -> pl.DataFrame:
-    """lm-eval logs a sample once per filter (e.g. GSM8K); keep the preferred filter."""
-    filters = frame["filter"].unique(maintain_order=True).drop_nulls().to_list()
-    if len(filters) <= 1:
-        return frame
-    keep = next((f for f in _FILTER_PREFERENCE if f in filters), filters[0])
-    return frame.filter(pl.col("filter") == keep)

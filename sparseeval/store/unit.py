@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import duckdb
 import polars as pl
+
+from .db import execute
 
 # Staging contract shared by every source (see sql/validate.sql).
 SRC_SCHEMA = {
@@ -58,14 +58,14 @@ def stage_frames(
     bad = conform(bad, BAD_SCHEMA)
     con.register("src_frame", rows)
     con.register("pre_bad_frame", bad)
-    con.execute("CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM src_frame")
-    con.execute("CREATE OR REPLACE TEMP VIEW pre_bad AS SELECT * FROM pre_bad_frame")
+    execute(con, "stage_frames", {})
+    execute(con, "stage_frames_bad", {})
 
 
 def stage_no_bad(con: duckdb.DuckDBPyConnection) -> None:
     """An empty `pre_bad` view, for readers that reject nothing themselves."""
     con.register("pre_bad_frame", pl.DataFrame(schema=BAD_SCHEMA))
-    con.execute("CREATE OR REPLACE TEMP VIEW pre_bad AS SELECT * FROM pre_bad_frame")
+    execute(con, "stage_frames_bad", {})
 
 
 def conform(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -78,16 +78,3 @@ def conform(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.Da
     ]
     return frame.select(cols)
 
-
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-def content_key(kind: str, *parts: str) -> str:
-    """A stable key for (source kind, options, content hashes)."""
-    return hashlib.sha256("\x1f".join((kind, *parts)).encode()).hexdigest()

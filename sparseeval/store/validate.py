@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from .db import execute, fetch
-
-
-@dataclass
-class Checked:
-    """What validation made of the staged rows."""
-
-    n_read: int
-    n_quarantined: int
-    n_duplicates: int
 
 
 def check(con: duckdb.DuckDBPyConnection) -> None:
@@ -26,15 +16,16 @@ def check(con: duckdb.DuckDBPyConnection) -> None:
 
 def count_staged(con: duckdb.DuckDBPyConnection) -> int:
     """Rows staged by the reader, good or bad (the left side of the accounting)."""
-    rows = con.sql("SELECT (SELECT count(*) FROM src) + (SELECT count(*) FROM pre_bad)")
-    return int(rows.fetchall()[0][0])
+    ((n,),) = fetch(con, "count_staged", {})
+    return int(n)
 
 
 def quarantine_bad(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> int:
     """Move rejected and unparseable rows to the quarantine table; return how many."""
-    before = _count(con, "quarantine")
+    ((before,),) = fetch(con, "count_quarantine", {})
     execute(con, "ingest_quarantine", params)
-    return _count(con, "quarantine") - before
+    ((after,),) = fetch(con, "count_quarantine", {})
+    return int(after - before)
 
 
 def resolve_duplicates(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> tuple[int, int]:
@@ -50,7 +41,3 @@ def resolve_duplicates(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
     if n_dup or n_conflict:
         execute(con, "ingest_resolve_dups", params)
     return int(n_dup or 0), int(n_conflict or 0)
-
-
-def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
-    return int(con.sql(f"SELECT count(*) FROM {table}").fetchall()[0][0])

@@ -1,12 +1,13 @@
-"""The `refresh` subcommand: run the Prefect refresh flow once, here and now."""
+"""`sparseeval refresh`: run the Prefect refresh flow once, here and now (imports `flows`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import sys
 from typing import Any
+
+from .common import fail, first_line, missing_extra
 
 REFRESH_EPILOG = """examples:
   sparseeval refresh                       # first run: fills an empty store from the built-in
@@ -21,7 +22,7 @@ server (PREFECT_API_URL unset) Prefect starts a temporary one for the run.
 """
 
 
-def add_flow_commands(subparsers: argparse._SubParsersAction) -> None:
+def add_refresh_command(subparsers: argparse._SubParsersAction) -> None:
     """Register `refresh` (sets `func(args) -> exit code`)."""
     p = subparsers.add_parser(
         "refresh",
@@ -74,7 +75,7 @@ def run_refresh(args: argparse.Namespace) -> int:
         os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
         # Prefect's temporary server gets 20 s to start by default: too short on a busy box.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        from flows.refresh import refresh, summary_line
+        from flows.refresh import refresh
 
         state = refresh(
             sources=args.source or None,
@@ -88,35 +89,33 @@ def run_refresh(args: argparse.Namespace) -> int:
         run = state.result(raise_on_failure=False)
         if isinstance(run, BaseException):
             raise run
+    except ModuleNotFoundError as exc:
+        return fail("refresh", missing_extra(exc) or first_line(exc))
     except Exception as exc:  # one clear line, no traceback
-        print(f"sparseeval refresh: error: {_first_line(exc)}", file=sys.stderr)
-        return 2
+        return fail("refresh", first_line(exc))
+    from sparseeval.runreport import summary_line
+
     if args.json:
         print(json.dumps(_json_summary(run), indent=2, default=str))
     else:
-        for r in run["results"]:
-            print(f"  {r['benchmark']}: {r.get('outcome', '')}")
+        for r in run.results:
+            print(f"  {r.benchmark}: {r.outcome}")
         print(summary_line(run))
     return 0
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:500]
-
-
-def _json_summary(run: dict[str, Any]) -> dict[str, Any]:
+def _json_summary(run) -> dict[str, Any]:
     keep = ("started", "n_trained", "n_cached", "n_published", "report_path", "failed")
-    out = {k: run.get(k) for k in keep}
+    out = {k: getattr(run, k) for k in keep}
     out["benchmarks"] = [
         {
-            "benchmark": r["benchmark"],
-            "trained": bool(r.get("fit")) and not r.get("fit_cached"),
-            "test_mae": (r.get("fit") or {}).get("test_metrics", {}).get("mae"),
-            "drift": (r.get("decision") or {}).get("drift"),
-            "published_version": r.get("published_version"),
-            "outcome": r.get("outcome"),
+            "benchmark": r.benchmark,
+            "trained": r.trained,
+            "test_mae": r.fit.test_metrics.get("mae") if r.fit else None,
+            "drift": r.decision.drift if r.decision else None,
+            "published_version": r.published_version,
+            "outcome": r.outcome,
         }
-        for r in run["results"]
+        for r in run.results
     ]
     return out

@@ -1,26 +1,13 @@
-"""The `sparseeval` console script: one subcommand per thing a user wants to do."""
+"""`sparseeval fit`: select anchors on one matrix and compare with the baselines."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 
-from . import __version__
-from .cli_flows import add_flow_commands
-from .cli_publish import add_publish_commands
-from .cli_store import add_store_commands
-from .fitting import compare_methods, write_fit
-from .matrix import MatrixError, ResponseMatrix
-from .settings import Settings
-from .synthetic import make_synthetic
-
-
-class UserError(Exception):
-    """A problem the user can fix; printed as one line, exit code 2."""
-
+from .common import UserError
 
 FIT_EXAMPLE = """examples:
   sparseeval fit --synthetic 2000 600 --anchors 20,50,100
@@ -28,13 +15,41 @@ FIT_EXAMPLE = """examples:
 """
 
 
-def read_wide(path: Path, targets: Path | None = None) -> ResponseMatrix:
+def add_fit_command(sub: argparse._SubParsersAction) -> None:
+    fit = sub.add_parser(
+        "fit",
+        help="select anchors, train, and compare with baselines on a test split",
+        description="Select anchors for one or more budgets, train the predictor, and print "
+        "MAE / Kendall tau of SparseEval and the baselines on held-out test models.",
+        epilog=FIT_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fit.add_argument("data", nargs="?", help="wide CSV/Parquet: a 'model' column + one per item")
+    fit.add_argument("--targets", help="CSV/Parquet of model,score (full-benchmark score)")
+    fit.add_argument("--synthetic", nargs=2, type=int, metavar=("M", "N"),
+                     help="the built-in synthetic leaderboard (default 2000 x 600)")  # fmt: skip
+    fit.add_argument("--anchors", default="20,50,100", help="budgets, e.g. 20,50,100")
+    fit.add_argument("--paper", action="store_true",
+                     help="also run the paper's recipe (MLP proxy, blind swaps; slow)")  # fmt: skip
+    fit.add_argument("--out", help="write anchors, predictor and metrics to this folder")
+    fit.add_argument("--test", type=float, help="test models: a count, or a fraction if < 1")
+    fit.add_argument("--valid", type=float, help="validation models: count or fraction")
+    fit.add_argument("--seed", type=int, default=None)
+    fit.add_argument("--config", default="sparseeval.toml", help="settings file")
+    fit.add_argument("--json", action="store_true", help="print metrics as JSON")
+    fit.add_argument("--quiet", action="store_true", help="print only the table")
+    fit.set_defaults(func=cmd_fit)
+
+
+def read_wide(path: Path, targets: Path | None = None):
     """A wide table (CSV or Parquet: `model` column, one column per item) as a matrix.
 
     `targets` (CSV or Parquet with `model` and `score`, percent or [0, 1]) gives the
     full-benchmark accuracy; without it the target is the mean over the given items.
     """
     import polars as pl
+
+    from ..matrix import MatrixError, ResponseMatrix
 
     frame = _read_table(path)
     if "model" not in frame.columns:
@@ -82,6 +97,10 @@ def _budgets(text: str) -> list[int]:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    from ..fitting import compare_methods, write_fit
+    from ..settings import Settings
+    from ..synthetic import make_synthetic
+
     settings = Settings.load(args.config, seed=args.seed, n_test=args.test, n_valid=args.valid)
     if args.data is not None:
         matrix = read_wide(Path(args.data), Path(args.targets) if args.targets else None)
@@ -106,60 +125,3 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(f"test split: {result.split.sizes()['test']} models")
         print(result.table())
     return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sparseeval", description="Estimate full-benchmark accuracy from a few anchor items."
-    )
-    parser.add_argument("--version", action="version", version=f"sparseeval {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    fit = sub.add_parser(
-        "fit",
-        help="select anchors, train, and compare with baselines on a test split",
-        description="Select anchors for one or more budgets, train the predictor, and print "
-        "MAE / Kendall tau of SparseEval and the baselines on held-out test models.",
-        epilog=FIT_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    fit.add_argument("data", nargs="?", help="wide CSV/Parquet: a 'model' column + one per item")
-    fit.add_argument("--targets", help="CSV/Parquet of model,score (full-benchmark score)")
-    fit.add_argument(
-        "--synthetic",
-        nargs=2,
-        type=int,
-        metavar=("M", "N"),
-        help="use the built-in synthetic leaderboard (default 2000 x 600)",
-    )
-    fit.add_argument("--anchors", default="20,50,100", help="budgets, e.g. 20,50,100")
-    fit.add_argument(
-        "--paper",
-        action="store_true",
-        help="also run the paper's recipe (MLP proxy, blind swaps; slow)",
-    )
-    fit.add_argument("--out", help="write anchors, predictor and metrics to this folder")
-    fit.add_argument("--test", type=float, help="test models: a count, or a fraction if < 1")
-    fit.add_argument("--valid", type=float, help="validation models: count or fraction")
-    fit.add_argument("--seed", type=int, default=None)
-    fit.add_argument("--config", default="sparseeval.toml", help="settings file")
-    fit.add_argument("--json", action="store_true", help="print metrics as JSON")
-    fit.add_argument("--quiet", action="store_true", help="print only the table")
-    fit.set_defaults(func=cmd_fit)
-    add_store_commands(sub)
-    add_flow_commands(sub)
-    add_publish_commands(sub)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    try:
-        return args.func(args)
-    except (UserError, MatrixError, OSError) as e:
-        print(f"sparseeval {args.command}: error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

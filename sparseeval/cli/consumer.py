@@ -1,31 +1,21 @@
 """CLI subcommands for consumers of published anchor sets: predict, export-lm-eval, report.
 
-`add_publish_commands(subparsers)` registers them on the main `sparseeval` parser;
-each sets `func(args) -> int`. Errors print one line on stderr and return 2.
-Until the main CLI wires them, `python -m sparseeval.cli_publish ...` runs them.
+`predict` and `export-lm-eval` need NumPy only (the light install); `report` renders
+plots with matplotlib (the `pipeline` extra). Errors print one line on stderr and return 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import textwrap
 from pathlib import Path
 
-from .lm_eval import LmEvalError, export_samples, is_samples_file, json_lines, merge_samples
-from .lm_eval import read_responses as read_lm_eval
-from .publish import AnchorSetError, ResponsesError, load_anchor_set
-
-EXIT_USER_ERROR = 2
+from .common import EXIT_USER_ERROR, UserError
 
 
-class UserError(Exception):
-    """A problem the user can fix (bad path, bad file); printed as one line."""
-
-
-def add_publish_commands(subparsers) -> None:
+def add_consumer_commands(subparsers) -> None:
     """Register `predict`, `export-lm-eval` and `report` on an argparse subparsers object."""
     fmt = argparse.RawDescriptionHelpFormatter
 
@@ -131,6 +121,10 @@ def _common(p, many: bool = False) -> None:
 
 def _guarded(fn):
     def run(args) -> int:
+        from ..layout import AnchorSetError
+        from ..lm_eval import LmEvalError
+        from ..responses import ResponsesError
+
         try:
             return fn(args)
         except (UserError, AnchorSetError, ResponsesError, LmEvalError) as e:
@@ -146,7 +140,7 @@ def _guarded(fn):
 def _anchor_root(args) -> str:
     if args.anchor_set:
         return args.anchor_set
-    from .settings import Settings
+    from ..settings import Settings
 
     return str(Settings.load().published_dir)
 
@@ -155,10 +149,14 @@ def _anchor_root(args) -> str:
 
 
 def cmd_predict(args) -> int:
+    from ..anchorset import load_anchor_set
+    from ..responses import read_responses_files
+
     aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version)
-    a = read_responses_files(args.responses, aset, args)
+    options = {"metric": args.metric, "filter": args.filter, "task": args.task}
+    a = read_responses_files(args.responses, aset, options)
     if args.compare_to:
-        b = read_responses_files(args.compare_to, aset, args)
+        b = read_responses_files(args.compare_to, aset, options)
         diff = aset.compare(a, b, allow_missing=args.allow_missing)
         if args.json:
             print(json.dumps(diff.to_dict(), indent=2))
@@ -179,6 +177,9 @@ def cmd_predict(args) -> int:
 
 
 def cmd_export_lm_eval(args) -> int:
+    from ..anchorset import load_anchor_set
+    from ..lm_eval import export_samples, merge_samples
+
     root = _anchor_root(args)
     parts = []
     for b in args.benchmark:
@@ -200,7 +201,8 @@ def cmd_export_lm_eval(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import render_report
+    from ..anchorset import load_anchor_set
+    from ..report import render_report
 
     aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version)
     inputs_file = aset.folder / "report_inputs.json" if aset.folder else None
@@ -212,79 +214,13 @@ def cmd_report(args) -> int:
     if args.out:
         out = Path(args.out)
     else:
-        from .settings import Settings
+        from ..settings import Settings
 
         out = Path(Settings.load().reports_dir) / aset.benchmark / f"v{aset.version}"
     paths = render_report(out, aset.manifest, inputs)
     print(f"report: {paths['html']}")
     print(f"        {paths['md']} ({len(paths['plots'])} plots)")
     return 0
-
-
-# --------------------------------------------------------------------------- input files
-
-
-def read_responses_files(files, aset, args=None) -> dict[str, object]:
-    """{item: correct} from CSV / JSONL / JSON files and lm-eval samples files or folders."""
-    out: dict[str, object] = {}
-    lm_eval_paths = []
-    for f in map(Path, files):
-        if not f.exists():
-            raise UserError(f"{f}: no such file or folder")
-        if f.is_dir() or is_samples_file(f):
-            lm_eval_paths.append(f)
-        elif f.suffix.lower() == ".csv":
-            out.update(_read_csv(f))
-        elif f.suffix.lower() == ".jsonl":
-            out.update(_read_jsonl(f))
-        elif f.suffix.lower() == ".json":
-            out.update(_read_json(f))
-        else:
-            raise UserError(f"{f}: unknown responses format (use .csv, .jsonl, .json)")
-    if lm_eval_paths:
-        out.update(
-            read_lm_eval(
-                lm_eval_paths,
-                items=aset.items,
-                benchmark=aset.benchmark,
-                item_sources=aset.item_sources,
-                metric=getattr(args, "metric", None),
-                filter=getattr(args, "filter", None),
-                task=getattr(args, "task", None),
-            )
-        )
-    return out
-
-
-def _read_csv(path: Path) -> dict:
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        cols = [c.strip() for c in reader.fieldnames or []]
-        if "item" not in cols or "correct" not in cols:
-            raise UserError(f"{path}: needs a header with columns item,correct (got {cols})")
-        reader.fieldnames = cols
-        return {str(row["item"]).strip(): row["correct"] for row in reader}
-
-
-def _read_jsonl(path: Path) -> dict:
-    out = {}
-    for n, rec in json_lines(path, UserError):
-        if not isinstance(rec, dict) or "item" not in rec or "correct" not in rec:
-            raise UserError(f"{path}:{n}: expected an object with item and correct")
-        out[str(rec["item"])] = rec["correct"]
-    return out
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
-    if isinstance(data, dict):
-        return {str(k): v for k, v in data.items()}
-    if isinstance(data, list) and all(isinstance(r, dict) and "item" in r for r in data):
-        return {str(r["item"]): r.get("correct") for r in data}
-    raise UserError(f"{path}: expected {{item: correct}} or a list of {{item, correct}}")
 
 
 def _json_rows(path) -> list[dict]:
@@ -298,18 +234,3 @@ def _json_rows(path) -> list[dict]:
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise UserError(f"{p}: expected a JSON list of objects")
     return rows
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="sparseeval")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_publish_commands(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
-__all__ = ["UserError", "add_publish_commands", "main", "read_responses_files"]

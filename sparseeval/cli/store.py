@@ -3,32 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-import duckdb
-import numpy as np
-
-from .matrix import MatrixError
-from .settings import Settings
-from .store import (
-    LmEvalRun,
-    LongTable,
-    OpenLLMLeaderboard,
-    SourceError,
-    Store,
-    StoreError,
-    WideTable,
-    build_matrix,
-    default_hub_client,
-    ingest,
-)
-from .store.ingestion import IngestReport, Source
-
-USER_ERRORS = (StoreError, SourceError, MatrixError, OSError, ValueError, duckdb.Error)
+from .common import first_line
 
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
@@ -44,6 +24,15 @@ MATRIX_EPILOG = """examples:
   sparseeval matrix arc                  # summary of the arc matrix and its fingerprint
   sparseeval matrix mmlu --max-missing 0.05 --export mmlu.npz   # also .csv (wide, 0/1)
 """
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    import duckdb
+
+    from ..matrix import MatrixError
+    from ..store import SourceError, StoreError
+
+    return (StoreError, SourceError, MatrixError, OSError, ValueError, duckdb.Error)
 
 
 def add_store_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -100,13 +89,15 @@ def _add_matrix(subparsers: argparse._SubParsersAction) -> None:
 
 def run_ingest(args: argparse.Namespace) -> int:
     """The `ingest` command; returns the exit code."""
+    from ..store import Store
+
     try:
         sources = _sources(args)
         with Store.open(_store_path(args), wait_s=args.wait) as store:
             for name in args.new_benchmark:
                 store.add_benchmark(name)
             reports = _ingest_all(store, sources, args.force)
-    except USER_ERRORS as exc:
+    except _user_errors() as exc:
         return _fail(exc)
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
@@ -116,7 +107,10 @@ def run_ingest(args: argparse.Namespace) -> int:
     return 1 if any(r.status == "failed" for r in reports) else 0
 
 
-def _ingest_all(store: Store, sources: list[Source], force: bool) -> list[IngestReport]:
+def _ingest_all(store, sources: list, force: bool) -> list:
+    from ..store import SourceError, ingest
+    from ..store.ingestion import IngestReport
+
     reports: list[IngestReport] = []
     for source in sources:
         try:
@@ -128,7 +122,10 @@ def _ingest_all(store: Store, sources: list[Source], force: bool) -> list[Ingest
     return reports
 
 
-def _sources(args: argparse.Namespace) -> list[Source]:
+def _sources(args: argparse.Namespace) -> list:
+    from ..sources import parse_source
+    from ..store import OpenLLMLeaderboard, default_hub_client
+
     if args.hub:
         if not (args.hub_models or args.hub_all):
             raise ValueError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
@@ -136,37 +133,14 @@ def _sources(args: argparse.Namespace) -> list[Source]:
         return [OpenLLMLeaderboard(default_hub_client(), models, args.hub, args.hub_org)]
     if not args.sources:
         raise ValueError("give files or folders to ingest, or --hub v1|v2")
-    return [_source_for(path, args) for path in args.sources]
-
-
-def _source_for(path: Path, args: argparse.Namespace) -> Source:
-    """Pick the reader for a path: by --format, else by its suffix and CSV header."""
-    fmt = args.format
-    if fmt == "auto":
-        fmt = _guess_format(path)
-    if fmt == "wide" and not args.benchmark:
-        raise ValueError(f"{path} is a wide table (model + item columns); pass --benchmark NAME")
-    if fmt == "wide":
-        return WideTable(path, args.benchmark)
-    if fmt == "lm-eval":
-        return LmEvalRun(path, args.model)
-    return LongTable(path)
-
-
-def _guess_format(path: Path) -> str:
-    if path.is_dir() or path.suffix == ".json":
-        return "lm-eval"
-    if path.suffix.lower() in {".parquet", ".pq"}:
-        return "long"
-    if not path.is_file():
-        raise SourceError(f"{path}: no such file or folder")
-    with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        header = {c.strip() for c in next(csv.reader(f), [])}
-    return "wide" if "model" in header and not {"benchmark", "item"} & header else "long"
+    return [parse_source(str(p), args.format, args.benchmark, args.model) for p in args.sources]
 
 
 def run_matrix(args: argparse.Namespace) -> int:
     """The `matrix` command; returns the exit code."""
+    from ..settings import Settings
+    from ..store import Store, build_matrix
+
     try:
         settings = Settings.load()
         with Store.open(_store_path(args, settings), read_only=True, wait_s=args.wait) as store:
@@ -175,15 +149,15 @@ def run_matrix(args: argparse.Namespace) -> int:
             frac = settings.max_missing_model_frac if args.max_missing is None else args.max_missing
             matrix, summary = build_matrix(store, args.benchmark, frac)
         if args.export:
-            export_matrix(matrix, args.export, summary.fingerprint)
-    except USER_ERRORS as exc:
+            export_matrix(matrix, args.export)
+    except _user_errors() as exc:
         return _fail(exc)
     out: dict[str, Any] = summary.to_dict() | {"export": str(args.export or "")}
     print(json.dumps(out, indent=2) if args.json else summary.line())
     return 0
 
 
-def _print_benchmarks(store: Store, as_json: bool) -> int:
+def _print_benchmarks(store, as_json: bool) -> int:
     table = store.benchmarks()
     if as_json:
         print(json.dumps(table.to_dicts(), indent=2))
@@ -193,17 +167,17 @@ def _print_benchmarks(store: Store, as_json: bool) -> int:
     return 0
 
 
-def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
-    """Write a matrix as .npz (values, ids, fingerprint) or a wide 0/1 CSV."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def export_matrix(matrix: Any, path: Path) -> None:
+    """Write a matrix as .npz (the one matrix file format, compressed) or a wide 0/1 CSV."""
     if path.suffix == ".npz":
-        np.savez_compressed(
-            path, values=matrix.values, model_ids=matrix.model_ids.astype(str),
-            item_ids=matrix.item_ids.astype(str), fingerprint=np.array(fingerprint),
-        )  # fmt: skip
+        from ..artifacts import save_matrix
+
+        save_matrix(matrix, path, compress=True)
     elif path.suffix == ".csv":
+        import numpy as np
         import polars as pl
 
+        path.parent.mkdir(parents=True, exist_ok=True)
         cols = {
             str(i): (matrix.values[:, j] > 0).astype(np.int8) for j, i in enumerate(matrix.item_ids)
         }
@@ -212,10 +186,12 @@ def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
         raise ValueError(f"--export {path}: use a .npz or .csv file name")
 
 
-def _store_path(args: argparse.Namespace, settings: Settings | None = None) -> Path:
+def _store_path(args: argparse.Namespace, settings=None) -> Path:
+    from ..settings import Settings
+
     return args.store or (settings or Settings.load()).store_path
 
 
 def _fail(exc: BaseException) -> int:
-    print(f"error: {exc}".splitlines()[0], file=sys.stderr)
+    print(f"error: {first_line(exc)}", file=sys.stderr)
     return 2

@@ -1,0 +1,53 @@
+"""The `sparseeval` console script: one subcommand per thing a user wants to do.
+
+The CLI is the library's face and the one place that runs Prefect flows. Subcommands
+import what they need when they run, so `--help` and `predict` start fast and work with
+the light install (NumPy only); a pipeline command without the `pipeline` extra says
+in one line what to install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from .._version import __version__
+from .common import EXIT_USER_ERROR, UserError, fail, first_line, missing_extra
+from .consumer import add_consumer_commands
+from .fit import add_fit_command
+from .refresh import add_refresh_command
+from .store import add_store_commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparseeval", description="Estimate full-benchmark accuracy from a few anchor items."
+    )
+    parser.add_argument("--version", action="version", version=f"sparseeval {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_fit_command(sub)
+    add_store_commands(sub)
+    add_refresh_command(sub)
+    add_consumer_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    try:
+        return args.func(args)
+    except ModuleNotFoundError as e:
+        hint = missing_extra(e)
+        if hint is None:
+            raise
+        return fail(args.command, hint)
+    except (UserError, ValueError, OSError) as e:
+        return fail(args.command, first_line(e))
+
+
+__all__ = ["EXIT_USER_ERROR", "UserError", "build_parser", "main"]
+
+if __name__ == "__main__":
+    sys.exit(main())

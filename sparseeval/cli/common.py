@@ -1,0 +1,36 @@
+"""What every subcommand shares: the user-error type, exit codes and one-line messages."""
+
+from __future__ import annotations
+
+import sys
+
+EXIT_USER_ERROR = 2
+PIPELINE_MODULES = {"prefect", "duckdb", "polars", "torch", "sklearn", "scipy", "matplotlib",
+                    "huggingface_hub", "threadpoolctl", "pyarrow", "yaml"}  # fmt: skip
+
+
+class UserError(Exception):
+    """A problem the user can fix; printed as one line, exit code 2."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (or its type), at most 500 characters."""
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:500]
+
+
+def fail(command: str, message: str) -> int:
+    """Print `sparseeval COMMAND: error: MESSAGE` on stderr; return the user-error exit code."""
+    print(f"sparseeval {command}: error: {message}", file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The one-line install hint when a pipeline dependency is not installed, else None."""
+    root = (exc.name or "").split(".")[0]
+    if root not in PIPELINE_MODULES:
+        return None
+    return (
+        f"this command needs the pipeline dependencies ({root} is not installed):"
+        " pip install 'sparseeval[pipeline]'"
+    )

@@ -1,0 +1,103 @@
+"""The run report of one refresh: a Markdown summary, a metrics table and a one-line summary."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .artifacts import code_version
+from .records import RunSummary
+
+
+def metrics_rows(run: RunSummary) -> list[dict[str, Any]]:
+    """One row per benchmark for a table artifact."""
+    rows = []
+    for r in run.results:
+        test = r.fit.test_metrics if r.fit else {}
+        rows.append(
+            {
+                "benchmark": r.benchmark,
+                "models": r.matrix.n_models if r.matrix else None,
+                "items": r.matrix.n_items if r.matrix else None,
+                "trained": "cached" if r.fit_cached else ("yes" if r.fit else "no"),
+                "predictor": r.fit.predictor if r.fit else None,
+                "test MAE": _round(test.get("mae")),
+                "Kendall tau": _round(test.get("kendall_tau")),
+                "drift": r.decision.drift if r.decision else None,
+                "published": r.published_version,
+            }
+        )
+    return rows
+
+
+def _round(v: Any, nd: int = 3) -> Any:
+    return round(v, nd) if isinstance(v, float) else v
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else "-"
+
+
+def render_report(run: RunSummary) -> str:
+    """A Markdown report of one refresh: what ran, what was cached, drift, decisions."""
+    s = run.settings
+    lines = [
+        f"# SparseEval refresh {run.started}",
+        "",
+        f"- ingest: {run.ingest.line() if run.ingest.units else 'no sources'}",
+        f"- benchmarks: {len(run.results)}; trained {run.n_trained},"
+        f" cached {run.n_cached}; published {run.n_published}",
+        f"- code version `{code_version()}`; settings n_anchors={s.get('n_anchors')}"
+        f", refine_steps={s.get('refine_steps')}, seed={s.get('seed')}",
+        "",
+        "| benchmark | models x items | training | test MAE (points) | Kendall tau | drift"
+        " | decision |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in run.results:
+        test = r.fit.test_metrics if r.fit else {}
+        shape = f"{r.matrix.n_models} x {r.matrix.n_items}" if r.matrix else "? x ?"
+        training = "cached" if r.fit_cached else ("trained" if r.fit else "-")
+        fresh_mae = r.decision.figures.get("fresh_mae") if r.decision else None
+        lines.append(
+            f"| {r.benchmark} | {shape} | {training} | {_fmt(test.get('mae'))}"
+            f" | {_fmt(test.get('kendall_tau'))} | {_fmt(fresh_mae)} | {r.outcome} |"
+        )
+    lines += ["", "## Decisions", ""]
+    for r in run.results:
+        why = f"{r.decision.reason}; " if r.decision and r.decision.reason else ""
+        lines.append(f"- **{r.benchmark}**: {why}{r.outcome}")
+        if r.gate and r.gate.reason:
+            lines.append(f"  - gate: {r.gate.reason}")
+        if r.published_path:
+            lines.append(f"  - files: `{r.published_path}`")
+    lines += ["", "Test MAE: the candidate's held-out test split (never seen in training)."]
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(run: RunSummary) -> str:
+    """`everything was cached ...` or `N benchmarks: trained a, cached b, published c`."""
+    n = len(run.results)
+    if run.n_trained == 0 and run.n_published == 0:
+        head = f"everything was cached ({n} benchmarks): nothing trained, nothing published"
+    else:
+        head = (
+            f"{n} benchmarks: trained {run.n_trained}, cached {run.n_cached},"
+            f" published {run.n_published}"
+        )
+    return f"{head}; report: {run.report_path}"
+
+
+def write_report(reports_dir: str | Path, markdown: str, stamp: str | None = None) -> Path:
+    """Write `refresh-{stamp}.md` and `refresh-latest.md` (each replaced atomically)."""
+    folder = Path(reports_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = stamp or datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    path = folder / f"refresh-{stamp}.md"
+    for target in (path, folder / "refresh-latest.md"):
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(markdown)
+        os.replace(tmp, target)
+    return path

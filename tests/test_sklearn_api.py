@@ -1,0 +1,127 @@
+"""scikit-learn conventions: get_params / set_params / clone on SparseEval and the baselines."""
+
+import logging
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, clone
+
+from sparseeval.baselines import (
+    AllItemsRidge,
+    AnchorPoints,
+    GreedyRidge,
+    LinearGD,
+    RandomMean,
+    RandomRidge,
+)
+from sparseeval.estimator import SETTING_NAMES, SparseEval
+from sparseeval.settings import Settings
+from sparseeval.splits import split_models
+from sparseeval.synthetic import make_synthetic
+
+
+def quiet(message: str) -> None:
+    pass
+
+
+# Fast configurations: a tiny SparseEval and every baseline.
+FAST = {
+    SparseEval: dict(
+        n_anchors=8, refine_steps=1, epochs=20, ensemble=1, predictor="ridge", progress=quiet
+    ),
+    RandomMean: dict(n_anchors=8, seed=3),
+    RandomRidge: dict(n_anchors=8, seed=3),
+    GreedyRidge: dict(n_anchors=8),
+    AllItemsRidge: dict(),
+    AnchorPoints: dict(n_anchors=8, seed=3),
+    LinearGD: dict(n_anchors=8, seed=3, epochs=20),
+}
+CLASSES = list(FAST)
+IDS = [c.__name__ for c in CLASSES]
+
+
+@pytest.fixture(scope="module")
+def data():
+    m = make_synthetic(300, 60, seed=0)
+    sp = split_models(m.model_ids, n_test=80, n_valid=80, seed=0)
+    return (m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid]), m.values[sp.test]
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_is_a_base_estimator_and_get_params_round_trips(cls):
+    kw = FAST[cls]
+    est = cls(**kw)
+    assert isinstance(est, BaseEstimator)
+    params = est.get_params()
+    for name, value in kw.items():
+        assert params[name] is value, name
+    # every constructor argument is reported, and rebuilding from them is equivalent
+    assert cls(**params).get_params() == params
+    assert repr(est).startswith(cls.__name__)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_set_params_and_clone_unfitted(cls):
+    est = cls(**FAST[cls])
+    assert est.set_params(n_anchors=5) is est
+    assert est.n_anchors == 5 and est.get_params()["n_anchors"] == 5
+    copy = clone(est)
+    assert type(copy) is cls and copy is not est
+    assert copy.get_params() == est.get_params()
+    with pytest.raises(ValueError):
+        est.set_params(no_such_parameter=1)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_clone_fitted_is_unfitted_and_refits_identically(cls, data):
+    fit_args, X_test = data
+    est = cls(**FAST[cls]).fit(*fit_args)
+    copy = clone(est)
+    assert copy.get_params() == est.get_params()
+    assert not hasattr(copy, "anchors_")
+    copy.fit(*fit_args)
+    np.testing.assert_array_equal(copy.anchors_, est.anchors_)
+    np.testing.assert_allclose(copy.predict(X_test), est.predict(X_test))
+
+
+def test_init_stores_arguments_unchanged():
+    candidates = ["kmeans", "random"]
+    est = SparseEval(init_candidates=candidates)
+    assert est.init_candidates is candidates
+    assert est.progress is None
+    assert clone(est).init_candidates == candidates
+
+
+def test_invalid_predictor_is_refused_at_fit_time(data):
+    fit_args, _ = data
+    est = SparseEval(n_anchors=5, predictor="nope", progress=quiet)  # no error yet
+    assert est.get_params()["predictor"] == "nope"
+    assert clone(est).predictor == "nope"
+    with pytest.raises(ValueError, match="predictor must be one of"):
+        est.fit(*fit_args)
+    est.set_params(predictor="ridge", refine_steps=1)
+    assert est.fit(*fit_args).predictor_name_ == "ridge"
+
+
+def test_progress_none_logs_and_callable_is_called(data, caplog):
+    fit_args, _ = data
+    kw = FAST[SparseEval] | {"progress": None}
+    with caplog.at_level(logging.INFO, logger="sparseeval"):
+        SparseEval(**kw).fit(*fit_args)
+    assert any("final predictor" in r.getMessage() for r in caplog.records)
+    said = []
+    SparseEval(**(kw | {"progress": said.append})).fit(*fit_args)
+    assert any("final predictor" in s for s in said)
+
+
+def test_paper_and_from_settings_still_work():
+    paper = SparseEval.paper(7, seed=2, progress=quiet)
+    assert paper.get_params()["n_anchors"] == 7 and paper.predictor == "mlp"
+    assert paper.refine_steps == 10 and paper.ensemble == 1 and paper.seed == 2
+    assert clone(paper).get_params() == paper.get_params()
+    settings = Settings()
+    est = SparseEval.from_settings(settings, n_anchors=9)
+    params = est.get_params()
+    assert params["n_anchors"] == 9
+    for name in set(SETTING_NAMES) - {"n_anchors"}:
+        assert params[name] == getattr(settings, name), name
