@@ -2,14 +2,12 @@
 
 Every predictor has `fit(X, y, X_valid=None, y_valid=None) -> self`, `predict(X)`,
 `input_gradient(X, y)` (d loss / d input, used by AIS) and a pickle-free state:
-`state() -> (config, arrays)`; `save_predictor` / `load_predictor` write and read
-`predictor.json` plus `weights.npz` (loaded with `allow_pickle=False`).
+`state() -> (config, arrays)`, which `sparseeval.inference` writes as the published
+predictor format and reads back with NumPy alone.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -68,13 +66,6 @@ class RidgePredictor:
         config = {"kind": self.kind, "alpha": float(self.alpha_)}
         arrays = {"mean": self.mean_, "coef": self.coef_, "intercept": np.array([self.intercept_])}
         return config, arrays
-
-    @classmethod
-    def from_state(cls, config, arrays) -> RidgePredictor:
-        p = cls(alpha=config["alpha"])
-        p.alpha_, p.mean_, p.coef_ = config["alpha"], arrays["mean"], arrays["coef"]
-        p.intercept_ = float(arrays["intercept"][0])
-        return p
 
 
 def _ridge_loo_residuals(U, s, Uty, yc, alpha) -> np.ndarray:
@@ -213,17 +204,6 @@ class MLPPredictor:
         }
         return config, arrays
 
-    @classmethod
-    def from_state(cls, config, arrays) -> MLPPredictor:
-        p = cls(
-            hidden=tuple(config["hidden"]), dropout=config["dropout"], sigmoid=config["sigmoid"]
-        )
-        p.mean_ = arrays["mean"].astype(np.float32)
-        p.net_ = p._build(config["n_inputs"])
-        weights = {k[4:]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith("net.")}
-        p.net_.load_state_dict(weights)
-        return p
-
 
 def _hold_out(X, y, share: float, seed: int):
     """Split off `share` of the rows (at least one) for early stopping."""
@@ -283,42 +263,3 @@ class BlendPredictor:
             configs.append(c)
             arrays |= {f"m{i}/{k}": v for k, v in a.items()}
         return {"kind": self.kind, "weights": self.weights, "members": configs}, arrays
-
-    @classmethod
-    def from_state(cls, config, arrays) -> BlendPredictor:
-        members = [
-            _from_state(
-                c, {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f"m{i}/")}
-            )
-            for i, c in enumerate(config["members"])
-        ]
-        return cls(members, config["weights"])
-
-
-KINDS = {c.kind: c for c in (RidgePredictor, NonNegativeRidge, MLPPredictor, BlendPredictor)}
-
-
-def _from_state(config: dict, arrays: dict):
-    kind = config.get("kind")
-    if kind not in KINDS:
-        raise ValueError(f"unknown predictor kind {kind!r}")
-    return KINDS[kind].from_state(config, arrays)
-
-
-def save_predictor(predictor, folder: str | Path) -> list[Path]:
-    """Write `predictor.json` and `weights.npz`; returns the files written."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    config, arrays = predictor.state()
-    (folder / "predictor.json").write_text(json.dumps(config, indent=2))
-    np.savez(folder / "weights.npz", **arrays)
-    return [folder / "predictor.json", folder / "weights.npz"]
-
-
-def load_predictor(folder: str | Path):
-    """Read a predictor saved by `save_predictor` without unpickling anything."""
-    folder = Path(folder)
-    config = json.loads((folder / "predictor.json").read_text())
-    with np.load(folder / "weights.npz", allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    return _from_state(config, arrays)

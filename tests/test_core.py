@@ -9,14 +9,13 @@ import pytest
 from sparseeval import MatrixError, ResponseMatrix, make_synthetic, split_models
 from sparseeval.baselines import AllItemsRidge, AnchorPoints, GreedyRidge, RandomMean, RandomRidge
 from sparseeval.estimator import SETTING_NAMES, SparseEval
+from sparseeval.inference import load_predictor, save_predictor
 from sparseeval.metrics import evaluate, kendall_tau, mae_points
 from sparseeval.predictors import (
     BlendPredictor,
     MLPPredictor,
     NonNegativeRidge,
     RidgePredictor,
-    load_predictor,
-    save_predictor,
 )
 from sparseeval.selection import AnchorSelector
 from sparseeval.settings import Settings

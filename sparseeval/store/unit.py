@@ -77,4 +77,3 @@ def conform(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.Da
         for c, t in schema.items()
     ]
     return frame.select(cols)
-
