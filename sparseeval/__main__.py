@@ -1,0 +1,7 @@
+"""`python -m sparseeval ...` runs the console script."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
