@@ -1,4 +1,4 @@
-"""Serve the refresh flow from this host: a nightly schedule plus manual-trigger deployments.
+"""Serve the SparseEval flows from this host: a nightly schedule plus manual-trigger deployments.
 
     prefect server start                     # in one terminal (or set PREFECT_API_URL)
     python deployments/serve.py              # in another, from the repository root
@@ -6,42 +6,37 @@
 
 Environment: SPARSEEVAL_CRON (default "0 3 * * *", UTC), SPARSEEVAL_* settings as usual.
 One run at a time per deployment (DuckDB has one writer; the store also waits for its lock).
+The deployments are defined in deployments/spec.py (which also generates prefect.yaml).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, when not installed
 
 from prefect import serve
+from prefect.client.schemas.objects import ConcurrencyLimitConfig
 from prefect.schedules import Cron
 
-from flows.refresh import refresh
-from flows.stages import evaluate_published, ingest_only, retrain_benchmark
-
-CRON = os.environ.get("SPARSEEVAL_CRON", "0 3 * * *")
+from deployments.spec import COLLISION_STRATEGY, TIMEZONE, load_flow, specs
 
 
-def deployments() -> list:
+def deployments(cron: str | None = None) -> list:
+    """A `RunnerDeployment` per spec; `cron` (default SPARSEEVAL_CRON) schedules the nightly."""
     return [
-        refresh.to_deployment(
-            name="nightly",
-            schedule=Cron(CRON, timezone="UTC"),
-            concurrency_limit=1,
-            tags=["sparseeval", "nightly"],
-            description="Nightly refresh (ingest, retrain what changed, publish on drift).",
-        ),
-        refresh.to_deployment(name="manual", concurrency_limit=1, tags=["sparseeval", "manual"]),
-        retrain_benchmark.to_deployment(
-            name="retrain-one", concurrency_limit=1, parameters={"benchmark": "arc"}
-        ),
-        ingest_only.to_deployment(name="ingest-only", concurrency_limit=1),
-        evaluate_published.to_deployment(
-            name="evaluate", concurrency_limit=1, parameters={"benchmark": "arc"}
-        ),
+        load_flow(s.entrypoint).to_deployment(
+            name=s.name,
+            description=s.description,
+            tags=list(s.tags),
+            parameters=dict(s.parameters),
+            schedule=Cron(s.cron, timezone=TIMEZONE) if s.cron else None,
+            concurrency_limit=ConcurrencyLimitConfig(
+                limit=s.concurrency_limit, collision_strategy=COLLISION_STRATEGY
+            ),
+        )
+        for s in specs(cron)
     ]
 
 
