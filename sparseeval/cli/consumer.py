@@ -17,14 +17,21 @@ from .common import EXIT_USER_ERROR, UserError
 
 def add_consumer_commands(subparsers) -> None:
     """Register `predict`, `export-lm-eval` and `report` on an argparse subparsers object."""
-    fmt = argparse.RawDescriptionHelpFormatter
+    _add_predict(subparsers)
+    _add_export(subparsers)
+    _add_report(subparsers)
 
+
+FMT = argparse.RawDescriptionHelpFormatter
+
+
+def _add_predict(subparsers) -> None:
     p = subparsers.add_parser(
         "predict",
         help="estimate a model's full-benchmark accuracy from its answers on the anchors",
         description="Estimate a model's full-benchmark accuracy, with a confidence interval, "
         "from its answers on a published anchor set.",
-        formatter_class=fmt,
+        formatter_class=FMT,
         epilog=textwrap.dedent(
             """\
             responses: CSV (columns item,correct), JSONL ({"item": ..., "correct": ...} per
@@ -56,12 +63,14 @@ def add_consumer_commands(subparsers) -> None:
     p.add_argument("--task", help="lm-eval task for bare integer item ids")
     p.set_defaults(func=_guarded(cmd_predict))
 
+
+def _add_export(subparsers) -> None:
     e = subparsers.add_parser(
         "export-lm-eval",
         help="write the lm-eval --samples JSON that runs only the anchors",
         description="Write {task: [doc ids]} for lm-evaluation-harness's --samples option, so "
         "a model is evaluated on the anchor items only.",
-        formatter_class=fmt,
+        formatter_class=FMT,
         epilog=textwrap.dedent(
             """\
             examples:
@@ -80,12 +89,14 @@ def add_consumer_commands(subparsers) -> None:
     e.add_argument("--task", help="lm-eval task for bare integer item ids")
     e.set_defaults(func=_guarded(cmd_export_lm_eval))
 
+
+def _add_report(subparsers) -> None:
     r = subparsers.add_parser(
         "report",
         help="re-render a published version's report (Markdown + HTML with plots)",
         description="Re-render the report of a published anchor set into a folder of your "
         "choice (the published folder itself is never modified).",
-        formatter_class=fmt,
+        formatter_class=FMT,
         epilog=textwrap.dedent(
             """\
             drift/budget files: JSON lists of rows, e.g.
