@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -22,8 +24,12 @@ class Settings:
     artifacts_dir: Path | None = None
     published_dir: Path | None = None
     reports_dir: Path | None = None
+    # what the nightly job pulls when no sources are passed (source specs, see sparseeval.sources)
+    sources: tuple[str, ...] = ()
+    hub_max_repos: int = 200  # new Hub details repos read per run; the rest wait for the next
+    hub_repo: str | None = None  # mirror each published version to this Hub dataset repo
     # anchor selection
-    n_anchors: int = 100
+    n_anchors: int | tuple[int, ...] = 100  # one budget, or several (each published on its own)
     init: str = "adaptive"
     refine_steps: int = 40  # at most; refinement stops at the first rejected swap
     acceptance: str = "validated"
@@ -88,6 +94,12 @@ class Settings:
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**_coerce(values))
 
+    @property
+    def budgets(self) -> tuple[int, ...]:
+        """The anchor budgets, ascending (`n_anchors` as a tuple)."""
+        n = self.n_anchors
+        return tuple(sorted({int(k) for k in n})) if isinstance(n, tuple | list) else (int(n),)
+
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **_coerce(changes))
 
@@ -107,7 +119,9 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in values.items():
         kind = str(types[name].type)
-        if isinstance(value, str) and "Path" not in kind and "str" not in kind:
+        if "tuple" in kind:
+            value = _as_tuple(name, value, int if "int" in kind else str)
+        elif isinstance(value, str) and "Path" not in kind and "str" not in kind:
             if "bool" in kind:
                 value = value.strip().lower() in {"1", "true", "yes", "on"}
             elif "int" in kind:
@@ -116,6 +130,27 @@ def _coerce(values: dict[str, Any]) -> dict[str, Any]:
                 value = float(value)
         out[name] = value
     return out
+
+
+def _as_tuple(name: str, value: Any, kind: type) -> Any:
+    """A list setting from a list, a JSON list or a `;`-separated (for numbers also `,`) string.
+
+    A single number stays a number (`n_anchors = 100`).
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            value = json.loads(text)
+        else:
+            seps = ";," if kind is int else ";"
+            value = [p.strip() for p in re.split(f"[{seps}]", text) if p.strip()]
+            if kind is int and len(value) == 1:
+                return int(value[0])
+    if isinstance(value, int | float) and kind is int:
+        return int(value)
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"setting {name} must be a list, got {value!r}")
+    return tuple(kind(v) for v in value)
 
 
 __all__ = ["Settings"]

@@ -115,8 +115,7 @@ def parse_source(spec: str, fmt: str = "auto", benchmark: str | None = None,
     if spec == "synthetic" or spec.startswith("synthetic:"):
         return _synthetic_from_spec(spec.partition(":")[2])
     if spec.startswith("hub:"):
-        models = [m for m in spec[4:].split(",") if m]
-        return OpenLLMLeaderboard(default_hub_client(), models=models or None)
+        return OpenLLMLeaderboard.from_spec(spec[4:], default_hub_client())
     if spec.startswith("wide:"):
         benchmark, _, spec = spec[5:].partition("=")
         if not benchmark or not spec:

@@ -77,6 +77,12 @@ class OpenLLMLeaderboard:
     version: str = "v1"
     org: str = "open-llm-leaderboard"
 
+    @classmethod
+    def from_spec(cls, text: str, client: HubClient) -> OpenLLMLeaderboard:
+        """`org/model[,org/model...]` (v1 details of those models)."""
+        models = [m for m in text.split(",") if m]
+        return cls(client, models=models or None)
+
     def __post_init__(self) -> None:
         if self.version not in {"v1", "v2"}:
             raise ValueError(f"leaderboard version must be v1 or v2, got {self.version!r}")
