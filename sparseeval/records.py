@@ -132,7 +132,7 @@ class Candidate(Record):
 
 @dataclass(frozen=True)
 class BenchmarkResult(Record):
-    """One benchmark's part of a refresh: matrix, fit, drift decision, gate, outcome."""
+    """One benchmark's (and budget's) part of a refresh: matrix, fit, drift, gate, outcome."""
 
     benchmark: str
     matrix: MatrixInfo | None = None
@@ -148,6 +148,13 @@ class BenchmarkResult(Record):
     published_path: str | None = None
     outcome: str = ""
     error: str | None = None
+    budget: int | None = None  # set when the run has several budgets (one result each)
+    hub_commit: str | None = None  # the Hub mirror's commit of the published version
+
+    @property
+    def label(self) -> str:
+        """`arc`, or `arc k50` when the run has several budgets."""
+        return self.benchmark if self.budget is None else f"{self.benchmark} k{self.budget}"
 
     @property
     def trained(self) -> bool:
