@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.events import emit_event
+from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.transactions import transaction
 
@@ -31,9 +33,13 @@ class GateRefused(Exception):
         self.gate = gate
 
 
+class MirrorFailed(Exception):
+    """The Hub mirror refused or failed: roll back, the live set stays live everywhere."""
+
+
 def resolve_settings(
     home: str | None = None,
-    n_anchors: int | None = None,
+    n_anchors: int | list[int] | None = None,
     settings_overrides: dict[str, Any] | None = None,
 ) -> Settings:
     """Defaults < sparseeval.toml < SPARSEEVAL_* env < flow parameters."""
@@ -74,79 +80,132 @@ def _error(state) -> str:
     return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
 
 
-@flow(name="fit-benchmarks")
+def _stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _fit_run_name() -> str:
+    return "fit " + ", ".join(flow_run.parameters.get("benchmarks") or [])
+
+
+@flow(name="fit-benchmarks", flow_run_name=_fit_run_name)
 def fit_benchmarks(
     store_path: str,
     benchmarks: list[str],
     store_states: dict[str, str],
     settings: dict[str, Any],
     artifacts_dir: str,
-) -> dict[str, BenchmarkResult]:
-    """Fan out: build each benchmark's matrix and fit it, concurrently (threads or Dask)."""
+    force: bool = False,
+) -> list[BenchmarkResult]:
+    """Fan out: build each benchmark's matrix and fit each budget, concurrently.
+
+    One result per benchmark and budget; `force` retrains even when a fit is cached.
+    """
+    budgets = Settings.load(path=None, env={}, **settings).budgets
+    fit_task = (
+        tasks.fit_benchmark.with_options(refresh_cache=True) if force else tasks.fit_benchmark
+    )
     mats = {
         b: tasks.build_matrix.submit(store_path, b, store_states[b], artifacts_dir, settings)
         for b in benchmarks
     }
-    fits = {b: tasks.fit_benchmark.submit(b, mats[b], settings, artifacts_dir) for b in benchmarks}
-    out: dict[str, BenchmarkResult] = {}
-    for b in benchmarks:
-        fits[b].wait()
-        ms, fs = mats[b].state, fits[b].state
-        if not ms.is_completed():
-            out[b] = BenchmarkResult(b, error=f"matrix: {_error(ms)}")
-        elif not fs.is_completed():
-            out[b] = BenchmarkResult(b, ms.result(), error=f"fit: {_error(fs)}")
-        else:
-            fit: FitInfo = fs.result()
-            cached = fs.name == "Cached" or not fit.trained
-            r = BenchmarkResult(b, ms.result(), fit, ms.name == "Cached", cached, fs.name)
-            out[b] = r if _files_exist(r) else _rebuild(r, store_path, store_states[b], settings,
-                                                          artifacts_dir)  # fmt: skip
+    fits = {
+        (b, k): fit_task.submit(b, k, mats[b], settings | {"n_anchors": k}, artifacts_dir, force)
+        for b in benchmarks
+        for k in budgets
+    }
+    out = []
+    for (b, k), fit in fits.items():
+        fit.wait()
+        r = _collect(b, mats[b].state, fit.state, None if len(budgets) == 1 else k)
+        if r.error is None and not _files_exist(r):  # a cached result whose files are gone
+            r = _rebuild(r, store_path, store_states[b], settings | {"n_anchors": k}, artifacts_dir)
+        out.append(r)
     return out
 
 
-def _files_exist(r: BenchmarkResult) -> bool:
-    from pathlib import Path
+def _collect(benchmark: str, matrix_state, fit_state, budget: int | None) -> BenchmarkResult:
+    r = BenchmarkResult(benchmark, budget=budget)
+    if not matrix_state.is_completed():
+        return replace(r, error=f"matrix: {_error(matrix_state)}")
+    r = replace(r, matrix=matrix_state.result(), matrix_cached=matrix_state.name == "Cached")
+    if not fit_state.is_completed():
+        return replace(r, error=f"fit: {_error(fit_state)}")
+    fit: FitInfo = fit_state.result()
+    cached = fit_state.name == "Cached" or not fit.trained
+    return replace(r, fit=fit, fit_cached=cached, fit_state=fit_state.name)
 
+
+def _files_exist(r: BenchmarkResult) -> bool:
     return Path(r.matrix.path).is_file() and Path(r.fit.model_dir).is_dir()
 
 
 def _rebuild(r: BenchmarkResult, store_path, state, settings, artifacts_dir) -> BenchmarkResult:
     """A cached result whose files were deleted: build them again."""
-    get_run_logger().warning("%s: cached artifacts are missing; rebuilding them", r.benchmark)
+    get_run_logger().warning("%s: cached artifacts are missing; rebuilding them", r.label)
     matrix = tasks.build_matrix.with_options(refresh_cache=True)(
         store_path, r.benchmark, state, artifacts_dir, settings
     )
     fit = tasks.fit_benchmark.with_options(refresh_cache=True)(
-        r.benchmark, matrix, settings, artifacts_dir
+        r.benchmark, settings["n_anchors"], matrix, settings, artifacts_dir
     )
     return replace(r, matrix=matrix, fit=fit, matrix_cached=False, fit_cached=False)
 
 
-def publish_unit(published_dir: str, r: BenchmarkResult, settings: dict) -> BenchmarkResult:
-    """Write candidate -> quality gate -> swap `latest`, as one Prefect transaction.
-
-    A refused gate or any crash rolls back: the candidate folder is discarded and the
-    live version stays as it was. A refusal is an outcome; a crash propagates.
-    """
-    b, gate = r.benchmark, r.gate
-    try:
-        with transaction():
-            cand = tasks.write_candidate(published_dir, b, r.fit, settings)
-            if not gate.accept:
-                raise GateRefused(gate)
-            tasks.promote(published_dir, b, cand.version)
-    except GateRefused:
-        return replace(r, outcome=f"not published ({gate.reason})")
+def _event(name: str, r: BenchmarkResult, payload: dict[str, Any]) -> None:
     emit_event(
-        event="sparseeval.anchors.published",
-        resource={"prefect.resource.id": f"sparseeval.benchmark.{b}",
-                  "prefect.resource.name": b},
-        payload={"version": cand.version, "path": cand.path,
-                 "test_mae": r.fit.test_metrics["mae"], "gate": gate.to_dict()},
+        event=f"sparseeval.{name}",
+        resource={"prefect.resource.id": f"sparseeval.benchmark.{r.benchmark}",
+                  "prefect.resource.name": r.benchmark},
+        payload={"budget": r.budget, **payload},
     )  # fmt: skip
-    return replace(r, published_version=cand.version, published_path=cand.path,
-                   outcome=f"published v{cand.version}")  # fmt: skip
+
+
+def publish_unit(published_dir: str, r: BenchmarkResult, settings: dict) -> BenchmarkResult:
+    """Write candidate -> quality gate -> mirror to the Hub -> swap `latest`, as one transaction.
+
+    A refused gate, a failed mirror or any crash rolls back: the candidate folder is
+    discarded (its tombstone keeps the reason) and the live version stays as it was.
+    Refusals are outcomes; a crash propagates.
+    """
+    b, gate, hub_repo = r.benchmark, r.gate, settings.get("hub_repo")
+    try:
+        with transaction() as txn:
+            cand = tasks.write_candidate(published_dir, b, r.fit, settings, r.budget)
+            if not gate.accept:
+                txn.set("reason", f"refused by the quality gate: {gate.reason}")
+                raise GateRefused(gate)
+            sha = _mirror(txn, cand, hub_repo, b) if hub_repo else None
+            try:
+                tasks.promote(published_dir, b, cand.version, r.budget)
+            except Exception as exc:
+                hub = f"; {hub_repo} already has v{cand.version} as latest ({sha})" if sha else ""
+                txn.set("reason", f"rolled back: {type(exc).__name__}: {exc}{hub}")
+                raise
+    except GateRefused:
+        _event("publish.refused", r, {"reason": gate.reason, **gate.figures})
+        return replace(r, outcome=f"not published: candidate refused ({gate.reason})")
+    except MirrorFailed as exc:
+        return replace(r, outcome=f"not published: {exc}")
+    where = f" and {hub_repo}@{sha[:12]}" if sha else ""
+    _event("anchors.published", r, {
+        "version": cand.version, "path": cand.path, "hub_commit": sha,
+        "test_mae": r.fit.test_metrics["mae"], "gate": gate.to_dict(),
+    })  # fmt: skip
+    return replace(r, published_version=cand.version, published_path=cand.path, hub_commit=sha,
+                   outcome=f"published v{cand.version} (local{where})")  # fmt: skip
+
+
+def _mirror(txn, cand, hub_repo: str, benchmark: str) -> str:
+    """The Hub commit of the candidate; a failure rolls the unit back as `MirrorFailed`."""
+    try:
+        return tasks.mirror_to_hub(cand, hub_repo, benchmark)
+    except Exception as exc:
+        why = (
+            f"mirror to {hub_repo} failed ({type(exc).__name__}: {exc}); the live set is unchanged"
+        )
+        txn.set("reason", why)
+        raise MirrorFailed(why) from exc
 
 
 def check_and_publish(
@@ -155,31 +214,26 @@ def check_and_publish(
 ) -> BenchmarkResult:  # fmt: skip
     """Drift check of the live set on fresh models, then the publish unit when needed."""
     b = r.benchmark
-    live = tasks.live_set(published_dir, b, settings["artifacts_dir"])
+    live = tasks.live_set(published_dir, b, settings["artifacts_dir"], r.budget)
     fresh = tasks.fresh_models(store_path, b, live) if live else []
     decision, gate = tasks.assess(published_dir, b, r.matrix, r.fit, live, fresh, settings,
-                                  requested)  # fmt: skip
+                                  requested, r.budget)  # fmt: skip
     r = replace(r, live=live, decision=decision, gate=gate, n_fresh=len(fresh))
     if decision.drift:
-        emit_event(
-            event="sparseeval.drift.detected",
-            resource={"prefect.resource.id": f"sparseeval.benchmark.{b}",
-                      "prefect.resource.name": b},
-            payload={"reason": decision.reason, **decision.figures,
-                     "live_version": live and live.version},
-        )  # fmt: skip
+        _event("drift.detected", r, {"reason": decision.reason, **decision.figures,
+                                     "live_version": live and live.version})  # fmt: skip
     if not decision.publish:
-        return replace(r, outcome="not published (no drift)")
+        return replace(r, outcome=f"not published ({decision.reason})")
     if why := same_data(live, r.fit):
         return replace(r, outcome=f"not published ({why})")
     return publish_unit(published_dir, r, settings)
 
 
-@flow(name="refresh", log_prints=True)
+@flow(name="refresh", log_prints=True, flow_run_name=lambda: f"refresh {_stamp()}")
 def refresh(
     sources: list[str] | None = None,
     benchmarks: list[str] | None = None,
-    n_anchors: int | None = None,
+    n_anchors: int | list[int] | None = None,
     settings_overrides: dict[str, Any] | None = None,
     home: str | None = None,
     fill_if_empty: bool = True,
@@ -187,9 +241,10 @@ def refresh(
 ) -> RunSummary:
     """Refresh every benchmark (or the ones named) and publish where drift calls for it.
 
-    sources: specs such as `results.parquet`, `wide:arc=arc.csv`, an lm-eval folder,
-    `hub:org/model` or `synthetic`; none and an empty store -> the built-in synthetic
-    leaderboard. settings_overrides: any `Settings` field (e.g. {"n_test": 100}).
+    sources: specs such as `results.parquet`, `wide:arc=arc.csv`, `inbox:DIR`,
+    `lm-eval:GLOB`, `hub:v1:*` or `synthetic`; none -> the `sources` setting (the watched
+    sources); none there and an empty store -> the built-in synthetic leaderboard.
+    n_anchors: a budget or a list of budgets. settings_overrides: any `Settings` field.
     """
     log = get_run_logger()
     started = datetime.now(UTC)
@@ -197,34 +252,49 @@ def refresh(
     sd = settings.to_dict()
     store, arts = str(settings.store_path), str(settings.artifacts_dir)
 
-    ingested = tasks.ingest(store, list(sources or []), fill_if_empty)
+    specs = list(sources or settings.sources)
+    ingested = tasks.ingest(store, specs, fill_if_empty)
     states = tasks.store_state(store)
-    names = list(benchmarks or states)
-    unknown = [b for b in names if b not in states]
-    if unknown:
-        raise ValueError(
-            f"no results in the store for benchmark(s) {', '.join(unknown)}"
-            f" (have: {', '.join(states) or 'none'})"
-        )
+    names = _benchmarks(benchmarks, states)
     log.info("refreshing %d benchmark(s): %s", len(names), ", ".join(names))
 
     runner = task_runner_for(settings, dask_processes)
     fitted = fit_benchmarks.with_options(task_runner=runner)(
         store, names, {b: states[b] for b in names}, sd, arts
     )
-    results = []
-    for b in names:
-        r = fitted[b]
-        if r.error:
-            log.error("%s: %s", b, r.error)
-            results.append(replace(r, outcome=f"failed ({r.error})"))
-        else:
-            results.append(check_and_publish(store, str(settings.published_dir), r, sd))
+    results = [_publish_step(store, str(settings.published_dir), r, sd) for r in fitted]
     run = RunSummary(started.isoformat(timespec="seconds"), type(runner).__name__, sd, ingested,
                      results)  # fmt: skip
-    run = replace(run, report_path=tasks.write_report(str(settings.reports_dir), run))
+    return finish(run, str(settings.reports_dir))
+
+
+def _benchmarks(wanted: list[str] | None, states: dict[str, str]) -> list[str]:
+    names = list(wanted or states)
+    unknown = [b for b in names if b not in states]
+    if unknown:
+        raise ValueError(
+            f"no results in the store for benchmark(s) {', '.join(unknown)}"
+            f" (have: {', '.join(states) or 'none'})"
+        )
+    return names
+
+
+def _publish_step(store: str, published_dir: str, r: BenchmarkResult, sd: dict) -> BenchmarkResult:
+    """Log what the fit step did (so it shows in this run's logs), then drift and publish."""
+    log = get_run_logger()
+    if r.error:
+        log.error("%s: %s", r.label, r.error)
+        return replace(r, outcome=f"failed ({r.error})")
+    log.info("matrix %s%s", r.matrix.summary, " (cached)" if r.matrix_cached else "")
+    log.info(tasks.fit_line(r.fit) + (" (cached)" if r.fit_cached else ""))
+    return check_and_publish(store, published_dir, r, sd)
+
+
+def finish(run: RunSummary, reports_dir: str) -> RunSummary:
+    """Write the report and the run's Prefect artifacts, log the summary, fail on errors."""
+    run = replace(run, report_path=tasks.write_report(reports_dir, run))
     publish_artifacts(run)
-    log.info(runreport.summary_line(run))
+    get_run_logger().info(runreport.summary_line(run))
     if run.failed:
         raise PipelineError(
             f"refresh failed for {', '.join(run.failed)}; report at {run.report_path}"
@@ -236,13 +306,16 @@ def publish_artifacts(run: RunSummary) -> None:
     """The run's Prefect artifacts: the Markdown report, a metrics table, published paths."""
     markdown = runreport.render_report(run)
     create_markdown_artifact(markdown, key="sparseeval-refresh-report", description="refresh")
+    create_markdown_artifact(
+        run.ingest.markdown(), key="sparseeval-ingest", description="what arrived, per source"
+    )
     create_table_artifact(
         runreport.metrics_rows(run), key="sparseeval-metrics", description="test metrics"
     )
     published = [r for r in run.results if r.published_path]
     if published:
         create_markdown_artifact(
-            "\n".join(f"- {r.benchmark} v{r.published_version}: `{r.published_path}`"
+            "\n".join(f"- {r.label} v{r.published_version}: `{r.published_path}`"
                       for r in published),
             key="sparseeval-published", description="published anchor sets",
         )  # fmt: skip

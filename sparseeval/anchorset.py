@@ -36,13 +36,15 @@ def load_anchor_set(
     version: int | str = LATEST,
     hub_client=None,
     revision: str | None = None,
+    budget: int | None = None,
 ) -> AnchorSet:
     """Load and verify a published anchor set from a folder or a Hub dataset repo id.
 
     `path_or_repo`: the published root (`.../published`), a benchmark folder, a
     version folder, or a Hub dataset repo id (`owner/name` or `hf://datasets/owner/name`)
     when no such local path exists. Every file's sha256 and the manifest's own seal
-    are checked; a newer schema than this library reads is refused.
+    are checked; a newer schema than this library reads is refused. `budget` picks one
+    of several published budgets (default: the largest); `revision` pins a Hub commit.
     """
     p = Path(path_or_repo)
     if not p.exists() and (m := _REPO_ID.match(str(path_or_repo))):
@@ -53,7 +55,7 @@ def load_anchor_set(
     elif not p.exists():
         raise AnchorSetError(f"{path_or_repo}: no such folder (nor a Hub repo id owner/name)")
     else:
-        folder = resolve_version_dir(p, benchmark, version)
+        folder = resolve_version_dir(p, benchmark, version, budget)
         source = str(folder)
     manifest = read_manifest(folder)
     if manifest.get("benchmark") != benchmark:

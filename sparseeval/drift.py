@@ -21,6 +21,7 @@ from .anchorset import AnchorSet, load_anchor_set
 from .artifacts import artifact_path, load_matrix
 from .matrix import ResponseMatrix
 from .records import DriftDecision, FitInfo, GateResult, LiveSet, MatrixInfo
+from .release import set_name
 from .settings import Settings
 
 
@@ -183,17 +184,18 @@ def assess(
     fresh: Sequence[str],
     settings: Settings,
     requested: str | None = None,
+    budget: int | None = None,
 ) -> tuple[DriftDecision, GateResult | None]:
     """Drift decision and, when a candidate may be published, its gate (one read of each file).
 
     requested: a reason to publish regardless of drift (a retrain by hand); the gate and
-    the same-data rule still apply.
+    the same-data rule still apply. budget: one of several published budgets.
     """
     bench = matrix_info.benchmark
     matrix = load_matrix(matrix_info.path)
-    aset = load_anchor_set(published_dir, bench, live.version) if live else None
+    aset = load_anchor_set(published_dir, bench, live.version, budget=budget) if live else None
     figures = drift_figures(aset, matrix, fresh) if aset is not None and fresh else {}
-    record_drift(settings.artifacts_dir, bench, live, figures)
+    record_drift(settings.artifacts_dir, set_name(bench, budget), live, figures)
     decision = drift_decision(bench, live, figures, settings)
     if requested and live is not None:
         decision = DriftDecision(bench, decision.drift, True, requested, figures)
@@ -202,17 +204,18 @@ def assess(
     return decision, compare_candidate(aset, fit, matrix, fresh)
 
 
-def _history_path(artifacts_dir: str | Path, benchmark: str) -> Path:
-    return artifact_path(artifacts_dir, "published", f"{benchmark}-drift.jsonl")
+def _history_path(artifacts_dir: str | Path, name: str) -> Path:
+    return artifact_path(artifacts_dir, "published", f"{name}-drift.jsonl")
 
 
-def record_drift(
-    artifacts_dir: str | Path, benchmark: str, live: LiveSet | None, figures: dict
-) -> None:
-    """Append one drift check (live version, MAE on fresh models) to the benchmark's history."""
+def record_drift(artifacts_dir: str | Path, name: str, live: LiveSet | None, figures: dict) -> None:
+    """Append one drift check (live version, MAE on fresh models) to the set's history.
+
+    name: the set's name (`release.set_name`: the benchmark, or `arc-k50` for one budget).
+    """
     if not live or not figures.get("n_fresh") or figures.get("fresh_mae") is None:
         return
-    path = _history_path(artifacts_dir, benchmark)
+    path = _history_path(artifacts_dir, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     row = {
         "version": live.version,
@@ -224,9 +227,9 @@ def record_drift(
         f.write(json.dumps(row) + "\n")
 
 
-def drift_history(artifacts_dir: str | Path, benchmark: str) -> list[dict[str, Any]]:
-    """Every drift check recorded for a benchmark, oldest first."""
-    path = _history_path(artifacts_dir, benchmark)
+def drift_history(artifacts_dir: str | Path, name: str) -> list[dict[str, Any]]:
+    """Every drift check recorded for a set (see `record_drift`), oldest first."""
+    path = _history_path(artifacts_dir, name)
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -5,7 +5,10 @@
     {root}/{benchmark}/v{N}/report.md|.html       evaluation report (plots under plots/)
     {root}/{benchmark}/latest                     {"version": N, ...} (replaced atomically)
 
-A discarded version leaves a tombstone `.discarded-v{N}` so its number is never reused.
+With several anchor budgets (`n_anchors = [25, 50, 100]`) each budget is a set of its own,
+one level down: `{root}/{benchmark}/k{budget}/v{N}/...` and `{root}/{benchmark}/k{budget}/latest`;
+readers pick the largest budget unless asked for one. A discarded version leaves a
+tombstone `.discarded-v{N}` (with its reason) so its number is never reused.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ LATEST = "latest"
 PREDICTOR_DIR = "predictor"
 KIND = "sparseeval.anchor_set"
 VERSION_DIR = re.compile(r"^v(\d+)$")
+BUDGET_DIR = re.compile(r"^k(\d+)$")
 TOMBSTONE = re.compile(r"^\.discarded-v(\d+)$")
 
 
@@ -30,9 +34,24 @@ class AnchorSetError(ValueError):
     """A published anchor set is missing, damaged, or cannot be read by this version."""
 
 
-def latest_version(root: str | Path, benchmark: str) -> int | None:
+def set_dir(root: str | Path, benchmark: str, budget: int | None = None) -> Path:
+    """The folder of one anchor set's versions: `{root}/{benchmark}[/k{budget}]`."""
+    folder = Path(root) / benchmark
+    return folder if budget is None else folder / f"k{int(budget)}"
+
+
+def list_budgets(root: str | Path, benchmark: str) -> list[int]:
+    """The budgets published as sets of their own under `{root}/{benchmark}/k*`, ascending."""
+    folder = Path(root) / benchmark
+    if not folder.is_dir():
+        return []
+    found = (BUDGET_DIR.match(p.name) for p in folder.iterdir() if p.is_dir())
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def latest_version(root: str | Path, benchmark: str, budget: int | None = None) -> int | None:
     """The version `latest` points to, or None when nothing is published yet."""
-    pointer = Path(root) / benchmark / LATEST
+    pointer = set_dir(root, benchmark, budget) / LATEST
     if not pointer.is_file():
         return None
     try:
@@ -41,9 +60,9 @@ def latest_version(root: str | Path, benchmark: str) -> int | None:
         raise AnchorSetError(f"{pointer}: unreadable latest pointer ({e})") from None
 
 
-def list_versions(root: str | Path, benchmark: str) -> list[int]:
+def list_versions(root: str | Path, benchmark: str, budget: int | None = None) -> list[int]:
     """Published version numbers present on disk, ascending."""
-    folder = Path(root) / benchmark
+    folder = set_dir(root, benchmark, budget)
     if not folder.is_dir():
         return []
     found = (VERSION_DIR.match(p.name) for p in folder.iterdir() if p.is_dir())
@@ -58,26 +77,50 @@ def parse_version(version: int | str) -> int:
     return int(s)
 
 
-def resolve_version_dir(root: str | Path, benchmark: str, version: int | str = LATEST) -> Path:
-    """The local folder of a version ("latest", 3, "v3"); also accepts a version folder itself."""
+def resolve_version_dir(
+    root: str | Path, benchmark: str, version: int | str = LATEST, budget: int | None = None
+) -> Path:
+    """The local folder of a version ("latest", 3, "v3"); also accepts a version folder itself.
+
+    budget: which budget's set when several are published (default: the largest one that
+    has a live version).
+    """
     root = Path(root)
     if (root / MANIFEST).is_file():
         return root
-    bench = root / benchmark if (root / benchmark).is_dir() else root
-    if not bench.is_dir():
-        raise AnchorSetError(f"no published anchor sets at {root}")
+    if not (root / benchmark).is_dir():
+        if any(f(root.parent, root.name) for f in (latest_version, list_versions, list_budgets)):
+            root, benchmark = root.parent, root.name  # a benchmark folder was given
+        else:
+            raise AnchorSetError(f"no published {benchmark!r} anchor sets at {root}")
+    budget = _pick_budget(root, benchmark, budget)
+    folder = set_dir(root, benchmark, budget)
+    where = f"{benchmark}" + (f" k{budget}" if budget is not None else "")
     if version in (None, LATEST):
-        n = latest_version(bench.parent, bench.name)
+        n = latest_version(root, benchmark, budget)
         if n is None:
-            have = list_versions(bench.parent, bench.name)
+            have = list_versions(root, benchmark, budget)
             hint = f" (versions on disk: {', '.join(f'v{v}' for v in have)})" if have else ""
-            raise AnchorSetError(f"no latest {benchmark!r} anchor set under {root}{hint}")
+            raise AnchorSetError(f"no latest {where!r} anchor set under {root}{hint}")
     else:
         n = parse_version(version)
-    folder = bench / f"v{n}"
-    if not folder.is_dir():
-        raise AnchorSetError(f"{benchmark} v{n} not found under {root}")
-    return folder
+    if not (folder / f"v{n}").is_dir():
+        raise AnchorSetError(f"{where} v{n} not found under {root}")
+    return folder / f"v{n}"
+
+
+def _pick_budget(root: Path, benchmark: str, budget: int | None) -> int | None:
+    """The budget asked for, else None for a single-budget set, else the largest live one."""
+    budgets = list_budgets(root, benchmark)
+    if budget is not None:
+        if int(budget) not in budgets:
+            have = ", ".join(f"k{b}" for b in budgets) or "none"
+            raise AnchorSetError(f"no {benchmark!r} set with {budget} anchors (budgets: {have})")
+        return int(budget)
+    if not budgets or (set_dir(root, benchmark) / LATEST).is_file():
+        return None
+    live = [b for b in budgets if (set_dir(root, benchmark, b) / LATEST).is_file()]
+    return max(live or budgets)
 
 
 def manifest_digest(manifest: dict) -> str:

@@ -27,7 +27,13 @@ class Record:
 
 @dataclass(frozen=True)
 class IngestSummary(Record):
-    """What one ingest step did, over all its sources."""
+    """What one ingest step did: totals over all its sources, and one row per source.
+
+    Each row of `sources` is a dict: source (the spec), units, new_models (models whose
+    first result in the store came from it), new (rows), updated (rows), skipped (units:
+    already ingested or still being written), quarantined (rows), failed (units; 1 for a
+    source that failed as a whole) and message (the first failure, else "").
+    """
 
     units: int = 0
     skipped: int = 0
@@ -37,13 +43,62 @@ class IngestSummary(Record):
     filled_with_synthetic: bool = False
     seconds: float = 0.0
     lines: tuple[str, ...] = ()
+    new_models: int = 0
+    failed: int = 0
+    sources: tuple[dict[str, Any], ...] = ()
+
+    _COLUMNS = (
+        ("source", "source"), ("units", "units"), ("new_models", "new models"),
+        ("new", "new rows"), ("updated", "updated"), ("skipped", "skipped"),
+        ("quarantined", "quarantined"), ("failed", "failed"), ("message", "first failure"),
+    )  # fmt: skip
+    _COUNTS = ("units", "new_models", "new", "updated", "skipped", "quarantined", "failed")
+
+    @classmethod
+    def from_sources(
+        cls, rows: list[dict[str, Any]], lines=(), filled: bool = False, seconds: float = 0.0
+    ) -> IngestSummary:
+        """Totals summed from the per-source rows."""
+        totals = {k: sum(int(r.get(k, 0)) for r in rows) for k in cls._COUNTS}
+        return cls(**totals, filled_with_synthetic=filled, seconds=seconds,
+                   lines=tuple(lines), sources=tuple(dict(r) for r in rows))  # fmt: skip
 
     def line(self) -> str:
-        synth = " (filled the empty store from the built-in synthetic leaderboard)"
+        synth = " (filled the store from the built-in synthetic leaderboard)"
+        models = f" ({self.new_models:,} new model(s))" if self.new_models else ""
+        failed = f", {self.failed} failed" if self.failed else ""
         return (
-            f"{self.units} unit(s), {self.skipped} already ingested, {self.new:,} new results,"
-            f" {self.quarantined} quarantined" + (synth if self.filled_with_synthetic else "")
+            f"{self.units} unit(s), {self.skipped} skipped, {self.new:,} new results{models},"
+            f" {self.quarantined} quarantined{failed}"
+            + (synth if self.filled_with_synthetic else "")
         )
+
+    def markdown(self) -> str:
+        """What arrived, per source, as a Markdown table (a Prefect artifact, the run report)."""
+        if not self.sources:
+            return f"Ingest: {self.line() if self.units else 'no sources'}.\n"
+        out = [
+            "| " + " | ".join(label for _, label in self._COLUMNS) + " |",
+            "|---|" + "--:|" * len(self._COUNTS) + "---|",
+        ]
+        rows = list(self.sources)
+        if len(rows) > 1:
+            rows.append({k: getattr(self, k) for k in self._COUNTS} | {"total": True})
+        for row in rows:
+            out.append("| " + " | ".join(self._cell(row, k) for k, _ in self._COLUMNS) + " |")
+        if self.filled_with_synthetic:
+            out += ["", "The store was filled from the built-in synthetic leaderboard."]
+        return "\n".join(out) + "\n"
+
+    @staticmethod
+    def _cell(row: dict[str, Any], key: str) -> str:
+        if key == "source" and row.get("total"):
+            return "**all**"
+        value = row.get(key, "" if key in {"source", "message"} else 0)
+        if key in {"source", "message"}:
+            text = " ".join(str(value).replace("|", "\\|").split())[:200]
+            return f"`{text}`" if key == "source" and text else text
+        return f"{int(value):,}"
 
 
 @dataclass(frozen=True)
@@ -128,6 +183,7 @@ class Candidate(Record):
     published_dir: str
     path: str
     version: int
+    budget: int | None = None
 
 
 @dataclass(frozen=True)

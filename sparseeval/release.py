@@ -18,19 +18,28 @@ from .records import Candidate, FitInfo, LiveSet
 from .settings import Settings
 
 
-def _ledger(artifacts_dir: str | Path, benchmark: str, version: int) -> Path:
-    return artifact_path(artifacts_dir, "published", f"{benchmark}-v{int(version)}.json")
+def set_name(benchmark: str, budget: int | None = None) -> str:
+    """`arc`, or `arc-k50` for one of several budgets: names the set in artifact files."""
+    return benchmark if budget is None else f"{benchmark}-k{int(budget)}"
+
+
+def _ledger(artifacts_dir: str | Path, name: str, version: int) -> Path:
+    return artifact_path(artifacts_dir, "published", f"{name}-v{int(version)}.json")
 
 
 def live_set(
-    published_dir: str | Path, benchmark: str, artifacts_dir: str | Path | None = None
+    published_dir: str | Path,
+    benchmark: str,
+    artifacts_dir: str | Path | None = None,
+    budget: int | None = None,
 ) -> LiveSet | None:
     """The live published version of a benchmark (version, created, metrics), or None."""
-    version = latest_version(published_dir, benchmark)
+    version = latest_version(published_dir, benchmark, budget)
     if version is None:
         return None
-    man = read_manifest(resolve_version_dir(published_dir, benchmark, version))
-    ledger = _ledger(artifacts_dir, benchmark, version) if artifacts_dir else None
+    man = read_manifest(resolve_version_dir(published_dir, benchmark, version, budget))
+    name = set_name(benchmark, budget)
+    ledger = _ledger(artifacts_dir, name, version) if artifacts_dir else None
     noted = json.loads(ledger.read_text()) if ledger and ledger.is_file() else {}
     if noted.get("data_fingerprint") != man.get("data_fingerprint"):
         noted = {}  # not ours (e.g. another home published it)
@@ -57,6 +66,7 @@ def write_candidate(
     fit: FitInfo,
     settings: Settings,
     drift_rows: list[dict[str, Any]] = (),
+    budget: int | None = None,
 ) -> Candidate:
     """Write the fitted model as a new (not yet live) published version; note it in the ledger."""
     from .versions import write_version
@@ -76,10 +86,11 @@ def write_candidate(
             "drift_rows": list(drift_rows),
             "budget_rows": fit.budget_rows,
         },
+        budget=budget,
     )
     version = int(path.name[1:])
-    ledger = _ledger(settings.artifacts_dir, fit.benchmark, version)
+    ledger = _ledger(settings.artifacts_dir, set_name(fit.benchmark, budget), version)
     ledger.parent.mkdir(parents=True, exist_ok=True)
     note = {"data_fingerprint": fit.matrix_fingerprint, "last_run": fit.last_run}
     ledger.write_text(json.dumps(note))
-    return Candidate(fit.benchmark, str(published_dir), str(path), version)
+    return Candidate(fit.benchmark, str(published_dir), str(path), version, budget)

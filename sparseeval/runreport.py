@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .artifacts import code_version
-from .records import RunSummary
+from .records import BenchmarkResult, RunSummary
 
 
 def metrics_rows(run: RunSummary) -> list[dict[str, Any]]:
@@ -18,14 +18,14 @@ def metrics_rows(run: RunSummary) -> list[dict[str, Any]]:
         test = r.fit.test_metrics if r.fit else {}
         rows.append(
             {
-                "benchmark": r.benchmark,
+                "benchmark": r.label,
                 "models": r.matrix.n_models if r.matrix else None,
                 "items": r.matrix.n_items if r.matrix else None,
                 "trained": "cached" if r.fit_cached else ("yes" if r.fit else "no"),
                 "predictor": r.fit.predictor if r.fit else None,
                 "test MAE": _round(test.get("mae")),
                 "Kendall tau": _round(test.get("kendall_tau")),
-                "drift": r.decision.drift if r.decision else None,
+                "drift check": drift_cell(r),
                 "published": r.published_version,
             }
         )
@@ -52,23 +52,21 @@ def render_report(run: RunSummary) -> str:
         f"- code version `{code_version()}`; settings n_anchors={s.get('n_anchors')}"
         f", refine_steps={s.get('refine_steps')}, seed={s.get('seed')}",
         "",
-        "| benchmark | models x items | training | test MAE (points) | Kendall tau | drift"
-        " | decision |",
+        "| benchmark | models x items | training | test MAE (points) | Kendall tau"
+        " | drift check (live set on new models) | outcome |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in run.results:
         test = r.fit.test_metrics if r.fit else {}
         shape = f"{r.matrix.n_models} x {r.matrix.n_items}" if r.matrix else "? x ?"
         training = "cached" if r.fit_cached else ("trained" if r.fit else "-")
-        fresh_mae = r.decision.figures.get("fresh_mae") if r.decision else None
         lines.append(
-            f"| {r.benchmark} | {shape} | {training} | {_fmt(test.get('mae'))}"
-            f" | {_fmt(test.get('kendall_tau'))} | {_fmt(fresh_mae)} | {r.outcome} |"
+            f"| {r.label} | {shape} | {training} | {_fmt(test.get('mae'))}"
+            f" | {_fmt(test.get('kendall_tau'))} | {drift_cell(r)} | {r.outcome} |"
         )
-    lines += ["", "## Decisions", ""]
+    lines += ["", "## What arrived", "", run.ingest.markdown().rstrip(), "", "## Decisions", ""]
     for r in run.results:
-        why = f"{r.decision.reason}; " if r.decision and r.decision.reason else ""
-        lines.append(f"- **{r.benchmark}**: {why}{r.outcome}")
+        lines.append(f"- **{r.label}**: {r.outcome}")
         if r.gate and r.gate.reason:
             lines.append(f"  - gate: {r.gate.reason}")
         if r.published_path:
@@ -77,17 +75,49 @@ def render_report(run: RunSummary) -> str:
     return "\n".join(lines) + "\n"
 
 
+def drift_cell(r: BenchmarkResult) -> str:
+    """The drift check in a few words: first version, no new models, none or drift (MAE)."""
+    d = r.decision
+    if d is None:
+        return "-"
+    if r.live is None:
+        return "first version"
+    mae, n = d.figures.get("fresh_mae"), d.figures.get("n_fresh", 0)
+    if not n or mae is None:
+        return "no new models"
+    return f"{'DRIFT' if d.drift else 'none'}: MAE {mae:.2f} on {n} new models"
+
+
+def notable(r: BenchmarkResult) -> str | None:
+    """One clause for a result a person must hear about (drift, refusal, publish, failure)."""
+    if r.error:
+        return f"{r.label}: failed ({r.error})"
+    if r.published_version is not None:
+        why = r.decision.reason if r.decision else ""
+        return f"{r.label}: published v{r.published_version} ({why})"
+    if r.decision and r.decision.drift:
+        mae = r.decision.figures.get("fresh_mae")
+        head = f"{r.label}: drift (MAE {mae:.2f} on {r.n_fresh} new models)"
+        g = r.gate.figures if r.gate else {}
+        if r.gate and not r.gate.accept and "candidate_mae_heldout" in g:
+            cand, live = g["candidate_mae_heldout"], g["live_mae_heldout"]
+            return f"{head}; candidate refused ({cand:.2f} > live {live:.2f})"
+        return f"{head}; {r.outcome}"
+    return None
+
+
 def summary_line(run: RunSummary) -> str:
-    """`everything was cached ...` or `N benchmarks: trained a, cached b, published c`."""
+    """`everything was cached ...` or `N benchmarks: trained a, ...`, then what needs notice."""
     n = len(run.results)
-    if run.n_trained == 0 and run.n_published == 0:
+    notes = [x for x in map(notable, run.results) if x]
+    if run.n_trained == 0 and not notes:
         head = f"everything was cached ({n} benchmarks): nothing trained, nothing published"
     else:
         head = (
             f"{n} benchmarks: trained {run.n_trained}, cached {run.n_cached},"
             f" published {run.n_published}"
         )
-    return f"{head}; report: {run.report_path}"
+    return "; ".join([head, *notes, f"report: {run.report_path}"])
 
 
 def write_report(reports_dir: str | Path, markdown: str, stamp: str | None = None) -> Path:

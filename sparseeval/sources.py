@@ -5,11 +5,26 @@ results.parquet | results.csv              a long table (model, benchmark, item,
 wide:BENCHMARK=file.csv                    a wide table (model + one column per item)
 runs/lm-eval-output/ | results_*.json      lm-eval --log_samples output
 hub:org/model[,org/model...]               Open LLM Leaderboard v1 details
+
+Watched sources, for the `sources` setting that the nightly job reads every night:
+
+lm-eval:GLOB        every lm-eval output folder matching GLOB (`lm-eval:runs/*/*`; `**`
+                    works); a run folder (one holding results_*.json) is read only when
+                    complete: its results JSON is there and no file in it changed within
+                    `sparseeval.store.sources.SETTLE_SECONDS` (60 s)
+inbox:DIR           a drop folder: long tables `DIR/*.csv`, `DIR/*.parquet`, and wide tables
+                    `DIR/{benchmark}/*.csv`; a file changed within the settle time is left
+                    for a later night
+
+In both, content ingested before is skipped (it costs its hashing), a file still being
+written is a skipped unit saying so, and a bad file is one failed unit: the others land.
+Relative paths are relative to the working directory of the process.
 """
 
 from __future__ import annotations
 
 import csv
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +38,8 @@ from .hashing import fingerprint
 from .matrix import ResponseMatrix
 from .records import IngestSummary
 from .synthetic import OLLM_V1_ITEMS, make_leaderboard
+
+log = logging.getLogger(__name__)
 
 # The built-in source that fills an empty store: six benchmarks, quick on a laptop.
 DEFAULT_SYNTHETIC_ITEMS = {
@@ -112,6 +129,8 @@ def parse_source(spec: str, fmt: str = "auto", benchmark: str | None = None,
     from .store import LmEvalRun, LongTable, OpenLLMLeaderboard, WideTable, default_hub_client
 
     spec = str(spec).strip()
+    if spec.startswith(("lm-eval:", "inbox:")):
+        return _watched(spec, model)
     if spec == "synthetic" or spec.startswith("synthetic:"):
         return _synthetic_from_spec(spec.partition(":")[2])
     if spec.startswith("hub:"):
@@ -133,6 +152,19 @@ def parse_source(spec: str, fmt: str = "auto", benchmark: str | None = None,
     if fmt == "long":
         return LongTable(path)
     raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+
+
+def _watched(spec: str, model: str | None):
+    """`lm-eval:GLOB` or `inbox:DIR` (see the module docstring)."""
+    from .store.sources import Inbox, LmEvalGlob
+
+    kind, _, target = spec.partition(":")
+    target = target.strip()
+    if not target:
+        example = "lm-eval:runs/*/*" if kind == "lm-eval" else "inbox:drop/"
+        raise ValueError(f"{kind} source needs a {'glob' if kind == 'lm-eval' else 'folder'}"
+                         f" after the colon (e.g. {example})")  # fmt: skip
+    return LmEvalGlob(target, model) if kind == "lm-eval" else Inbox(Path(target))
 
 
 def _guess_format(path: Path) -> str:
@@ -183,30 +215,63 @@ def ingest_sources(
 ) -> IngestSummary:
     """Ingest each source (a spec string or a source object) into the store.
 
-    With no sources and an empty store, the built-in synthetic leaderboard fills it.
+    Returns the totals and one row per source (see `IngestSummary`). A source that fails
+    as a whole (a bad spec, a missing folder) is a row with failed=1 and its message; the
+    other sources still run. With no sources and a store that holds nothing but (part of)
+    the built-in synthetic leaderboard, that leaderboard fills it: what an interrupted
+    first fill left out is added, what is there is skipped.
     """
-    from .recipe import benchmark_states
-    from .store import Store, ingest
+    from .store import Store
 
-    srcs = [parse_source(s) if isinstance(s, str) else s for s in sources]
+    items = list(sources)
     filled = False
-    if not srcs and fill_if_empty and not benchmark_states(store_path):
-        srcs, filled = [SyntheticLeaderboard()], True
     t0 = time.perf_counter()
-    reports = []
+    rows, reports = [], []
     with Store.open(store_path) as store:
-        for src in srcs:
-            reports.extend(ingest(store, src))
-    return IngestSummary(
-        units=len(reports),
-        skipped=sum(r.status == "skipped" for r in reports),
-        new=sum(r.n_new for r in reports),
-        updated=sum(r.n_updated for r in reports),
-        quarantined=sum(r.n_quarantined for r in reports),
-        filled_with_synthetic=filled,
-        seconds=round(time.perf_counter() - t0, 3),
-        lines=tuple(r.line() for r in reports[:50]),
+        if not items and fill_if_empty and store.holds_only_synthetic():
+            items, filled = [SyntheticLeaderboard()], True
+        for item in items:
+            row, done = _ingest_source(store, item)
+            rows.append(row)
+            reports.extend(done)
+    filled = filled and any(r["new"] for r in rows)  # said only when it added results
+    shown = [r for r in reports if r.status != "skipped"] + [
+        r for r in reports if r.status == "skipped"
+    ]
+    return IngestSummary.from_sources(
+        rows, [r.line() for r in shown[:50]], filled, round(time.perf_counter() - t0, 3)
     )
+
+
+def _ingest_source(store, item: Any) -> tuple[dict[str, Any], list]:
+    """(summary row, unit reports) of one source; its failure as a whole is a row."""
+    from .store import StoreLockedError, ingest
+    from .store.ingestion import IngestReport, source_label
+
+    name = item if isinstance(item, str) else source_label(item)
+    before = store.last_run_id()
+    try:
+        source = parse_source(item) if isinstance(item, str) else item
+        reports = ingest(store, source, keep_going=True)
+    except StoreLockedError:
+        raise
+    except Exception as exc:  # a bad spec, or a source that cannot even list its units
+        log.warning("source %s failed: %s", name, exc)
+        reports = [IngestReport(-1, "source", str(name), "failed", message=str(exc))]
+    new = sum(r.n_new for r in reports)
+    failures = [r for r in reports if r.status == "failed"]
+    row = {
+        "source": str(name),
+        "units": sum(r.status != "failed" or r.kind != "source" for r in reports),
+        "new_models": len(store.models_first_seen_after(run_id=before)) if new else 0,
+        "new": new,
+        "updated": sum(r.n_updated for r in reports),
+        "skipped": sum(r.status == "skipped" for r in reports),
+        "quarantined": sum(r.n_quarantined for r in reports),
+        "failed": len(failures),
+        "message": failures[0].message[:500] if failures else "",
+    }
+    return row, reports
 
 
 __all__ = ["SyntheticLeaderboard", "ingest_sources", "parse_source"]

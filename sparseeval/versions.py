@@ -39,6 +39,7 @@ from .layout import (
     latest_version,
     read_manifest,
     seal,
+    set_dir,
     verify,
 )
 
@@ -54,6 +55,7 @@ def write_version(
     settings,
     item_sources: Mapping[str, Any] | None = None,
     report_inputs: Mapping[str, Any] | None = None,
+    budget: int | None = None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -72,6 +74,7 @@ def write_version(
     report_inputs: optional dict for the report: `test_pred`, `test_true` (arrays on
     the test models), `budget_rows` ([{method, n_anchors, mae, kendall_tau}]),
     `drift_rows` ([{version, mae, n_models, ...}]).
+    budget: write into the budget's own set, `{root}/{benchmark}/k{budget}/v{N}/`.
     """
     _check_benchmark(benchmark)
     settings_dict = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
@@ -100,7 +103,7 @@ def write_version(
         "interval": jsonable(_interval(estimator, settings_dict, inputs)),
         "settings": jsonable(settings_dict),
     }
-    bench_dir = Path(root) / benchmark
+    bench_dir = set_dir(root, benchmark, budget)
     bench_dir.mkdir(parents=True, exist_ok=True)
     while True:
         version = _next_version(bench_dir)
@@ -156,10 +159,10 @@ def _write_folder(bench_dir: Path, version: int, predictor, manifest: dict, inpu
         raise
 
 
-def set_latest(root: str | Path, benchmark: str, version: int) -> Path:
+def set_latest(root: str | Path, benchmark: str, version: int, budget: int | None = None) -> Path:
     """Point `{root}/{benchmark}/latest` at `v{version}` (atomic replace; verifies it first)."""
     version = int(version)
-    folder = Path(root) / benchmark / f"v{version}"
+    folder = set_dir(root, benchmark, budget) / f"v{version}"
     manifest = read_manifest(folder)
     verify(folder, manifest)
     pointer = {
@@ -168,7 +171,7 @@ def set_latest(root: str | Path, benchmark: str, version: int) -> Path:
         "manifest_sha256": manifest["manifest_sha256"],
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    target = Path(root) / benchmark / LATEST
+    target = set_dir(root, benchmark, budget) / LATEST
     tmp = target.with_name(f".{LATEST}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w") as f:
@@ -182,18 +185,20 @@ def set_latest(root: str | Path, benchmark: str, version: int) -> Path:
     return target
 
 
-def discard_version(root: str | Path, benchmark: str, version: int, reason: str = "") -> None:
+def discard_version(
+    root: str | Path, benchmark: str, version: int, reason: str = "", budget: int | None = None
+) -> None:
     """Remove `v{version}` (a transaction's rollback); refuses the version `latest` names.
 
     The folder is first renamed away (so it disappears at once), then deleted; a
     tombstone `.discarded-v{N}` keeps the number from being reused.
     """
     version = int(version)
-    if latest_version(root, benchmark) == version:
+    if latest_version(root, benchmark, budget) == version:
         raise AnchorSetError(
             f"{benchmark} v{version} is the live (latest) version; point latest elsewhere first"
         )
-    bench_dir = Path(root) / benchmark
+    bench_dir = set_dir(root, benchmark, budget)
     folder = bench_dir / f"v{version}"
     tomb = {"version": version, "discarded": datetime.now(UTC).isoformat(), "reason": reason}
     (bench_dir / f".discarded-v{version}").write_text(json.dumps(tomb))

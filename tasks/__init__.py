@@ -16,7 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.transactions import Transaction, get_transaction
 
-from sparseeval import drift, recipe, release, runreport, sources, versions
+from sparseeval import drift, hub_mirror, recipe, release, runreport, sources, versions
 from sparseeval.artifacts import fit_key, matrix_key
 from sparseeval.records import (
     Candidate,
@@ -104,28 +104,39 @@ def build_matrix(
     name="fit-benchmark",
     cache_key_fn=_fit_cache_key,
     persist_result=True,
-    task_run_name="fit-{benchmark}",
+    task_run_name="fit-{benchmark}-k{budget}",
 )
 def fit_benchmark(
-    benchmark: str, matrix: MatrixInfo, settings: dict, artifacts_dir: str
-) -> FitInfo:
-    """Split -> adaptive init -> AIS/CIS refinement -> final predictor -> test metrics."""
+    benchmark: str, budget: int, matrix: MatrixInfo, settings: dict, artifacts_dir: str,
+    force: bool = False,
+) -> FitInfo:  # fmt: skip
+    """Split -> adaptive init -> AIS/CIS refinement -> final predictor -> test metrics.
+
+    settings["n_anchors"] is the budget; `force` retrains even when the artifact exists.
+    """
     log = get_run_logger()
-    say = lambda m: log.info("%s: %s", benchmark, m)  # noqa: E731
-    out = recipe.fit_step(matrix, settings_from(settings), artifacts_dir, progress=say)
-    test = out.test_metrics
-    log.info(
-        "%s: %s %d anchors, test MAE %.3f points, Kendall tau %.3f (%s in %.0fs)",
-        benchmark, out.predictor, out.n_anchors, test["mae"], test["kendall_tau"],
-        "trained" if out.trained else "reused artifact", out.seconds,
-    )  # fmt: skip
+    say = lambda m: log.info("%s k%d: %s", benchmark, budget, m)  # noqa: E731
+    out = recipe.fit_step(matrix, settings_from(settings), artifacts_dir, say, force)
+    log.info(fit_line(out))
     return out
 
 
+def fit_line(fit: FitInfo) -> str:
+    """`arc: nnridge 100 anchors, test MAE 1.234 points, Kendall tau 0.912 (trained in 12s)`."""
+    test = fit.test_metrics
+    how = "trained" if fit.trained else "reused artifact"
+    return (
+        f"{fit.benchmark}: {fit.predictor} {fit.n_anchors} anchors, test MAE {test['mae']:.3f}"
+        f" points, Kendall tau {test['kendall_tau']:.3f} ({how} in {fit.seconds:.0f}s)"
+    )
+
+
 @task(name="live-set", cache_policy=NO_CACHE, task_run_name="live-set-{benchmark}")
-def live_set(published_dir: str, benchmark: str, artifacts_dir: str) -> LiveSet | None:
+def live_set(
+    published_dir: str, benchmark: str, artifacts_dir: str, budget: int | None = None
+) -> LiveSet | None:
     """The live published version (and what it was built from), or None."""
-    return release.live_set(published_dir, benchmark, artifacts_dir)
+    return release.live_set(published_dir, benchmark, artifacts_dir, budget)
 
 
 @task(name="fresh-models", cache_policy=NO_CACHE, task_run_name="fresh-models-{benchmark}")
@@ -144,10 +155,11 @@ def assess(
     fresh: list[str],
     settings: dict,
     requested: str | None = None,
+    budget: int | None = None,
 ) -> tuple[DriftDecision, GateResult | None]:
     """Drift of the live set on new models; the candidate's gate when it may be published."""
     decision, gate = drift.assess(
-        published_dir, matrix, fit, live, fresh, settings_from(settings), requested
+        published_dir, matrix, fit, live, fresh, settings_from(settings), requested, budget
     )
     log = get_run_logger()
     log.info("%s: %s", benchmark, decision.reason)
@@ -157,11 +169,13 @@ def assess(
 
 
 @task(name="write-candidate", cache_policy=NO_CACHE, task_run_name="write-candidate-{benchmark}")
-def write_candidate(published_dir: str, benchmark: str, fit: FitInfo, settings: dict) -> Candidate:
+def write_candidate(
+    published_dir: str, benchmark: str, fit: FitInfo, settings: dict, budget: int | None = None
+) -> Candidate:
     """Write the new version's folder (not live yet); rolled back if the unit of work fails."""
     s = settings_from(settings)
-    history = drift.drift_history(s.artifacts_dir, benchmark)
-    out = release.write_candidate(published_dir, fit, s, history)
+    history = drift.drift_history(s.artifacts_dir, release.set_name(benchmark, budget))
+    out = release.write_candidate(published_dir, fit, s, history, budget)
     get_transaction().set("candidate", out)
     get_run_logger().info("%s: wrote candidate v%s at %s", benchmark, out.version, out.path)
     return out
@@ -169,15 +183,35 @@ def write_candidate(published_dir: str, benchmark: str, fit: FitInfo, settings: 
 
 @write_candidate.on_rollback
 def _discard_candidate(txn: Transaction) -> None:
+    """Remove the candidate; its tombstone keeps the reason (`txn.set("reason", ...)`)."""
     cand = txn.get("candidate", None)
     if cand:
-        versions.discard_version(cand.published_dir, cand.benchmark, cand.version)
+        reason = txn.get("reason", "rolled back")
+        versions.discard_version(cand.published_dir, cand.benchmark, cand.version, reason,
+                                 cand.budget)  # fmt: skip
+
+
+@task(
+    name="mirror-to-hub",
+    retries=2,
+    retry_delay_seconds=[10, 60],
+    retry_condition_fn=_transient,
+    cache_policy=NO_CACHE,
+    task_run_name="mirror-to-hub-{benchmark}",
+)
+def mirror_to_hub(candidate: Candidate, repo_id: str, benchmark: str) -> str:
+    """Mirror the candidate to the Hub dataset repo in one commit; returns the commit sha."""
+    sha = hub_mirror.mirror_version(candidate.published_dir, benchmark, candidate.version,
+                                    repo_id, budget=candidate.budget)  # fmt: skip
+    get_run_logger().info("%s: mirrored v%s to %s at %s", benchmark, candidate.version, repo_id,
+                          sha)  # fmt: skip
+    return sha
 
 
 @task(name="promote", cache_policy=NO_CACHE, task_run_name="promote-{benchmark}")
-def promote(published_dir: str, benchmark: str, version: int) -> None:
+def promote(published_dir: str, benchmark: str, version: int, budget: int | None = None) -> None:
     """Swap the `latest` pointer to the new version (atomically)."""
-    versions.set_latest(published_dir, benchmark, version)
+    versions.set_latest(published_dir, benchmark, version, budget)
     get_run_logger().info("%s: v%s is now the live anchor set", benchmark, version)
 
 

@@ -207,7 +207,7 @@ def test_stage_flows(tmp_path):
     home = tmp_path / "home"
     out = ingest_only(sources=[release(tmp_path, 0, 200, ["arc"])], home=str(home))
     assert out.new == 200 * ITEMS["arc"]
-    r = retrain_benchmark("arc", home=str(home), settings_overrides=TINY)
+    (r,) = retrain_benchmark("arc", home=str(home), settings_overrides=TINY)
     assert r.published_version == 1
     ingest_only(sources=[release(tmp_path, 200, 230, ["arc"])], home=str(home))
     scores = evaluate_published("arc", home=str(home))

@@ -133,3 +133,22 @@ def test_calibration_models_are_set_aside_from_training(tmp_path):
     assert 60 < len(calib) < 140 and not set(fit_rows) & set(calib)
     assert sorted(np.r_[fit_rows, calib]) == list(train)
     assert len(recipe.calibration_split(ids, train[:40], s)[1]) == 0  # too few: none
+
+
+def test_interrupted_first_fill_completes_on_the_next_run(tmp_path, monkeypatch):
+    """A kill during the first synthetic fill left some benchmarks: the next run adds the rest."""
+    from functools import partial
+
+    small = partial(sources.SyntheticLeaderboard, n_models=40, items={"arc": 10, "gsm8k": 8})
+    store = tmp_path / "store.duckdb"
+    sources.ingest_sources(store, [small(benchmarks=("arc",))])  # the part that landed
+    monkeypatch.setattr(sources, "SyntheticLeaderboard", small)
+    again = sources.ingest_sources(store, [], fill_if_empty=True)
+    assert again.filled_with_synthetic and again.new == 40 * 8  # gsm8k only; arc skipped
+    assert set(recipe.benchmark_states(store)) == {"arc", "gsm8k"}
+    quiet = sources.ingest_sources(store, [], fill_if_empty=True)
+    assert not quiet.filled_with_synthetic and quiet.new == 0
+    table = tmp_path / "real.csv"
+    table.write_text("model,benchmark,item,correct\nm1,arc,x1,1\n")
+    sources.ingest_sources(store, [str(table)])
+    assert sources.ingest_sources(store, [], fill_if_empty=True).units == 0  # real data: no fill

@@ -143,6 +143,10 @@ class Store:
         rows = self.con.sql(sql("result_signatures")).fetchall()
         return {name: tuple(rest) for name, *rest in rows}
 
+    def holds_only_synthetic(self) -> bool:
+        """True when nothing but the built-in synthetic leaderboard was ever ingested."""
+        return int(self.scalar("other_sources")) == 0
+
     def last_run_id(self) -> int:
         """The newest ingest run id, 0 when nothing was ever ingested."""
         return int(self.scalar("last_run"))

@@ -70,11 +70,24 @@ def ingest(
     A unit whose content was already ingested successfully is skipped (`force` re-reads
     it; unchanged rows then cost nothing but the comparison). A failing unit is rolled
     back and recorded; with `keep_going` the next units still run, else the error raises.
+    With `keep_going`, an error while listing the source's units (a missing folder) ends
+    that source with one failed report after the units already done.
     """
     if store.read_only:
         raise StoreError("store is open read-only")
     reports = []
-    for unit in source.units(store):
+    units = iter(source.units(store))
+    while True:
+        try:
+            unit = next(units)
+        except StopIteration:
+            break
+        except Exception as exc:
+            if not keep_going:
+                raise
+            reports.append(IngestReport(-1, "source", source_label(source), "failed",
+                                        message=str(exc)))  # fmt: skip
+            break
         try:
             reports.append(ingest_unit(store, unit, force))
         except Exception as exc:
@@ -82,6 +95,14 @@ def ingest(
                 raise
             reports.append(IngestReport(-1, unit.kind, unit.label, "failed", message=str(exc)))
     return reports
+
+
+def source_label(source: Source) -> str:
+    """A short name for a source object: its path, pattern or type."""
+    for name in ("path", "pattern"):
+        if (value := getattr(source, name, None)) is not None:
+            return str(value)
+    return type(source).__name__
 
 
 def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
