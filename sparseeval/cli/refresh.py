@@ -42,7 +42,8 @@ def add_refresh_command(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("--benchmark", action="append", default=[], metavar="NAME",
                    help="refresh only these benchmarks (default: all in the store)")  # fmt: skip
-    p.add_argument("--anchors", type=int, metavar="K", help="anchor budget (default: settings)")
+    p.add_argument("--anchors", metavar="K[,K...]",
+                   help="anchor budget, or several (each published as its own set)")  # fmt: skip
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting, e.g. --set n_test=100 (repeatable)")  # fmt: skip
     p.add_argument("--home", help="state folder (default: SPARSEEVAL_HOME or .sparseeval)")
@@ -62,6 +63,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         out[key.strip()] = value.strip()
     if args.task_runner:
         out["task_runner"] = args.task_runner
+    if args.anchors:
+        out["n_anchors"] = args.anchors
     return out
 
 
@@ -73,19 +76,19 @@ def run_refresh(args: argparse.Namespace) -> int:
         overrides = _overrides(args)
         Settings.load(**overrides)  # fail fast, in one line, on a bad setting
         os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        # Prefect's temporary server gets 20 s to start by default: too short on a busy box.
-        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
         from flows.refresh import refresh
 
-        state = refresh(
-            sources=args.source or None,
-            benchmarks=args.benchmark or None,
-            n_anchors=args.anchors,
-            settings_overrides=overrides or None,
-            home=args.home,
-            fill_if_empty=not args.no_fill,
-            return_state=True,
-        )
+        from .tempserver import temporary_server
+
+        with temporary_server():
+            state = refresh(
+                sources=args.source or None,
+                benchmarks=args.benchmark or None,
+                settings_overrides=overrides or None,
+                home=args.home,
+                fill_if_empty=not args.no_fill,
+                return_state=True,
+            )
         run = state.result(raise_on_failure=False)
         if isinstance(run, BaseException):
             raise run

@@ -1,0 +1,82 @@
+"""A temporary Prefect server for one CLI run that never outlives the CLI.
+
+Prefect starts its own temporary server when `PREFECT_API_URL` is unset, but a killed
+CLI leaves it running. This one is a child process that the kernel stops when the CLI
+dies, however it dies (`PR_SET_PDEATHSIG`), and that the CLI stops on SIGTERM / Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+APP = "prefect.server.api.server:create_app"
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec (Linux)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the temporary Prefect server exited (code {proc.returncode})")
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+            if r.status == 200:
+                return
+        time.sleep(0.25)
+    raise RuntimeError(f"the temporary Prefect server did not start within {timeout:.0f}s")
+
+
+def _raise_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def temporary_server(timeout: float = 120.0) -> Iterator[str | None]:
+    """Yield the API URL of a private temporary server (None when a server is configured)."""
+    import prefect
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    if get_current_settings().api.url:
+        yield None
+        return
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    env = os.environ | {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"}
+    args = [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent),
+            "--factory", APP, "--host", "127.0.0.1", "--port", str(port), "--log-level", "error",
+            "--lifespan", "on"]  # fmt: skip
+    proc = subprocess.Popen(args, env=env, preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL)
+    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        _wait_healthy(url, proc, timeout)
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            yield url
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
