@@ -60,14 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     total = args.models + args.new_models
     spec = f"n_models={total},seed=0"
     if args.scale != 1.0:  # the spec carries only named item sets; scaled runs pass their own
-        from sparseeval import pipeline
+        from sparseeval import sources
 
-        pipeline.DEFAULT_SYNTHETIC_ITEMS.clear()
-        pipeline.DEFAULT_SYNTHETIC_ITEMS.update(items)
+        sources.DEFAULT_SYNTHETIC_ITEMS.clear()
+        sources.DEFAULT_SYNTHETIC_ITEMS.update(items)
         spec += ",items=default"
     else:
         spec += ",items=ollm"
-    overrides = {"task_runner": args.task_runner, "n_test": args.n_test, "n_valid": args.n_valid}
+    overrides = {
+        "task_runner": args.task_runner,
+        "n_test": args.n_test,
+        "n_valid": args.n_valid,
+        "sources": [],
+    }  # the warm run passes no sources: no watched ones either
     rows = []
 
     t0 = time.perf_counter()
@@ -90,17 +95,13 @@ def main(argv: list[str] | None = None) -> int:
                 fill_if_empty=False,
             )
             secs = time.perf_counter() - t
-            trained = [r["benchmark"] for r in run["results"] if not r.get("fit_cached")]
+            trained = [r.benchmark for r in run.results if r.trained]
             rows.append(
-                (name, secs, run["ingest"]["seconds"], run["n_trained"], ",".join(trained) or "-",
-                 run["n_published"])
+                (name, secs, run.ingest.seconds, run.n_trained, ",".join(trained) or "-",
+                 run.n_published)
             )  # fmt: skip
             print(f"{name}: {secs:.1f}s", file=sys.stderr, flush=True)
-            maes = {
-                r["benchmark"]: round(r["fit"]["test_metrics"]["mae"], 2)
-                for r in run["results"]
-                if r.get("fit")
-            }
+            maes = {r.benchmark: round(r.fit.test_metrics["mae"], 2) for r in run.results if r.fit}
             print(f"  test MAE (points): {maes}", file=sys.stderr, flush=True)
 
     print(

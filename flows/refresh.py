@@ -253,7 +253,7 @@ def refresh(
     store, arts = str(settings.store_path), str(settings.artifacts_dir)
 
     specs = list(sources or settings.sources)
-    ingested = tasks.ingest(store, specs, fill_if_empty)
+    ingested = tasks.ingest(store, specs, fill_if_empty, settings.hub_max_repos)
     states = tasks.store_state(store)
     names = _benchmarks(benchmarks, states)
     log.info("refreshing %d benchmark(s): %s", len(names), ", ".join(names))

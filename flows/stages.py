@@ -23,9 +23,10 @@ def _stamp() -> str:
 def ingest_only(
     sources: list[str] | None = None, home: str | None = None, fill_if_empty: bool = False
 ) -> IngestSummary:
-    """Ingest sources into the store; nothing is trained or published."""
+    """Ingest sources (default: the watched `sources` setting); nothing is trained or published."""
     settings = resolve_settings(home)
-    out = tasks.ingest(str(settings.store_path), list(sources or []), fill_if_empty)
+    specs = list(sources or settings.sources)
+    out = tasks.ingest(str(settings.store_path), specs, fill_if_empty, settings.hub_max_repos)
     print(f"ingested {out.units} unit(s): {out.new:,} new results")
     return out
 

@@ -50,7 +50,7 @@ def load_anchor_set(
     if not p.exists() and (m := _REPO_ID.match(str(path_or_repo))):
         from .hub_mirror import download_version
 
-        folder = download_version(m.group(1), benchmark, version, hub_client, revision)
+        folder = download_version(m.group(1), benchmark, version, hub_client, revision, budget)
         source = f"hf://datasets/{m.group(1)}"
     elif not p.exists():
         raise AnchorSetError(f"{path_or_repo}: no such folder (nor a Hub repo id owner/name)")

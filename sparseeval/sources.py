@@ -4,7 +4,10 @@ synthetic | synthetic:n_models=1000,seed=0,items=ollm,models=0-800,benchmarks=ar
 results.parquet | results.csv              a long table (model, benchmark, item, correct)
 wide:BENCHMARK=file.csv                    a wide table (model + one column per item)
 runs/lm-eval-output/ | results_*.json      lm-eval --log_samples output
-hub:org/model[,org/model...]               Open LLM Leaderboard v1 details
+hub:org/model[,org/model...]               Open LLM Leaderboard v1 details of those models
+hub:v1:GLOB[,GLOB][@ORG] | hub:v2:GLOB     every v1 / v2 details repo whose `org/model`
+                                           matches (`*`: all), from one paginated listing;
+                                           at most `hub_max_repos` new repos per run
 
 Watched sources, for the `sources` setting that the nightly job reads every night:
 
@@ -120,11 +123,12 @@ class SyntheticLeaderboard:
 
 
 def parse_source(spec: str, fmt: str = "auto", benchmark: str | None = None,
-                 model: str | None = None):  # fmt: skip
+                 model: str | None = None, hub_max_repos: int = 200):  # fmt: skip
     """A store source from a spec string (see the module docstring).
 
     fmt: `auto` (by prefix, suffix and CSV header), `long`, `wide` or `lm-eval`;
-    benchmark: the benchmark of a wide table; model: the model of an lm-eval folder.
+    benchmark: the benchmark of a wide table; model: the model of an lm-eval folder;
+    hub_max_repos: new Hub repos read per run.
     """
     from .store import LmEvalRun, LongTable, OpenLLMLeaderboard, WideTable, default_hub_client
 
@@ -134,7 +138,7 @@ def parse_source(spec: str, fmt: str = "auto", benchmark: str | None = None,
     if spec == "synthetic" or spec.startswith("synthetic:"):
         return _synthetic_from_spec(spec.partition(":")[2])
     if spec.startswith("hub:"):
-        return OpenLLMLeaderboard.from_spec(spec[4:], default_hub_client())
+        return OpenLLMLeaderboard.from_spec(spec[4:], default_hub_client(), max_repos=hub_max_repos)
     if spec.startswith("wide:"):
         benchmark, _, spec = spec[5:].partition("=")
         if not benchmark or not spec:
@@ -211,7 +215,10 @@ def _synthetic_from_spec(options: str) -> SyntheticLeaderboard:
 
 
 def ingest_sources(
-    store_path: str | Path, sources: Sequence[Any], fill_if_empty: bool = True
+    store_path: str | Path,
+    sources: Sequence[Any],
+    fill_if_empty: bool = True,
+    hub_max_repos: int = 200,
 ) -> IngestSummary:
     """Ingest each source (a spec string or a source object) into the store.
 
@@ -231,7 +238,7 @@ def ingest_sources(
         if not items and fill_if_empty and store.holds_only_synthetic():
             items, filled = [SyntheticLeaderboard()], True
         for item in items:
-            row, done = _ingest_source(store, item)
+            row, done = _ingest_source(store, item, hub_max_repos)
             rows.append(row)
             reports.extend(done)
     filled = filled and any(r["new"] for r in rows)  # said only when it added results
@@ -243,7 +250,7 @@ def ingest_sources(
     )
 
 
-def _ingest_source(store, item: Any) -> tuple[dict[str, Any], list]:
+def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any], list]:
     """(summary row, unit reports) of one source; its failure as a whole is a row."""
     from .store import StoreLockedError, ingest
     from .store.ingestion import IngestReport, source_label
@@ -251,7 +258,7 @@ def _ingest_source(store, item: Any) -> tuple[dict[str, Any], list]:
     name = item if isinstance(item, str) else source_label(item)
     before = store.last_run_id()
     try:
-        source = parse_source(item) if isinstance(item, str) else item
+        source = parse_source(item, hub_max_repos=hub_max_repos) if isinstance(item, str) else item
         reports = ingest(store, source, keep_going=True)
     except StoreLockedError:
         raise

@@ -69,9 +69,14 @@ def _transient(task, task_run, state) -> bool:
     retry_condition_fn=_transient,
     cache_policy=NO_CACHE,
 )
-def ingest(store_path: str, specs: list[str], fill_if_empty: bool = True) -> IngestSummary:
-    """Ingest new results (network-bound for Hub sources: retried with backoff)."""
-    out = sources.ingest_sources(store_path, specs, fill_if_empty=fill_if_empty)
+def ingest(
+    store_path: str, specs: list[str], fill_if_empty: bool = True, hub_max_repos: int = 200
+) -> IngestSummary:
+    """Ingest new results; each source's failure is a row of the summary, not an error.
+
+    Hub calls retry 429 / 5xx themselves (honouring Retry-After); a locked store retries here.
+    """
+    out = sources.ingest_sources(store_path, specs, fill_if_empty, hub_max_repos)
     log = get_run_logger()
     if out.filled_with_synthetic:
         log.info("empty store: filled it from the built-in synthetic leaderboard")

@@ -7,11 +7,23 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
+import httpx2
 import polars as pl
 import pytest
+from hub_standin import card_for, parquet_bytes, v1_card, v1_files
+from huggingface_hub.errors import HfHubHTTPError
 
 from sparseeval.store import OpenLLMLeaderboard, Store, build_matrix, default_hub_client, ingest
-from sparseeval.store.hub import card_latest, model_for, repo_for
+from sparseeval.store import hub as hub_module
+from sparseeval.store.hub import (
+    HubError,
+    card_latest,
+    model_for,
+    redact,
+    repo_for,
+    retry_wait,
+    with_retries,
+)
 
 TS1, TS2 = "2023-08-19T16-36-54.384542", "2023-10-01T09-00-00.000001"
 
@@ -24,6 +36,7 @@ class FakeHub:
         self.head: dict[str, str] = {}
         self.trees: dict[tuple[str, str], dict[str, Path]] = {}
         self.downloads: list[str] = []
+        self.listings: list = []
 
     def commit(self, repo: str, sha: str, files: dict[str, bytes | str]) -> None:
         """A new revision: the previous files plus `files`."""
@@ -48,8 +61,13 @@ class FakeHub:
         self.downloads.append(filename)
         return str(self.trees[(repo_id, revision or self.head[repo_id])][filename])
 
-    def list_datasets(self, *, author=None, search=None):
-        return [SimpleNamespace(id=r) for r in self.head if r.startswith(author) and search in r]
+    def list_datasets(self, *, author=None, search=None, expand=None):
+        self.listings.append(expand)
+        return [
+            SimpleNamespace(id=r, sha=self.head[r] if expand and "sha" in expand else None)
+            for r in self.head
+            if r.startswith(author) and search in r
+        ]
 
 
 @pytest.fixture(autouse=True)
@@ -63,64 +81,15 @@ def store(tmp_path: Path):
         yield s
 
 
-def parquet_bytes(tmp_path: Path, frame: pl.DataFrame) -> bytes:
-    path = tmp_path / "tmp.parquet"
-    frame.write_parquet(path)
-    return path.read_bytes()
-
-
-def v1_card(configs: dict[str, list[tuple[str, str]]]) -> str:
-    """A dataset card whose YAML lists each config's splits (timestamped and `latest`)."""
-    meta = {"configs": [
-        {"config_name": name, "data_files": [{"split": s, "path": [p]} for s, p in splits]}
-        for name, splits in configs.items()
-    ]}  # fmt: skip
-    return "---\n" + json.dumps(meta, indent=1) + "\n---\n# details\n"
-
-
-def v1_files(tmp_path: Path, ts: str, arc: list[float]) -> dict[str, bytes | str]:
-    """arc with a plain `acc_norm` column, MMLU anatomy with a `metrics` struct,
-    TruthfulQA with a flattened `metrics.mc1` column, and the aggregated results config."""
-    arc_name = f"{ts}/details_harness|arc:challenge|25_{ts}.parquet"
-    anat_name = f"{ts}/details_harness|hendrycksTest-anatomy|5_{ts}.parquet"
-    tqa_name = f"{ts}/details_harness|truthfulqa:mc|0_{ts}.parquet"
-    return {
-        arc_name: parquet_bytes(
-            tmp_path,
-            pl.DataFrame({"example": ["q"] * len(arc), "acc_norm": arc, "acc": [0.0] * len(arc)}),
-        ),
-        anat_name: parquet_bytes(
-            tmp_path, pl.DataFrame({"metrics": [{"acc": 1.0}, {"acc": 0.0}, {"acc": 1.0}]})
-        ),
-        tqa_name: parquet_bytes(
-            tmp_path, pl.DataFrame({"metrics.mc1": [True, False], "metrics.mc2": [0.7, 0.2]})
-        ),
-        "results_x.json": "{}",
-    }
-
-
-def card_for(files: dict, ts_of: dict[str, str]) -> str:
-    patterns = {
-        "harness_arc_challenge_25": "arc:challenge|25",
-        "harness_hendrycksTest_anatomy_5": "hendrycksTest-anatomy|5",
-        "harness_truthfulqa_mc_0": "truthfulqa:mc|0",
-    }
-    return v1_card({
-        cfg: [(ts_of[cfg].replace("-", "_"), f"**/details_harness|{tag}_{ts_of[cfg]}.parquet"),
-              ("latest", f"**/details_harness|{tag}_{ts_of[cfg]}.parquet")]
-        for cfg, tag in patterns.items()
-    } | {"results": [("latest", "**/results_*.json")]})  # fmt: skip
-
-
 def test_v1_ingest_then_only_new_revisions_and_files(store, tmp_path):
     hub = FakeHub(tmp_path / "hub")
     repo = "open-llm-leaderboard/details_org__model"
-    files = v1_files(tmp_path, TS1, [1.0, 0.0, 1.0, 1.0])
+    files = v1_files(TS1, [1.0, 0.0, 1.0, 1.0])
     all_ts1 = dict.fromkeys(
         ["harness_arc_challenge_25", "harness_hendrycksTest_anatomy_5", "harness_truthfulqa_mc_0"],
         TS1,
     )
-    hub.commit(repo, "a" * 40, files | {"README.md": card_for(files, all_ts1)})
+    hub.commit(repo, "a" * 40, files | {"README.md": card_for(all_ts1)})
     source = OpenLLMLeaderboard(hub, ["org/model"], "v1")
 
     (r,) = ingest(store, source)
@@ -138,10 +107,10 @@ def test_v1_ingest_then_only_new_revisions_and_files(store, tmp_path):
     (again,) = ingest(store, source)
     assert again.status == "skipped" and hub.downloads == []  # same revision: nothing fetched
 
-    newer = v1_files(tmp_path, TS2, [0.0, 0.0, 1.0, 1.0])
+    newer = v1_files(TS2, [0.0, 0.0, 1.0, 1.0])
     arc2 = next(k for k in newer if "arc" in k)
     ts_now = all_ts1 | {"harness_arc_challenge_25": TS2}
-    hub.commit(repo, "b" * 40, {arc2: newer[arc2], "README.md": card_for(newer, ts_now)})
+    hub.commit(repo, "b" * 40, {arc2: newer[arc2], "README.md": card_for(ts_now)})
     (third,) = ingest(store, source)
     assert hub.downloads == ["README.md", arc2]  # only the new file
     assert (third.n_updated, third.n_unchanged, third.n_new) == (1, 3, 0)
@@ -164,7 +133,7 @@ def test_v1_missing_metric_fails_the_repo_not_the_store(store, tmp_path):
     hub.commit(
         repo,
         "c" * 40,
-        {name: parquet_bytes(tmp_path, pl.DataFrame({"acc": [1.0]})), "README.md": card},
+        {name: parquet_bytes(pl.DataFrame({"acc": [1.0]})), "README.md": card},
     )
     (r,) = ingest(store, OpenLLMLeaderboard(hub, ["org/bad"]), keep_going=True)
     assert r.status == "failed" and "no column acc_norm" in r.message
@@ -223,3 +192,82 @@ def test_token_comes_from_env_and_is_never_logged(store, tmp_path, monkeypatch, 
     with caplog.at_level(logging.DEBUG):
         ingest(store, OpenLLMLeaderboard(hub, ["org/m"], "v2"))
     assert "hf_secret_value" not in caplog.text
+
+
+def test_spec_syntax():
+    hub = FakeHub(Path("."))
+    named = OpenLLMLeaderboard.from_spec("org/a, org/b", hub)
+    assert (named.models, named.version, named.org, named.globs) == (
+        ["org/a", "org/b"], "v1", "open-llm-leaderboard", None,
+    )  # fmt: skip
+    assert named.max_repos == hub_module.DEFAULT_MAX_REPOS == 200
+    every = OpenLLMLeaderboard.from_spec("v2:*", hub, max_repos=5)
+    assert (every.models, every.version, every.globs, every.max_repos) == (None, "v2", None, 5)
+    some = OpenLLMLeaderboard.from_spec("v1:meta-llama/*,*-7b@my-mirror", hub)
+    assert (some.globs, some.org, some.version) == (["meta-llama/*", "*-7b"], "my-mirror", "v1")
+    assert OpenLLMLeaderboard.from_spec("org/a@mirror", hub).org == "mirror"
+    for bad in ["", "v1:", "meta-llama/*", "justamodel", "v3:*", "v1:*@bad/org"]:
+        with pytest.raises(ValueError, match=r"v1 or v2|hub source"):
+            OpenLLMLeaderboard.from_spec(bad, hub)
+
+
+def test_listing_carries_shas_globs_filter_and_cap_spreads_over_runs(store, tmp_path):
+    hub = FakeHub(tmp_path / "hub")
+    for i, name in enumerate(["zeta__m", "acme__b", "acme__a", "other__x"]):
+        repo = f"open-llm-leaderboard/{name}-details"
+        hub.commit(repo, f"{i}" * 40, {"org/samples_leaderboard_ifeval_2024.jsonl": ""})
+    source = OpenLLMLeaderboard.from_spec("v2:acme/*,zeta/*", hub, max_repos=2)
+    first = ingest(store, source)
+    assert hub.listings == [["sha"]]  # one listing, asked for shas: no per-repo info call
+    assert [r.source.split("@")[0] for r in first[:2]] == [
+        "open-llm-leaderboard/acme__a-details", "open-llm-leaderboard/acme__b-details",
+    ]  # fmt: skip
+    assert first[2].status == "skipped" and "1 left for the next run" in first[2].message
+    second = ingest(store, source)
+    assert [r.source.split("@")[0] for r in second[:1]] == ["open-llm-leaderboard/zeta__m-details"]
+    assert "2 unchanged" in second[1].message and "0 left" in second[1].message
+    (third,) = ingest(store, source)
+    assert third.status == "skipped" and "3 unchanged" in third.message
+    assert store.hub_revision("open-llm-leaderboard/other__x-details") is None  # not matched
+
+
+def http_error(status: int, headers: dict | None = None) -> HfHubHTTPError:
+    request = httpx2.Request("GET", "http://127.0.0.1/x")
+    response = httpx2.Response(status, headers=headers or {}, request=request)
+    return HfHubHTTPError(f"{status} error (Authorization: Bearer hf_x1)", response=response)
+
+
+def test_retries_backoff_retry_after_and_give_up(monkeypatch):
+    monkeypatch.setattr(hub_module, "RETRY_BASE_S", 0.5)
+    monkeypatch.setattr(hub_module, "RETRY_MAX_WAIT_S", 3.0)
+    assert [retry_wait(http_error(500), a) for a in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 3.0]
+    assert retry_wait(http_error(429, {"Retry-After": "2"}), 1) == 2.0  # honoured when longer
+    assert retry_wait(http_error(429, {"Retry-After": "999"}), 1) == 3.0  # capped
+    slept: list[float] = []
+    monkeypatch.setattr(hub_module.time, "sleep", slept.append)
+    calls = iter([http_error(429, {"Retry-After": "1"}), http_error(503), "ok"])
+
+    def flaky():
+        item = next(calls)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    assert with_retries("flaky", flaky) == "ok" and slept == [1.0, 1.0]
+    slept.clear()
+    with pytest.raises(HubError, match="always failed after 5 attempts") as info:
+        with_retries("always", lambda: (_ for _ in ()).throw(http_error(500)))
+    assert len(slept) == 4 and "hf_x1" not in str(info.value) and info.value.__cause__ is None
+    with pytest.raises(HubError, match="missing failed: HfHubHTTPError: 404"):
+        with_retries("missing", lambda: (_ for _ in ()).throw(http_error(404)))
+    assert len(slept) == 4  # a 404 is not retried
+
+
+def test_redact_scrubs_token_values_bearer_and_hf_words(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "some-opaque-token-value")
+    text = redact(
+        "a some-opaque-token-value b; Authorization: Bearer abc.def c; hf_AbCdEf0123456789xyz;"
+        " password=other-secret; hf_hub_download",
+        "other-secret",
+    )
+    assert text == ("a *** b; Authorization: Bearer *** c; hf_***; password=***; hf_hub_download")

@@ -130,7 +130,12 @@ def _sources(args: argparse.Namespace) -> list:
         if not (args.hub_models or args.hub_all):
             raise ValueError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
         models = None if args.hub_all else args.hub_models
-        return [OpenLLMLeaderboard(default_hub_client(), models, args.hub, args.hub_org)]
+        from ..settings import Settings
+
+        cap = Settings.load().hub_max_repos
+        return [
+            OpenLLMLeaderboard(default_hub_client(), models, args.hub, args.hub_org, max_repos=cap)
+        ]
     if not args.sources:
         raise ValueError("give files or folders to ingest, or --hub v1|v2")
     return [parse_source(str(p), args.format, args.benchmark, args.model) for p in args.sources]

@@ -1,26 +1,78 @@
-"""Open LLM Leaderboard details on the Hugging Face Hub (v1 parquet, v2 jsonl), incremental."""
+"""Open LLM Leaderboard details on the Hugging Face Hub (v1 parquet, v2 jsonl), incremental.
+
+Discovery is one paginated `list_datasets(author=org, search=..., expand=["sha"])` listing:
+each listed repo carries its revision sha, so repos already ingested at that revision cost
+no further request. At most `max_repos` new or changed repos are read per run, in repo-name
+order; the rest wait for the next run. Every Hub call is retried on HTTP 429 / 5xx (and
+network errors) with exponential backoff that honours `Retry-After`; a repo that still
+fails becomes a failed unit and the other repos go on. Messages built from Hub errors are
+passed through `redact`, so the token never reaches logs, the store or re-raised errors.
+"""
 
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import re
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import duckdb
 import polars as pl
 import yaml
 
 from ..hashing import fingerprint
+from ..hub_mirror import redact
 from ..lm_eval import newest_samples
 from ..taskmap import TaskMap, map_lm_eval_task, map_v1_config
 from .db import Store, execute, fetch
 from .sources import read_samples
 from .unit import BAD_SCHEMA, SRC_SCHEMA, SourceError, Unit, conform, stage_frames
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_ORG = "open-llm-leaderboard"
+DEFAULT_MAX_REPOS = 200  # the `hub_max_repos` setting's default
+# Retries of one Hub call: attempts in all, first wait (doubling each retry), longest wait.
+RETRY_ATTEMPTS = 5
+RETRY_BASE_S = 1.0
+RETRY_MAX_WAIT_S = 60.0
+# After this many repos in a row fail on Hub calls (the Hub is down, not one repo broken),
+# the rest of a listing waits for the next run instead of each burning its retries (0: off).
+BREAKER_FAILURES = 3
+
+SPEC_HELP = (
+    "hub source: hub:ORG/MODEL[,ORG/MODEL...] (v1 details of those models), or"
+    " hub:v1:GLOB[,GLOB...][@DETAILS_ORG] / hub:v2:GLOB... (every details repo whose"
+    " org/model matches; * = all)"
+)
+_NAME = re.compile(r"[^/\s*?\[\]@,]+/[^/\s*?\[\]@,]+")
+
+__all__ = [
+    "DEFAULT_MAX_REPOS",
+    "HubClient",
+    "HubError",
+    "OpenLLMLeaderboard",
+    "default_hub_client",
+    "redact",
+    "with_retries",
+]
+
+
+class HubError(OSError):
+    """A Hub call failed (after retries where retrying made sense); the message is redacted."""
+
+
+@dataclass
+class _Breaker:
+    fails: int = 0  # repos in a row whose Hub calls failed
 
 
 class HubClient(Protocol):
@@ -39,7 +91,11 @@ class HubClient(Protocol):
         revision: str | None = None,
     ) -> str: ...
     def list_datasets(
-        self, *, author: str | None = None, search: str | None = None
+        self,
+        *,
+        author: str | None = None,
+        search: str | None = None,
+        expand: list[str] | None = None,
     ) -> Iterable[Any]: ...
 
 
@@ -48,6 +104,85 @@ def default_hub_client() -> HubClient:
     from huggingface_hub import HfApi
 
     return HfApi(token=os.environ.get("HF_TOKEN") or None)
+
+
+# -- retries ----------------------------------------------------------------------------
+
+
+def with_retries(what: str, fn: Callable[..., T], *args: Any, secret: Any = None, **kw: Any) -> T:
+    """`fn(*args, **kw)`, retried on HTTP 429 / 5xx and network errors.
+
+    At most `RETRY_ATTEMPTS` attempts; waits `RETRY_BASE_S` doubling each time, or the
+    response's `Retry-After` when longer, never more than `RETRY_MAX_WAIT_S`. Any failure
+    that is not retried (or still fails) raises `HubError` naming `what`, its message
+    redacted (also of `secret`, the client's token) and without the original traceback.
+    """
+    for attempt in range(1, RETRY_ATTEMPTS + 1):
+        try:
+            return fn(*args, **kw)
+        except Exception as exc:
+            status = http_status(exc)
+            if attempt >= RETRY_ATTEMPTS or not _retryable(exc, status):
+                tried = f" after {attempt} attempts" if attempt > 1 else ""
+                msg = f"{what} failed{tried}: {_one_line(exc)}"
+                raise HubError(redact(msg, secret)[:1000]) from None
+            wait = retry_wait(exc, attempt)
+            why = f"HTTP {status}" if status else type(exc).__name__
+            log.warning(
+                "%s: %s; retry %d of %d in %.2fs", what, why, attempt, RETRY_ATTEMPTS - 1, wait
+            )
+            time.sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status of a client error that carries a response (`HfHubHTTPError`), if any."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def retry_wait(exc: BaseException, attempt: int) -> float:
+    """Seconds to wait before attempt `attempt + 1`: backoff, or Retry-After if longer; capped."""
+    backoff = RETRY_BASE_S * 2 ** (attempt - 1)
+    return min(RETRY_MAX_WAIT_S, max(backoff, _retry_after(exc) or 0.0))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:  # an HTTP date
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _retryable(exc: BaseException, status: int | None) -> bool:
+    if status is not None:
+        return status == 429 or status >= 500
+    if type(exc).__name__ == "OfflineModeIsEnabled":  # a ConnectionError that never heals
+        return False
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    try:
+        import httpx2
+
+        return isinstance(exc, httpx2.TransportError)
+    except ImportError:  # pragma: no cover - older huggingface_hub (requests / httpx)
+        return type(exc).__name__ in {"ConnectTimeout", "ReadTimeout", "ConnectError"}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# -- names and specs --------------------------------------------------------------------
 
 
 def repo_for(model: str, version: str, org: str) -> str:
@@ -66,60 +201,215 @@ def model_for(repo: str, version: str) -> str | None:
 
 @dataclass
 class OpenLLMLeaderboard:
-    """Per-item details of leaderboard models: a list of `org/model`, or every repo of `org`.
+    """Per-item details of leaderboard models: named `org/model`s, or the org's details repos.
 
-    Only what is new is downloaded: a repo whose revision was already ingested is skipped
-    without downloads, and within a new revision only files not read before are fetched.
+    `models`: exactly these models (their revision asked per model); otherwise every
+    details repo of `org` found by one listing, filtered by the `globs` over `org/model`
+    (`fnmatch`; None = all). Only what is new is downloaded: a repo whose revision was
+    already ingested is skipped without downloads, and within a new revision only files
+    not read before are fetched. At most `max_repos` new or changed repos are read per
+    run (None: no cap), in repo-name order, so a first pull of thousands spreads over runs.
     """
 
     client: HubClient
     models: list[str] | None = None
     version: str = "v1"
-    org: str = "open-llm-leaderboard"
+    org: str = DEFAULT_ORG
+    globs: list[str] | None = None
+    max_repos: int | None = DEFAULT_MAX_REPOS
 
     @classmethod
-    def from_spec(cls, text: str, client: HubClient) -> OpenLLMLeaderboard:
-        """`org/model[,org/model...]` (v1 details of those models)."""
-        models = [m for m in text.split(",") if m]
-        return cls(client, models=models or None)
+    def from_spec(
+        cls, text: str, client: HubClient, *, max_repos: int | None = DEFAULT_MAX_REPOS
+    ) -> OpenLLMLeaderboard:
+        """`org/model[,org/model...]` (v1 details of those models), or `v1:GLOB[,GLOB...]` /
+        `v2:GLOB...` (every details repo whose `org/model` matches; `*` = all); either form
+        may end in `@DETAILS_ORG` (default `open-llm-leaderboard`)."""
+        body = text.strip()
+        version = None
+        if m := re.fullmatch(r"(v\d+):(.*)", body, flags=re.DOTALL):
+            version, body = m.group(1), m.group(2)
+        org = DEFAULT_ORG
+        if "@" in body:
+            body, _, org = body.rpartition("@")
+            if not re.fullmatch(r"[\w.-]+", org):
+                raise ValueError(f"{SPEC_HELP}; bad details org {org!r}")
+        parts = [p.strip() for p in body.split(",") if p.strip()]
+        if not parts:
+            raise ValueError(f"{SPEC_HELP}; got {text!r}")
+        if version is None:
+            bad = [p for p in parts if not _NAME.fullmatch(p)]
+            if bad:
+                raise ValueError(
+                    f"{SPEC_HELP}; {bad[0]!r} is not org/model (for globs: hub:v1:{bad[0]})"
+                )
+            return cls(client, parts, "v1", org, max_repos=max_repos)
+        globs = None if "*" in parts else parts
+        return cls(client, None, version, org, globs=globs, max_repos=max_repos)
 
     def __post_init__(self) -> None:
         if self.version not in {"v1", "v2"}:
             raise ValueError(f"leaderboard version must be v1 or v2, got {self.version!r}")
+        if self.max_repos is not None and self.max_repos < 1:
+            raise ValueError(f"max_repos must be at least 1 (or None), got {self.max_repos}")
+
+    @property
+    def kind(self) -> str:
+        return f"ollm-{self.version}"
 
     def units(self, store: Store) -> Iterator[Unit]:
-        for model in self._model_names():
+        if self.models is not None:
+            yield from self._named_units(store)
+        else:
+            yield from self._listed_units(store)
+
+    # -- discovery ----------------------------------------------------------------------
+
+    def _named_units(self, store: Store) -> Iterator[Unit]:
+        """Named models: one `dataset_info` each (they are few)."""
+        staged = 0
+        for model in self.models or []:
             repo = repo_for(model, self.version, self.org)
-            sha = self.client.dataset_info(repo).sha
-            kind = f"ollm-{self.version}"
-            unit = Unit(kind, f"{repo}@{sha}", fingerprint(kind, repo, sha), [], _no_stage)
+            try:
+                sha = self._call(f"dataset_info {repo}", self.client.dataset_info, repo).sha
+            except HubError as exc:
+                yield self._failed(repo, exc)
+                continue
+            unit = self._unit(repo, sha, model)
             if store.hub_revision(repo) == sha:
                 unit.skip = f"revision {sha[:12]} of {repo} already ingested"
+            elif self.max_repos is not None and staged >= self.max_repos:
+                unit.skip = f"left for the next run (hub_max_repos={self.max_repos})"
             else:
-                unit.stage = partial(self._stage, repo, sha, model, unit)
-                unit.record = partial(_record, repo, sha)
+                staged += 1
             yield unit
 
-    def _model_names(self) -> list[str]:
-        if self.models is not None:
-            return list(self.models)
+    def _listed_units(self, store: Store) -> Iterator[Unit]:
+        """One paginated listing of the org's details repos, with each repo's sha."""
+        where = f"hub:{self.version}:{','.join(self.globs or ['*'])}@{self.org}"
         search = "details_" if self.version == "v1" else "-details"
-        found = (
-            model_for(d.id, self.version)
-            for d in self.client.list_datasets(author=self.org, search=search)
+        try:
+            listed = self._call(
+                f"listing {self.org} datasets",
+                lambda: list(
+                    self.client.list_datasets(author=self.org, search=search, expand=["sha"])
+                ),
+            )
+        except HubError as exc:
+            yield self._failed(f"{where} (listing)", exc)
+            return
+        found: dict[str, tuple[str, str | None]] = {}
+        prefix = f"{self.org.lower()}/"
+        for d in listed:
+            model = model_for(d.id, self.version)
+            if model and d.id.lower().startswith(prefix) and self._wanted(model):
+                found[d.id] = (model, getattr(d, "sha", None))
+        unchanged, todo = 0, []
+        for repo in sorted(found):
+            model, sha = found[repo]
+            if sha is None:  # a listing without shas (a Hub that ignores expand): ask per repo
+                try:
+                    sha = self._call(f"dataset_info {repo}", self.client.dataset_info, repo).sha
+                except HubError as exc:
+                    yield self._failed(repo, exc)
+                    continue
+            if store.hub_revision(repo) == sha:
+                unchanged += 1
+            else:
+                todo.append((repo, model, sha))
+        cap = len(todo) if self.max_repos is None else self.max_repos
+        now, later = todo[:cap], todo[cap:]
+        log.info(
+            "%s: %d details repos match; %d unchanged, %d new or changed to read now, %d left"
+            " for the next run (hub_max_repos=%s)",
+            where, len(found), unchanged, len(now), len(later), self.max_repos,
+        )  # fmt: skip
+        breaker, stopped = _Breaker(), 0
+        for i, (repo, model, sha) in enumerate(now):
+            if BREAKER_FAILURES and breaker.fails >= BREAKER_FAILURES:
+                stopped = len(now) - i
+                log.warning(
+                    "%s: %d repos in a row failed on Hub calls; %d left for the next run",
+                    where, breaker.fails, stopped,
+                )  # fmt: skip
+                break
+            yield self._unit(repo, sha, model, breaker)
+        if unchanged or later or stopped or not found:
+            summary = (
+                f"{len(found)} details repos match; {unchanged} unchanged, {len(now) - stopped}"
+                f" new or changed read now, {len(later) + stopped} left for the next run"
+                + (f" (hub_max_repos={self.max_repos})" if later else "")
+                + (f" (stopped: {BREAKER_FAILURES} repos in a row failed)" if stopped else "")
+            )
+            key = fingerprint(self.kind, "listing", where, summary)
+            yield Unit(self.kind, f"{where} (listing)", key, [], _no_stage, skip=summary)
+
+    def _wanted(self, model: str) -> bool:
+        return self.globs is None or any(fnmatch.fnmatchcase(model, g) for g in self.globs)
+
+    def _unit(self, repo: str, sha: str, model: str, breaker: _Breaker | None = None) -> Unit:
+        unit = Unit(self.kind, f"{repo}@{sha}", fingerprint(self.kind, repo, sha), [], _no_stage)
+        unit.stage = partial(self._stage, repo, sha, model, unit, breaker or _Breaker())
+        unit.record = partial(_record, repo, sha)
+        return unit
+
+    def _failed(self, label: str, exc: HubError) -> Unit:
+        """A unit that fails when ingested: recorded as a failed run, the others go on."""
+
+        def stage(con: duckdb.DuckDBPyConnection) -> None:
+            raise exc
+
+        return Unit(self.kind, label, fingerprint(self.kind, label, "failed", str(exc)), [], stage)
+
+    def _call(self, what: str, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        return with_retries(what, fn, *args, secret=getattr(self.client, "token", None), **kw)
+
+    def _download(self, repo: str, sha: str, path: str) -> Path:
+        return Path(
+            self._call(
+                f"download {repo}@{sha[:12]}:{path}",
+                self.client.hf_hub_download,
+                repo,
+                path,
+                repo_type="dataset",
+                revision=sha,
+            )
         )
-        return sorted({m for m in found if m})
+
+    # -- reading ------------------------------------------------------------------------
 
     def _stage(
+        self,
+        repo: str,
+        sha: str,
+        model: str,
+        unit: Unit,
+        breaker: _Breaker,
+        con: duckdb.DuckDBPyConnection,
+    ) -> None:
+        try:
+            self._read(repo, sha, model, unit, con)
+        except HubError:
+            breaker.fails += 1
+            raise
+        breaker.fails = 0
+
+    def _read(
         self, repo: str, sha: str, model: str, unit: Unit, con: duckdb.DuckDBPyConnection
     ) -> None:
-        files = self.client.list_repo_files(repo, repo_type="dataset", revision=sha)
+        files = self._call(
+            f"listing files of {repo}@{sha[:12]}",
+            self.client.list_repo_files,
+            repo,
+            repo_type="dataset",
+            revision=sha,
+        )
         done = {row[0] for row in fetch(con, "hub_files", {"repo": repo})}
         wanted = self._v1_files(repo, sha, files) if self.version == "v1" else _v2_files(files)
         new = [(path, task) for path, task in wanted if path not in done]
         rows = []
         for ref_no, (path, task) in enumerate(new):
-            local = Path(self.client.hf_hub_download(repo, path, repo_type="dataset", revision=sha))
+            local = self._download(repo, sha, path)
             unit.refs.append(f"{repo}@{sha}:{path}")
             reader = read_v1_parquet if self.version == "v1" else read_samples
             rows.append(reader(local, task, model, ref_no))
@@ -133,9 +423,9 @@ class OpenLLMLeaderboard:
 
     def _v1_files(self, repo: str, sha: str, files: list[str]) -> list[tuple[str, TaskMap]]:
         """The `latest` parquet file of each config we know, per the dataset card."""
-        card = self.client.hf_hub_download(repo, "README.md", repo_type="dataset", revision=sha)
+        card = self._download(repo, sha, "README.md")
         out = []
-        for config, patterns in card_latest(Path(card)).items():
+        for config, patterns in card_latest(card).items():
             task = map_v1_config(config)
             matches = sorted(f for f in files for p in patterns if fnmatch.fnmatchcase(f, p))
             if task and matches:
