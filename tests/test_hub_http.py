@@ -18,6 +18,7 @@ from sparseeval.anchorset import load_anchor_set
 from sparseeval.hub_mirror import MirrorConflictError, head_revision, push_to_hub
 from sparseeval.store import Store, build_matrix, default_hub_client, ingest
 from sparseeval.store import hub as hub_module
+from sparseeval.store import retries as retries_module
 from sparseeval.store.hub import HubError, OpenLLMLeaderboard, repo_for
 from sparseeval.versions import set_latest
 
@@ -28,7 +29,9 @@ TOKEN = "hf_SeCrEtT0kenValueForTests0123456789"
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    monkeypatch.setattr(hub_module, "RETRY_BASE_S", 0.01)  # tiny backoff; Retry-After still holds
+    monkeypatch.setattr(
+        retries_module, "RETRY_BASE_S", 0.01
+    )  # tiny backoff; Retry-After still holds
     with serve_hub(monkeypatch, tmp_path) as h:
         yield h
 

@@ -15,15 +15,9 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from sparseeval.store import OpenLLMLeaderboard, Store, build_matrix, default_hub_client, ingest
 from sparseeval.store import hub as hub_module
-from sparseeval.store.hub import (
-    HubError,
-    card_latest,
-    model_for,
-    redact,
-    repo_for,
-    retry_wait,
-    with_retries,
-)
+from sparseeval.store import retries as retries_module
+from sparseeval.store.hub import card_latest, model_for, redact, repo_for
+from sparseeval.store.retries import HubError, retry_wait, with_retries
 
 TS1, TS2 = "2023-08-19T16-36-54.384542", "2023-10-01T09-00-00.000001"
 
@@ -238,13 +232,13 @@ def http_error(status: int, headers: dict | None = None) -> HfHubHTTPError:
 
 
 def test_retries_backoff_retry_after_and_give_up(monkeypatch):
-    monkeypatch.setattr(hub_module, "RETRY_BASE_S", 0.5)
-    monkeypatch.setattr(hub_module, "RETRY_MAX_WAIT_S", 3.0)
+    monkeypatch.setattr(retries_module, "RETRY_BASE_S", 0.5)
+    monkeypatch.setattr(retries_module, "RETRY_MAX_WAIT_S", 3.0)
     assert [retry_wait(http_error(500), a) for a in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 3.0]
     assert retry_wait(http_error(429, {"Retry-After": "2"}), 1) == 2.0  # honoured when longer
     assert retry_wait(http_error(429, {"Retry-After": "999"}), 1) == 3.0  # capped
     slept: list[float] = []
-    monkeypatch.setattr(hub_module.time, "sleep", slept.append)
+    monkeypatch.setattr(retries_module.time, "sleep", slept.append)
     calls = iter([http_error(429, {"Retry-After": "1"}), http_error(503), "ok"])
 
     def flaky():

@@ -15,10 +15,8 @@ import fnmatch
 import logging
 import os
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -32,6 +30,7 @@ from ..hub_mirror import redact
 from ..lm_eval import newest_samples
 from ..taskmap import TaskMap, map_lm_eval_task, map_v1_config
 from .db import Store, execute, fetch
+from .retries import HubError, with_retries
 from .sources import read_samples
 from .unit import BAD_SCHEMA, SRC_SCHEMA, SourceError, Unit, conform, stage_frames
 
@@ -40,10 +39,6 @@ T = TypeVar("T")
 
 DEFAULT_ORG = "open-llm-leaderboard"
 DEFAULT_MAX_REPOS = 200  # the `hub_max_repos` setting's default
-# Retries of one Hub call: attempts in all, first wait (doubling each retry), longest wait.
-RETRY_ATTEMPTS = 5
-RETRY_BASE_S = 1.0
-RETRY_MAX_WAIT_S = 60.0
 # After this many repos in a row fail on Hub calls (the Hub is down, not one repo broken),
 # the rest of a listing waits for the next run instead of each burning its retries (0: off).
 BREAKER_FAILURES = 3
@@ -64,10 +59,6 @@ __all__ = [
     "redact",
     "with_retries",
 ]
-
-
-class HubError(OSError):
-    """A Hub call failed (after retries where retrying made sense); the message is redacted."""
 
 
 @dataclass
@@ -104,82 +95,6 @@ def default_hub_client() -> HubClient:
     from huggingface_hub import HfApi
 
     return HfApi(token=os.environ.get("HF_TOKEN") or None)
-
-
-# -- retries ----------------------------------------------------------------------------
-
-
-def with_retries(what: str, fn: Callable[..., T], *args: Any, secret: Any = None, **kw: Any) -> T:
-    """`fn(*args, **kw)`, retried on HTTP 429 / 5xx and network errors.
-
-    At most `RETRY_ATTEMPTS` attempts; waits `RETRY_BASE_S` doubling each time, or the
-    response's `Retry-After` when longer, never more than `RETRY_MAX_WAIT_S`. Any failure
-    that is not retried (or still fails) raises `HubError` naming `what`, its message
-    redacted (also of `secret`, the client's token) and without the original traceback.
-    """
-    for attempt in range(1, RETRY_ATTEMPTS + 1):
-        try:
-            return fn(*args, **kw)
-        except Exception as exc:
-            status = http_status(exc)
-            if attempt >= RETRY_ATTEMPTS or not _retryable(exc, status):
-                tried = f" after {attempt} attempts" if attempt > 1 else ""
-                msg = f"{what} failed{tried}: {_one_line(exc)}"
-                raise HubError(redact(msg, secret)[:1000]) from None
-            wait = retry_wait(exc, attempt)
-            why = f"HTTP {status}" if status else type(exc).__name__
-            log.warning(
-                "%s: %s; retry %d of %d in %.2fs", what, why, attempt, RETRY_ATTEMPTS - 1, wait
-            )
-            time.sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status of a client error that carries a response (`HfHubHTTPError`), if any."""
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def retry_wait(exc: BaseException, attempt: int) -> float:
-    """Seconds to wait before attempt `attempt + 1`: backoff, or Retry-After if longer; capped."""
-    backoff = RETRY_BASE_S * 2 ** (attempt - 1)
-    return min(RETRY_MAX_WAIT_S, max(backoff, _retry_after(exc) or 0.0))
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    value = headers.get("Retry-After") if hasattr(headers, "get") else None
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:  # an HTTP date
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def _retryable(exc: BaseException, status: int | None) -> bool:
-    if status is not None:
-        return status == 429 or status >= 500
-    if type(exc).__name__ == "OfflineModeIsEnabled":  # a ConnectionError that never heals
-        return False
-    if isinstance(exc, ConnectionError | TimeoutError):
-        return True
-    try:
-        import httpx2
-
-        return isinstance(exc, httpx2.TransportError)
-    except ImportError:  # pragma: no cover - older huggingface_hub (requests / httpx)
-        return type(exc).__name__ in {"ConnectTimeout", "ReadTimeout", "ConnectError"}
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 # -- names and specs --------------------------------------------------------------------
