@@ -1,8 +1,12 @@
 """Serve the SparseEval flows from this host: a nightly schedule plus manual-trigger deployments.
 
-    prefect server start                     # in one terminal (or set PREFECT_API_URL)
-    python deployments/serve.py              # in another, from the repository root
-    prefect deployment run 'refresh/manual'  # trigger by hand
+    prefect server start                           # in one terminal (or set PREFECT_API_URL)
+    python deployments/serve.py                    # in another, from the repository root
+    prefect deployment run 'refresh/manual-local'  # trigger by hand
+
+Served deployments are named `{name}-local` (nightly-local, manual-local, ...): the work
+pool's deployments (`prefect deploy`, names without the suffix) are never replaced by
+serving, and stopping this script pauses only the `-local` ones.
 
 Environment: SPARSEEVAL_CRON (default "0 3 * * *", UTC), SPARSEEVAL_* settings as usual.
 One run at a time per deployment (DuckDB has one writer; the store also waits for its lock).
@@ -20,14 +24,14 @@ from prefect import serve
 from prefect.client.schemas.objects import ConcurrencyLimitConfig
 from prefect.schedules import Cron
 
-from deployments.spec import COLLISION_STRATEGY, TIMEZONE, load_flow, specs
+from deployments.spec import COLLISION_STRATEGY, SERVE_SUFFIX, TIMEZONE, load_flow, specs
 
 
 def deployments(cron: str | None = None) -> list:
     """A `RunnerDeployment` per spec; `cron` (default SPARSEEVAL_CRON) schedules the nightly."""
     return [
         load_flow(s.entrypoint).to_deployment(
-            name=s.name,
+            name=s.name + SERVE_SUFFIX,
             description=s.description,
             tags=list(s.tags),
             parameters=dict(s.parameters),

@@ -29,6 +29,10 @@ COLLISION_STRATEGY = "ENQUEUE"  # a run over the limit waits rather than being c
 WORK_POOL = "sparseeval-process"
 PREFECT_VERSION = "3.9.1"
 YAML_PATH = Path(__file__).resolve().with_name("prefect.yaml")
+# Served deployments (serve.py) carry this suffix, so serving and `prefect deploy` never
+# register the same name: neither replaces the other, and stopping serve.py pauses only
+# its own deployments, never the work pool's nightly.
+SERVE_SUFFIX = "-local"
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,9 @@ def test_serve_builds_the_yamls_deployments(yaml_deployments):
     from deployments import serve
 
     served = serve.deployments()
-    assert [d.name for d in served] == list(yaml_deployments)
+    assert [d.name for d in served] == [n + spec.SERVE_SUFFIX for n in yaml_deployments]
     for d in served:
-        y = yaml_deployments[d.name]
+        y = yaml_deployments[d.name.removesuffix(spec.SERVE_SUFFIX)]
         flow = spec.load_flow(y["entrypoint"])
         assert d.flow_name == flow.name, d.name
         assert _relative(d.entrypoint) == y["entrypoint"], d.name
@@ -81,7 +81,7 @@ def test_serve_builds_the_yamls_deployments(yaml_deployments):
         assert d.concurrency_options.collision_strategy == "ENQUEUE", d.name
         crons = [(s.schedule.cron, s.schedule.timezone, s.active) for s in d.schedules]
         assert crons == [(s["cron"], s["timezone"], s["active"]) for s in y["schedules"]], d.name
-    assert {d.name: d.flow_name for d in served} == {
+    assert {d.name.removesuffix(spec.SERVE_SUFFIX): d.flow_name for d in served} == {
         "nightly": "refresh",
         "manual": "refresh",
         "retrain-one": "retrain-benchmark",

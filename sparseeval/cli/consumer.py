@@ -128,6 +128,8 @@ def _common(p, many: bool = False) -> None:
     else:
         p.add_argument("--benchmark", required=True, metavar="B")
     p.add_argument("--version", default="latest", help="latest (default), N or vN")
+    p.add_argument("--budget", type=int, metavar="K",
+                   help="which budget, when several are published (default: the largest)")  # fmt: skip
 
 
 def _guarded(fn):
@@ -163,7 +165,7 @@ def cmd_predict(args) -> int:
     from ..anchorset import load_anchor_set
     from ..responses import read_responses_files
 
-    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version)
+    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, budget=args.budget)
     options = {"metric": args.metric, "filter": args.filter, "task": args.task}
     a = read_responses_files(args.responses, aset, options)
     if args.compare_to:
@@ -194,7 +196,7 @@ def cmd_export_lm_eval(args) -> int:
     root = _anchor_root(args)
     parts = []
     for b in args.benchmark:
-        aset = load_anchor_set(root, b, args.version)
+        aset = load_anchor_set(root, b, args.version, budget=args.budget)
         parts.append(export_samples(aset.items, b, aset.item_sources, args.task))
     mapping = merge_samples(*parts)
     out = Path(args.out)
@@ -215,7 +217,7 @@ def cmd_report(args) -> int:
     from ..anchorset import load_anchor_set
     from ..report import render_report
 
-    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version)
+    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, budget=args.budget)
     inputs_file = aset.folder / "report_inputs.json" if aset.folder else None
     inputs = json.loads(inputs_file.read_text()) if inputs_file and inputs_file.is_file() else {}
     if args.drift:
