@@ -129,7 +129,7 @@ def _common(p, many: bool = False) -> None:
         p.add_argument("--benchmark", required=True, metavar="B")
     p.add_argument("--version", default="latest", help="latest (default), N or vN")
     p.add_argument("--budget", type=int, metavar="K",
-                   help="which budget, when several are published (default: the largest)")  # fmt: skip
+                   help="which budget when several are published (default: largest)")  # fmt: skip
 
 
 def _guarded(fn):
