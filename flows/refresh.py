@@ -170,18 +170,15 @@ def publish_unit(published_dir: str, r: BenchmarkResult, settings: dict) -> Benc
     """
     b, gate, hub_repo = r.benchmark, r.gate, settings.get("hub_repo")
     try:
-        with transaction() as txn:
+        with transaction():
             cand = tasks.write_candidate(published_dir, b, r.fit, settings, r.budget)
             if not gate.accept:
-                txn.set("reason", f"refused by the quality gate: {gate.reason}")
+                tasks.if_rolled_back(cand, f"refused by the quality gate: {gate.reason}")
                 raise GateRefused(gate)
-            sha = _mirror(txn, cand, hub_repo, b) if hub_repo else None
-            try:
-                tasks.promote(published_dir, b, cand.version, r.budget)
-            except Exception as exc:
-                hub = f"; {hub_repo} already has v{cand.version} as latest ({sha})" if sha else ""
-                txn.set("reason", f"rolled back: {type(exc).__name__}: {exc}{hub}")
-                raise
+            sha = _mirror(cand, hub_repo, b) if hub_repo else None
+            hub = f"; {hub_repo} already has v{cand.version} as latest ({sha})" if sha else ""
+            tasks.if_rolled_back(cand, f"rolled back: promoting v{cand.version} failed{hub}")
+            tasks.promote(published_dir, b, cand.version, r.budget)
     except GateRefused:
         _event("publish.refused", r, {"reason": gate.reason, **gate.figures})
         return replace(r, outcome=f"not published: candidate refused ({gate.reason})")
@@ -196,15 +193,13 @@ def publish_unit(published_dir: str, r: BenchmarkResult, settings: dict) -> Benc
                    outcome=f"published v{cand.version} (local{where})")  # fmt: skip
 
 
-def _mirror(txn, cand, hub_repo: str, benchmark: str) -> str:
+def _mirror(cand, hub_repo: str, benchmark: str) -> str:
     """The Hub commit of the candidate; a failure rolls the unit back as `MirrorFailed`."""
+    tasks.if_rolled_back(cand, f"rolled back: mirror to {hub_repo} failed")
     try:
         return tasks.mirror_to_hub(cand, hub_repo, benchmark)
     except Exception as exc:
-        why = (
-            f"mirror to {hub_repo} failed ({type(exc).__name__}: {exc}); the live set is unchanged"
-        )
-        txn.set("reason", why)
+        why = f"mirror to {hub_repo} failed ({type(exc).__name__}: {exc}); live set unchanged"
         raise MirrorFailed(why) from exc
 
 

@@ -186,12 +186,22 @@ def write_candidate(
     return out
 
 
+# Why a candidate would be rolled back, by its path: the flow says it before each step
+# (a failing task rolls the transaction back before control returns to the flow).
+ROLLBACK_REASONS: dict[str, str] = {}
+
+
+def if_rolled_back(candidate: Candidate, reason: str) -> None:
+    """The reason the candidate's tombstone gives if the unit of work is rolled back now."""
+    ROLLBACK_REASONS[candidate.path] = reason
+
+
 @write_candidate.on_rollback
 def _discard_candidate(txn: Transaction) -> None:
-    """Remove the candidate; its tombstone keeps the reason (`txn.set("reason", ...)`)."""
+    """Remove the candidate; its tombstone keeps the reason (`if_rolled_back`)."""
     cand = txn.get("candidate", None)
     if cand:
-        reason = txn.get("reason", "rolled back")
+        reason = ROLLBACK_REASONS.pop(cand.path, "rolled back")
         versions.discard_version(cand.published_dir, cand.benchmark, cand.version, reason,
                                  cand.budget)  # fmt: skip
 

@@ -1,5 +1,7 @@
 """Small builders shared by the tests."""
 
+from pathlib import Path
+
 from sparseeval.estimator import SparseEval
 from sparseeval.metrics import evaluate
 from sparseeval.settings import Settings
@@ -30,3 +32,38 @@ def publish_fit(root, benchmark: str, fitted, **kw):
         metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings(home=root),
         report_inputs={"test_pred": pred, "test_true": m.y[sp.test]}, **kw,
     )  # fmt: skip
+
+
+# -- flows on tiny synthetic releases ----------------------------------------------------
+
+ITEMS = {"arc": 60, "gsm8k": 50}
+TINY = {
+    "n_anchors": 8,
+    "refine_steps": 2,
+    "epochs": 50,
+    "patience": 10,
+    "n_test": 40,
+    "n_valid": 30,
+    "min_new_models": 5,
+}
+
+
+def release(folder: Path, lo: int, hi: int, benchmarks=None, n_models: int = 260) -> str:
+    """Models [lo, hi) of one tiny synthetic leaderboard as a long Parquet file."""
+    import polars as pl
+
+    from sparseeval import sources
+
+    src = sources.SyntheticLeaderboard(n_models=n_models, items=ITEMS, seed=3)
+
+    frames = [src.frame(b, lo, hi) for b in (benchmarks or ITEMS)]
+    path = folder / f"release-{lo}-{hi}-{'-'.join(benchmarks or ITEMS)}.parquet"
+    pl.concat(frames).select("model", "benchmark", "item", "correct").write_parquet(path)
+    return str(path)
+
+
+def run(home: Path, specs, **overrides):
+    """The refresh flow on `specs` (None: the `sources` setting) with tiny settings."""
+    from flows.refresh import refresh
+
+    return refresh(sources=specs, home=str(home), settings_overrides=TINY | overrides)

@@ -5,38 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import ITEMS, TINY, release, run
 
-from sparseeval import anchorset, drift, layout, sources
+from sparseeval import anchorset, drift, layout
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-ITEMS = {"arc": 60, "gsm8k": 50}
-TINY = {
-    "n_anchors": 8,
-    "refine_steps": 2,
-    "epochs": 50,
-    "patience": 10,
-    "n_test": 40,
-    "n_valid": 30,
-    "min_new_models": 5,
-}
-
-
-def release(folder: Path, lo: int, hi: int, benchmarks=None, n_models: int = 260) -> str:
-    """Models [lo, hi) of one tiny synthetic leaderboard as a long Parquet file."""
-    src = sources.SyntheticLeaderboard(n_models=n_models, items=ITEMS, seed=3)
-    import polars as pl
-
-    frames = [src.frame(b, lo, hi) for b in (benchmarks or ITEMS)]
-    path = folder / f"release-{lo}-{hi}-{'-'.join(benchmarks or ITEMS)}.parquet"
-    pl.concat(frames).select("model", "benchmark", "item", "correct").write_parquet(path)
-    return str(path)
-
-
-def run(home: Path, sources, **overrides):
-    from flows.refresh import refresh
-
-    return refresh(sources=sources, home=str(home), settings_overrides=TINY | overrides)
 
 
 def by_bench(run_out):

@@ -1,0 +1,117 @@
+"""The nightly job as operators meet it: watched sources, budgets, refusals, retrain, Hub mirror."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import release, run
+
+from sparseeval import anchorset, layout
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytest.fixture
+def events(monkeypatch):
+    module = importlib.import_module("flows.refresh")  # `flows.refresh` is also the flow
+    seen = []
+    real = module.emit_event
+    monkeypatch.setattr(module, "emit_event", lambda **kw: seen.append(kw) or real(**kw))
+    return seen
+
+
+def test_refresh_reads_the_watched_sources_and_says_what_arrived(tmp_path):
+    home, inbox = tmp_path / "home", tmp_path / "inbox"
+    inbox.mkdir()
+    shutil.copy(release(tmp_path, 0, 200), inbox / "night1.parquet")
+    watched = {"sources": [f"inbox:{inbox}"]}
+    from sparseeval.store import sources as store_sources
+
+    store_sources.SETTLE_SECONDS = 0  # the files are complete
+    first = run(home, None, **watched)
+    (row,) = first.ingest.sources
+    assert row["new_models"] == 200 and first.n_published == 2
+    shutil.copy(release(tmp_path, 200, 230, ["arc"]), inbox / "night2.parquet")
+    second = run(home, None, **watched)
+    (row,) = second.ingest.sources
+    assert (row["new_models"], row["skipped"], row["new"]) == (30, 1, 30 * 60)
+    report = Path(second.report_path).read_text()
+    assert "## What arrived" in report and f"inbox:{inbox}" in report
+
+
+def test_several_budgets_are_published_as_sets_of_their_own(tmp_path):
+    home = tmp_path / "home"
+    out = run(home, [release(tmp_path, 0, 200, ["arc"])], n_anchors=[4, 8])
+    assert sorted((r.label, r.published_version) for r in out.results) == [
+        ("arc k4", 1), ("arc k8", 1)
+    ]  # fmt: skip
+    root = home / "published"
+    assert layout.list_budgets(root, "arc") == [4, 8]
+    assert len(anchorset.load_anchor_set(root, "arc").items) == 8  # the largest by default
+    assert len(anchorset.load_anchor_set(root, "arc", budget=4).items) == 4
+
+
+def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
+    home = tmp_path / "home"
+    run(home, [release(tmp_path, 0, 200, ["arc"])])
+    events.clear()
+    out = run(home, [release(tmp_path, 200, 260, ["arc"])], drift_mae_points=0.01, n_anchors=1,
+              refine_steps=0, predictor="ridge")  # fmt: skip
+    (r,) = out.results
+    assert r.decision.drift and not r.gate.accept and out.n_published == 0
+    names = [e["event"] for e in events]
+    assert names == ["sparseeval.drift.detected", "sparseeval.publish.refused"]
+    refused = events[1]["payload"]
+    assert "refused" in refused["reason"]
+    assert refused["candidate_mae_heldout"] > refused["live_mae_heldout"]
+    tomb = json.loads((home / "published" / "arc" / ".discarded-v2").read_text())
+    assert tomb["reason"].startswith("refused by the quality gate")
+    from sparseeval.runreport import summary_line
+
+    line = summary_line(out)
+    assert "arc: drift (MAE" in line and "candidate refused (" in line
+    assert "everything was cached" not in line
+
+
+def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path):
+    from flows.stages import retrain_benchmark
+
+    home = tmp_path / "home"
+    run(home, [release(tmp_path, 0, 200, ["arc"])])
+    from helpers import TINY
+
+    (r,) = retrain_benchmark("arc", home=str(home), settings_overrides=TINY)
+    assert r.fit.trained and not r.fit_cached  # really retrained, not a cache hit
+    assert r.published_version is None and "was fit on this data" in r.outcome
+    assert layout.list_versions(home / "published", "arc") == [1]
+
+
+def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, monkeypatch):
+    from hub_standin import serve_hub
+
+    from sparseeval import hub_mirror
+
+    home, repo = tmp_path / "home", "acme/anchor-sets"
+    with serve_hub(monkeypatch, tmp_path) as hub:
+        hub.create_repo(repo)
+        weak = {"n_anchors": 2, "refine_steps": 0}  # so that the second fit passes the gate
+        first = run(home, [release(tmp_path, 0, 200, ["arc"])], hub_repo=repo, **weak)
+        (r,) = first.results
+        assert r.published_version == 1 and r.hub_commit == hub.head(repo)
+        assert f"{repo}@" in r.outcome
+        pinned = anchorset.load_anchor_set(repo, "arc", revision=r.hub_commit)
+        assert pinned.items == anchorset.load_anchor_set(home / "published", "arc").items
+        head = hub.head(repo)
+        monkeypatch.setattr(hub_mirror, "head_revision", lambda *a, **k: "0" * 40)  # stale
+        second = run(home, [release(tmp_path, 200, 260, ["arc"])], hub_repo=repo,
+                     drift_mae_points=0.01)  # fmt: skip
+        (r,) = second.results
+        assert r.published_version is None and "mirror to acme/anchor-sets failed" in r.outcome
+        assert hub.head(repo) == head  # nothing landed on the Hub
+    assert layout.latest_version(home / "published", "arc") == 1  # nor locally
+    tomb = json.loads((home / "published" / "arc" / ".discarded-v2").read_text())
+    assert "mirror" in tomb["reason"]
