@@ -20,7 +20,7 @@ from prefect.transactions import transaction
 import tasks
 from sparseeval import runreport
 from sparseeval.drift import same_data
-from sparseeval.recipe import PipelineError
+from sparseeval.recipe import NotEnoughModels, PipelineError
 from sparseeval.records import BenchmarkResult, FitInfo, GateResult, RunSummary
 from sparseeval.settings import Settings
 
@@ -118,7 +118,9 @@ def fit_benchmarks(
     for (b, k), fit in fits.items():
         fit.wait()
         r = _collect(b, mats[b].state, fit.state, None if len(budgets) == 1 else k)
-        if r.error is None and not _files_exist(r):  # a cached result whose files are gone
+        if (
+            r.error is None and r.fit is not None and not _files_exist(r)
+        ):  # a cached result whose files are gone
             r = _rebuild(r, store_path, store_states[b], settings | {"n_anchors": k}, artifacts_dir)
         out.append(r)
     return out
@@ -130,6 +132,9 @@ def _collect(benchmark: str, matrix_state, fit_state, budget: int | None) -> Ben
         return replace(r, error=f"matrix: {_error(matrix_state)}")
     r = replace(r, matrix=matrix_state.result(), matrix_cached=matrix_state.name == "Cached")
     if not fit_state.is_completed():
+        exc = fit_state.result(raise_on_failure=False)
+        if isinstance(exc, NotEnoughModels):  # a benchmark still filling up: wait, not fail
+            return replace(r, fit_state="waiting", outcome=f"waiting for more models ({exc})")
         return replace(r, error=f"fit: {_error(fit_state)}")
     fit: FitInfo = fit_state.result()
     cached = fit_state.name == "Cached" or not fit.trained
@@ -280,6 +285,9 @@ def _publish_step(store: str, published_dir: str, r: BenchmarkResult, sd: dict) 
     if r.error:
         log.error("%s: %s", r.label, r.error)
         return replace(r, outcome=f"failed ({r.error})")
+    if r.fit is None:
+        log.warning("%s: %s", r.label, r.outcome)
+        return r
     log.info("matrix %s%s", r.matrix.summary, " (cached)" if r.matrix_cached else "")
     log.info(tasks.fit_line(r.fit) + (" (cached)" if r.fit_cached else ""))
     return check_and_publish(store, published_dir, r, sd)

@@ -54,6 +54,8 @@ def retrain_benchmark(
     for r in fitted:
         if r.error:
             raise RuntimeError(f"{r.label}: {r.error}")
+        if r.fit is None:  # too few models yet
+            raise ValueError(f"{r.label}: {r.outcome}")
         if publish:
             r = check_and_publish(store, str(s.published_dir), r, sd, "retrain requested")
         print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")

@@ -34,6 +34,10 @@ class PipelineError(RuntimeError):
     """A pipeline step cannot go on; the message says which benchmark and why."""
 
 
+class NotEnoughModels(PipelineError):
+    """Too few models to split and train yet: the benchmark waits for more (not a failure)."""
+
+
 # -- the matrix step ----------------------------------------------------------------------
 
 
@@ -88,9 +92,12 @@ class FitSplit:
 def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> FitSplit:
     """Train / validation / test by model id, then up to `n_calib` calibration models."""
     s = settings
-    split = split_models(matrix.model_ids, s.n_test, s.n_valid, s.seed, s.stable_split)
+    try:
+        split = split_models(matrix.model_ids, s.n_test, s.n_valid, s.seed, s.stable_split)
+    except ValueError as exc:
+        raise NotEnoughModels(f"{benchmark}: {exc}") from None
     if len(split.test) == 0 or len(split.valid) == 0:
-        raise PipelineError(
+        raise NotEnoughModels(
             f"{benchmark}: split left {len(split.valid)} validation and {len(split.test)} test"
             f" models of {matrix.shape[0]}; lower n_test / n_valid or add models"
         )

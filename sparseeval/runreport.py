@@ -92,6 +92,8 @@ def notable(r: BenchmarkResult) -> str | None:
     """One clause for a result a person must hear about (drift, refusal, publish, failure)."""
     if r.error:
         return f"{r.label}: failed ({r.error})"
+    if r.fit is None:
+        return f"{r.label}: {r.outcome}"
     if r.published_version is not None:
         why = r.decision.reason if r.decision else ""
         return f"{r.label}: published v{r.published_version} ({why})"

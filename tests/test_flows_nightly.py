@@ -43,6 +43,17 @@ def test_refresh_reads_the_watched_sources_and_says_what_arrived(tmp_path):
     assert "## What arrived" in report and f"inbox:{inbox}" in report
 
 
+def test_a_benchmark_with_too_few_models_waits_without_failing_the_night(tmp_path):
+    home = tmp_path / "home"
+    out = run(home, [release(tmp_path, 0, 200, ["arc"]), release(tmp_path, 0, 20, ["gsm8k"])])
+    res = {r.benchmark: r for r in out.results}
+    assert res["arc"].published_version == 1 and res["gsm8k"].fit is None
+    assert res["gsm8k"].outcome.startswith("waiting for more models")
+    from sparseeval.runreport import summary_line
+
+    assert "gsm8k: waiting for more models" in summary_line(out)
+
+
 def test_several_budgets_are_published_as_sets_of_their_own(tmp_path):
     home = tmp_path / "home"
     out = run(home, [release(tmp_path, 0, 200, ["arc"])], n_anchors=[4, 8])
