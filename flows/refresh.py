@@ -5,6 +5,7 @@ Run once now:  `sparseeval refresh`  (or `python -m flows.refresh`).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,14 @@ from sparseeval.drift import same_data
 from sparseeval.recipe import NotEnoughModels, PipelineError
 from sparseeval.records import BenchmarkResult, FitInfo, GateResult, RunSummary
 from sparseeval.settings import Settings
+
+PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
+
+
+def say(message: str, level: int = logging.INFO) -> None:
+    """One line for a person: to the run's log (the Prefect UI) and to the console."""
+    get_run_logger().log(level, message)
+    PROGRESS.log(level, message)
 
 
 class GateRefused(Exception):
@@ -115,15 +124,25 @@ def fit_benchmarks(
         for k in budgets
     }
     out = []
-    for (b, k), fit in fits.items():
+    for i, ((b, k), fit) in enumerate(fits.items(), 1):
         fit.wait()
         r = _collect(b, mats[b].state, fit.state, None if len(budgets) == 1 else k)
+        say(f"[{i}/{len(fits)}] {r.label}: " + (r.error or (_fit_said(r) if r.fit else r.outcome)))
         if (
             r.error is None and r.fit is not None and not _files_exist(r)
         ):  # a cached result whose files are gone
             r = _rebuild(r, store_path, store_states[b], settings | {"n_anchors": k}, artifacts_dir)
         out.append(r)
     return out
+
+
+def _fit_said(r: BenchmarkResult) -> str:
+    test, fit = r.fit.test_metrics, r.fit
+    how = "cached" if r.fit_cached else f"trained in {fit.seconds:.0f}s"
+    return (
+        f"{r.matrix.n_models:,} models x {r.matrix.n_items:,} items, {fit.n_anchors} anchors,"
+        f" test MAE {test['mae']:.2f} points ({how})"
+    )
 
 
 def _collect(benchmark: str, matrix_state, fit_state, budget: int | None) -> BenchmarkResult:
@@ -246,17 +265,18 @@ def refresh(
     sources); none there and an empty store -> the built-in synthetic leaderboard.
     n_anchors: a budget or a list of budgets. settings_overrides: any `Settings` field.
     """
-    log = get_run_logger()
     started = datetime.now(UTC)
     settings = resolve_settings(home, n_anchors, settings_overrides)
     sd = settings.to_dict()
     store, arts = str(settings.store_path), str(settings.artifacts_dir)
 
     specs = list(sources or settings.sources)
+    say(f"ingest: reading {len(specs)} source(s)" if specs else "ingest: no sources given")
     ingested = tasks.ingest(store, specs, fill_if_empty, settings.hub_max_repos)
+    say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
     states = tasks.store_state(store)
     names = _benchmarks(benchmarks, states)
-    log.info("refreshing %d benchmark(s): %s", len(names), ", ".join(names))
+    say(f"fit: {len(names)} benchmark(s) ({', '.join(names)}), {settings.workers} at a time")
 
     runner = task_runner_for(settings, dask_processes)
     fitted = fit_benchmarks.with_options(task_runner=runner)(
@@ -283,14 +303,14 @@ def _publish_step(store: str, published_dir: str, r: BenchmarkResult, sd: dict) 
     """Log what the fit step did (so it shows in this run's logs), then drift and publish."""
     log = get_run_logger()
     if r.error:
-        log.error("%s: %s", r.label, r.error)
         return replace(r, outcome=f"failed ({r.error})")
     if r.fit is None:
-        log.warning("%s: %s", r.label, r.outcome)
         return r
     log.info("matrix %s%s", r.matrix.summary, " (cached)" if r.matrix_cached else "")
     log.info(tasks.fit_line(r.fit) + (" (cached)" if r.fit_cached else ""))
-    return check_and_publish(store, published_dir, r, sd)
+    r = check_and_publish(store, published_dir, r, sd)
+    say(f"{r.label}: {r.outcome}")
+    return r
 
 
 def finish(run: RunSummary, reports_dir: str) -> RunSummary:

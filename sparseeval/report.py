@@ -17,6 +17,7 @@ import base64
 import html
 import json
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,16 @@ from .conformal import ConformalInterval
 PLOTS = report_plots.PLOTS
 
 
-def render_report(out_dir: str | Path, manifest: Mapping[str, Any], inputs: Mapping | None = None):
+def render_report(
+    out_dir: str | Path,
+    manifest: Mapping[str, Any],
+    inputs: Mapping | None = None,
+    version_folder: str | Path | None = None,
+):
     """Write report.md, report.html, plots/*.png and metrics.json into `out_dir`.
+
+    version_folder: where the set lives (default `out_dir`): its "Use it" commands name
+    the published root as an absolute path, so they work from any folder.
 
     `manifest` is an anchor-set manifest (or the dict `write_version` is building);
     returns {"md": path, "html": path, "metrics": path, "plots": [paths]}.
@@ -54,7 +63,8 @@ def render_report(out_dir: str | Path, manifest: Mapping[str, Any], inputs: Mapp
         plots.append(report_plots.plot_drift(out, drift, settings.get("drift_mae_points")))
 
     summary = _summary(manifest, conf, test_pred, test_true, drift, settings)
-    blocks = _blocks(manifest, conf, summary, budget, drift, plots)
+    where = version_folder or out
+    blocks = _blocks(manifest, conf, summary, budget, drift, plots, where)
     md_path, html_path = out / "report.md", out / "report.html"
     md_path.write_text(_to_markdown(blocks))
     html_path.write_text(_to_html(blocks, out, f"{manifest['benchmark']} v{manifest['version']}"))
@@ -106,12 +116,7 @@ def _verdicts(conf, summary) -> list[str]:
     if cov is None:
         out.append("Interval coverage on test models was not measured for this version.")
     else:
-        gap = 100 * (cov - level)
-        state = "as calibrated" if gap >= -5 else "BELOW nominal: treat intervals as too narrow"
-        out.append(
-            f"{100 * cov:.1f}% of {summary['n_test']} held-out test models fell inside their "
-            f"{100 * level:.0f}% interval ({state})."
-        )
+        out.append(coverage_verdict(cov, level, summary["n_test"]))
     if summary["test_mae"] is not None:
         tau = summary["test_tau"]
         tau_s = f", Kendall tau {tau:.3f}" if tau is not None else ""
@@ -136,7 +141,45 @@ def _verdicts(conf, summary) -> list[str]:
     return out
 
 
-def _blocks(manifest, conf, summary, budget, drift, plots) -> list[tuple]:
+def coverage_verdict(coverage: float, level: float, n: int) -> str:
+    """Coverage on test models with its standard error, and what it means, in one sentence."""
+    se = math.sqrt(max(level * (1 - level), 1e-12) / max(n, 1))
+    gap = (coverage - level) / se
+    if abs(gap) <= 2:
+        verdict = f"consistent with the nominal {100 * level:.0f}%"
+    elif gap < 0:
+        verdict = f"BELOW the nominal {100 * level:.0f}%: the intervals are too narrow"
+    else:
+        verdict = f"above the nominal {100 * level:.0f}%: the intervals are conservative"
+    return (
+        f"{100 * coverage:.1f}% (standard error {100 * se:.1f} points) of {n} held-out test"
+        f" models fell inside their {100 * level:.0f}% interval: {verdict}."
+    )
+
+
+def _use_it(manifest: dict, folder: Path | None) -> str:
+    """Commands that work from any folder: the published root as an absolute path."""
+    b, n, k = manifest["benchmark"], manifest["version"], manifest.get("n_anchors")
+    root, budget = "PUBLISHED", ""
+    if folder is not None:
+        set_dir = Path(folder).resolve().parent
+        if re.fullmatch(r"k\d+", set_dir.name):
+            set_dir, budget = set_dir.parent, f", budget={k}"
+        root = str(set_dir.parent)
+    flag = f" --budget {k}" if budget else ""
+    return (
+        "import sparseeval\n"
+        f'anchors = sparseeval.load_anchor_set("{root}", "{b}", version={n}{budget})\n'
+        "anchors.items  # the anchor ids to answer\n"
+        "anchors.predict(answers)  # {item: 0/1} -> estimate with its interval\n\n"
+        f"sparseeval anchors --anchor-set {root} --benchmark {b}{flag} --template answers.csv\n"
+        f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}{flag}"
+        " --responses answers.csv\n"
+        f"sparseeval export-lm-eval --anchor-set {root} --benchmark {b}{flag} --out samples.json"
+    )
+
+
+def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[tuple]:
     b, n = manifest["benchmark"], manifest["version"]
     sizes = manifest.get("split_sizes") or {}
     blocks: list[tuple] = [
@@ -147,21 +190,14 @@ def _blocks(manifest, conf, summary, budget, drift, plots) -> list[tuple]:
             f"{manifest.get('library_version', '?')}; {manifest.get('n_anchors')} anchor items; "
             f"predictor: {manifest.get('predictor', {}).get('name') or '?'}; "
             f"models: {sizes.get('train', '?')} train / {sizes.get('valid', '?')} validation / "
-            f"{sizes.get('test', '?')} test; data fingerprint "
+            f"{sizes.get('calibration', 0)} calibration / {sizes.get('test', '?')} test;"
+            " data fingerprint "
             f"`{str(manifest.get('data_fingerprint', ''))[:16]}`.",
         ),
         ("h2", "Should I trust it?"),
         ("ul", _verdicts(conf, summary)),
         ("h2", "Use it"),
-        (
-            "code",
-            "from sparseeval.publish import load_anchor_set\n"
-            f'est = load_anchor_set("published", "{b}", version={n}).predict(answers)\n\n'
-            f"sparseeval predict --anchor-set published --benchmark {b} --version {n} "
-            "--responses answers.csv\n"
-            f"sparseeval export-lm-eval --anchor-set published --benchmark {b} "
-            "--out samples.json",
-        ),
+        ("code", _use_it(manifest, folder)),
     ]
     metrics = manifest.get("metrics") or {}
     if metrics:
@@ -171,7 +207,7 @@ def _blocks(manifest, conf, summary, budget, drift, plots) -> list[tuple]:
         blocks.append(("p", "MAE and max error are in accuracy points (x100)."))
     blocks.append(("h2", "Predicted vs true accuracy (test models)"))
     blocks.append(_plot_or_note(plots, "predicted_vs_true", "no test predictions were given"))
-    blocks.append(("h2", "Accuracy against anchor budget"))
+    blocks.append(("h2", "Error and rank agreement against anchor budget"))
     blocks.append(_plot_or_note(plots, "budget", "no budget comparison was given"))
     if budget:
         rows = [

@@ -69,9 +69,11 @@ def plot_budget(out: Path, rows, n_anchors) -> Path:
         ax.set(xlabel="anchors", ylabel=lab)
         ax.grid(alpha=0.3)
         if n_anchors:
-            ax.axvline(n_anchors, color="grey", ls=":", lw=1)
+            ax.axvline(
+                n_anchors, color="grey", ls=":", lw=1, label=f"this set ({n_anchors} anchors)"
+            )
     axes[0].legend(fontsize=8)
-    fig.suptitle("accuracy against anchor budget (test models)")
+    fig.suptitle("error and rank agreement against anchor budget (test models)")
     return _save(fig, out / PLOTS / "budget.png")
 
 

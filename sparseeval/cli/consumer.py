@@ -113,7 +113,7 @@ def _add_report(subparsers) -> None:
     _common(r)
     r.add_argument("--out", metavar="DIR", help="output folder (default: reports/{benchmark}/vN)")
     r.add_argument("--drift", metavar="FILE", help="JSON list of drift rows to show")
-    r.add_argument("--budget", metavar="FILE", help="JSON list of budget rows to show")
+    r.add_argument("--budget-rows", metavar="FILE", help="JSON list of budget rows to show")
     r.set_defaults(func=_guarded(cmd_report))
 
 
@@ -222,15 +222,15 @@ def cmd_report(args) -> int:
     inputs = json.loads(inputs_file.read_text()) if inputs_file and inputs_file.is_file() else {}
     if args.drift:
         inputs["drift_rows"] = _json_rows(args.drift)
-    if args.budget:
-        inputs["budget_rows"] = _json_rows(args.budget)
+    if args.budget_rows:
+        inputs["budget_rows"] = _json_rows(args.budget_rows)
     if args.out:
         out = Path(args.out)
     else:
         from ..settings import Settings
 
         out = Path(Settings.load().reports_dir) / aset.benchmark / f"v{aset.version}"
-    paths = render_report(out, aset.manifest, inputs)
+    paths = render_report(out, aset.manifest, inputs, aset.folder)
     print(f"report: {paths['html']}")
     print(f"        {paths['md']} ({len(paths['plots'])} plots)")
     return 0

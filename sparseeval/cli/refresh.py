@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from .common import fail, first_line, missing_extra
@@ -51,6 +52,7 @@ def add_refresh_command(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-fill", action="store_true",
                    help="do not fill an empty store from the synthetic leaderboard")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    p.add_argument("--verbose", action="store_true", help="also show Prefect's own log lines")
     p.set_defaults(func=run_refresh)
 
 
@@ -74,8 +76,11 @@ def run_refresh(args: argparse.Namespace) -> int:
         from sparseeval.settings import Settings
 
         overrides = _overrides(args)
-        Settings.load(**overrides)  # fail fast, in one line, on a bad setting
+        settings = Settings.load(**overrides | ({"home": args.home} if args.home else {}))
         os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        if not args.verbose:  # Prefect's console lines only for errors; ours come instead
+            os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "ERROR")
+        _show_progress(quiet=args.json)
         from flows.refresh import refresh
 
         from .tempserver import temporary_server
@@ -101,10 +106,49 @@ def run_refresh(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_json_summary(run), indent=2, default=str))
     else:
-        for r in run.results:
-            print(f"  {r.benchmark}: {r.outcome}")
         print(summary_line(run))
+        print(_next_steps(run, settings))
     return 0
+
+
+def _show_progress(quiet: bool) -> None:
+    """Print the flow's progress lines (`sparseeval.progress`) on stderr, plain."""
+    import logging
+    import sys
+
+    log = logging.getLogger("sparseeval.progress")
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    if not quiet and not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        log.addHandler(handler)
+
+
+def _next_steps(run, settings) -> str:
+    """Where the reports are (HTML first) and what a user does next."""
+    from sparseeval.layout import AnchorSetError, resolve_version_dir
+
+    pub = settings.published_dir.resolve()
+    html = []
+    for r in run.results:
+        try:
+            folder = resolve_version_dir(pub, r.benchmark, "latest", r.budget)
+        except AnchorSetError:
+            continue
+        if (folder / "report.html").is_file():
+            html.append(str(folder / "report.html"))
+    lines = ["reports (open in a browser): " + (html[0] if html else "none published yet")]
+    lines += [f"                              {h}" for h in html[1:]]
+    lines.append(f"run summary: {Path(run.report_path).resolve()}")
+    if html:
+        b = run.results[0].benchmark
+        lines += [
+            "next: sparseeval anchors --benchmark " + b + f" --anchor-set {pub}"
+            "   # the items a new model must answer",
+            f"      sparseeval predict --benchmark {b} --anchor-set {pub} --responses answers.csv",
+        ]
+    return "\n".join(lines)
 
 
 def _json_summary(run) -> dict[str, Any]:
