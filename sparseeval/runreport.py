@@ -95,6 +95,8 @@ def notable(r: BenchmarkResult) -> str | None:
     if r.fit is None:
         return f"{r.label}: {r.outcome}"
     if r.published_version is not None:
+        if r.live is None:  # a first version: the head's count says it
+            return None
         why = r.decision.reason if r.decision else ""
         return f"{r.label}: published v{r.published_version} ({why})"
     if r.decision and r.decision.drift:

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -34,16 +35,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the temporary Prefect server exited (code {proc.returncode})")
+            log.seek(0)
+            last = (log.read().decode(errors="replace").strip().splitlines() or [""])[-1]
+            raise RuntimeError(
+                f"the temporary Prefect server exited (code {proc.returncode}): {last[:300]}"
+            )
         with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/health", timeout=2) as r:
             if r.status == 200:
                 return
         time.sleep(0.25)
     raise RuntimeError(f"the temporary Prefect server did not start within {timeout:.0f}s")
+
+
+def _drain() -> None:
+    """Flush Prefect's log and event workers (else they retry a stopped server for a minute)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    with contextlib.suppress(Exception):
+        APILogWorker.drain_all(timeout=10)
+    with contextlib.suppress(Exception):
+        EventsWorker.drain_all(timeout=10)
 
 
 def _raise_on_sigterm(signum, frame) -> None:
@@ -66,12 +82,24 @@ def temporary_server(timeout: float = 120.0) -> Iterator[str | None]:
     args = [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent),
             "--factory", APP, "--host", "127.0.0.1", "--port", str(port), "--log-level", "error",
             "--lifespan", "on"]  # fmt: skip
-    proc = subprocess.Popen(args, env=env, preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL)
+    # The server's own chatter (e.g. tracebacks while it shuts down) goes to a temp file.
+    with tempfile.TemporaryFile() as log, _server(args, env, log) as proc:
+        _wait_healthy(url, proc, timeout, log)
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            try:
+                yield url
+            finally:
+                _drain()  # send queued logs and events while the server still listens
+
+
+@contextlib.contextmanager
+def _server(args: list[str], env: dict, log) -> Iterator[subprocess.Popen]:
+    """The server process; stopped on exit, on SIGTERM (as SystemExit) and with the CLI."""
+    proc = subprocess.Popen(args, env=env, preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
-        _wait_healthy(url, proc, timeout)
-        with temporary_settings(updates={PREFECT_API_URL: url}):
-            yield url
+        yield proc
     finally:
         signal.signal(signal.SIGTERM, previous)
         proc.terminate()
