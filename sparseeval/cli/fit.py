@@ -91,25 +91,37 @@ def _read_table(path: Path):
 
 def _budgets(text: str) -> list[int]:
     try:
-        return [int(k) for k in text.split(",") if k.strip()]
+        budgets = [int(k) for k in text.split(",") if k.strip()]
     except ValueError as e:
         raise UserError(f"--anchors takes comma-separated integers, got {text!r}") from e
+    if not budgets or min(budgets) < 1:
+        raise UserError(f"--anchors takes budgets of at least 1 anchor, got {text!r}")
+    return budgets
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from ..fitting import compare_methods, write_fit
+    from ..fitting import budgets_for, compare_methods, write_fit
     from ..settings import Settings
     from ..synthetic import make_synthetic
 
+    budgets = _budgets(args.anchors)  # checked before any work
+    if args.data is None and args.targets:
+        raise UserError("--targets needs a data file: sparseeval fit responses.csv --targets ...")
+    if args.data is not None and args.synthetic:
+        raise UserError("give a data file or --synthetic M N, not both")
     settings = Settings.load(args.config, seed=args.seed, n_test=args.test, n_valid=args.valid)
+    say = (lambda s: None) if args.quiet or args.json else (lambda s: print(s, file=sys.stderr))
     if args.data is not None:
         matrix = read_wide(Path(args.data), Path(args.targets) if args.targets else None)
     else:
         m, n = args.synthetic or (2000, 600)
+        say(f"no data file given: the built-in synthetic leaderboard, {m} models x {n} items")
         matrix = make_synthetic(m, n, seed=settings.seed)
-    budgets = _budgets(args.anchors)
-    say = (lambda s: None) if args.quiet or args.json else (lambda s: print(s, file=sys.stderr))
     say(f"matrix: {matrix.shape[0]} models x {matrix.shape[1]} items")
+    dropped = [k for k in budgets if k not in budgets_for(budgets, matrix.shape[1])]
+    if dropped:
+        say(f"budget(s) {', '.join(map(str, dropped))} left out: a budget must be below the"
+            f" {matrix.shape[1]} items (some items must stay out of the anchors)")  # fmt: skip
     try:
         result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper)
     except ValueError as e:
