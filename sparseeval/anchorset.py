@@ -15,8 +15,16 @@ from typing import Any
 import numpy as np
 
 from .conformal import ConformalInterval
-from .layout import LATEST, AnchorSetError, read_manifest, resolve_version_dir, verify
-from .responses import ResponsesError, as_pairs, missing_message, sign
+from .layout import (
+    LATEST,
+    AnchorSetError,
+    check_promoted,
+    read_manifest,
+    resolve_version_dir,
+    verify,
+    verify_signature,
+)
+from .responses import ResponsesError, as_pairs, missing_message, printable, sign
 
 N_COMPLETIONS = 256
 _REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
@@ -37,38 +45,54 @@ def load_anchor_set(
     hub_client=None,
     revision: str | None = None,
     budget: int | None = None,
+    public_key=None,
 ) -> AnchorSet:
     """Load and verify a published anchor set from a folder or a Hub dataset repo id.
 
     `path_or_repo`: the published root (`.../published`), a benchmark folder, a
     version folder, or a Hub dataset repo id (`owner/name` or `hf://datasets/owner/name`)
     when no such local path exists. Every file's sha256 and the manifest's own seal
-    are checked; a newer schema than this library reads is refused. `budget` picks one
-    of several published budgets (default: the largest); `revision` pins a Hub commit.
+    are checked, every file in the version folder must be listed, nothing may lead
+    outside it and symlinks are refused; a newer schema than this library reads is
+    refused. Locally, only a promoted version loads (one `latest` points or pointed to).
+    `budget` picks one of several published budgets (default: the largest); `revision`
+    pins a Hub commit. `public_key` (Ed25519, PEM bytes/str or a path to a PEM file):
+    refuse the set unless its `manifest.sig` verifies with it (needs `cryptography`).
+    Trust model: `sparseeval.layout`.
     """
     p = Path(path_or_repo)
-    if not p.exists() and (m := _REPO_ID.match(str(path_or_repo))):
+    hub = not p.exists() and _REPO_ID.match(str(path_or_repo))
+    if hub:
         from .hub_mirror import download_version
 
-        folder = download_version(m.group(1), benchmark, version, hub_client, revision, budget)
-        source = f"hf://datasets/{m.group(1)}"
+        folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget)
+        source = f"hf://datasets/{hub.group(1)}"
     elif not p.exists():
-        raise AnchorSetError(f"{path_or_repo}: no such folder (nor a Hub repo id owner/name)")
+        raise AnchorSetError(
+            f"{printable(path_or_repo)}: no such folder (nor a Hub repo id owner/name)"
+        )
     else:
         folder = resolve_version_dir(p, benchmark, version, budget)
         source = str(folder)
     manifest = read_manifest(folder)
     if manifest.get("benchmark") != benchmark:
         raise AnchorSetError(
-            f"{folder} holds benchmark {manifest.get('benchmark')!r}, not {benchmark!r}"
+            f"{printable(folder)} holds benchmark {printable(repr(manifest.get('benchmark')))}, "
+            f"not {benchmark!r}"
         )
-    verify(folder, manifest)
+    if not hub:  # a Hub commit moves `latest` with the version; pin it with `revision`
+        check_promoted(folder, manifest)
+    verify(folder, manifest, follow_file_links=bool(hub))  # the Hub cache links to blobs
+    if public_key is not None:
+        verify_signature(folder, manifest, public_key)
     from .inference import load_predictor
 
     try:
         predictor = load_predictor(folder / manifest["predictor"]["folder"])
     except Exception as e:
-        raise AnchorSetError(f"{folder}: cannot load predictor weights ({e})") from e
+        raise AnchorSetError(
+            f"{printable(folder)}: cannot load predictor weights ({printable(e)})"
+        ) from e
     aset = AnchorSet(manifest=manifest, predictor=predictor, source=source, folder=folder)
     aset.check_predictor()
     return aset
@@ -179,10 +203,13 @@ class AnchorSet:
             out = np.asarray(self.predictor.predict(np.zeros((2, k), dtype=np.float32)))
         except Exception as e:
             raise AnchorSetError(
-                f"{self.source}: predictor does not accept the {k} anchors of the manifest ({e})"
+                f"{printable(self.source)}: predictor does not accept the {k} anchors of the "
+                f"manifest ({printable(e)})"
             ) from e
         if out.shape != (2,):
-            raise AnchorSetError(f"{self.source}: predictor output has shape {out.shape}")
+            raise AnchorSetError(
+                f"{printable(self.source)}: predictor output has shape {out.shape}"
+            )
 
     # -- single model
 
@@ -304,7 +331,7 @@ class AnchorSet:
             if j is not None:
                 s = sign(v, str(item))
                 if not np.isnan(x[j]) and not np.isnan(s) and x[j] != s:
-                    raise ResponsesError(f"conflicting answers for anchor {item}")
+                    raise ResponsesError(f"conflicting answers for anchor {printable(item)}")
                 if not np.isnan(s):
                     x[j] = s
         return x

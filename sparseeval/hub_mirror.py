@@ -14,6 +14,7 @@ from pathlib import Path
 from .layout import (
     LATEST,
     MANIFEST,
+    SIGNATURE,
     AnchorSetError,
     parse_version,
     read_manifest,
@@ -88,7 +89,8 @@ def push_to_hub(
     rewrites `{benchmark}/latest`. `client` is an `huggingface_hub.HfApi` (or any
     object with `create_commit`). With `parent_commit` (the head sha this push was
     prepared against, e.g. from `head_revision`) the Hub refuses the commit if the repo
-    moved meanwhile: `MirrorConflictError`, nothing written. Returns the commit info;
+    moved meanwhile: `MirrorConflictError`, nothing written. A `manifest.sig` goes along
+    (consumers check it with `load_anchor_set(..., public_key=...)`). Returns the commit info;
     its `oid` is the new revision, to pin consumers to
     (`load_anchor_set(repo_id, benchmark, revision=oid)`).
     """
@@ -103,6 +105,7 @@ def push_to_hub(
     ops = [
         CommitOperationAdd(path_in_repo=f"{prefix}/{rel}", path_or_fileobj=str(folder / rel))
         for rel in [*sorted(manifest["files"]), MANIFEST]
+        + ([SIGNATURE] if (folder / SIGNATURE).is_file() else [])
     ]
     if update_latest:
         pointer = {"version": n, "path": f"v{n}", "manifest_sha256": manifest["manifest_sha256"]}

@@ -24,6 +24,8 @@ How an anchor item id maps to (task, doc_id), first rule that applies:
 4. a bare integer `doc_id` -> the benchmark's default task (taskmap.BENCHMARK_TASKS, e.g.
    arc -> arc_challenge, truthfulqa -> truthfulqa_mc1) or the `task` you pass.
 Anything else is an error naming the item (pass `item_sources` when publishing).
+A doc id is a non-negative integer, or a string of digits: 914.4, "914.4", 914.0 and
+true are refused (LmEvalError, or a quarantined line in the store), never rounded.
 
 The metric read per task (unless you pass `metric`) follows `sparseeval.taskmap`
 (ARC and HellaSwag `acc_norm` as the Open LLM Leaderboard did, GSM8K `exact_match`
@@ -34,7 +36,9 @@ filters (GSM8K: `strict-match` and `flexible-extract`) `strict-match` is used (t
 
 `SampleParser` is the one line-level reader of samples files: this module's reader
 raises LmEvalError on the first bad line; the results store (`sparseeval.store`)
-uses the same parser and quarantines bad lines with the parser's reason.
+uses the same parser and quarantines bad lines with the parser's reason, and records
+the metric it read per task (the ingest run's message). Files are UTF-8 text (a BOM
+is fine); any other encoding is an error naming the file and line.
 """
 
 from __future__ import annotations
@@ -60,6 +64,18 @@ class LmEvalError(ValueError):
 # --------------------------------------------------------------------------- mapping
 
 
+def doc_id(value: object) -> int:
+    """A doc id as an int: a non-negative int or a string of ASCII digits, nothing else.
+
+    914.4, "914.4", 914.0, True and -1 raise ValueError: a doc id is never rounded.
+    """
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ValueError(f"doc_id {value!r} is not a non-negative integer")
+
+
 def item_source(
     item: str,
     benchmark: str | None = None,
@@ -71,15 +87,18 @@ def item_source(
     if item_sources and item in item_sources:
         src = item_sources[item]
         t, d = (src["task"], src["doc_id"]) if isinstance(src, Mapping) else src
-        return str(t), int(d)
+        try:
+            return str(t), doc_id(d)
+        except ValueError as exc:
+            raise LmEvalError(f"anchor {item!r}: item_sources {exc}") from None
     if ":" in item:
         prefix, _, doc = item.rpartition(":")
-        if doc.strip().lstrip("-").isdigit():
+        if doc.strip().lstrip("-").isascii() and doc.strip().lstrip("-").isdigit():
             subject = mmlu_subject(prefix)
             if subject is not None:
                 return f"mmlu_{subject}", int(doc)
             return prefix, int(doc)
-    if item.strip().isdigit():
+    if item.strip().isascii() and item.strip().isdigit():
         default = task or BENCHMARK_TASKS.get((benchmark or "").lower())
         if default:
             return default, int(item)
@@ -108,7 +127,7 @@ def export_samples(
         except LmEvalError as e:
             errors.append(str(e))
             continue
-        if d < 0:
+        if d < 0:  # `task:-3`
             errors.append(f"anchor {item!r} has a negative doc id")
             continue
         out.setdefault(t, set()).add(d)
@@ -123,7 +142,10 @@ def merge_samples(*mappings: Mapping[str, list[int]]) -> dict[str, list[int]]:
     out: dict[str, set[int]] = {}
     for m in mappings:
         for t, ds in m.items():
-            out.setdefault(t, set()).update(int(d) for d in ds)
+            try:
+                out.setdefault(t, set()).update(doc_id(d) for d in ds)
+            except ValueError as exc:
+                raise LmEvalError(f"task {t!r}: {exc}") from None
     return {t: sorted(ds) for t, ds in sorted(out.items())}
 
 
@@ -165,7 +187,7 @@ def is_samples_file(path: str | Path) -> bool:
         return True
     if p.suffix != ".jsonl" or not p.is_file():
         return False
-    with open(p, encoding="utf-8") as f:
+    with open(p, encoding="utf-8-sig", errors="replace") as f:  # a sniff: the reader is strict
         first = f.readline()
     try:
         rec = json.loads(first)
@@ -193,9 +215,19 @@ def find_samples_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def json_lines(path, error: type[Exception] = ValueError):
-    """(line number, parsed value) of each non-blank line; a bad line raises `error` naming it."""
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+    """(line number, parsed value) of each non-blank line; a bad line raises `error` naming it.
+
+    Lines are UTF-8 (a BOM before the first is dropped); other bytes raise `error` too.
+    """
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                byte = raw[e.start]
+                raise error(
+                    f"{path}:{n}: not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8"
+                ) from None
             if not line.strip():
                 continue
             try:
@@ -243,15 +275,14 @@ class SampleParser:
         """An already parsed JSON line."""
         if not isinstance(rec, dict) or "doc_id" not in rec:
             raise BadSample("no doc_id (not an lm-eval sample)")
-        doc = rec["doc_id"]
-        if isinstance(doc, str) and doc.strip().isdigit():
-            doc = int(doc)
-        if not isinstance(doc, int) or isinstance(doc, bool) or doc < 0:
-            raise BadSample(f"doc_id {rec['doc_id']!r} is not a non-negative integer")
+        try:
+            doc = doc_id(rec["doc_id"])
+        except ValueError as exc:
+            raise BadSample(str(exc)) from None
         name = next((m for m in self.metrics if m in rec), None)
         if name is None:
             has = rec.get("metrics") or sorted(rec)
-            raise MissingMetric(f"no binary metric {' / '.join(self.metrics)} in sample ({has})")
+            raise MissingMetric(f"no binary metric {' / '.join(self.metrics)} in sample ({has!r})")
         self.metrics = (name,)
         value = rec[name]
         if isinstance(value, bool) or (isinstance(value, int | float) and value in (0, 1)):
@@ -267,7 +298,7 @@ def choose_filter(filters: Iterable[str], wanted: str | None = None) -> str | No
     have = list(dict.fromkeys(filters))
     if wanted is not None:
         if wanted not in have:
-            raise LmEvalError(f"no filter {wanted!r} (have {', '.join(have)})")
+            raise LmEvalError(f"no filter {wanted!r} (have {', '.join(map(repr, have))})")
         return wanted
     return next((f for f in FILTER_PREFERENCE if f in have), have[0] if have else None)
 
@@ -312,6 +343,23 @@ def read_samples_file(
     return task, out
 
 
+def generated_task_items(path: str | Path) -> dict[int, str]:
+    """{doc_id: anchor item} of a samples file of a task `export-lm-eval --tasks-dir` wrote.
+
+    Such a task keeps only the anchors (lm-eval numbers them 0..k-1) and each doc carries
+    its anchor item id (`lm_eval_tasks.ITEM_FIELD`); empty for any other samples file.
+    """
+    from .lm_eval_tasks import ITEM_FIELD
+
+    out: dict[int, str] = {}
+    for _, rec in json_lines(path, LmEvalError):
+        doc = rec.get("doc") if isinstance(rec, dict) else None
+        if not isinstance(doc, dict) or ITEM_FIELD not in doc:
+            return {}
+        out[int(rec["doc_id"])] = str(doc[ITEM_FIELD])
+    return out
+
+
 def read_responses(
     paths: Iterable[str | Path],
     *,
@@ -334,8 +382,11 @@ def read_responses(
     for f in find_samples_files(paths):
         named = samples_task(f) is not None
         t, docs = read_samples_file(f, metric=metric, filter=filter, task=None if named else task)
+        generated = generated_task_items(f)
         for doc, value in docs.items():
-            if inverse is None:
+            if generated:
+                out[generated[doc]] = value
+            elif inverse is None:
                 out[f"{t}:{doc}"] = value
             elif (t, doc) in inverse:
                 out[inverse[(t, doc)]] = value
@@ -348,8 +399,10 @@ __all__ = [
     "Sample",
     "SampleParser",
     "choose_filter",
+    "doc_id",
     "export_samples",
     "find_samples_files",
+    "generated_task_items",
     "is_samples_file",
     "item_source",
     "merge_samples",

@@ -85,7 +85,7 @@ class Settings:
         """Defaults, then the TOML file (if present), then environment, then `overrides`."""
         values: dict[str, Any] = {}
         if path and Path(path).is_file():
-            values.update(tomllib.loads(Path(path).read_text()))
+            values.update(read_toml(Path(path)))
         env = os.environ if env is None else env
         for f in fields(cls):
             key = ENV_PREFIX + f.name.upper()
@@ -108,6 +108,30 @@ class Settings:
         return {
             k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()
         }
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A settings file's table; ValueError naming the file (and line) when it is not UTF-8
+    text or not valid TOML (a UTF-8 BOM at the start is dropped)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line});"
+            " save the file as UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"^(.*?)\s*\(at line (\d+), column (\d+)\)\s*$", str(exc))
+        if found:
+            what, line, col = found.groups()
+            raise ValueError(
+                f"{path}: line {line}, column {col}: not valid TOML ({what})"
+            ) from None
+        raise ValueError(f"{path}: not valid TOML ({exc})") from None
 
 
 def _coerce(values: dict[str, Any]) -> dict[str, Any]:

@@ -184,7 +184,7 @@ def _guess_format(path: Path) -> str:
         )
     if not path.is_file():
         return "long"  # the reader names the missing file
-    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
         header = {c.strip() for c in next(csv.reader(f), [])}
     return "wide" if "model" in header and not {"benchmark", "item"} & header else "long"
 

@@ -3,18 +3,22 @@
 Publishing is three steps so that a caller (the refresh flow) can put a quality gate
 between them and roll back: `write_version` (a new folder appears whole, by rename, and
 nothing points at it yet), `set_latest` (atomic pointer swap) and, on failure,
-`discard_version`. Version numbers are never reused. Layout: `sparseeval.layout`.
+`discard_version`. Version numbers are never reused. `set_latest` records the promotion
+in `latest` (only promoted versions load); `clean_leftovers` removes what an interrupted
+run left (temporary folders, candidates never promoted). `sign_version` (or
+`write_version(signing_key=...)`) adds an Ed25519 `manifest.sig`. Layout and trust model:
+`sparseeval.layout`.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import math
 import os
 import re
 import shutil
-import tempfile
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -33,11 +37,17 @@ from .layout import (
     MANIFEST,
     PREDICTOR_DIR,
     SCHEMA_VERSION,
+    SIGNATURE,
     TOMBSTONE,
     VERSION_DIR,
     AnchorSetError,
     latest_version,
+    list_budgets,
+    list_versions,
+    pem_bytes,
+    promoted_versions,
     read_manifest,
+    read_pointer,
     seal,
     set_dir,
     verify,
@@ -56,6 +66,7 @@ def write_version(
     item_sources: Mapping[str, Any] | None = None,
     report_inputs: Mapping[str, Any] | None = None,
     budget: int | None = None,
+    signing_key=None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -75,8 +86,12 @@ def write_version(
     the test models), `budget_rows` ([{method, n_anchors, mae, kendall_tau}]),
     `drift_rows` ([{version, mae, n_models, ...}]).
     budget: write into the budget's own set, `{root}/{benchmark}/k{budget}/v{N}/`.
+    signing_key: an Ed25519 private key (PEM bytes/str, a path to a PEM file, or an
+    `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
+    Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     _check_benchmark(benchmark)
+    key = _private_key(signing_key) if signing_key is not None else None
     settings_dict = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
     items = [str(i) for i in estimator.anchor_ids_]
     if len(set(items)) != len(items):
@@ -107,7 +122,7 @@ def write_version(
     bench_dir.mkdir(parents=True, exist_ok=True)
     while True:
         version = _next_version(bench_dir)
-        target = _write_folder(bench_dir, version, estimator.predictor_, manifest, inputs)
+        target = _write_folder(bench_dir, version, estimator.predictor_, manifest, inputs, key)
         if target is not None:
             return target
 
@@ -127,12 +142,15 @@ def _interval(estimator, settings: dict, inputs: dict) -> dict:
     return out
 
 
-def _write_folder(bench_dir: Path, version: int, predictor, manifest: dict, inputs: dict):
+def _write_folder(
+    bench_dir: Path, version: int, predictor, manifest: dict, inputs: dict, key=None
+) -> Path | None:
     """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
     from .inference import save_predictor
     from .report import render_report
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-v{version}-", dir=bench_dir))
+    tmp = bench_dir / f".tmp-v{version}-{uuid.uuid4().hex}"
+    tmp.mkdir()  # honours the umask (mkdtemp would make it 0700: unreadable to others)
     try:
         save_predictor(predictor, tmp / PREDICTOR_DIR)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
@@ -144,6 +162,8 @@ def _write_folder(bench_dir: Path, version: int, predictor, manifest: dict, inpu
         files = sorted(p for p in tmp.rglob("*") if p.is_file())
         manifest["files"] = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in files}
         (tmp / MANIFEST).write_text(json.dumps(seal(manifest), indent=2, allow_nan=False))
+        if key is not None:
+            (tmp / SIGNATURE).write_bytes(_signature(key, (tmp / MANIFEST).read_bytes()))
         _fsync_tree(tmp)
         target = bench_dir / f"v{version}"
         try:
@@ -160,18 +180,28 @@ def _write_folder(bench_dir: Path, version: int, predictor, manifest: dict, inpu
 
 
 def set_latest(root: str | Path, benchmark: str, version: int, budget: int | None = None) -> Path:
-    """Point `{root}/{benchmark}/latest` at `v{version}` (atomic replace; verifies it first)."""
+    """Promote `v{version}`: point `{root}/{benchmark}/latest` at it (verifies it first).
+
+    The pointer also records every version ever promoted with its manifest seal
+    (`"promoted": {"1": sha, ...}`), in the same atomic replace: only those load.
+    Call it while holding the publishing lock (two concurrent promotions of one set can
+    lose a record, as they would race for `latest` itself).
+    """
     version = int(version)
-    folder = set_dir(root, benchmark, budget) / f"v{version}"
+    bench_dir = set_dir(root, benchmark, budget)
+    folder = bench_dir / f"v{version}"
     manifest = read_manifest(folder)
     verify(folder, manifest)
+    promoted = _promotion_record(bench_dir)
+    promoted[version] = manifest["manifest_sha256"]
     pointer = {
         "version": version,
         "path": f"v{version}",
         "manifest_sha256": manifest["manifest_sha256"],
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "promoted": {str(v): promoted[v] for v in sorted(promoted)},
     }
-    target = set_dir(root, benchmark, budget) / LATEST
+    target = bench_dir / LATEST
     tmp = target.with_name(f".{LATEST}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w") as f:
@@ -183,6 +213,28 @@ def set_latest(root: str | Path, benchmark: str, version: int, budget: int | Non
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
     return target
+
+
+def _promotion_record(bench_dir: Path) -> dict[int, str | None]:
+    """{version: seal} promoted so far; a legacy pointer's versions get their seals pinned now."""
+    pointer = read_pointer(bench_dir)
+    if pointer is None:
+        return {}
+    record = promoted_versions(bench_dir)
+    if isinstance(pointer.get("promoted"), dict):
+        return record
+    on_disk = set(list_versions(bench_dir.parent, bench_dir.name))
+    out: dict[int, str | None] = {}
+    for v, sha in record.items():
+        if v not in on_disk or (bench_dir / f".discarded-v{v}").exists():
+            continue
+        if sha is None:
+            try:
+                sha = read_manifest(bench_dir / f"v{v}")["manifest_sha256"]
+            except AnchorSetError:
+                sha = None
+        out[v] = sha
+    return out
 
 
 def discard_version(
@@ -202,10 +254,122 @@ def discard_version(
     folder = bench_dir / f"v{version}"
     tomb = {"version": version, "discarded": datetime.now(UTC).isoformat(), "reason": reason}
     (bench_dir / f".discarded-v{version}").write_text(json.dumps(tomb))
-    if folder.exists():
+    _remove(folder, bench_dir, version)
+
+
+def _remove(folder: Path, bench_dir: Path, version: int) -> None:
+    if folder.exists() or folder.is_symlink():
         trash = bench_dir / f".trash-v{version}-{uuid.uuid4().hex}"
         os.rename(folder, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        if trash.is_symlink():
+            trash.unlink()
+        else:
+            shutil.rmtree(trash, ignore_errors=True)
+
+
+LEFTOVER_REASON = "left over by an interrupted run"
+_LEFTOVER = re.compile(r"^\.(tmp-v|trash-v|latest\..*\.tmp$|sig-.*\.tmp$)")
+
+
+def clean_leftovers(
+    root: str | Path, benchmark: str, budget: int | None = None, *, all_unpromoted: bool = False
+) -> list[str]:
+    """Remove what interrupted runs left in a benchmark's sets; the paths removed.
+
+    Removes `.tmp-v*` and `.trash-v*` folders (and stray pointer/signature temp files),
+    folders of versions that already have a tombstone, and turns never-promoted version
+    folders into tombstones (reason "left over by an interrupted run"). Never-promoted
+    versions older than the live one are leftovers for sure; newer ones may be a candidate
+    a caller still means to gate, so they go only with `all_unpromoted=True` (the pipeline
+    at the start of a run, when no candidate of its own exists yet). Call it holding the
+    publishing lock (the pipeline's run lock): a writer in progress would lose its
+    `.tmp-v*` folder. budget: one budget's set; None: the benchmark's set and every budget
+    set under it.
+    """
+    if budget is not None:
+        folders = [set_dir(root, benchmark, budget)]
+    else:
+        budgets = list_budgets(root, benchmark)
+        folders = [set_dir(root, benchmark)] + [set_dir(root, benchmark, b) for b in budgets]
+    removed: list[str] = []
+    for bench_dir in folders:
+        if not bench_dir.is_dir():
+            continue
+        for p in sorted(bench_dir.iterdir()):
+            if _LEFTOVER.match(p.name):
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+                removed.append(str(p))
+        live = latest_version(bench_dir.parent, bench_dir.name)
+        promoted = promoted_versions(bench_dir)
+        for v in list_versions(bench_dir.parent, bench_dir.name):
+            folder = bench_dir / f"v{v}"
+            if (bench_dir / f".discarded-v{v}").exists():
+                _remove(folder, bench_dir, v)  # a discard that was cut short
+            elif v in promoted or not (all_unpromoted or (live is not None and v < live)):
+                continue
+            else:
+                tomb = {"version": v, "discarded": datetime.now(UTC).isoformat(),
+                        "reason": LEFTOVER_REASON}  # fmt: skip
+                (bench_dir / f".discarded-v{v}").write_text(json.dumps(tomb))
+                _remove(folder, bench_dir, v)
+            removed.append(str(folder))
+    return removed
+
+
+# --------------------------------------------------------------------------- signatures
+
+
+def sign_version(folder: str | Path, private_key_pem) -> Path:
+    """Write `manifest.sig` into a version folder: Ed25519 over manifest.json's exact bytes.
+
+    private_key_pem: PEM bytes/str (unencrypted PKCS8), a path to a PEM file, or an
+    `Ed25519PrivateKey`. The folder is verified first; the signature file is replaced
+    atomically. Consumers check it with `load_anchor_set(..., public_key=...)`. Needs
+    the `cryptography` package.
+    """
+    folder = Path(folder)
+    key = _private_key(private_key_pem)
+    manifest = read_manifest(folder)
+    verify(folder, manifest)
+    body = (folder / MANIFEST).read_bytes()
+    tmp = folder.parent / f".sig-{folder.name}-{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_signature(key, body))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, folder / SIGNATURE)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return folder / SIGNATURE
+
+
+def _private_key(key):
+    """An `Ed25519PrivateKey` from PEM bytes/str, a PEM file path, or a key object."""
+    try:
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    except ImportError:
+        raise AnchorSetError(
+            "signing needs the cryptography package: pip install cryptography"
+        ) from None
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return key
+    try:
+        loaded = load_pem_private_key(pem_bytes(key, "signing key"), password=None)
+    except (ValueError, TypeError) as e:
+        raise AnchorSetError(f"signing key: not an unencrypted PEM private key ({e})") from None
+    if not isinstance(loaded, ed25519.Ed25519PrivateKey):
+        raise AnchorSetError("signing key: not an Ed25519 key")
+    return loaded
+
+
+def _signature(key, body: bytes) -> bytes:
+    return base64.b64encode(key.sign(body)) + b"\n"
 
 
 def _next_version(bench_dir: Path) -> int:

@@ -223,6 +223,16 @@ def mirror_to_hub(candidate: Candidate, repo_id: str, benchmark: str) -> str:
     return sha
 
 
+@task(name="clean-leftovers", cache_policy=NO_CACHE)
+def clean_leftovers(published_dir: str, benchmarks: list[str]) -> list[str]:
+    """Remove what interrupted runs left (temp folders, never-promoted candidates)."""
+    clean = versions.clean_leftovers
+    done = [x for b in benchmarks for x in clean(published_dir, b, all_unpromoted=True)]
+    for line in done:
+        get_run_logger().warning("cleaned up: %s", line)
+    return done
+
+
 @task(name="promote", cache_policy=NO_CACHE, task_run_name="promote-{benchmark}")
 def promote(published_dir: str, benchmark: str, version: int, budget: int | None = None) -> None:
     """Swap the `latest` pointer to the new version (atomically)."""

@@ -59,8 +59,10 @@ def test_write_is_versioned_and_does_not_move_latest(tmp_path, fitted):
     v2 = publish(tmp_path, fitted)
     assert v2.name == "v2" and latest_version(tmp_path, B) == 1
     assert load_anchor_set(tmp_path, B).version == 1
-    assert load_anchor_set(tmp_path, B, version="v2").version == 2
+    with pytest.raises(AnchorSetError, match="v2 was never promoted"):  # a candidate (issue 13)
+        load_anchor_set(tmp_path, B, version="v2")
     set_latest(tmp_path, B, 2)
+    assert load_anchor_set(tmp_path, B, version="v1").version == 1  # was promoted once
     assert load_anchor_set(tmp_path, B).version == 2
     assert list_versions(tmp_path, B) == [1, 2]
     # nothing temporary is left behind
@@ -169,6 +171,7 @@ def test_predict_matches_estimator_for_every_input_form(tmp_path, fitted):
 def test_missing_and_bad_answers(tmp_path, fitted):
     m, sp, est = fitted
     publish(tmp_path, fitted)
+    set_latest(tmp_path, B, 1)
     aset = load_anchor_set(tmp_path, B, version=1)
     d = answers(m, est, int(sp.test[1]))
     gone = aset.items[2], aset.items[5]
@@ -193,6 +196,7 @@ def test_missing_and_bad_answers(tmp_path, fitted):
 def test_predict_matrix_and_compare(tmp_path, fitted):
     m, sp, est = fitted
     publish(tmp_path, fitted)
+    set_latest(tmp_path, B, 1)
     aset = load_anchor_set(tmp_path, B, version=1)
     X = m.values[sp.test]
     np.testing.assert_allclose(aset.predict_matrix(X, m.item_ids), est.predict(X), atol=1e-6)
@@ -227,6 +231,7 @@ def test_mlp_predictor_round_trips(tmp_path):
         metrics={},
         settings=Settings(),
     )
+    set_latest(tmp_path, "arc", 1)
     aset = load_anchor_set(tmp_path / "arc" / "v1", "arc")
     X = m.values[sp.test]
     np.testing.assert_allclose(aset.predict_matrix(X, m.item_ids), est.predict(X), atol=1e-5)

@@ -13,6 +13,7 @@ import logging
 import sys
 
 from .._version import __version__
+from .anchors import add_anchors_command
 from .common import EXIT_USER_ERROR, UserError, fail, first_line, missing_extra
 from .consumer import add_consumer_commands
 from .fit import add_fit_command
@@ -30,12 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_commands(sub)
     add_refresh_command(sub)
     add_consumer_commands(sub)
+    add_anchors_command(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    for handler in logging.getLogger().handlers:  # libraries' INFO lines propagate here too
+        handler.setLevel(logging.WARNING)
     try:
         return args.func(args)
     except ModuleNotFoundError as e:

@@ -67,12 +67,21 @@ def _add_predict(subparsers) -> None:
 def _add_export(subparsers) -> None:
     e = subparsers.add_parser(
         "export-lm-eval",
-        help="write the lm-eval --samples JSON that runs only the anchors",
+        help="run only the anchors in lm-eval: --samples JSON, or tasks reporting the estimate",
         description="Write {task: [doc ids]} for lm-evaluation-harness's --samples option, so "
-        "a model is evaluated on the anchor items only.",
+        "a model is evaluated on the anchor items only (--out), and/or one lm-eval task per "
+        "benchmark, sparseeval_{benchmark}, that runs the anchors and reports the SparseEval "
+        "estimate and its interval in lm-eval's own results table (--tasks-dir).",
         formatter_class=FMT,
         epilog=textwrap.dedent(
             """\
+            --tasks-dir writes DIR/sparseeval_{benchmark}/ (a task YAML and utils.py): the
+            original task (same dataset and prompt) on the anchors only, with metrics
+            sparseeval (estimated full-benchmark accuracy), sparseeval_low/_high (its
+            interval) and the benchmark's own metric over the anchors. Running it needs
+            lm-eval and sparseeval in the same environment. Supported: multiple-choice
+            tasks ARC, HellaSwag, TruthfulQA MC1; for others use --out.
+
             examples:
               sparseeval export-lm-eval --anchor-set .sparseeval/published \\
                   --benchmark arc gsm8k --out anchors.json
@@ -81,11 +90,26 @@ def _add_export(subparsers) -> None:
                   --log_samples --output_path results/
               sparseeval predict --anchor-set .sparseeval/published --benchmark arc \\
                   --responses results/
+
+              sparseeval export-lm-eval --anchor-set .sparseeval/published \\
+                  --benchmark arc hellaswag --tasks-dir sparseeval_tasks/
+              lm-eval run --model hf --model_args pretrained=ORG/MODEL \\
+                  --tasks sparseeval_arc sparseeval_hellaswag \\
+                  --include_path sparseeval_tasks/ --output_path results/
             """
         ),
     )
     _common(e, many=True)
-    e.add_argument("--out", required=True, metavar="FILE", help="JSON file to write")
+    e.add_argument("--out", metavar="FILE", help="--samples JSON file to write")
+    e.add_argument("--tasks-dir", metavar="DIR", help="folder to write lm-eval tasks into")
+    e.add_argument(
+        "--dataset",
+        nargs="+",
+        metavar="[SPLIT=]FILE",
+        help="with --tasks-dir and one benchmark: local JSON/JSONL copies of the original "
+        "task's splits (same fields and order) instead of its Hub dataset; a bare FILE is "
+        "the evaluation split (e.g. test=arc_test.jsonl train=arc_train.jsonl)",
+    )
     e.add_argument("--task", help="lm-eval task for bare integer item ids")
     e.set_defaults(func=_guarded(cmd_export_lm_eval))
 
@@ -193,11 +217,17 @@ def cmd_export_lm_eval(args) -> int:
     from ..anchorset import load_anchor_set
     from ..lm_eval import export_samples, merge_samples
 
+    if not (args.out or args.tasks_dir):
+        raise UserError("say what to write: --out FILE (--samples JSON) and/or --tasks-dir DIR")
+    if args.dataset and (not args.tasks_dir or len(args.benchmark) != 1):
+        raise UserError("--dataset goes with --tasks-dir and a single --benchmark")
     root = _anchor_root(args)
-    parts = []
-    for b in args.benchmark:
-        aset = load_anchor_set(root, b, args.version, budget=args.budget)
-        parts.append(export_samples(aset.items, b, aset.item_sources, args.task))
+    sets = [load_anchor_set(root, b, args.version, budget=args.budget) for b in args.benchmark]
+    if args.tasks_dir:
+        _write_tasks(args, root, sets)
+    if not args.out:
+        return 0
+    parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in sets]
     mapping = merge_samples(*parts)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -211,6 +241,28 @@ def cmd_export_lm_eval(args) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _write_tasks(args, root, sets) -> None:
+    from ..lm_eval_tasks import SPECS, anchor_docs, write_task
+
+    for aset in sets:  # check every set before writing any
+        anchor_docs(aset)
+    dataset = None
+    if args.dataset:
+        split = SPECS[anchor_docs(sets[0])[0]].split
+        dataset = dict(d.split("=", 1) if "=" in d else (split, d) for d in args.dataset)
+    names = []
+    for aset in sets:
+        folder = write_task(args.tasks_dir, aset, root, dataset=dataset)
+        names.append(folder.name)
+        print(f"wrote lm-eval task {folder.name} ({len(aset.items)} anchors, "
+              f"{aset.benchmark} v{aset.version}) to {folder}")  # fmt: skip
+    print(
+        f"next: lm-eval run --model hf --model_args pretrained=ORG/MODEL --tasks "
+        f"{' '.join(names)} --include_path {args.tasks_dir} --output_path results/",
+        file=sys.stderr,
+    )
 
 
 def cmd_report(args) -> int:

@@ -74,6 +74,7 @@ def read_wide(path: Path, targets: Path | None = None):
 
 
 def _read_table(path: Path):
+    """A CSV (UTF-8, a BOM before the header is dropped) or Parquet file as a frame."""
     import polars as pl
 
     if not path.is_file():
@@ -81,12 +82,32 @@ def _read_table(path: Path):
     try:
         if path.suffix == ".parquet":
             return pl.read_parquet(path)
-        return pl.read_csv(path, null_values=["NA", ""], infer_schema_length=None)
+        frame = pl.read_csv(path, null_values=["NA", ""], infer_schema_length=None)
     except Exception as e:  # polars raises many types; name the file, keep one line
+        if path.suffix != ".parquet" and (bad := _not_utf8_line(path)):
+            raise UserError(f"{path}: {bad}; save the file as UTF-8") from None
         reason = str(e).strip().splitlines()[0]
         raise UserError(
             f"{path}: cannot read as {path.suffix.lstrip('.') or 'CSV'}: {reason}"
         ) from e
+    first = frame.columns[0] if frame.columns else ""
+    if first.startswith("\ufeff"):  # a spreadsheet's UTF-8 BOM, should the reader keep it
+        frame = frame.rename({first: first.lstrip("\ufeff")})
+    return frame
+
+
+def _not_utf8_line(path: Path) -> str | None:
+    """`line N: not UTF-8 text (byte 0x..)` for the first line that is not UTF-8, else None.
+
+    Line by line is exact: a newline byte never occurs inside a UTF-8 sequence.
+    """
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                return f"line {n}: not UTF-8 text (byte 0x{raw[e.start]:02x})"
+    return None
 
 
 def _budgets(text: str) -> list[int]:

@@ -1,11 +1,16 @@
 -- Rows the validator rejected, and rows the reader could not parse at all.
+-- `raw` keeps at most 1,000 characters of a rejected row (the reason says why it was long).
 INSERT INTO quarantine
 SELECT $run, $source, r.source_ref, c.line,
-       concat_ws(',', coalesce(c.model, ''), coalesce(c.benchmark, ''), coalesce(c.item, ''),
-                 coalesce(c.correct, '')),
+       CASE WHEN length(c.raw) > 1000 THEN left(c.raw, 1000) || '...' ELSE c.raw END,
        c.reason
-FROM checked c LEFT JOIN unit_refs r ON r.ref_no = c.ref_no
-WHERE c.reason IS NOT NULL
+FROM (
+    SELECT line, ref_no, reason,
+           concat_ws(',', coalesce(model, ''), coalesce(benchmark, ''), coalesce(item, ''),
+                     coalesce(correct, '')) AS raw
+    FROM checked
+    WHERE reason IS NOT NULL
+) c LEFT JOIN unit_refs r ON r.ref_no = c.ref_no
 UNION ALL
 SELECT $run, $source, r.source_ref, p.line, p.raw, p.reason
 FROM pre_bad p LEFT JOIN unit_refs r ON r.ref_no = p.ref_no

@@ -6,7 +6,7 @@ import logging
 import re
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from functools import cache
 from importlib import resources
@@ -22,6 +22,13 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 _LOCK_PATTERNS = ("could not set lock", "conflicting lock")
+INTERRUPTED = (
+    "interrupted: the process ended before this ingest finished, so none of its rows were"
+    " stored (marked when the store was next opened for writing)"
+)
+# Ingest runs in progress in this process, per store file: `Store.open` must not mark a
+# run another connection of this very process is still doing as interrupted.
+_LIVE_RUNS: dict[str, set[int]] = {}
 
 
 class StoreError(RuntimeError):
@@ -84,6 +91,7 @@ class Store:
         store = cls(con, path, read_only)
         if not read_only:
             store._init_schema()
+            store._mark_interrupted()
         return store
 
     def close(self) -> None:
@@ -103,16 +111,31 @@ class Store:
             for name, description in KNOWN_BENCHMARKS.items():
                 self.con.execute(sql("benchmark_add"), [name, description])
 
+    def _mark_interrupted(self) -> None:
+        """Runs left 'running' by a process that ended mid-ingest become 'interrupted'.
+
+        Only one process writes at a time (the file lock), so a 'running' row that is not
+        one of this process's own live runs belongs to a process that is gone.
+        """
+        live = sorted(live_runs(self.path))
+        with self.transaction() as con:
+            params = {"live": live, "message": INTERRUPTED}
+            ((n,),) = con.execute(sql("runs_interrupted"), params).fetchall()
+        if n:
+            log.warning("store %s: %d ingest run(s) left 'running' by a process that ended"
+                        " were marked interrupted", self.path, n)  # fmt: skip
+
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """BEGIN ... COMMIT, or ROLLBACK on any exception (nothing partial stays)."""
         self.con.begin()
         try:
             yield self.con
+            self.con.commit()
         except BaseException:
-            self.con.rollback()
+            with suppress(duckdb.Error):  # a failed COMMIT may have ended it already
+                self.con.rollback()
             raise
-        self.con.commit()
 
     def query(self, name: str, params: Sequence[Any] | dict[str, Any] = ()) -> pl.DataFrame:
         """Run the named .sql query with bound parameters; return a Polars frame."""
@@ -125,6 +148,12 @@ class Store:
     # -- benchmarks ---------------------------------------------------------------
     def add_benchmark(self, name: str, description: str = "") -> None:
         """Register a benchmark so that its rows are accepted (known ones are built in)."""
+        from .validate import MAX_BENCHMARK_LEN
+
+        if not name.strip() or len(name) > MAX_BENCHMARK_LEN:
+            raise StoreError(
+                f"benchmark name must be 1 to {MAX_BENCHMARK_LEN} characters, got {len(name):,}"
+            )
         self.con.execute(sql("benchmark_add"), [name, description])
 
     def benchmarks(self) -> pl.DataFrame:
@@ -190,13 +219,20 @@ class Store:
         return self.query("models")
 
 
+def live_runs(path: Path) -> set[int]:
+    """The ingest runs this process is doing now in the store at `path` (a live set)."""
+    return _LIVE_RUNS.setdefault(str(Path(path).resolve()), set())
+
+
 def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
     """Connect, retrying while another process holds the lock, up to `wait_s` seconds."""
     deadline = time.monotonic() + wait_s
     delay = 0.05
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            con = duckdb.connect(str(path), read_only=read_only)
+            execute(con, "session", {})  # no progress bars on stderr, terminal or not
+            return con
         except duckdb.IOException as exc:
             if not any(p in str(exc).lower() for p in _LOCK_PATTERNS):
                 raise StoreError(f"cannot open store {path}: {exc}") from exc

@@ -24,15 +24,35 @@ import duckdb
 import polars as pl
 
 from ..hashing import file_sha256, fingerprint
-from ..lm_eval import RESULTS_FILE, BadSample, SampleParser, choose_filter, samples_task
+from ..lm_eval import (
+    RESULTS_FILE,
+    BadSample,
+    MissingMetric,
+    SampleParser,
+    choose_filter,
+    samples_task,
+)
 from ..taskmap import TaskMap, map_lm_eval_task
 from .db import Store, execute, fetch, relation
-from .unit import BAD_SCHEMA, SRC_SCHEMA, SourceError, Unit, conform, stage_frames, stage_no_bad
+from .unit import (
+    BAD_SCHEMA,
+    SRC_SCHEMA,
+    SourceError,
+    Unit,
+    _printable,
+    conform,
+    stage_frames,
+    stage_no_bad,
+)
 
 LONG_COLUMNS = ("model", "benchmark", "item", "correct")
 LONG_SUFFIXES = (".csv", ".parquet", ".pq")
 # A watched file or run folder changed less than this many seconds ago is still being written.
 SETTLE_SECONDS = 60.0
+# Columns that carry each CSV row's number and file line through staging (sql/stage_csv.sql,
+# sql/csv_lines.sql) start with this; a file's own column may not.
+RESERVED_PREFIX = "sparseeval$"
+SAVE_AS_UTF8 = "save the file as UTF-8"
 
 
 @dataclass
@@ -221,7 +241,7 @@ def _guarded(kind: str, path: Path, source, store: Store) -> Iterator[Unit]:
 
 def _failing(kind: str, path: Path, exc: Exception) -> Unit:
     """A unit whose staging raises `exc` (so that it is recorded as a failed run)."""
-    message = str(exc) if isinstance(exc, SourceError) else f"{path}: {exc}"
+    message = _printable(str(exc) if isinstance(exc, SourceError) else f"{path}: {exc}")
 
     def stage(con: duckdb.DuckDBPyConnection) -> None:
         raise SourceError(message) from exc
@@ -247,26 +267,41 @@ def _existing(path: Path | str) -> Path:
 def _stage_csv_raw(
     con: duckdb.DuckDBPyConnection, path: Path, required: tuple[str, ...]
 ) -> list[str]:
-    """Parse `path` into the temp table `src_raw`; rejected lines become `pre_bad`."""
+    """Parse `path` into the temp table `src_raw` and the view `src_raw_lines` (with each
+    row's file line); rejected lines become `pre_bad`. A file that is not UTF-8 text (a
+    UTF-8 BOM is fine) is refused whole, naming the line of its first bad byte."""
     header = _csv_header(path)
     missing = [c for c in required if c not in header]
     if missing:
         shown = ", ".join(header[:8]) + (" ..." if len(header) > 8 else "")
-        raise SourceError(f"{path}: line 1: missing column(s) {', '.join(missing)} (has: {shown})")
+        raise SourceError(
+            _printable(f"{path}: line 1: missing column(s) {', '.join(missing)} (has: {shown})")
+        )
     seen: set[str] = set()
     repeated = [c for c in header if c in seen or seen.add(c)]
     if repeated:
-        raise SourceError(f"{path}: line 1: repeated column(s) {', '.join(repeated[:5])}")
+        raise SourceError(
+            _printable(f"{path}: line 1: repeated column(s) {', '.join(repeated[:5])}")
+        )
+    reserved = [c for c in header if c.startswith(RESERVED_PREFIX)]
+    if reserved:
+        raise SourceError(_printable(f"{path}: line 1: column name {reserved[0]} is reserved"))
     execute(con, "drop_csv_rejects", {})
     try:
         execute(con, "stage_csv", {"path": str(path), "cols": dict.fromkeys(header, "VARCHAR")})
     except duckdb.Error as exc:
-        raise SourceError(f"{path}: not a readable CSV file: {_first_line(exc)}") from exc
+        raise SourceError(
+            _printable(f"{path}: not a readable CSV file: {_first_line(exc)}")
+        ) from exc
+    ((encoding_line,),) = fetch(con, "csv_encoding_reject", {})
+    if encoding_line is not None:
+        raise SourceError(f"{path}: line {encoding_line}: not UTF-8 text; {SAVE_AS_UTF8}")
     ((n_rows,),) = fetch(con, "count_src_raw", {})
     first_bad, n_bad, msg = fetch(con, "csv_first_reject", {})[0]
     if n_rows == 0 and n_bad:
-        raise SourceError(f"{path}: line {first_bad}: cannot be parsed as CSV ({msg})")
+        raise SourceError(_printable(f"{path}: line {first_bad}: cannot be parsed as CSV ({msg})"))
     execute(con, "stage_csv_bad", {})
+    execute(con, "csv_lines" if n_bad else "csv_lines_plain", {})
     return header
 
 
@@ -298,13 +333,33 @@ def _stage_wide(path: Path, benchmark: str, con: duckdb.DuckDBPyConnection) -> N
 
 
 def _csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file's first line (a UTF-8 BOM before them is dropped)."""
     if path.stat().st_size == 0:
         raise SourceError(f"{path}: empty file")
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:
             return [c.strip() for c in next(csv.reader(f))]
-    except (UnicodeDecodeError, csv.Error, StopIteration) as exc:
-        raise SourceError(f"{path}: line 1: not a CSV header ({exc})") from exc
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None
+    except (csv.Error, StopIteration) as exc:
+        raise SourceError(_printable(f"{path}: line 1: not a CSV header ({exc})")) from exc
+
+
+def not_utf8(path: Path) -> SourceError:
+    """The error for a file that is not UTF-8 text, naming the line of its first bad byte.
+
+    Lines are decoded one by one: a newline byte never occurs inside a UTF-8 sequence.
+    """
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                byte = raw[exc.start]
+                return SourceError(
+                    f"{path}: line {n}: not UTF-8 text (byte 0x{byte:02x}); {SAVE_AS_UTF8}"
+                )
+    return SourceError(f"{path}: not UTF-8 text; {SAVE_AS_UTF8}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -326,15 +381,20 @@ def _lm_eval_unit(results: Path, model: str | None) -> Unit:
         raise SourceError(f"{results}: no samples_*.jsonl beside it (run with --log_samples)")
     key = fingerprint("lm-eval", name, *(f"{p.name}:{file_sha256(p)}" for p in samples))
     refs = [str(p) for p in samples]
-    stage = partial(_stage_samples, samples, name)
-    return Unit("lm-eval", str(results), key, refs, stage)
+    unit = Unit("lm-eval", str(results), key, refs, _no_stage)
+    unit.stage = partial(_stage_samples, samples, name, unit)
+    return unit
 
 
 def _lm_eval_model(results: Path) -> str:
     try:
-        data = json.loads(results.read_text())
+        data = json.loads(results.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise not_utf8(results) from None
     except (OSError, json.JSONDecodeError) as exc:
         raise SourceError(f"{results}: not a JSON results file ({exc})") from exc
+    if not isinstance(data, dict):
+        raise SourceError(f"{results}: not an lm-eval results file (not a JSON object)")
     name = data.get("model_name") or ""
     if not name:
         args = str(data.get("config", {}).get("model_args", ""))
@@ -345,34 +405,50 @@ def _lm_eval_model(results: Path) -> str:
     return name
 
 
-def _stage_samples(paths: list[Path], model: str, con: duckdb.DuckDBPyConnection) -> None:
+def _stage_samples(
+    paths: list[Path], model: str, unit: Unit, con: duckdb.DuckDBPyConnection
+) -> None:
     rows, bad = [], []
+    unit.read_with.clear()
     for ref_no, path in enumerate(paths):
         task, _ = samples_task(path)  # type: ignore[misc]
-        good, rejected = read_samples(path, map_lm_eval_task(task), model, ref_no)
+        good, rejected = read_samples(
+            path, map_lm_eval_task(task), model, ref_no, read_with=unit.read_with
+        )
         rows.append(good)
         bad.append(rejected)
     stage_frames(con, pl.concat(rows), pl.concat(bad))
 
 
 def read_samples(
-    path: Path, task: TaskMap, model: str, ref_no: int = 0
+    path: Path, task: TaskMap, model: str, ref_no: int = 0, read_with: dict | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rows of one `samples_*.jsonl` file (staging layout) and its unreadable lines.
 
     Lines are read by `sparseeval.lm_eval.SampleParser`; the ones it rejects are returned
-    with its reason, and only the preferred filter's samples are kept (see `choose_filter`).
+    with its reason (a doc id that is not a non-negative integer, 914.4 or 914.0 or "x",
+    is one), and only the preferred filter's samples are kept (see `choose_filter`).
+    `read_with`, when given, gets {task: the metric read} (`acc_norm`, `exact_match (filter
+    strict-match)`, or `none (no acc_norm in any sample; 2 quarantined)`), so no metric is
+    chosen silently. A file that is not UTF-8 text is a SourceError naming the line.
     """
     parser = SampleParser(task.metrics)
     good: dict[str, list] = {k: [] for k in ("item", "correct", "ord", "line", "filter")}
     bad: dict[str, list] = {"line": [], "raw": [], "reason": []}
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, text in enumerate(f, start=1):
+    n_missing = 0
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                why = f"not UTF-8 text (byte 0x{raw[exc.start]:02x}); {SAVE_AS_UTF8}"
+                raise SourceError(f"{path}: line {n}: {why}") from None
             if not text.strip():
                 continue
             try:
                 sample = parser.line(text)
             except BadSample as exc:
+                n_missing += isinstance(exc, MissingMetric)
                 bad["line"].append(n)
                 bad["raw"].append(text.rstrip("\n")[:2000])
                 bad["reason"].append(str(exc))
@@ -384,7 +460,16 @@ def read_samples(
             good["filter"].append(sample.filter)
     frame = pl.DataFrame(good, schema_overrides={"ord": pl.Int64, "filter": pl.String})
     keep = choose_filter(frame["filter"].to_list())
-    frame = frame.filter(pl.col("filter") == keep).drop("filter")
+    frame = frame.filter(pl.col("filter") == (keep or "")).drop("filter")
+    if read_with is not None:
+        named = samples_task(path)
+        if frame.height:
+            used = parser.metrics[0] + ("" if keep in (None, "none") else f" (filter {keep})")
+        elif n_missing:
+            used = f"none (no {' / '.join(task.metrics)} in any sample; {n_missing:,} quarantined)"
+        else:
+            used = "none (no sample read)"
+        read_with[named[0] if named else path.name] = used
     frame = frame.with_columns(
         model=pl.lit(model), benchmark=pl.lit(task.benchmark), ref_no=pl.lit(ref_no)
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -48,6 +49,9 @@ class Unit:
     record: Recorder | None = None
     skip: str | None = None
     notes: dict[str, int] = field(default_factory=dict)
+    # What each part was read with, filled while staging (lm-eval: {task: "acc_norm"}); it
+    # becomes the run's message, so `sparseeval ingest` and `ingest_runs` show it.
+    read_with: dict[str, str] = field(default_factory=dict)
 
 
 def stage_frames(
@@ -77,3 +81,22 @@ def conform(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.Da
         for c, t in schema.items()
     ]
     return frame.select(cols)
+
+
+def _printable(text: object) -> str:
+    """`text` with control and format characters escaped (`\\x1b`, `\\u202e`), on one line.
+
+    For every message built from file content (headers, names, raw lines) before it
+    reaches a terminal, a log or the store: an escape sequence in a file's header must not
+    retitle or clear the user's terminal. Letters of every script are kept as they are.
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ascii(ch)[1:-1])
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -1,4 +1,13 @@
-"""The one row validator every source shares (the rules live in sql/validate.sql)."""
+"""The one row validator every source shares (the rules live in sql/validate.sql).
+
+Bounded lengths (in characters) of the ids in a result row; a longer one is no id but a
+broken or hostile file, and its row is quarantined with the reason (`model id is 100,000
+characters long (at most 256)`), never stored as a good row:
+
+- `MAX_MODEL_LEN` (256): model ids. Hub ids are `org/name`, each part at most 96.
+- `MAX_ITEM_LEN` (256): item ids (`doc_id`, `subject:index`, a wide table's column name).
+- `MAX_BENCHMARK_LEN` (64): benchmark names, in rows and in `Store.add_benchmark`.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +17,16 @@ import duckdb
 
 from .db import execute, fetch
 
+MAX_MODEL_LEN = 256
+MAX_ITEM_LEN = 256
+MAX_BENCHMARK_LEN = 64
+
 
 def check(con: duckdb.DuckDBPyConnection) -> None:
     """Create the `checked` view over `src`: value as boolean, a reason when the row is bad."""
-    execute(con, "validate", {})
+    bounds = {"max_model": MAX_MODEL_LEN, "max_item": MAX_ITEM_LEN,
+              "max_benchmark": MAX_BENCHMARK_LEN}  # fmt: skip
+    execute(con, "validate", bounds)
 
 
 def count_staged(con: duckdb.DuckDBPyConnection) -> int:

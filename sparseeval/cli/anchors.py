@@ -1,0 +1,110 @@
+"""`sparseeval anchors`: the anchor items a model must answer, and a blank answers file.
+
+Light install (NumPy only): the set loads through `sparseeval.anchorset.load_anchor_set`.
+Errors print one line on stderr and return 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from .common import UserError
+from .consumer import FMT, _anchor_root, _common, _guarded
+
+
+def add_anchors_command(subparsers) -> None:
+    """Register `anchors` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "anchors",
+        help="list the anchor items to answer (with lm-eval task and doc id)",
+        description="List the anchor items of a published set: the items a model must answer "
+        "so that `sparseeval predict` can estimate its full-benchmark accuracy.",
+        formatter_class=FMT,
+        epilog=textwrap.dedent(
+            """\
+            output: one anchor per line, tab-separated: item id, lm-eval task, doc id (the
+            index in the task's evaluation split). Task and doc id come from the set's
+            item_sources, or from the item id rules of sparseeval.lm_eval ("17",
+            "task:17", "subject:17"); ids that map to neither (the synthetic demo's) are
+            printed alone. Published sets do not store question text: look a doc up in
+            the lm-eval task's dataset. A summary line goes to stderr.
+
+            examples:
+              sparseeval anchors --benchmark arc
+              sparseeval anchors --anchor-set .sparseeval/published --benchmark gsm8k \\
+                  --template answers.csv
+              # fill the correct column with 0/1, then:
+              sparseeval predict --anchor-set .sparseeval/published --benchmark gsm8k \\
+                  --responses answers.csv
+              sparseeval anchors --anchor-set ORG/anchor-sets --benchmark mmlu --version 3 --json
+            """
+        ),
+    )
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print a JSON object for machines")
+    p.add_argument(
+        "--template",
+        metavar="FILE",
+        help="also write a blank answers CSV (item,correct; one row per anchor) to fill",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite an existing --template file")
+    p.set_defaults(func=_guarded(cmd_anchors))
+
+
+def anchor_rows(aset) -> list[dict]:
+    """One dict per anchor, in the set's order: item, and task and doc_id when known."""
+    from ..lm_eval import LmEvalError, item_source
+
+    rows = []
+    for item in aset.items:
+        try:
+            task, doc = item_source(item, aset.benchmark, aset.item_sources)
+        except LmEvalError:
+            rows.append({"item": item, "task": None, "doc_id": None})
+        else:
+            rows.append({"item": item, "task": task, "doc_id": doc})
+    return rows
+
+
+def cmd_anchors(args) -> int:
+    from ..anchorset import load_anchor_set
+
+    root = _anchor_root(args)
+    template = Path(args.template) if args.template else None
+    if template is not None and template.exists() and not args.force:
+        raise UserError(f"{template} exists (pass --force to overwrite it)")
+    aset = load_anchor_set(root, args.benchmark, args.version, budget=args.budget)
+    rows = anchor_rows(aset)
+    if template is not None:
+        template.parent.mkdir(parents=True, exist_ok=True)
+        template.write_text("item,correct\n" + "".join(f"{r['item']}," + "\n" for r in rows))
+    if args.json:
+        out = {
+            "benchmark": aset.benchmark, "version": aset.version, "source": aset.source,
+            "n_anchors": len(rows), "anchors": rows,
+            "template": str(template) if template else None,
+        }  # fmt: skip
+        print(json.dumps(out, indent=2))
+        return 0
+    for r in rows:
+        print("\t".join(str(v) for v in (r["item"], r["task"], r["doc_id"]) if v is not None))
+    tasks = sorted({r["task"] for r in rows if r["task"]})
+    named = ", ".join(tasks[:3]) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
+    where = (
+        f"lm-eval {'task' if len(tasks) == 1 else 'tasks'} {named}"
+        if tasks
+        else ("no lm-eval task/doc ids: synthetic item ids")
+    )
+    print(f"{aset.benchmark} v{aset.version}: {len(rows)} anchors ({where})", file=sys.stderr)
+    if template is not None:
+        print(
+            f"wrote {template}: fill the correct column with 0/1, then: sparseeval predict "
+            f"--anchor-set {root} --benchmark {aset.benchmark} --version {aset.version}"
+            + (f" --budget {args.budget}" if args.budget else "")
+            + f" --responses {template}",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,246 @@
+"""The SparseEval estimate inside lm-eval: `export-lm-eval --tasks-dir` run by the real harness.
+
+An ARC-like set whose item ids are doc ids of a small local multiple-choice dataset (JSONL,
+written here) is published; `sparseeval export-lm-eval --tasks-dir` writes `sparseeval_arc`
+over that dataset; `lm_eval --model dummy` (random answers, offline) runs it with
+`--log_samples`. The estimate lm-eval's results report must equal `sparseeval predict` on
+the logged samples, and the task must ask exactly what the original ARC task (lm-eval's own
+YAML, pointed at the same data, run with `--samples` on the anchors) asks, and score alike.
+The end-to-end tests need the `test` extra (lm-eval, pinned); the others run everywhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from helpers import publish_fit, tiny_fit
+
+import sparseeval
+from sparseeval.anchorset import load_anchor_set
+from sparseeval.cli import main
+from sparseeval.lm_eval import LmEvalError, samples_task
+from sparseeval.lm_eval_tasks import ITEM_FIELD, write_task
+from sparseeval.versions import set_latest
+
+LM_EVAL = importlib.util.find_spec("lm_eval")
+needs_lm_eval = pytest.mark.skipif(
+    LM_EVAL is None, reason="lm-eval is not installed (pip install 'sparseeval[test]')"
+)
+N_DOCS = 60
+
+
+def arc_doc(j: int) -> dict:
+    """Doc j of a tiny dataset in ARC's schema (question, choices.text/label, answerKey)."""
+    return {
+        "id": f"q{j}",
+        "question": f"What is {j} plus one?",
+        "choices": {
+            "text": [str(j + k) for k in range(4 - j % 2)],
+            "label": list("ABCD")[: 4 - j % 2],
+        },
+        "answerKey": "B",
+    }
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A published ARC set (v1, latest) over doc ids 0..59, the local test and train splits."""
+    tmp = tmp_path_factory.mktemp("harness")
+    root = tmp / "published"
+    fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(N_DOCS)])
+    publish_fit(root, "arc", fitted)
+    set_latest(root, "arc", 1)
+    data, train = tmp / "arc_test.jsonl", tmp / "arc_train.jsonl"
+    data.write_text("".join(json.dumps(arc_doc(j)) + "\n" for j in range(N_DOCS)))
+    train.write_text("".join(json.dumps(arc_doc(100 + j)) + "\n" for j in range(20)))
+    return tmp, root, data, train
+
+
+def export(argv, capsys) -> tuple[int, str, str]:
+    rc = main(["export-lm-eval", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_export_writes_task_folder(world, tmp_path, capsys):
+    _, root, data, _ = world
+    tasks = tmp_path / "tasks"
+    rc, out, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tasks,
+                           "--dataset", data], capsys)  # fmt: skip
+    assert rc == 0, err
+    folder = tasks / "sparseeval_arc"
+    assert out.startswith(f"wrote lm-eval task sparseeval_arc (8 anchors, arc v1) to {folder}")
+    assert f"--include_path {tasks}" in err
+    yaml_text = (folder / "sparseeval_arc.yaml").read_text()
+    utils = (folder / "utils.py").read_text()
+    assert "task: sparseeval_arc\n" in yaml_text and f'"test": "{data.resolve()}"' in yaml_text
+    compile(utils, "utils.py", "exec")
+    for fn in re.findall(r"!function utils\.(\w+)", yaml_text):
+        assert f"\ndef {fn}(" in utils
+    aset = load_anchor_set(root, "arc")
+    assert f'ANCHOR_SET = "{root.resolve()}"' in utils and "VERSION = 1\n" in utils
+    for item, src in aset.item_sources.items():
+        assert f'    {src["doc_id"]}: "{item}",\n' in utils
+    assert f'"{ITEM_FIELD}"' in utils and "fewshot_split" not in yaml_text
+
+
+def test_hub_dataset_by_default(world, tmp_path):
+    _, root, _, _ = world
+    folder = write_task(tmp_path, load_anchor_set(root, "arc"), root)
+    text = (folder / "sparseeval_arc.yaml").read_text()
+    assert 'dataset_path: "allenai/ai2_arc"\ndataset_name: "ARC-Challenge"\n' in text
+    assert 'test_split: "test"' in text and 'fewshot_split: "train"' in text
+
+
+def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
+    tmp, _, data, _ = world
+    root = tmp / "other"
+    publish_fit(root, "gsm8k", tiny_fit(seed=1, item_ids=[str(j) for j in range(N_DOCS)]))
+    set_latest(root, "gsm8k", 1)
+    with pytest.raises(LmEvalError, match=r"no generated lm-eval task for 'gsm8k'.*--out"):
+        write_task(tmp_path, load_anchor_set(root, "gsm8k"), root)
+    publish_fit(root, "arc", tiny_fit(seed=1))  # synthetic item ids
+    set_latest(root, "arc", 1)
+    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tmp_path],
+                        capsys)  # fmt: skip
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "item-" in err
+    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc"], capsys)
+    assert rc == 2 and "--out FILE" in err and "--tasks-dir DIR" in err
+    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "gsm8k", "--tasks-dir",
+                         tmp_path, "--dataset", data], capsys)  # fmt: skip
+    assert rc == 2 and "single --benchmark" in err
+
+
+@needs_lm_eval
+def test_prompts_match_the_original_tasks(tmp_path):
+    """HellaSwag and TruthfulQA MC1: the generated doc() equals lm-eval's own processing."""
+    import datasets
+    import yaml
+    from lm_eval.tasks.hellaswag.utils import process_docs
+    from lm_eval.utils import apply_template
+
+    def fake(benchmark):  # what write_task reads of an AnchorSet
+        return SimpleNamespace(items=["3", "5"], benchmark=benchmark, item_sources=None,
+                               version=2, level=0.9, folder=None)  # fmt: skip
+
+    hs = {"activity_label": "Baking cookies", "ctx_a": "A woman [title] mixes dough.",
+          "ctx_b": "she adds  flour [step] slowly", "label": "2",
+          "endings": ["eats it.", "bakes [header] them.", "stops ", "sings."]}  # fmt: skip
+    utils = load_module(write_task(tmp_path, fake("hellaswag"), ".") / "utils.py")
+    want = process_docs(datasets.Dataset.from_list([hs]))[0]
+    assert utils.doc(hs) == {k: want[k] for k in ("query", "choices", "gold")}
+
+    tq = {"question": "Is the sky green?",
+          "mc1_targets": {"choices": ["No.", "Yes."], "labels": [1, 0]}}  # fmt: skip
+    utils = load_module(write_task(tmp_path, fake("truthfulqa"), ".") / "utils.py")
+    yaml_file = Path(LM_EVAL.submodule_search_locations[0]) / "tasks/truthfulqa/truthfulqa_mc1.yaml"
+    original = yaml.safe_load(yaml_file.read_text())
+    assert utils.doc(tq)["query"] == apply_template(original["doc_to_text"], tq)
+    assert utils.doc(tq)["choices"] == tq["mc1_targets"]["choices"] and utils.doc(tq)["gold"] == 0
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def lm_eval(tmp: Path, *args) -> tuple[dict, dict[str, Path], str]:
+    """Run the lm-eval CLI offline with the dummy model: (results, {task: samples file}, stdout)."""
+    out = tmp / "out"
+    env = os.environ | {
+        "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp / "hf"),
+        "PYTHONPATH": os.pathsep.join([str(Path(sparseeval.__file__).parents[1]),
+                                       os.environ.get("PYTHONPATH", "")]),
+    }  # fmt: skip
+    cmd = [sys.executable, "-m", "lm_eval", "--model", "dummy", "--log_samples",
+           "--output_path", str(out), *map(str, args)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (results,) = out.rglob("results_*.json")
+    samples = {samples_task(f)[0]: f for f in out.rglob("samples_*.jsonl")}
+    return json.loads(results.read_text())["results"], samples, proc.stdout
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def original_arc_task(folder: Path, data: Path, train: Path) -> None:
+    """lm-eval's own ARC task YAML (as installed), pointed at the local splits: `arc_local`."""
+    import yaml
+
+    yaml_file = Path(LM_EVAL.submodule_search_locations[0]) / "tasks/arc/arc_easy.yaml"
+    original = yaml.safe_load(yaml_file.read_text())
+    for key in ("tag", "dataset_name", "validation_split"):
+        original.pop(key, None)
+    files = {"test": str(data), "train": str(train)}
+    original |= {
+        "task": "arc_local",
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": files},
+    }
+    folder.mkdir()
+    (folder / "arc_local.yaml").write_text(yaml.safe_dump(original))
+
+
+@needs_lm_eval
+def test_estimate_in_lm_eval_equals_predict_on_its_samples(world, capsys):
+    tmp, root, data, train = world
+    tasks = tmp / "tasks"
+    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tasks,
+                         "--dataset", f"test={data}", f"train={train}"], capsys)  # fmt: skip
+    assert rc == 0, err
+    aset = load_anchor_set(root, "arc")
+    doc_items = {src["doc_id"]: item for item, src in aset.item_sources.items()}
+    original_arc_task(tasks / "arc_local", data, train)
+    results, files, stdout = lm_eval(
+        tmp, "--tasks", "sparseeval_arc", "arc_local", "--include_path", tasks,
+        "--num_fewshot", "2", "--samples", json.dumps({"arc_local": sorted(doc_items)}),
+    )  # fmt: skip
+
+    # lm-eval's table and results JSON carry the estimate and its interval ...
+    row = results["sparseeval_arc"]
+    table = [line for line in stdout.splitlines() if re.search(r"\|\s*sparseeval\s*\|", line)]
+    with capsys.disabled():
+        print("\nlm-eval:", table[0] if table else stdout[-2000:])
+    assert table and f"{row['sparseeval,none']:.4f}" in table[0]
+    samples = read_jsonl(files["sparseeval_arc"])
+    assert sorted(s["doc"][ITEM_FIELD] for s in samples) == sorted(aset.items)
+    assert abs(row["acc_norm,none"] - sum(s["acc_norm"] for s in samples) / 8) < 1e-12
+
+    # ... equal to `sparseeval predict` on the samples lm-eval logged.
+    assert main(["predict", "--anchor-set", str(root), "--benchmark", "arc",
+                 "--responses", str(files["sparseeval_arc"]), "--json"]) == 0  # fmt: skip
+    est = json.loads(capsys.readouterr().out)
+    assert est["n_answered"] == est["n_anchors"] == 8
+    assert abs(est["value"] - row["sparseeval,none"]) < 1e-9
+    assert abs(est["low"] - row["sparseeval_low,none"]) < 1e-9
+    assert abs(est["high"] - row["sparseeval_high,none"]) < 1e-9
+
+    # The task asks what lm-eval's own ARC task asks on those docs (few-shot examples
+    # included), and scores alike.
+    utils = load_module(tasks / "sparseeval_arc" / "utils.py")
+    ours = {s["doc"][ITEM_FIELD]: s for s in samples}
+    original = read_jsonl(files["arc_local"])
+    assert sorted(o["doc_id"] for o in original) == sorted(doc_items)
+    for o in original:
+        item = doc_items[o["doc_id"]]
+        assert ours[item]["arguments"] == o["arguments"]  # 2-shot prompt and continuations
+        assert ours[item]["arguments"]["gen_args_0"]["arg_0"].count("Question: ") == 3
+        assert ours[item]["target"] == o["target"]
+        lls = [(float(ll), greedy == "True") for ll, greedy in o["filtered_resps"]]
+        doc = utils.doc(o["doc"]) | {ITEM_FIELD: item}
+        assert utils.process_results(doc, lls)["acc_norm"] == o["acc_norm"]
+
+
+def load_module(path: Path):
+    spec = importlib.util.spec_from_file_location("sparseeval_task_utils", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
