@@ -102,3 +102,15 @@ def test_light_venv(world):
         err = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(err) == 1, proc.stderr
         assert "pip install 'sparseeval[pipeline]'" in err[0]
+
+
+def test_a_folder_named_sparseeval_does_not_shadow_the_package(tmp_path):
+    """Running Python beside a clone named `sparseeval` still imports the installed package."""
+    (tmp_path / "sparseeval").mkdir()  # like the folder above a clone of this repository
+    code = "import sparseeval; print(hasattr(sparseeval, 'load_anchor_set'))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert proc.stdout.strip() == "True", (
+        "an empty `sparseeval` folder in the working directory shadows the package: install"
+        " with `pip install -e . --config-settings editable_mode=compat` " + proc.stderr
+    )
