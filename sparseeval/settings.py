@@ -74,6 +74,39 @@ class Settings:
         ):
             value = getattr(self, name)
             object.__setattr__(self, name, Path(value) if value else self.home / sub)
+        self.check()
+
+    def check(self) -> None:
+        """Refuse settings no run could use, in one line naming the setting (before any work)."""
+        problems = [f"{name} must be {rule}, got {getattr(self, name)!r}"
+                    for name, rule, ok in self._rules() if not ok]  # fmt: skip
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def _rules(self) -> list[tuple[str, str, bool]]:
+        return [
+            ("n_anchors", "at least 1 (or a list of such budgets)", min(self.budgets) >= 1),
+            ("n_test", "above 0", self.n_test > 0),
+            ("n_valid", "above 0", self.n_valid > 0),
+            ("n_calib", "0 or more", self.n_calib >= 0),
+            ("refine_steps", "0 or more", self.refine_steps >= 0),
+            ("swap_candidates", "at least 1", self.swap_candidates >= 1),
+            ("ensemble", "at least 1", self.ensemble >= 1),
+            ("epochs", "at least 1", self.epochs >= 1),
+            ("patience", "at least 1", self.patience >= 1),
+            ("lr", "above 0", self.lr > 0),
+            ("dropout", "in [0, 1)", 0 <= self.dropout < 1),
+            ("weight_decay", "0 or more", self.weight_decay >= 0),
+            ("interval_level", "in (0, 1), e.g. 0.9", 0 < self.interval_level < 1),
+            ("max_missing_model_frac", "in [0, 1]", 0 <= self.max_missing_model_frac <= 1),
+            ("min_new_models", "at least 1", self.min_new_models >= 1),
+            ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),
+            ("workers", "at least 1", self.workers >= 1),
+            ("task_runner", "'thread' or 'dask'", self.task_runner in {"thread", "dask"}),
+            ("judge", "'loo' or 'validation'", self.judge in {"loo", "validation"}),
+            ("predictor", "one of auto, mlp, ridge, nnridge, blend",
+             self.predictor in {"auto", "mlp", "ridge", "nnridge", "blend"}),
+        ]  # fmt: skip
 
     @classmethod
     def load(
