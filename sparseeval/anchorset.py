@@ -69,7 +69,9 @@ def load_anchor_set(
         source = f"hf://datasets/{hub.group(1)}"
     elif not p.exists():
         raise AnchorSetError(
-            f"{printable(path_or_repo)}: no such folder (nor a Hub repo id owner/name)"
+            f"{printable(path_or_repo)}: no such folder (nor a Hub repo id owner/name); run"
+            " `sparseeval refresh` to publish anchor sets there, or pass the folder that holds"
+            " them (--anchor-set DIR)"
         )
     else:
         folder = resolve_version_dir(p, benchmark, version, budget)

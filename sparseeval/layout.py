@@ -70,6 +70,14 @@ def set_dir(root: str | Path, benchmark: str, budget: int | None = None) -> Path
     return folder if budget is None else folder / f"k{int(budget)}"
 
 
+def published_benchmarks(root: str | Path) -> list[str]:
+    """The benchmarks with published sets under a root, sorted."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
 def list_budgets(root: str | Path, benchmark: str) -> list[int]:
     """The budgets published as sets of their own under `{root}/{benchmark}/k*`, ascending."""
     folder = Path(root) / benchmark
@@ -117,7 +125,10 @@ def resolve_version_dir(
         if any(f(root.parent, root.name) for f in (latest_version, list_versions, list_budgets)):
             root, benchmark = root.parent, root.name  # a benchmark folder was given
         else:
-            raise AnchorSetError(f"no published {benchmark!r} anchor sets at {printable(root)}")
+            raise AnchorSetError(
+                f"no published {benchmark!r} anchor sets at {printable(root)}"
+                f" (published there: {', '.join(published_benchmarks(root)) or 'none'})"
+            )
     budget = _pick_budget(root, benchmark, budget)
     folder = set_dir(root, benchmark, budget)
     where = f"{benchmark}" + (f" k{budget}" if budget is not None else "")

@@ -119,6 +119,7 @@ def export_samples(
     task: str | None = None,
 ) -> dict[str, list[int]]:
     """{task: sorted doc ids} for `lm-eval run --samples` covering every anchor."""
+    items = [str(i) for i in items]
     out: dict[str, set[int]] = {}
     errors = []
     for item in items:
@@ -133,7 +134,14 @@ def export_samples(
         out.setdefault(t, set()).add(d)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise LmEvalError(errors[0] + more)
+        synthetic = all(i.startswith("item-") for i in items)
+        hint = (
+            "; these are the built-in synthetic leaderboard's ids, not lm-eval doc ids: publish"
+            " sets from real results (leaderboard details or lm-eval output) to export them"
+            if synthetic
+            else ""
+        )
+        raise LmEvalError(errors[0] + more + hint)
     return {t: sorted(ds) for t, ds in sorted(out.items())}
 
 

@@ -154,6 +154,8 @@ def _common(p, many: bool = False) -> None:
     p.add_argument("--version", default="latest", help="latest (default), N or vN")
     p.add_argument("--budget", type=int, metavar="K",
                    help="which budget when several are published (default: largest)")  # fmt: skip
+    p.add_argument("--public-key", metavar="PEM",
+                   help="refuse the set unless manifest.sig verifies with this key")  # fmt: skip
 
 
 def _guarded(fn):
@@ -174,6 +176,11 @@ def _guarded(fn):
     return run
 
 
+def _trust(args) -> dict:
+    """Which budget, and the publisher's public key when the set must be signed."""
+    return {"budget": args.budget, "public_key": args.public_key}
+
+
 def _anchor_root(args) -> str:
     if args.anchor_set:
         return args.anchor_set
@@ -189,7 +196,7 @@ def cmd_predict(args) -> int:
     from ..anchorset import load_anchor_set
     from ..responses import read_responses_files
 
-    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, budget=args.budget)
+    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
     options = {"metric": args.metric, "filter": args.filter, "task": args.task}
     a = read_responses_files(args.responses, aset, options)
     if args.compare_to:
@@ -222,7 +229,7 @@ def cmd_export_lm_eval(args) -> int:
     if args.dataset and (not args.tasks_dir or len(args.benchmark) != 1):
         raise UserError("--dataset goes with --tasks-dir and a single --benchmark")
     root = _anchor_root(args)
-    sets = [load_anchor_set(root, b, args.version, budget=args.budget) for b in args.benchmark]
+    sets = [load_anchor_set(root, b, args.version, **_trust(args)) for b in args.benchmark]
     if args.tasks_dir:
         _write_tasks(args, root, sets)
     if not args.out:
@@ -269,7 +276,7 @@ def cmd_report(args) -> int:
     from ..anchorset import load_anchor_set
     from ..report import render_report
 
-    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, budget=args.budget)
+    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
     inputs_file = aset.folder / "report_inputs.json" if aset.folder else None
     inputs = json.loads(inputs_file.read_text()) if inputs_file and inputs_file.is_file() else {}
     if args.drift:

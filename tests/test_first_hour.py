@@ -1,0 +1,98 @@
+"""A newcomer's first hour: errors that say what to do, commands that work where one stands."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers import publish_fit, tiny_fit
+
+from sparseeval.cli import main
+from sparseeval.versions import set_latest, sign_version
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """A synthetic-id ARC set, promoted, and answers for it."""
+    root = tmp_path_factory.mktemp("home") / "published"
+    fitted = tiny_fit(seed=1, item_ids=[f"item-{j:05d}" for j in range(60)])
+    folder = publish_fit(root, "arc", fitted)
+    set_latest(root, "arc", 1)
+    m, sp, est = fitted
+    row = m.values[int(sp.test[0])]
+    answers = root.parent / "answers.csv"
+    answers.write_text("item,correct\n" + "".join(f"{est.anchor_ids_[i]},{int(row[a] > 0)}\n"
+                                                  for i, a in enumerate(est.anchors_)))  # fmt: skip
+    return root, folder, answers
+
+
+def one_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_unknown_benchmark_lists_the_published_ones(published, capsys):
+    root, _, answers = published
+    rc = main(["predict", "--anchor-set", str(root), "--benchmark", "nope", "--responses",
+               str(answers)])  # fmt: skip
+    assert rc == 2 and "published there: arc" in one_error(capsys)
+
+
+def test_an_empty_home_says_to_run_refresh(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SPARSEEVAL_HOME", raising=False)
+    rc = main(["predict", "--benchmark", "arc", "--responses", "a.csv"])
+    assert rc == 2 and "sparseeval refresh" in one_error(capsys)
+
+
+def test_export_of_synthetic_ids_says_they_are_synthetic(published, tmp_path, capsys):
+    root, _, _ = published
+    rc = main(["export-lm-eval", "--anchor-set", str(root), "--benchmark", "arc",
+               "--out", str(tmp_path / "s.json")])  # fmt: skip
+    assert rc == 2 and "synthetic leaderboard's ids" in one_error(capsys)
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["fit", "--targets", "scores.csv", "--anchors", "20"], "--targets needs a data file"),
+        (["fit", "--anchors", "0"], "at least 1 anchor"),
+        (["refresh", "--anchors", "0"], "n_anchors must be at least 1"),
+        (["refresh", "--anchors", "-5"], "n_anchors must be at least 1"),
+    ],
+)
+def test_arguments_are_checked_before_any_work(argv, says, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert says in one_error(capsys)
+    assert not (tmp_path / ".sparseeval").exists()  # nothing was started
+
+
+def test_the_reports_commands_work_from_any_folder(published, tmp_path, capsys, monkeypatch):
+    _, folder, answers = published
+    report = (folder / "report.md").read_text()
+    command = next(line for line in report.splitlines() if line.startswith("sparseeval predict"))
+    argv = command.split()[1:]
+    argv[argv.index("answers.csv")] = str(answers)
+    monkeypatch.chdir(tmp_path)  # elsewhere: the command names the root by its absolute path
+    assert main(argv) == 0
+    assert re.match(r"arc v1: estimated accuracy \d", capsys.readouterr().out)
+
+
+def test_predict_checks_the_publishers_signature(published, tmp_path, capsys):
+    pytest.importorskip("cryptography")
+    from test_faults_consumer import keys
+
+    root, folder, answers = published
+    private, public = keys()
+    _, other = keys()
+    sign_version(folder, private)
+    (tmp_path / "pub.pem").write_bytes(public)
+    (tmp_path / "other.pem").write_bytes(other)
+    base = ["predict", "--anchor-set", str(root), "--benchmark", "arc", "--responses",
+            str(answers)]  # fmt: skip
+    assert main([*base, "--public-key", str(tmp_path / "pub.pem")]) == 0
+    capsys.readouterr()
+    assert main([*base, "--public-key", str(tmp_path / "other.pem")]) == 2
+    assert "does not verify with the public key" in one_error(capsys)
