@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-EXIT_USER_ERROR = 2
+EXIT_PARTIAL = 1  # the command ran, but some inputs failed (the others landed); see the report
+EXIT_USER_ERROR = 2  # nothing done: a usage, settings or data error, said in one line
 PIPELINE_MODULES = {"prefect", "duckdb", "polars", "torch", "sklearn", "scipy", "matplotlib",
                     "huggingface_hub", "threadpoolctl", "pyarrow", "yaml"}  # fmt: skip
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .common import fail, first_line, missing_extra
+from .common import EXIT_PARTIAL, fail, first_line, missing_extra
 
 REFRESH_EPILOG = """examples:
   sparseeval refresh                       # first run: fills an empty store from the built-in
@@ -100,6 +100,9 @@ def run_refresh(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         return fail("refresh", missing_extra(exc) or first_line(exc))
     except Exception as exc:  # one clear line, no traceback
+        if type(exc).__name__ == "PipelineError":  # some benchmarks failed, the others ran
+            fail("refresh", first_line(exc))
+            return EXIT_PARTIAL
         return fail("refresh", first_line(exc))
     from sparseeval.runreport import summary_line
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import first_line
+from .common import EXIT_PARTIAL, first_line
 
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
@@ -104,7 +104,7 @@ def run_ingest(args: argparse.Namespace) -> int:
     else:
         for r in reports:
             print(r.line(), file=sys.stdout if r.status != "failed" else sys.stderr)
-    return 1 if any(r.status == "failed" for r in reports) else 0
+    return EXIT_PARTIAL if any(r.status == "failed" for r in reports) else 0
 
 
 def _ingest_all(store, sources: list, force: bool) -> list:
