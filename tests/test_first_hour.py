@@ -96,3 +96,42 @@ def test_predict_checks_the_publishers_signature(published, tmp_path, capsys):
     capsys.readouterr()
     assert main([*base, "--public-key", str(tmp_path / "other.pem")]) == 2
     assert "does not verify with the public key" in one_error(capsys)
+
+
+def _wide(tmp_path, rows: int = 60, blank: tuple[int, int] | None = None):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    values = (rng.random((rows, 12)) < np.linspace(0.2, 0.8, rows)[:, None]).astype(int)
+    lines = ["model," + ",".join(f"q{j}" for j in range(12))]
+    for i, row in enumerate(values):
+        cells = [str(v) for v in row]
+        if blank == (i, 3):
+            cells[3] = ""
+        lines.append(f"m{i}," + ",".join(cells))
+    path = tmp_path / "responses.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path, values
+
+
+def test_fit_says_what_it_leaves_out(tmp_path, capsys):
+    data, values = _wide(tmp_path)
+    scores = tmp_path / "scores.csv"
+    rows = [f"m{i},{100 * values[i].mean():.1f},train" for i in range(60)]
+    rows += [f"other{i},50,test" for i in range(7)]  # scores of models without answers
+    scores.write_text("model,score,split\n" + "\n".join(rows) + "\n")
+    argv = ["fit", str(data), "--targets", str(scores), "--anchors", "4,40", "--test", "10",
+            "--valid", "10", "--quiet"]  # fmt: skip
+    assert main([*argv[:-1]]) == 0
+    err = capsys.readouterr().err
+    assert "column(s) split ignored" in err
+    assert "7 score row(s) ignored" in err
+    assert "divided by 100" in err
+    assert "budget(s) 40 left out" in err
+
+
+def test_a_missing_answer_names_its_line_and_column(tmp_path, capsys):
+    data, _ = _wide(tmp_path, blank=(4, 3))
+    assert main(["fit", str(data), "--anchors", "4"]) == 2
+    err = one_error(capsys)
+    assert "line 6 (model m4), column 'q3': missing answer" in err

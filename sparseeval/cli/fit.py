@@ -41,14 +41,13 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
     fit.set_defaults(func=cmd_fit)
 
 
-def read_wide(path: Path, targets: Path | None = None):
+def read_wide(path: Path, targets: Path | None = None, say=lambda message: None):
     """A wide table (CSV or Parquet: `model` column, one column per item) as a matrix.
 
     `targets` (CSV or Parquet with `model` and `score`, percent or [0, 1]) gives the
     full-benchmark accuracy; without it the target is the mean over the given items.
+    What is left out (extra columns, score rows of models without answers) is said.
     """
-    import polars as pl
-
     from ..matrix import MatrixError, ResponseMatrix
 
     frame = _read_table(path)
@@ -56,21 +55,47 @@ def read_wide(path: Path, targets: Path | None = None):
         raise UserError(f"{path}: no 'model' column (found {frame.columns[:5]}...)")
     items = [c for c in frame.columns if c != "model"]
     values = frame.select(items).to_numpy()
-    y = None
-    if targets is not None:
-        scores = _read_table(targets)
-        missing = {"model", "score"} - set(scores.columns)
-        if missing:
-            raise UserError(f"{targets}: missing column(s) {sorted(missing)}")
-        joined = frame.select("model").join(scores.select("model", "score"), on="model", how="left")
-        if joined["score"].null_count():
-            raise UserError(f"{targets}: {joined['score'].null_count()} models have no score")
-        y = joined["score"].cast(pl.Float64).to_numpy()
-        y = y / 100 if y.max() > 1 else y
+    _check_missing(path, values, frame["model"].to_list(), items)
+    y = _targets(targets, frame, say) if targets is not None else None
     try:
         return ResponseMatrix.from_array(values, frame["model"].to_list(), items, y)
     except MatrixError as e:
         raise UserError(f"{path}: {e}") from e
+
+
+def _check_missing(path: Path, values, models: list, items: list[str]) -> None:
+    """A missing answer names its 1-based file line, model and column."""
+    import numpy as np
+
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        r, c = np.argwhere(np.isnan(values))[0]
+        line = f"line {r + 2}" if path.suffix != ".parquet" else f"row {r + 1}"
+        raise UserError(
+            f"{path}: {line} (model {models[r]}), column {items[c]!r}: missing answer;"
+            " every model needs a 0/1 answer on every item"
+        )
+
+
+def _targets(targets: Path, frame, say):
+    """Each model's full-benchmark score from a `model,score` table, in [0, 1]."""
+    import polars as pl
+
+    scores = _read_table(targets)
+    missing = {"model", "score"} - set(scores.columns)
+    if missing:
+        raise UserError(f"{targets}: missing column(s) {sorted(missing)}")
+    if extra := [c for c in scores.columns if c not in {"model", "score"}]:
+        say(f"{targets}: column(s) {', '.join(extra)} ignored (only model and score are read)")
+    joined = frame.select("model").join(scores.select("model", "score"), on="model", how="left")
+    if joined["score"].null_count():
+        raise UserError(f"{targets}: {joined['score'].null_count()} models have no score")
+    if unused := scores.height - scores["model"].is_in(frame["model"].implode()).sum():
+        say(f"{targets}: {unused} score row(s) ignored: their models have no answers")
+    y = joined["score"].cast(pl.Float64).to_numpy()
+    if y.max() > 1:
+        say(f"{targets}: scores read as percentages (max {y.max():g}): divided by 100")
+        y = y / 100
+    return y
 
 
 def _read_table(path: Path):
@@ -133,7 +158,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     settings = Settings.load(args.config, seed=args.seed, n_test=args.test, n_valid=args.valid)
     say = (lambda s: None) if args.quiet or args.json else (lambda s: print(s, file=sys.stderr))
     if args.data is not None:
-        matrix = read_wide(Path(args.data), Path(args.targets) if args.targets else None)
+        matrix = read_wide(Path(args.data), Path(args.targets) if args.targets else None, say)
     else:
         m, n = args.synthetic or (2000, 600)
         say(f"no data file given: the built-in synthetic leaderboard, {m} models x {n} items")
