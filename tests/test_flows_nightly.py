@@ -64,6 +64,9 @@ def test_several_budgets_are_published_as_sets_of_their_own(tmp_path):
     assert layout.list_budgets(root, "arc") == [4, 8]
     assert len(anchorset.load_anchor_set(root, "arc").items) == 8  # the largest by default
     assert len(anchorset.load_anchor_set(root, "arc", budget=4).items) == 4
+    report = (root / "arc" / "k4" / "v1" / "report.md").read_text()
+    rows = [line for line in report.splitlines() if line.startswith("| sparseeval |")]
+    assert {line.split("|")[2].strip() for line in rows} == {"4", "8"}  # every budget shown
 
 
 def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
