@@ -34,7 +34,7 @@ MISSING_POLICY = (
     "chosen so that the mean of p over the answered anchors equals the model's accuracy on "
     "them; the estimate uses these expected values, and each side of the interval is widened "
     f"by the spread (central level-range) of the estimates over {N_COMPLETIONS} random "
-    "completions of the missing answers drawn from p"
+    "completions of the missing answers, each drawn correct with its probability p_j."
 )
 
 
