@@ -10,9 +10,9 @@ an `inbox:DIR` watched source, or with `--feed file` the night's source), then
 Before each night's refresh the live set scores that night's new models (MAE, points).
 
 Arrival order (`--data`):
-  synthetic  `make_leaderboard` models; each family gets a random release rank and
-             key = z(family rank) + z(mean accuracy) + N(0, 0.5^2): later models are
-             stronger and from newer families. Target: mean over the items.
+  synthetic  `sparseeval.synthetic.make_arrivals`, rows in arrival order: families are
+             released over time (newer ones more common), mean ability rises by `--drift`
+             SDs from first to last model. Target: mean over the items.
   metabench  real OLLM v1 responses (../shared/data/metabench_reduced). It has no release
              dates, so key = z(leaderboard `avg`) + N(0, 0.5^2) (seed 0): stronger models
              tend to arrive later. MAE is on the store's target (mean over the stored
@@ -56,19 +56,14 @@ def z(x) -> np.ndarray:
 
 def synthetic_data(args, n_models: int):
     """{benchmark: (values 0/1, model ids, item ids, target, None)} and the arrival order."""
-    from sparseeval.synthetic import OLLM_V1_ITEMS, make_leaderboard
+    from sparseeval.synthetic import OLLM_V1_ITEMS, make_arrivals
 
     items = {b: max(20, round(OLLM_V1_ITEMS[b] * args.scale)) for b in args.benchmarks}
-    board = make_leaderboard(n_models, items, seed=args.seed)
-    rng = np.random.default_rng(args.seed + 1)
+    board = make_arrivals(n_models, items, drift=args.drift, seed=args.seed)
     ids = np.asarray(next(iter(board.values())).model_ids, dtype=str)
-    family = np.array([int(m.split("/")[0].split("-")[1]) for m in ids])
-    release = rng.permutation(family.max() + 1)  # each family's release rank
-    ability = np.mean([m.y for m in board.values()], axis=0)
-    key = z(release[family]) + z(ability) + rng.normal(0, 0.5, len(ids))
     data = {b: ((m.values > 0).astype(np.int8), ids, np.asarray(m.item_ids, dtype=str), m.y, None)
             for b, m in board.items()}  # fmt: skip
-    return data, list(ids[np.argsort(key, kind="stable")])
+    return data, list(ids)  # rows are in arrival order
 
 
 def metabench_data(args):
@@ -194,6 +189,7 @@ def report(args, rows, startup: float, pool: int) -> None:
     print(f"\nnights benchmark: data {args.data} ({', '.join(args.benchmarks)}), night 1 "
           f"{args.first:,} models, then {args.nights - 1} nights x {args.per_night} and "
           f"{args.quiet_nights} quiet night(s); {args.anchors} anchors; feed {args.feed}; "
+          + (f"ability drift {args.drift} SD; " if args.data == "synthetic" else "") +
           f"pool {pool:,} models; {os.cpu_count()} CPUs")  # fmt: skip
     target = "the store target (mean over the stored items); `full`: vs metabench's full score"
     print(f"""Prefect temporary server start-up {startup:.1f}s (not in the times below)
@@ -280,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=0.5, help="synthetic: x OLLM v1 item counts")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--feed", choices=["inbox", "file"], default="inbox")
+    ap.add_argument("--drift", type=float, default=1.5, help="synthetic: ability rise, SDs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cold-ollm", action="store_true", help="time night 1 at OLLM scale only")
     args = ap.parse_args(argv)

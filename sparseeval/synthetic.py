@@ -73,3 +73,34 @@ def _sample(theta, ids, n_items: int, rng: np.random.Generator) -> ResponseMatri
     values = np.where(correct, 1, -1).astype(np.int8)
     items = np.array([f"item-{j:05d}" for j in range(n_items)], dtype=object)
     return ResponseMatrix(values, ids.copy(), items)
+
+
+def make_arrivals(
+    n_models: int = 1000,
+    items: dict[str, int] | None = None,
+    drift: float = 1.5,
+    n_skills: int = 6,
+    n_families: int = 40,
+    seed: int = 0,
+) -> dict[str, ResponseMatrix]:
+    """A leaderboard whose models arrive over time; rows are in arrival order.
+
+    Model i arrives at time t = i / n_models. A quarter of the families exist at t = 0,
+    the others are released at uniform random times; a model belongs to a family released
+    by then, recent ones more often. Its general ability has mean `drift * t`, so the
+    last models are `drift` standard deviations stronger than the first on average.
+    """
+    rng = np.random.default_rng(seed)
+    t = np.arange(n_models) / max(n_models, 1)
+    release = np.sort(rng.uniform(0.0, 1.0, n_families))
+    release[: max(1, n_families // 4)] = 0.0
+    profile = rng.normal(0.0, 0.8, (n_families, n_skills))
+    family = np.empty(n_models, dtype=np.int64)
+    for i, ti in enumerate(t):
+        out = np.flatnonzero(release <= ti)
+        w = np.exp(-4.0 * (ti - release[out]))
+        family[i] = rng.choice(out, p=w / w.sum())
+    general = rng.normal(drift * t, 1.0)[:, None]
+    theta = general + profile[family] + rng.normal(0.0, 0.35, (n_models, n_skills))
+    ids = np.array([f"family-{f:02d}/model-{i:05d}" for i, f in enumerate(family)], dtype=object)
+    return {name: _sample(theta, ids, n, rng) for name, n in (items or OLLM_V1_ITEMS).items()}
