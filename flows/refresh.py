@@ -19,7 +19,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.transactions import transaction
 
 import tasks
-from sparseeval import runreport
+from sparseeval import release, runreport
 from sparseeval.drift import same_data
 from sparseeval.recipe import NotEnoughModels, PipelineError
 from sparseeval.records import BenchmarkResult, FitInfo, GateResult, RunSummary
@@ -204,6 +204,8 @@ def publish_unit(published_dir: str, r: BenchmarkResult, settings: dict) -> Benc
             tasks.if_rolled_back(cand, f"rolled back: promoting v{cand.version} failed{hub}")
             tasks.promote(published_dir, b, cand.version, r.budget)
     except GateRefused:
+        name = release.set_name(b, r.budget)
+        release.note_refusal(settings["artifacts_dir"], name, r.fit.key, gate.reason)
         _event("publish.refused", r, {"reason": gate.reason, **gate.figures})
         return replace(r, outcome=f"not published: candidate refused ({gate.reason})")
     except MirrorFailed as exc:
@@ -245,6 +247,9 @@ def check_and_publish(
         return replace(r, outcome=f"not published ({decision.reason})")
     if why := same_data(live, r.fit):
         return replace(r, outcome=f"not published ({why})")
+    name = release.set_name(b, r.budget)
+    if before := release.refused_before(settings["artifacts_dir"], name, r.fit.key):
+        return replace(r, outcome=f"not published (this candidate was already refused: {before})")
     return publish_unit(published_dir, r, settings)
 
 

@@ -94,3 +94,23 @@ def write_candidate(
     note = {"data_fingerprint": fit.matrix_fingerprint, "last_run": fit.last_run}
     ledger.write_text(json.dumps(note))
     return Candidate(fit.benchmark, str(published_dir), str(path), version, budget)
+
+
+def _refusals(artifacts_dir: str | Path, name: str) -> Path:
+    return artifact_path(artifacts_dir, "published", f"{name}-refused.json")
+
+
+def refused_before(artifacts_dir: str | Path, name: str, fit_key: str) -> str | None:
+    """The gate's reason if this very fit (same data, settings, code) was refused before."""
+    path = _refusals(artifacts_dir, name)
+    return json.loads(path.read_text()).get(fit_key) if path.is_file() else None
+
+
+def note_refusal(artifacts_dir: str | Path, name: str, fit_key: str, reason: str) -> None:
+    """Remember a refused fit, so later runs with nothing new do not gate it again."""
+    path = _refusals(artifacts_dir, name)
+    seen = json.loads(path.read_text()) if path.is_file() else {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(seen | {fit_key: reason}))
+    tmp.replace(path)

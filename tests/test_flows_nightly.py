@@ -89,6 +89,14 @@ def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
     line = summary_line(out)
     assert "arc: drift (MAE" in line and "candidate refused (" in line
     assert "everything was cached" not in line
+    events.clear()
+    again = run(
+        home, None, drift_mae_points=0.01, n_anchors=1, refine_steps=0, predictor="ridge"
+    )  # nothing new: the same candidate is not gated again
+    (r,) = again.results
+    assert "already refused" in r.outcome and "sparseeval.publish.refused" not in [
+        e["event"] for e in events
+    ]
 
 
 def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path):
