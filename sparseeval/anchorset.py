@@ -22,7 +22,6 @@ from .layout import (
     read_manifest,
     resolve_version_dir,
     verify,
-    verify_signature,
 )
 from .responses import ResponsesError, as_pairs, missing_message, printable, sign
 
@@ -86,6 +85,8 @@ def load_anchor_set(
         check_promoted(folder, manifest)
     verify(folder, manifest, follow_file_links=bool(hub))  # the Hub cache links to blobs
     if public_key is not None:
+        from .signing import verify_signature
+
         verify_signature(folder, manifest, public_key)
     from .inference import load_predictor
 

@@ -37,8 +37,6 @@ or does not verify. Signatures need the `cryptography` package, imported only th
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import os
@@ -395,75 +393,3 @@ def check_promoted(folder: str | Path, manifest: dict) -> None:
             f"{label} v{n}: manifest differs from the one promoted (seal {seal_then[:12]}, now "
             f"{printable(str(manifest.get('manifest_sha256'))[:12])}); refusing it"
         )
-
-
-# --------------------------------------------------------------------------- signatures
-
-
-def pem_bytes(key: str | bytes | Path, what: str) -> bytes:
-    """PEM text (str/bytes holding `-----BEGIN`) as bytes, or the bytes of a PEM file path."""
-    if isinstance(key, bytes) and b"-----BEGIN" in key:
-        return key
-    if isinstance(key, str) and "-----BEGIN" in key:
-        return key.encode()
-    path = Path(os.fsdecode(key)) if isinstance(key, bytes | str) else Path(key)
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise AnchorSetError(f"{what}: cannot read {printable(path)} ({e.strerror})") from None
-
-
-def _crypto():
-    try:
-        from cryptography.exceptions import InvalidSignature
-        from cryptography.hazmat.primitives.asymmetric import ed25519
-        from cryptography.hazmat.primitives.serialization import load_pem_public_key
-    except ImportError:
-        raise AnchorSetError(
-            "signatures need the cryptography package: pip install cryptography"
-        ) from None
-    return InvalidSignature, ed25519, load_pem_public_key
-
-
-def verify_signature(folder: str | Path, manifest: dict, public_key) -> None:
-    """`manifest.sig` is an Ed25519 signature of manifest.json's bytes by `public_key`.
-
-    public_key: PEM bytes/str, a path to a PEM file, or an `Ed25519PublicKey`.
-    """
-    InvalidSignature, ed25519, load_pem_public_key = _crypto()
-    folder = Path(folder)
-    if isinstance(public_key, ed25519.Ed25519PublicKey):
-        key = public_key
-    else:
-        try:
-            key = load_pem_public_key(pem_bytes(public_key, "public key"))
-        except (ValueError, TypeError) as e:
-            raise AnchorSetError(f"public key: not a PEM public key ({printable(e)})") from None
-        if not isinstance(key, ed25519.Ed25519PublicKey):
-            raise AnchorSetError("public key: not an Ed25519 key")
-    sig_path = folder / SIGNATURE
-    if not sig_path.is_file():
-        raise AnchorSetError(
-            f"{printable(folder)}: no {SIGNATURE}; a public key was given, so only a set "
-            "signed with its private key is accepted"
-        )
-    body = (folder / MANIFEST).read_bytes()
-    try:
-        sig = base64.b64decode(sig_path.read_bytes().strip(), validate=True)
-    except (binascii.Error, ValueError):
-        sig = b""
-    try:
-        if len(sig) != 64:
-            raise InvalidSignature
-        key.verify(sig, body)
-    except InvalidSignature:
-        raise AnchorSetError(
-            f"{printable(folder)}: {SIGNATURE} does not verify with the public key given "
-            "(not signed by that key, or the manifest changed); refusing it"
-        ) from None
-    try:
-        same = json.loads(body) == manifest
-    except (ValueError, UnicodeDecodeError):
-        same = False
-    if not same:
-        raise AnchorSetError(f"{printable(folder)}: manifest changed while it was being read")

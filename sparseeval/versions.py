@@ -12,7 +12,6 @@ run left (temporary folders, candidates never promoted). `sign_version` (or
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import math
@@ -44,7 +43,6 @@ from .layout import (
     latest_version,
     list_budgets,
     list_versions,
-    pem_bytes,
     promoted_versions,
     read_manifest,
     read_pointer,
@@ -91,7 +89,9 @@ def write_version(
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     _check_benchmark(benchmark)
-    key = _private_key(signing_key) if signing_key is not None else None
+    from .signing import private_key
+
+    key = private_key(signing_key) if signing_key is not None else None
     settings_dict = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
     items = [str(i) for i in estimator.anchor_ids_]
     if len(set(items)) != len(items):
@@ -163,7 +163,9 @@ def _write_folder(
         manifest["files"] = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in files}
         (tmp / MANIFEST).write_text(json.dumps(seal(manifest), indent=2, allow_nan=False))
         if key is not None:
-            (tmp / SIGNATURE).write_bytes(_signature(key, (tmp / MANIFEST).read_bytes()))
+            from .signing import signature
+
+            (tmp / SIGNATURE).write_bytes(signature(key, (tmp / MANIFEST).read_bytes()))
         _fsync_tree(tmp)
         target = bench_dir / f"v{version}"
         try:
@@ -319,59 +321,6 @@ def clean_leftovers(
     return removed
 
 
-# --------------------------------------------------------------------------- signatures
-
-
-def sign_version(folder: str | Path, private_key_pem) -> Path:
-    """Write `manifest.sig` into a version folder: Ed25519 over manifest.json's exact bytes.
-
-    private_key_pem: PEM bytes/str (unencrypted PKCS8), a path to a PEM file, or an
-    `Ed25519PrivateKey`. The folder is verified first; the signature file is replaced
-    atomically. Consumers check it with `load_anchor_set(..., public_key=...)`. Needs
-    the `cryptography` package.
-    """
-    folder = Path(folder)
-    key = _private_key(private_key_pem)
-    manifest = read_manifest(folder)
-    verify(folder, manifest)
-    body = (folder / MANIFEST).read_bytes()
-    tmp = folder.parent / f".sig-{folder.name}-{uuid.uuid4().hex}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(_signature(key, body))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, folder / SIGNATURE)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    return folder / SIGNATURE
-
-
-def _private_key(key):
-    """An `Ed25519PrivateKey` from PEM bytes/str, a PEM file path, or a key object."""
-    try:
-        from cryptography.hazmat.primitives.asymmetric import ed25519
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
-    except ImportError:
-        raise AnchorSetError(
-            "signing needs the cryptography package: pip install cryptography"
-        ) from None
-    if isinstance(key, ed25519.Ed25519PrivateKey):
-        return key
-    try:
-        loaded = load_pem_private_key(pem_bytes(key, "signing key"), password=None)
-    except (ValueError, TypeError) as e:
-        raise AnchorSetError(f"signing key: not an unencrypted PEM private key ({e})") from None
-    if not isinstance(loaded, ed25519.Ed25519PrivateKey):
-        raise AnchorSetError("signing key: not an Ed25519 key")
-    return loaded
-
-
-def _signature(key, body: bytes) -> bytes:
-    return base64.b64encode(key.sign(body)) + b"\n"
-
-
 def _next_version(bench_dir: Path) -> int:
     used = [0]
     for p in bench_dir.iterdir():
@@ -446,3 +395,10 @@ def jsonable(obj):
 def _check_benchmark(benchmark: str) -> None:
     if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", benchmark or ""):
         raise ValueError(f"benchmark name {benchmark!r} must be letters, digits, '_', '-', '.'")
+
+
+def sign_version(folder: str | Path, private_key_pem) -> Path:
+    """Write `manifest.sig` into a version folder (see `sparseeval.signing.sign_version`)."""
+    from .signing import sign_version as sign
+
+    return sign(folder, private_key_pem)
