@@ -63,11 +63,12 @@ def load(name: str) -> ResponseMatrix:
     )
 
 
-def methods(k: int, seed: int, names: list[str]) -> dict:
+def methods(k: int, seed: int, names: list[str], data: str | None = None) -> dict:
     pipeline = Settings()
     factories = {
         "sparseeval": lambda: SparseEval.from_settings(pipeline, n_anchors=k, seed=seed, **QUIET),
-        "paper": lambda: SparseEval.paper(k, seed=seed, **QUIET),
+        # the released code starts MMLU and Winogrande from random items, the others k-means
+        "paper": lambda: SparseEval.paper(k, seed=seed, benchmark=data, **QUIET),
         "all-items-ridge": AllItemsRidge,
     } | {b: (lambda b=b: BASELINES[b](n_anchors=k, seed=seed)) for b in BASELINES}
     return {n: factories[n]() for n in names}
@@ -93,7 +94,7 @@ def run(args) -> list[dict]:
             for k in [k for k in args.budgets if k < matrix.shape[1]]:
                 for seed in range(args.first_seed, args.first_seed + args.seeds):
                     tr, va, te = split(len(y), n_test, size, seed)
-                    for method, est in methods(k, seed, args.methods).items():
+                    for method, est in methods(k, seed, args.methods, name).items():
                         t = time.perf_counter()
                         est.fit(X[tr], y[tr], X[va], y[va])
                         row = {

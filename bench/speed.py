@@ -8,6 +8,7 @@ shows medians over `--repeats` runs.
 
     python bench/speed.py                  # our defaults and the paper's recipe, 3 runs
     python bench/speed.py --repeats 1 --recipes ours
+    python bench/speed.py --profile 2000   # cProfile of one fit on 2,000 x 1,319 (in-process)
 """
 
 from __future__ import annotations
@@ -54,13 +55,37 @@ def one_fit(recipe: str, seed: int, queue) -> None:
     )
 
 
+def profile(n_models: int, k: int, top: int = 30) -> None:
+    """One fit of our defaults under cProfile; prints the functions by cumulative time."""
+    import cProfile
+    import pstats
+
+    m = make_synthetic(n_models, 1319, seed=0)
+    s = split_models(m.model_ids, 200, 200, seed=0)
+    X, y = m.values.astype(np.float32), m.y
+    est = SparseEval.from_settings(Settings(), n_anchors=k, seed=0, **QUIET)
+    prof = cProfile.Profile()
+    start = time.perf_counter()
+    prof.runcall(est.fit, X[s.train], y[s.train], X[s.valid], y[s.valid])
+    print(f"{n_models} x 1319, k={k}: {time.perf_counter() - start:.1f} s under cProfile")
+    print(f"init scores {est.selector_.init_scores_}, {len(est.selector_.history_)} refine steps")
+    print(f"predictor {est.predictor_name_}, validation MAE {est.valid_scores_}")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(top)
+    pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--recipes", default="ours,paper")
+    parser.add_argument("--profile", type=int, metavar="N_MODELS", help="cProfile one fit")
+    parser.add_argument("--anchors", type=int, default=100, help="with --profile")
     args = parser.parse_args()
+    if args.profile:
+        profile(args.profile, args.anchors)
+        return
     ctx = mp.get_context("spawn")
     rows = []
     for recipe in args.recipes.split(","):

@@ -1,14 +1,18 @@
 """Baselines in the same API as `SparseEval`: `fit(X, y, X_valid, y_valid)`, `predict(X)`.
 
 Every baseline takes `n_anchors` and `seed` (scikit-learn conventions: the constructor
-only stores them) and is fitted on ±1 correctness `X` (models x items) and accuracies `y`.
+only stores them) and is fitted on ±1 correctness `X` (models x items) and accuracies `y`
+in [0, 1]. Every `fit` checks its input with `sparseeval.matrix.check_Xy` (through
+`estimator.check_fit_input`): 0/1 or boolean `X` is converted to ±1 explicitly, any other
+value (NaN included) is refused naming its 1-based row and column, and `y` outside [0, 1]
+(e.g. percentages) is refused with a message to divide by 100.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .estimator import AnchorEstimator
+from .estimator import AnchorEstimator, check_fit_input
 from .matrix import row_accuracy
 from .predictors import MLPPredictor, RidgePredictor
 from .selection import greedy_anchors, kmeans_clusters, random_anchors
@@ -35,9 +39,10 @@ class Baseline(AnchorEstimator):
         Parameters
         ----------
         X : array-like of shape (n_models, n_items)
-            Correctness (+1 / -1) of the training models on every item.
+            Correctness of the training models on every item: -1/+1, or 0/1 / boolean
+            (converted to -1/+1). Other values (NaN included) are refused.
         y : array-like of shape (n_models,)
-            Full-benchmark accuracy of the training models.
+            Full-benchmark accuracy of the training models, in [0, 1] (not percent).
         X_valid, y_valid : array-like, default=None
             Validation models: extra training rows for the ridge baselines,
             early-stopping rows for `LinearGD`, ignored by the others.
@@ -60,8 +65,9 @@ class RandomMean(Baseline):
     """
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> RandomMean:
+        X, y, _, _ = check_fit_input(X, y, X_valid, y_valid)
         rng = np.random.default_rng(self.seed)
-        self.anchors_ = random_anchors(np.shape(X)[1], self.n_anchors, rng)
+        self.anchors_ = random_anchors(X.shape[1], self.n_anchors, rng)
         return self
 
     def predict_anchors(self, XA):
@@ -86,9 +92,10 @@ class RidgeOnAnchors(Baseline):
         raise NotImplementedError
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> RidgeOnAnchors:
-        X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
-        if X_valid is not None and len(X_valid):
-            X, y = np.vstack([X, np.asarray(X_valid)]), np.concatenate([y, np.asarray(y_valid)])
+        X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid)
+        if Xv is not None:
+            X, y = np.vstack([X, Xv]), np.concatenate([y, yv])
+        X = X.astype(np.float64)
         self.anchors_ = self._select(X, y)
         self.predictor_ = RidgePredictor().fit(X[:, self.anchors_], y)
         return self
@@ -133,7 +140,8 @@ class AnchorPoints(Baseline):
     """
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> AnchorPoints:
-        anchors, sizes = kmeans_clusters(np.asarray(X), self.n_anchors, self.seed)
+        X, y, _, _ = check_fit_input(X, y, X_valid, y_valid)
+        anchors, sizes = kmeans_clusters(X, self.n_anchors, self.seed)
         order = np.argsort(anchors)
         self.anchors_, self.weights_ = anchors[order], sizes[order] / sizes.sum()
         return self
@@ -165,13 +173,14 @@ class LinearGD(Baseline):
         self.epochs = epochs
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> LinearGD:
-        anchors, _ = kmeans_clusters(np.asarray(X), self.n_anchors, self.seed)
+        X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid)
+        anchors, _ = kmeans_clusters(X, self.n_anchors, self.seed)
         self.anchors_ = np.sort(anchors)
         self.predictor_ = MLPPredictor(
             hidden=(), sigmoid=False, lr=1e-2, epochs=self.epochs, seed=self.seed
         )
-        valid = None if X_valid is None else np.asarray(X_valid)[:, self.anchors_]
-        self.predictor_.fit(np.asarray(X)[:, self.anchors_], y, valid, y_valid)
+        valid = None if Xv is None else Xv[:, self.anchors_]
+        self.predictor_.fit(X[:, self.anchors_], y, valid, yv)
         return self
 
     def predict_anchors(self, XA):

@@ -26,6 +26,7 @@ class Comparison:
     rows: list[dict] = field(default_factory=list)
     fitted: dict[int, SparseEval] = field(default_factory=dict)
     split: Split | None = None
+    calib: np.ndarray | None = None  # rows that only calibrate SparseEval's intervals
 
     def table(self) -> str:
         """A plain-text table: one row per method and budget."""
@@ -55,14 +56,23 @@ def compare_methods(
 ) -> Comparison:
     """Fit every method at every budget on train/valid rows; score each on test rows.
 
+    As in the pipeline, up to `settings.n_calib` training models (at most a fifth) are
+    set aside to calibrate SparseEval's intervals (`SparseEval.calibrate`); no method
+    trains on them. With too few for that (under 10), the intervals come from
+    `SparseEval.cross_calibrate` instead (5 extra fits, cheap at that size), never from
+    the validation residuals, which under-cover.
     `paper=True` adds the paper's recipe (`SparseEval.paper`), which is much slower.
     """
+    from .recipe import calibration_split
+
     split = split or split_models(
         matrix.model_ids, settings.n_test, settings.n_valid, settings.seed, settings.stable_split
     )
     X, y = matrix.values.astype(np.float32), matrix.y
-    tr, va, te = split.train, split.valid, split.test
-    out = Comparison(split=split)
+    tr, calib = calibration_split(matrix.model_ids, split.train, settings)
+    va, te = split.valid, split.test
+    split = Split(tr, va, te)
+    out = Comparison(split=split, calib=calib)
     for k in budgets_for(budgets, matrix.shape[1]):
         methods = {"sparseeval": SparseEval.from_settings(settings, n_anchors=k, progress=progress)}
         if paper:
@@ -73,10 +83,22 @@ def compare_methods(
             progress(f"[{k} anchors] fitting {name}")
             kw = {"item_ids": matrix.item_ids} if isinstance(method, SparseEval) else {}
             method.fit(X[tr], y[tr], X[va], y[va], **kw)
+            seconds = time.perf_counter() - start
+            if name == "sparseeval":
+                _calibrate(method, X, y, tr, va, calib, kw)
+            elif isinstance(method, SparseEval) and len(calib):
+                method.calibrate(X[calib], y[calib])
             row = {"method": name, "n_anchors": k} | evaluate(method.predict(X[te]), y[te])
-            out.rows.append(row | {"seconds": time.perf_counter() - start})
+            out.rows.append(row | {"seconds": seconds})
         out.fitted[k] = methods["sparseeval"]
     return out
+
+
+def _calibrate(est: SparseEval, X, y, tr, va, calib, kw) -> None:
+    if len(calib):
+        est.calibrate(X[calib], y[calib])
+    elif min(len(tr), len(va)) >= 5:
+        est.cross_calibrate(X[tr], y[tr], X[va], y[va], folds=5, **kw)
 
 
 CHEAP_BASELINES = ("random", "random+ridge", "greedy+ridge")
@@ -102,6 +124,13 @@ def baseline_curve(
     return rows
 
 
+def _sizes(comparison: Comparison) -> dict | None:
+    if comparison.split is None:
+        return None
+    calib = 0 if comparison.calib is None else len(comparison.calib)
+    return comparison.split.sizes() | {"calibration": calib}
+
+
 def write_fit(
     out_dir: str | Path, comparison: Comparison, matrix: ResponseMatrix, settings
 ) -> None:
@@ -112,7 +141,7 @@ def write_fit(
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = {
         "data_fingerprint": matrix.fingerprint(),
-        "split": comparison.split.sizes() if comparison.split else None,
+        "split": _sizes(comparison),
         "settings": settings.to_dict(),
         "test_metrics": comparison.rows,
     }

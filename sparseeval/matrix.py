@@ -50,11 +50,7 @@ class ResponseMatrix:
         items = _ids(item_ids, n, "item", "i")
         y = None
         if targets is not None:
-            y = np.asarray(targets, dtype=np.float64).reshape(-1)
-            if y.shape != (m,):
-                raise MatrixError(f"targets has {y.size} values for {m} models")
-            if not np.all(np.isfinite(y)) or y.min() < 0 or y.max() > 1:
-                raise MatrixError("targets must be finite accuracies in [0, 1]")
+            y = check_y(np.asarray(targets, dtype=np.float64).reshape(-1), m, what="targets")
         return cls(signs, models, items, y)
 
     @property
@@ -83,25 +79,77 @@ class ResponseMatrix:
         return h.hexdigest()
 
 
-def to_signs(values: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
-    """Map a 0/1, boolean or +-1 2-D array to +-1 int8, or raise MatrixError."""
+def to_signs(values: np.ndarray | Sequence[Sequence[float]], what: str = "values") -> np.ndarray:
+    """Map a 0/1, boolean or +-1 2-D array to +-1 int8, or raise MatrixError.
+
+    0/1 (and boolean) answers become -1/+1 explicitly; any other value (NaN included),
+    or a mix of 0 and -1, is refused with the first bad cell named by its 1-based row
+    and column.
+    """
     a = np.asarray(values)
     if a.ndim != 2:
-        raise MatrixError(f"expected a 2-D models x items array, got {a.ndim}-D")
+        raise MatrixError(f"{what}: expected a 2-D models x items array, got {a.ndim}-D")
     if a.dtype == bool:
         return np.where(a, 1, -1).astype(np.int8)
     if not np.issubdtype(a.dtype, np.number):
-        raise MatrixError(f"values must be numeric or boolean, got dtype {a.dtype}")
-    if np.issubdtype(a.dtype, np.floating) and np.isnan(a).any():
-        r, c = np.argwhere(np.isnan(a))[0]
-        raise MatrixError(f"missing value (NaN) at row {r}, column {c}")
-    seen = set(np.unique(a).tolist())
-    if seen <= {0, 1}:
-        return (2 * a - 1).astype(np.int8)
-    if seen <= {-1, 1}:
-        return a.astype(np.int8)
-    bad = sorted(seen - {-1, 0, 1})[:5] or ["a mix of 0 and -1"]
-    raise MatrixError(f"values must be 0/1, boolean or -1/+1; found {bad}")
+        raise MatrixError(f"{what} must be numeric or boolean, got dtype {a.dtype}")
+    one = a == 1
+    minus, zero = a == -1, a == 0
+    has_zero, has_minus = bool(zero.any()), bool(minus.any())
+    if not (one | minus | zero).all():
+        r, c = np.argwhere(~(one | minus | zero))[0]
+        v = a[r, c]
+        if np.issubdtype(a.dtype, np.floating) and np.isnan(v):
+            raise MatrixError(f"{what}: missing value (NaN) at row {r + 1}, column {c + 1}")
+        raise MatrixError(
+            f"{what} must be 0/1, boolean or -1/+1; found {v.item()!r} at row {r + 1}, "
+            f"column {c + 1}"
+        )
+    if has_zero and has_minus:
+        (r0, c0), (r1, c1) = np.argwhere(zero)[0], np.argwhere(minus)[0]
+        raise MatrixError(
+            f"{what} must be 0/1, boolean or -1/+1, not a mix of 0 and -1 (0 at row {r0 + 1}, "
+            f"column {c0 + 1}; -1 at row {r1 + 1}, column {c1 + 1})"
+        )
+    if has_zero:
+        return np.where(one, 1, -1).astype(np.int8)
+    return a.astype(np.int8)
+
+
+def check_y(y, n_rows: int | None = None, what: str = "y") -> np.ndarray:
+    """Accuracies as a float64 vector in [0, 1], or raise MatrixError.
+
+    Scores in percent are refused with a message that says to divide by 100.
+    """
+    v = np.asarray(y, dtype=np.float64) if y is not None else None
+    if v is None or v.ndim != 1:
+        raise MatrixError(f"{what} must be a 1-D vector of accuracies in [0, 1]")
+    if n_rows is not None and v.size != n_rows:
+        raise MatrixError(f"{what} has {v.size} values for {n_rows} models")
+    bad = ~np.isfinite(v)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise MatrixError(f"{what}: value {v[i]} at position {i + 1} is not a finite accuracy")
+    if v.size and (v.min() < 0 or v.max() > 1):
+        if v.min() >= 0 and v.max() <= 100:
+            raise MatrixError(
+                f"{what} looks like percentages (max {v.max():.1f}): divide by 100 "
+                "(accuracies must be in [0, 1])"
+            )
+        raise MatrixError(
+            f"{what} must be accuracies in [0, 1]; found values from {v.min():g} to {v.max():g}"
+        )
+    return v
+
+
+def check_Xy(X, y, what: str = "training") -> tuple[np.ndarray, np.ndarray]:
+    """The shared input check of every estimator: (+-1 int8 matrix, float64 accuracies).
+
+    `X` in 0/1 (or boolean) is converted to -1/+1; `X` with other values (NaN included)
+    and `y` outside [0, 1] (e.g. percentages) raise MatrixError (a ValueError).
+    """
+    signs = to_signs(X, what=f"X ({what})" if what else "X")
+    return signs, check_y(y, signs.shape[0], what=f"y ({what})" if what else "y")
 
 
 def row_accuracy(signs: np.ndarray) -> np.ndarray:

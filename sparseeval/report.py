@@ -236,19 +236,17 @@ def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[
 
 def _interval_method(conf, calibrated_on: str) -> str:
     """How the intervals were calibrated, in words (the honesty of the guarantee depends on it)."""
-    models = "held-out calibration" if calibrated_on == "calibration" else "validation"
+    models, why = {
+        "calibration": ("held-out calibration", "No selection or fitting step saw those models. "),
+        "cross-fit": ("cross-fitted", "Each residual comes from a fit of the whole procedure"
+                      " that never saw that model. "),
+    }.get(calibrated_on, ("validation", "Validation models also chose the anchors and the"
+                          " predictor, so these intervals are optimistic. "))  # fmt: skip
     text = (
         f"Split-conformal: the {100 * conf.level:.0f}% interval is the estimate +- the "
         f"ceil((n+1) x level)-th smallest absolute error on the n = {conf.n_calibration} "
-        f"{models} models (clipped to [0, 100]%). "
+        f"{models} models (clipped to [0, 100]%). " + why
     )
-    if calibrated_on == "calibration":
-        text += "No selection or fitting step saw those models. "
-    else:
-        text += (
-            "Validation models also chose the anchors and the predictor, so these intervals "
-            "are optimistic. "
-        )
     return text + (
         "The coverage above is measured on test models that took part in no choice. "
         f"Differences between two models use the same calibration on all pairs of {models} "

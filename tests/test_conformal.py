@@ -93,3 +93,61 @@ def test_sparseeval_intervals_cover_test_models_near_nominal():
     mean = float(np.mean(covs))
     assert abs(mean - 0.9) <= 0.04, (mean, covs)
     assert min(covs) >= 0.8, covs
+
+
+def _tiny(seed: int = 0, **kw):
+    from sparseeval.estimator import SparseEval
+
+    return SparseEval(
+        n_anchors=8, refine_steps=1, epochs=50, ensemble=1, predictor="ridge", seed=seed,
+        progress=lambda s: None, **kw,
+    )  # fmt: skip
+
+
+def test_cross_calibrate_residuals_come_from_fits_that_never_saw_the_model():
+    from sparseeval.splits import split_models
+    from sparseeval.synthetic import make_synthetic
+
+    covs = []
+    for seed in range(4):
+        m = make_synthetic(500, 60, seed=seed)
+        sp = split_models(m.model_ids, n_test=200, n_valid=100, seed=seed)
+        X, y = m.values, m.y
+        args = (X[sp.train], y[sp.train], X[sp.valid], y[sp.valid])
+        est = _tiny(seed).fit(*args)
+        pred_test = est.predict(X[sp.test])
+        assert est.cross_calibrate(*args, folds=4) is est
+        r = est.calibration_residuals_
+        assert est.calibration_source_ == "cross-fit" and r.shape == (300,)
+        assert np.all(np.isfinite(r))
+        # not the in-sample residuals of the final predictor
+        assert not np.allclose(r[:200], est.predict(X[sp.train]) - y[sp.train])
+        covs.append(ConformalInterval.fit(r, 0.9).coverage(pred_test, y[sp.test]))
+        np.testing.assert_array_equal(est.predict(X[sp.test]), pred_test)  # model unchanged
+    assert abs(float(np.mean(covs)) - 0.9) <= 0.04, covs
+    with pytest.raises(ValueError, match="folds must be in"):
+        est.cross_calibrate(*args, folds=1)
+
+
+def test_fit_comparison_calibrates_on_models_no_method_trained_on():
+    from sparseeval.fitting import compare_methods
+    from sparseeval.settings import Settings
+    from sparseeval.synthetic import make_synthetic
+
+    fast = dict(refine_steps=1, ensemble=1, predictor="ridge", epochs=20, n_anchors=5,
+                stable_split=False)  # fmt: skip
+    m = make_synthetic(300, 40, seed=1)
+    s = Settings(n_test=60, n_valid=60, **fast)
+    out = compare_methods(m, [5], s, baselines=("random",), progress=lambda x: None)
+    used = np.concatenate([out.split.train, out.split.valid, out.split.test])
+    assert len(out.calib) == 36 and not set(out.calib) & set(used)  # a fifth of 180
+    assert len(used) + len(out.calib) == 300
+    est = out.fitted[5]
+    assert est.calibration_source_ == "calibration" and len(est.calibration_residuals_) == 36
+    # too few models for a calibration split: cross-fitted residuals, not validation ones
+    few = compare_methods(
+        make_synthetic(70, 40, seed=2), [5], Settings(n_test=10, n_valid=15, **fast),
+        baselines=(), progress=lambda x: None,
+    )  # fmt: skip
+    assert len(few.calib) == 0 and few.fitted[5].calibration_source_ == "cross-fit"
+    assert len(few.fitted[5].calibration_residuals_) == 45 + 15

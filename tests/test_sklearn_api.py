@@ -14,7 +14,7 @@ from sparseeval.baselines import (
     RandomMean,
     RandomRidge,
 )
-from sparseeval.estimator import SETTING_NAMES, SparseEval
+from sparseeval.estimator import SETTING_NAMES, PaperSparseEval, SparseEval
 from sparseeval.settings import Settings
 from sparseeval.splits import split_models
 from sparseeval.synthetic import make_synthetic
@@ -35,6 +35,9 @@ FAST = {
     AllItemsRidge: dict(),
     AnchorPoints: dict(n_anchors=8, seed=3),
     LinearGD: dict(n_anchors=8, seed=3, epochs=20),
+    PaperSparseEval: dict(
+        n_anchors=8, refine_steps=2, proxy_steps=5, steps=30, check_every=5, progress=quiet
+    ),
 }
 CLASSES = list(FAST)
 IDS = [c.__name__ for c in CLASSES]
@@ -116,9 +119,14 @@ def test_progress_none_logs_and_callable_is_called(data, caplog):
 
 def test_paper_and_from_settings_still_work():
     paper = SparseEval.paper(7, seed=2, progress=quiet)
-    assert paper.get_params()["n_anchors"] == 7 and paper.predictor == "mlp"
-    assert paper.refine_steps == 10 and paper.ensemble == 1 and paper.seed == 2
+    assert isinstance(paper, SparseEval) and isinstance(paper, PaperSparseEval)
+    assert paper.get_params()["n_anchors"] == 7 and paper.init == "auto"
+    assert paper.refine_steps == 10 and paper.proxy_steps == 2000 and paper.seed == 2
+    assert (paper.steps, paper.check_every, paper.patience, paper.lr) == (20000, 500, 30, 5e-4)
     assert clone(paper).get_params() == paper.get_params()
+    assert SparseEval.paper(7, benchmark="mmlu")._init_name() == "random"
+    assert SparseEval.paper(7, benchmark="arc")._init_name() == "kmeans"
+    assert SparseEval.paper(7, init="random")._init_name() == "random"
     settings = Settings()
     est = SparseEval.from_settings(settings, n_anchors=9)
     params = est.get_params()
