@@ -94,8 +94,12 @@ def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> Fi
     s = settings
     try:
         split = split_models(matrix.model_ids, s.n_test, s.n_valid, s.seed, s.stable_split)
-    except ValueError as exc:
-        raise NotEnoughModels(f"{benchmark}: {exc}") from None
+    except ValueError:
+        raise NotEnoughModels(
+            f"{benchmark}: {matrix.shape[0]:,} models, too few for {s.n_test:g} test and"
+            f" {s.n_valid:g} validation models plus training ones (lower n_test / n_valid,"
+            " or let more models arrive)"
+        ) from None
     if len(split.test) == 0 or len(split.valid) == 0:
         raise NotEnoughModels(
             f"{benchmark}: split left {len(split.valid)} validation and {len(split.test)} test"

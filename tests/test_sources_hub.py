@@ -151,6 +151,7 @@ def test_v2_latest_samples_per_task_and_listing(store, tmp_path):
     hub.commit("open-llm-leaderboard/contents", "e" * 40, {"x.parquet": b""})
     (r,) = ingest(store, OpenLLMLeaderboard(hub, None, "v2"))
     assert r.status == "ok" and r.n_new == 5 and old not in hub.downloads
+    assert "acc_norm" in r.message and "prompt_level_strict_acc" in r.message  # metric read
     assert build_matrix(store, "bbh")[0].item_ids.tolist() == [
         "navigate:0",
         "navigate:1",

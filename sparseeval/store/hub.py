@@ -326,8 +326,10 @@ class OpenLLMLeaderboard:
         for ref_no, (path, task) in enumerate(new):
             local = self._download(repo, sha, path)
             unit.refs.append(f"{repo}@{sha}:{path}")
-            reader = read_v1_parquet if self.version == "v1" else read_samples
-            rows.append(reader(local, task, model, ref_no))
+            if self.version == "v1":
+                rows.append(read_v1_parquet(local, task, model, ref_no))
+            else:  # v2 samples: the metric read per task is recorded in the ingest report
+                rows.append(read_samples(local, task, model, ref_no, read_with=unit.read_with))
         good = pl.concat([r[0] for r in rows]) if rows else None
         bad = pl.concat([r[1] for r in rows]) if rows else None
         stage_frames(con, good, bad)
