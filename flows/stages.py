@@ -10,13 +10,7 @@ from prefect.artifacts import create_table_artifact
 import tasks
 from sparseeval.records import BenchmarkResult, IngestSummary
 
-from .refresh import check_and_publish, fit_benchmarks, resolve_settings
-
-
-def _stamp() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+from .refresh import _stamp, check_and_publish, fit_benchmarks, resolve_settings
 
 
 @flow(name="ingest-only", log_prints=True, flow_run_name=lambda: f"ingest {_stamp()}")

@@ -81,15 +81,20 @@ def fit_key(matrix_fingerprint: str, settings: Settings) -> str:
     )  # fmt: skip
 
 
-def save_matrix(matrix: ResponseMatrix, path: str | Path, compress: bool = False) -> Path:
-    """Write a matrix as one `.npz` (values, ids, targets, fingerprint) atomically; no pickles."""
+def save_matrix(
+    matrix: ResponseMatrix, path: str | Path, compress: bool = False, fingerprint: str | None = None
+) -> Path:
+    """Write a matrix as one `.npz` (values, ids, targets, fingerprint) atomically; no pickles.
+
+    fingerprint: the matrix's, when the caller already has it (else it is computed).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {
         "values": matrix.values,
         "model_ids": np.asarray(matrix.model_ids, dtype=str),
         "item_ids": np.asarray(matrix.item_ids, dtype=str),
-        "fingerprint": np.asarray(matrix.fingerprint()),
+        "fingerprint": np.asarray(fingerprint or matrix.fingerprint()),
     }
     if matrix.targets is not None:
         arrays["targets"] = matrix.targets

@@ -64,7 +64,7 @@ def matrix_step(
         matrix, summary = build_matrix(store, benchmark, settings.max_missing_model_frac)
     path = artifact_path(artifacts_dir, "matrix", summary.fingerprint + ".npz")
     if not path.exists():
-        save_matrix(matrix, path)
+        save_matrix(matrix, path, fingerprint=summary.fingerprint)
     return MatrixInfo(
         benchmark, str(path), summary.fingerprint, int(matrix.shape[0]), int(matrix.shape[1]),
         int(last_run), summary.line(),

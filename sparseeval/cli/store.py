@@ -154,7 +154,7 @@ def run_matrix(args: argparse.Namespace) -> int:
             frac = settings.max_missing_model_frac if args.max_missing is None else args.max_missing
             matrix, summary = build_matrix(store, args.benchmark, frac)
         if args.export:
-            export_matrix(matrix, args.export)
+            export_matrix(matrix, args.export, summary.fingerprint)
     except _user_errors() as exc:
         return _fail(exc)
     out: dict[str, Any] = summary.to_dict() | {"export": str(args.export or "")}
@@ -172,12 +172,12 @@ def _print_benchmarks(store, as_json: bool) -> int:
     return 0
 
 
-def export_matrix(matrix: Any, path: Path) -> None:
+def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
     """Write a matrix as .npz (the one matrix file format, compressed) or a wide 0/1 CSV."""
     if path.suffix == ".npz":
         from ..artifacts import save_matrix
 
-        save_matrix(matrix, path, compress=True)
+        save_matrix(matrix, path, compress=True, fingerprint=fingerprint)
     elif path.suffix == ".csv":
         import numpy as np
         import polars as pl
