@@ -361,6 +361,14 @@ class SparseEval(AnchorEstimator):
         self.calibration_source_ = "cross-fit"
         return self
 
+    def fit_reader(self, X, y, name: str | None = None):
+        """A final predictor of this configuration (default: the chosen kind) fitted on any columns.
+
+        The suite (`sparseeval.suite`) trains its readers of every benchmark's anchors with it.
+        """
+        name = name or self.predictor_name_
+        return self._candidates(np.asarray(X, dtype=np.float32), y, wanted=(name,))[name]
+
     def _mlp(self, XA, y):
         members = [
             MLPPredictor(

@@ -146,6 +146,42 @@ READERS: dict[str, type[Reader]] = {
 }
 
 
+def widen(predictor: Any, columns: np.ndarray, width: int) -> Reader:
+    """A reader of `width` inputs that reads `predictor`'s inputs at `columns` and ignores the rest.
+
+    Exact: the other inputs get zero weight (first layer of an MLP, coefficients of a
+    ridge, every member of a blend). The suite uses it to read every benchmark's anchors.
+    """
+    config, arrays = predictor.state()
+    return reader_from_state(*_widened_state(config, arrays, np.asarray(columns), width))
+
+
+def _widened_state(config: dict, arrays: dict, columns: np.ndarray, width: int):
+    def pad(a: np.ndarray, axis: int = 0) -> np.ndarray:
+        shape = list(a.shape)
+        shape[axis] = width
+        out = np.zeros(shape, dtype=a.dtype)
+        np.moveaxis(out, axis, 0)[columns] = np.moveaxis(a, axis, 0)
+        return out
+
+    kind = config.get("kind")
+    if kind == "blend":
+        members, out = [], {}
+        for i, c in enumerate(config["members"]):
+            sub = {k[len(f"m{i}/") :]: v for k, v in arrays.items() if k.startswith(f"m{i}/")}
+            c2, a2 = _widened_state(c, sub, columns, width)
+            members.append(c2)
+            out |= {f"m{i}/{k}": v for k, v in a2.items()}
+        return config | {"members": members}, out
+    arrays = dict(arrays) | {"mean": pad(arrays["mean"])}
+    if kind in ("ridge", "nnridge"):
+        return config, arrays | {"coef": pad(arrays["coef"])}
+    if kind == "mlp":
+        first = arrays["net.0.weight"]
+        return config | {"n_inputs": width}, arrays | {"net.0.weight": pad(first, axis=1)}
+    raise ValueError(f"unknown predictor kind {kind!r}")
+
+
 def reader_from_state(config: dict[str, Any], arrays: dict[str, np.ndarray]) -> Reader:
     """The reader for a predictor's (config, arrays); an unknown `kind` is a ValueError."""
     kind = config.get("kind")

@@ -65,6 +65,8 @@ def write_version(
     report_inputs: Mapping[str, Any] | None = None,
     budget: int | None = None,
     signing_key=None,
+    members: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -86,6 +88,8 @@ def write_version(
     budget: write into the budget's own set, `{root}/{benchmark}/k{budget}/v{N}/`.
     signing_key: an Ed25519 private key (PEM bytes/str, a path to a PEM file, or an
     `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
+    members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
+    per-benchmark readers); extra: optional entries added to the manifest (sealed with it).
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     _check_benchmark(benchmark)
@@ -117,12 +121,13 @@ def write_version(
         "metrics": jsonable({k: dict(v) for k, v in dict(metrics).items()}),
         "interval": jsonable(_interval(estimator, settings_dict, inputs)),
         "settings": jsonable(settings_dict),
-    }
+    } | jsonable(dict(extra or {}))
+    predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
     bench_dir = set_dir(root, benchmark, budget)
     bench_dir.mkdir(parents=True, exist_ok=True)
     while True:
         version = _next_version(bench_dir)
-        target = _write_folder(bench_dir, version, estimator.predictor_, manifest, inputs, key)
+        target = _write_folder(bench_dir, version, predictors, manifest, inputs, key)
         if target is not None:
             return target
 
@@ -143,7 +148,7 @@ def _interval(estimator, settings: dict, inputs: dict) -> dict:
 
 
 def _write_folder(
-    bench_dir: Path, version: int, predictor, manifest: dict, inputs: dict, key=None
+    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None
 ) -> Path | None:
     """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
     from .inference import save_predictor
@@ -152,7 +157,8 @@ def _write_folder(
     tmp = bench_dir / f".tmp-v{version}-{uuid.uuid4().hex}"
     tmp.mkdir()  # honours the umask (mkdtemp would make it 0700: unreadable to others)
     try:
-        save_predictor(predictor, tmp / PREDICTOR_DIR)
+        for rel, predictor in predictors.items():
+            save_predictor(predictor, tmp / rel)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
         manifest = manifest | {
             "version": version,

@@ -1,0 +1,148 @@
+"""Suite benchmark: one reader per benchmark over every benchmark's anchors, on metabench.
+
+The models present in all five metabench benchmarks (`../shared/data/metabench_reduced`,
+train splits, the only ones with responses: 2,461 models), per seed: 400 test, 200
+validation and 200 calibration models at random, training the rest (1,661). One
+`SuiteSparseEval` at k anchors per benchmark; its per-benchmark fits *are* today's
+defaults (`SparseEval` on the same split), so both columns share anchors and models.
+Reported per benchmark and seed: MAE of the defaults and of the suite, the reader the
+suite kept, and coverage of the 90% intervals (calibration models); and the suite average
+(mean of the five accuracies): its MAE and coverage.
+
+    python bench/suite.py --seeds 5 --anchors 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from accuracy import load
+
+from sparseeval.conformal import ConformalInterval
+from sparseeval.estimator import SparseEval
+from sparseeval.suite import AVERAGE, SuiteSparseEval, suite_average
+
+BENCHMARKS = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
+N_TEST, N_VALID, N_CALIB = 400, 200, 200
+
+
+def common_models(names=BENCHMARKS) -> tuple[dict, dict, list[str]]:
+    """X and y per benchmark over the models every benchmark has, in one order."""
+    matrices = {b: load(b) for b in names}
+    models = sorted(set.intersection(*(set(m.model_ids) for m in matrices.values())))
+    X, y = {}, {}
+    for b, m in matrices.items():
+        row = {name: i for i, name in enumerate(m.model_ids)}
+        rows = [row[name] for name in models]
+        X[b], y[b] = m.values[rows], m.y[rows]
+    return X, y, models
+
+
+def run_seed(X, y, k: int, seed: int) -> list[dict]:
+    order = np.random.default_rng(2000 + seed).permutation(len(next(iter(y.values()))))
+    te, va, ca, tr = np.split(order, np.cumsum([N_TEST, N_VALID, N_CALIB]))
+    take = lambda d, r: {b: v[r] for b, v in d.items()}  # noqa: E731
+    start = time.perf_counter()
+    suite = SuiteSparseEval(k, SparseEval(seed=seed, progress=lambda s: None))
+    suite.fit(take(X, tr), take(y, tr), take(X, va), take(y, va))
+    seconds = time.perf_counter() - start
+    suite.calibrate(take(X, ca), take(y, ca))
+    joint = suite.predict(take(X, te))
+    truth = take(y, te) | {AVERAGE: suite_average(take(y, te))}
+    own = {b: suite.estimators_[b].predict(X[b][te]) for b in BENCHMARKS}
+    own_cal = {b: suite.estimators_[b].predict(X[b][ca]) - y[b][ca] for b in BENCHMARKS}
+    own[AVERAGE] = suite_average({b: own[b] for b in BENCHMARKS})
+    own_cal[AVERAGE] = suite_average(own_cal)
+    rows = []
+    for b in (*BENCHMARKS, AVERAGE):
+        row = {"benchmark": b, "seed": seed, "k": k, "seconds": seconds}
+        for name, pred, residuals in (
+            ("defaults", own[b], own_cal[b]),
+            ("suite", joint[b], suite.calibration_residuals_[b]),
+        ):
+            interval = ConformalInterval.fit(residuals, 0.9)
+            row[f"{name}_mae"] = 100 * float(np.mean(np.abs(pred - truth[b])))
+            row[f"{name}_signed"] = 100 * float(np.mean(pred - truth[b]))
+            row[f"{name}_coverage"] = 100 * interval.coverage(pred, truth[b])
+            row[f"{name}_halfwidth"] = 100 * interval.halfwidth
+        row["reader"] = suite.reader_names_.get(b, "")
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    df = pl.DataFrame(rows)
+    agg = df.group_by("benchmark", maintain_order=True).agg(
+        pl.len().alias("seeds"),
+        pl.col("defaults_mae").mean(),
+        pl.col("suite_mae").mean(),
+        (pl.col("suite_mae") / pl.col("defaults_mae")).mean().alias("ratio"),
+        (pl.col("suite_mae") < pl.col("defaults_mae")).sum().alias("suite_better"),
+        pl.col("suite_coverage").mean(),
+        pl.col("suite_coverage").min().alias("cov_min"),
+        pl.col("suite_coverage").max().alias("cov_max"),
+        pl.col("reader").unique().sort().str.join("/").alias("readers"),
+    )
+    lines = [
+        "| benchmark | seeds | defaults MAE | suite MAE | suite/defaults | suite better | "
+        "suite 90% coverage (min-max) | readers kept |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in agg.iter_rows(named=True):
+        lines.append(
+            f"| {r['benchmark']} | {r['seeds']} | {r['defaults_mae']:.3f} | {r['suite_mae']:.3f} | "
+            f"{r['ratio']:.3f} | {r['suite_better']}/{r['seeds']} | {r['suite_coverage']:.1f}% "
+            f"({r['cov_min']:.1f}-{r['cov_max']:.1f}) | {r['readers']} |"
+        )
+    per = df.filter(pl.col("benchmark") != AVERAGE)
+    d, s = per["defaults_mae"].mean(), per["suite_mae"].mean()
+    lines.append(
+        f"\nmean over the five benchmarks: defaults {d:.3f}, suite {s:.3f} "
+        f"({100 * (1 - s / d):.1f}% lower); median fit time "
+        f"{df['seconds'].median():.0f} s per seed (5 benchmarks)"
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--anchors", type=int, default=50)
+    ap.add_argument("--out", default="bench/results/suite.jsonl")
+    ap.add_argument("--table", nargs="*", help="only print the table of these jsonl files")
+    args = ap.parse_args()
+    if args.table:
+        rows = [json.loads(line) for p in args.table for line in Path(p).read_text().splitlines()]
+        print(table(rows))
+        return
+    X, y, models = common_models()
+    print(f"{len(models)} models in all five benchmarks", flush=True)
+    rows = []
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        new = run_seed(X, y, args.anchors, seed)
+        rows += new
+        with open(args.out, "a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in new)
+        print(
+            f"seed {seed}: "
+            + ", ".join(
+                f"{r['benchmark']} {r['defaults_mae']:.3f}->{r['suite_mae']:.3f}" for r in new
+            ),
+            flush=True,
+        )
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""The suite's recipe: common models -> split -> `SuiteSparseEval` -> calibrate -> test -> publish.
+
+fit_suite     the models every benchmark has, split by model id as one benchmark is
+              (`recipe.split_step`), anchors per benchmark and joint readers, intervals
+              from calibration models, test metrics per benchmark and for the average
+write_suite   the fitted suite as `published/suite/vN/` (`sparseeval.suite_set` reads it)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from . import metrics
+from .hashing import fingerprint
+from .matrix import ResponseMatrix
+from .predictors import BlendPredictor
+from .recipe import NotEnoughModels, split_step
+from .settings import Settings
+from .suite import AVERAGE, SuiteSparseEval, suite_average
+from .suite_set import SUITE, joint_item
+
+MIN_BENCHMARKS = 2
+
+
+@dataclass
+class SuiteFit:
+    """A fitted suite with what publishing it needs."""
+
+    suite: SuiteSparseEval
+    data_fingerprint: str
+    split_sizes: dict[str, int]
+    test_pred: dict[str, np.ndarray]
+    test_true: dict[str, np.ndarray]
+    own_test_pred: dict[str, np.ndarray]
+
+    def test_metrics(self) -> dict[str, dict[str, float]]:
+        """Test metrics of each benchmark's joint reader, its own reader, and the average."""
+        out = {b: metrics.evaluate(self.test_pred[b], self.test_true[b]) for b in self.test_pred}
+        return out | {
+            f"{b} (own anchors only)": metrics.evaluate(p, self.test_true[b])
+            for b, p in self.own_test_pred.items()
+        }
+
+
+def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseMatrix]:
+    """Each matrix restricted to the models every benchmark has, in one sorted order."""
+    shared = set.intersection(*(set(m.model_ids) for m in matrices.values()))
+    models = sorted(shared)
+    out = {}
+    for b, m in matrices.items():
+        row = {name: i for i, name in enumerate(m.model_ids)}
+        out[b] = m.rows(np.array([row[name] for name in models], dtype=np.int64))
+    return out
+
+
+def fit_suite(
+    matrices: Mapping[str, ResponseMatrix],
+    settings: Settings,
+    progress: Callable[[str], None] | None = None,
+) -> SuiteFit:
+    """Fit the suite on the models every benchmark has, at the largest anchor budget."""
+    from threadpoolctl import threadpool_limits
+
+    from .estimator import SparseEval
+
+    if len(matrices) < MIN_BENCHMARKS:
+        raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
+    aligned = common_models(matrices)
+    first = next(iter(aligned.values()))
+    split = split_step(first, settings, f"suite ({len(aligned)} benchmarks, models in all)")
+    say = progress or (lambda s: None)
+    rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
+                      {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
+    est = SparseEval.from_settings(settings, n_anchors=max(settings.budgets), progress=say)
+    suite = SuiteSparseEval(max(settings.budgets), est, progress=say)
+    item_ids = {b: m.item_ids for b, m in aligned.items()}
+    with threadpool_limits(limits=1):
+        suite.fit(*rows(split.train), *rows(split.valid), item_ids=item_ids)
+    if len(split.calib):
+        suite.calibrate(*rows(split.calib))
+    X_test, y_test = rows(split.test)
+    pred = suite.predict(X_test)
+    own = {b: suite.estimators_[b].predict(X_test[b]) for b in suite.benchmarks_}
+    return SuiteFit(
+        suite,
+        fingerprint(*(f"{b}:{m.fingerprint()}" for b, m in sorted(aligned.items()))),
+        split.sizes(),
+        pred,
+        y_test | {AVERAGE: suite_average(y_test)},
+        own,
+    )
+
+
+def write_suite(root: str | Path, fit: SuiteFit, settings: Settings, signing_key=None) -> Path:
+    """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it)."""
+    from .versions import _anchor_means, _derived_sources, _interval, write_version
+
+    suite = fit.suite
+    items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
+    level = {"interval_level": settings.interval_level}
+
+    def reader(folder: str, predictor, residuals, b: str, own: bool) -> dict:
+        pred = (fit.own_test_pred if own else fit.test_pred)[b]
+        inputs = {"test_pred": pred, "test_true": fit.test_true[b]}
+        calib = SimpleNamespace(calibration_residuals_=residuals,
+                                calibration_source_=suite.calibration_source_)  # fmt: skip
+        k = len(suite.estimators_[b].anchors_) if own else len(items)
+        out = {"folder": folder, "interval": _interval(calib, level, inputs),
+               "anchor_means": _anchor_means(predictor, k)}  # fmt: skip
+        if own:
+            ids = [str(i) for i in suite.estimators_[b].anchor_ids_]
+            out["item_sources"] = _derived_sources(ids, b)
+        return out
+
+    members, described = {}, {}
+    for b in suite.benchmarks_:
+        joint, own = f"members/{b}/joint", f"members/{b}/own"
+        members[joint] = suite.readers_[b]
+        members[own] = suite.estimators_[b].predictor_
+        described[b] = {
+            "items": [str(i) for i in suite.estimators_[b].anchor_ids_],
+            "reader": suite.reader_names_[b],
+            "valid_mae": suite.valid_scores_[b],
+            "joint": reader(joint, suite.readers_[b], suite.calibration_residuals_[b], b, False),
+            "own": reader(own, members[own], suite.own_calibration_residuals_[b], b, True),
+        }
+    n = len(suite.benchmarks_)
+    average = SimpleNamespace(
+        anchor_ids_=items,
+        predictor_=BlendPredictor([suite.readers_[b] for b in suite.benchmarks_], [1 / n] * n),
+        predictor_name_="suite average (mean of the joint readers)",
+        calibration_residuals_=suite.calibration_residuals_[AVERAGE],
+        calibration_source_=suite.calibration_source_,
+    )
+    return write_version(
+        root, SUITE, average,
+        data_fingerprint=fit.data_fingerprint,
+        split_sizes=fit.split_sizes,
+        metrics={"test": metrics.evaluate(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])},
+        settings=settings,
+        report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]},
+        signing_key=signing_key,
+        members=members,
+        extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
+                         "test_metrics": fit.test_metrics()}},
+    )  # fmt: skip
