@@ -291,9 +291,22 @@ def refresh(
     )
     fitted = with_sibling_budgets(fitted)
     results = [_publish_step(store, str(settings.published_dir), r, sd) for r in fitted]
+    suite = _suite_step(str(settings.published_dir), results, sd) if settings.suite else ""
     run = RunSummary(started.isoformat(timespec="seconds"), type(runner).__name__, sd, ingested,
-                     results)  # fmt: skip
+                     results, suite=suite)  # fmt: skip
     return finish(run, str(settings.reports_dir))
+
+
+def _suite_step(published_dir: str, results: list[BenchmarkResult], sd: dict) -> str:
+    """The suite over every benchmark that has a fit this run (at least two), or why not."""
+    matrices = {r.benchmark: r.matrix for r in results if r.fit is not None and not r.error}
+    if len(matrices) < 2:
+        return ""
+    say(f"suite: {', '.join(matrices)} read together")
+    state = tasks.refresh_suite(published_dir, matrices, sd, return_state=True)
+    line = state.result() if state.is_completed() else f"suite: failed ({_error(state)})"
+    say(line, logging.INFO if state.is_completed() else logging.WARNING)
+    return line
 
 
 def with_sibling_budgets(results: list[BenchmarkResult]) -> list[BenchmarkResult]:

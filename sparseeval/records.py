@@ -227,6 +227,7 @@ class RunSummary(Record):
     ingest: IngestSummary
     results: list[BenchmarkResult]
     report_path: str = ""
+    suite: str = ""  # what the suite step did (one line), "" when it did not run
 
     @property
     def n_trained(self) -> int:

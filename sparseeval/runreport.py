@@ -51,6 +51,7 @@ def render_report(run: RunSummary) -> str:
         f" cached {run.n_cached}; published {run.n_published}",
         f"- code version `{code_version()}`; settings n_anchors={s.get('n_anchors')}"
         f", refine_steps={s.get('refine_steps')}, seed={s.get('seed')}",
+        *([f"- {run.suite}"] if run.suite else []),
         "",
         "| benchmark | models x items | training | test MAE (points) | Kendall tau"
         " | drift check (live set on new models) | outcome |",
@@ -121,7 +122,8 @@ def summary_line(run: RunSummary) -> str:
             f"{n} benchmarks: trained {run.n_trained}, cached {run.n_cached},"
             f" published {run.n_published}"
         )
-    return "; ".join([head, *notes, f"report: {run.report_path}"])
+    suite = [run.suite] if run.suite else []
+    return "; ".join([head, *notes, *suite, f"report: {run.report_path}"])
 
 
 def write_report(reports_dir: str | Path, markdown: str, stamp: str | None = None) -> Path:

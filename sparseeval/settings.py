@@ -59,6 +59,7 @@ class Settings:
     drift_out_of_range_frac: float = 0.2
     min_new_models: int = 20
     interval_level: float = 0.9
+    suite: bool = True  # also publish the suite (every benchmark read jointly, `published/suite`)
     # orchestration
     task_runner: str = "thread"
     dask_address: str | None = None

@@ -37,6 +37,7 @@ class SuiteFit:
     test_pred: dict[str, np.ndarray]
     test_true: dict[str, np.ndarray]
     own_test_pred: dict[str, np.ndarray]
+    test_ids: list[str]
 
     def test_metrics(self) -> dict[str, dict[str, float]]:
         """Test metrics of each benchmark's joint reader, its own reader, and the average."""
@@ -62,6 +63,7 @@ def fit_suite(
     matrices: Mapping[str, ResponseMatrix],
     settings: Settings,
     progress: Callable[[str], None] | None = None,
+    data_fingerprint: str | None = None,
 ) -> SuiteFit:
     """Fit the suite on the models every benchmark has, at the largest anchor budget."""
     from threadpoolctl import threadpool_limits
@@ -88,11 +90,13 @@ def fit_suite(
     own = {b: suite.estimators_[b].predict(X_test[b]) for b in suite.benchmarks_}
     return SuiteFit(
         suite,
-        fingerprint(*(f"{b}:{m.fingerprint()}" for b, m in sorted(aligned.items()))),
+        data_fingerprint
+        or fingerprint(*(f"{b}:{m.fingerprint()}" for b, m in sorted(aligned.items()))),
         split.sizes(),
         pred,
         y_test | {AVERAGE: suite_average(y_test)},
         own,
+        [str(m) for m in first.model_ids[split.test]],
     )
 
 
@@ -149,3 +153,79 @@ def write_suite(root: str | Path, fit: SuiteFit, settings: Settings, signing_key
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
                          "test_metrics": fit.test_metrics()}},
     )  # fmt: skip
+
+
+def refresh_suite(
+    matrices: Mapping[str, tuple[str, str]],
+    published_dir: str | Path,
+    settings: Settings,
+    progress: Callable[[str], None] | None = None,
+) -> str:
+    """Refit and publish the suite when its data changed and the candidate is no worse.
+
+    matrices: {benchmark: (matrix file, matrix fingerprint)}. Nothing is fitted when the
+    live suite was built from the same matrices and settings. The gate: the candidate's
+    suite-average MAE on its test models must not exceed the live suite's on the same
+    models; a refused candidate is discarded (its tombstone keeps the reason). Returns
+    one line saying what happened.
+    """
+    from .artifacts import code_version, load_matrix, settings_subset
+    from .estimator import SETTING_NAMES
+    from .layout import latest_version
+    from .versions import discard_version, set_latest
+
+    key = fingerprint(
+        *(f"{b}:{fp}" for b, (_, fp) in sorted(matrices.items())),
+        str(settings_subset(settings, (*SETTING_NAMES, "n_test", "n_valid", "n_calib"))),
+        code_version(),
+    )
+    live_version = latest_version(published_dir, SUITE)
+    live = _live_suite(published_dir) if live_version else None
+    if live is not None and live.average.manifest.get("data_fingerprint") == key:
+        return f"suite: v{live_version} is up to date (same matrices and settings)"
+    loaded = {b: load_matrix(path) for b, (path, _) in matrices.items()}
+    fit = fit_suite(loaded, settings, progress, data_fingerprint=key)
+    folder = write_suite(published_dir, fit, settings)
+    version = int(folder.name[1:])
+    cand_mae = metrics.mae_points(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])
+    live_mae = _live_average_mae(live, loaded, fit) if live is not None else None
+    if live_mae is not None and cand_mae > live_mae:
+        n_test = len(fit.test_true[AVERAGE])
+        reason = (f"refused: candidate suite-average MAE {cand_mae:.3f} > live v{live_version} "
+                  f"{live_mae:.3f} points on {n_test} test models")  # fmt: skip
+        discard_version(published_dir, SUITE, version, reason)
+        return f"suite: not published ({reason})"
+    set_latest(published_dir, SUITE, version)
+    than = f" (live v{live_version}: {live_mae:.3f})" if live_mae is not None else ""
+    return (
+        f"suite: published v{version}, {len(fit.suite.benchmarks_)} benchmarks, suite-average "
+        f"test MAE {cand_mae:.3f} points{than}"
+    )
+
+
+def _live_suite(published_dir):
+    from .layout import AnchorSetError
+    from .suite_set import load_suite
+
+    try:
+        return load_suite(published_dir)
+    except AnchorSetError:
+        return None  # unreadable or tampered: the candidate replaces it
+
+
+def _live_average_mae(live, matrices: Mapping[str, ResponseMatrix], fit: SuiteFit) -> float | None:
+    """The live suite's average MAE on the candidate's test models (None if it cannot read them)."""
+    if set(live.benchmarks) != set(fit.suite.benchmarks_):
+        return None
+    aligned = common_models(matrices)
+    test_ids = set(fit.test_ids)
+    first = next(iter(aligned.values()))
+    rows = np.array([i for i, m in enumerate(first.model_ids) if m in test_ids], dtype=np.int64)
+    values = np.hstack([aligned[b].values[rows] for b in live.benchmarks])
+    ids = [joint_item(b, i) for b in live.benchmarks for i in aligned[b].item_ids]
+    try:
+        pred = live.average.predict_matrix(values, ids)
+    except Exception:
+        return None  # the live anchors are not all in today's matrices
+    truth = suite_average({b: aligned[b].y[rows] for b in live.benchmarks})
+    return metrics.mae_points(pred, truth)

@@ -16,7 +16,16 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.transactions import Transaction, get_transaction
 
-from sparseeval import drift, hub_mirror, recipe, release, runreport, sources, versions
+from sparseeval import (
+    drift,
+    hub_mirror,
+    recipe,
+    release,
+    runreport,
+    sources,
+    suite_recipe,
+    versions,
+)
 from sparseeval.artifacts import fit_key, matrix_key
 from sparseeval.records import (
     Candidate,
@@ -238,6 +247,17 @@ def promote(published_dir: str, benchmark: str, version: int, budget: int | None
     """Swap the `latest` pointer to the new version (atomically)."""
     versions.set_latest(published_dir, benchmark, version, budget)
     get_run_logger().info("%s: v%s is now the live anchor set", benchmark, version)
+
+
+@task(name="refresh-suite", cache_policy=NO_CACHE)
+def refresh_suite(published_dir: str, matrices: dict[str, MatrixInfo], settings: dict) -> str:
+    """Refit and publish the suite (every benchmark read jointly) when its matrices changed."""
+    log = get_run_logger()
+    files = {b: (m.path, m.fingerprint) for b, m in matrices.items()}
+    say = lambda m: log.info("suite: %s", m)  # noqa: E731
+    line = suite_recipe.refresh_suite(files, published_dir, settings_from(settings), say)
+    log.info(line)
+    return line
 
 
 @task(name="evaluate-published", cache_policy=NO_CACHE)

@@ -46,6 +46,13 @@ def _add_predict(subparsers) -> None:
                   --responses results/ORG__MODEL/ --json
               sparseeval predict --anchor-set published --benchmark mmlu --version 3 \\
                   --responses a.csv --compare-to b.csv
+
+            the suite (every benchmark's anchors read together, and the suite average):
+              sparseeval predict --benchmark suite --responses arc=arc.csv gsm8k=gsm8k.csv \\
+                  mmlu=mmlu.csv truthfulqa=tqa.csv winogrande=wino.csv
+            each file is named B=FILE, or holds suite ids B/ITEM (the template written by
+            `sparseeval anchors --benchmark suite --template FILE`); a benchmark answered
+            alone is read by its own reader.
             """
         ),
     )
@@ -195,7 +202,10 @@ def _anchor_root(args) -> str:
 def cmd_predict(args) -> int:
     from ..anchorset import load_anchor_set
     from ..responses import read_responses_files
+    from ..suite_set import SUITE
 
+    if args.benchmark == SUITE:
+        return _predict_suite(args)
     aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
     options = {"metric": args.metric, "filter": args.filter, "task": args.task}
     a = read_responses_files(args.responses, aset, options)
@@ -218,6 +228,46 @@ def cmd_predict(args) -> int:
             f"from {est.n_answered}/{est.n_anchors} anchors"
         )
     return 0
+
+
+def _predict_suite(args) -> int:
+    from ..suite_set import load_suite
+
+    if args.compare_to:
+        raise UserError("--compare-to is not supported for the suite; compare per benchmark")
+    suite = load_suite(_anchor_root(args), args.version, public_key=args.public_key)
+    options = {"metric": args.metric, "filter": args.filter, "task": args.task}
+    answers = _suite_answers(suite, args.responses, options)
+    estimates = suite.predict(answers, allow_missing=args.allow_missing)
+    if args.json:
+        print(json.dumps({b: e.to_dict() for b, e in estimates.items()}, indent=2))
+        return 0
+    read = "every benchmark's anchors" if len(answers) == len(suite.benchmarks) else "own anchors"
+    print(f"suite v{suite.version} ({read}):")
+    for b, e in estimates.items():
+        print(f"  {b:<12} {e}")
+    return 0
+
+
+def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
+    """{benchmark: {item: correct}} from `B=FILE` specs and files of suite ids (`B/item`)."""
+    from ..responses import read_responses_files
+
+    named: dict[str, list[str]] = {}
+    for spec in specs:
+        bench, sep, path = spec.partition("=")
+        if sep and bench in suite.benchmarks:
+            named.setdefault(bench, []).append(path)
+        elif sep and not Path(spec).exists():
+            suite.items(bench)  # refused, naming the suite's benchmarks
+    answers = {b: read_responses_files(f, suite.own[b], options) for b, f in named.items()}
+    joint_files = [s for s in specs if s.partition("=")[0] not in named]
+    if joint_files:  # e.g. the template of `sparseeval anchors --benchmark suite`
+        joint = read_responses_files(joint_files, suite.average, options)
+        for key, value in joint.items():
+            bench, _, item = key.partition("/")
+            answers.setdefault(bench, {})[item] = value
+    return answers
 
 
 def cmd_export_lm_eval(args) -> int:

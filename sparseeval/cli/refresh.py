@@ -134,9 +134,10 @@ def _next_steps(run, settings) -> str:
 
     pub = settings.published_dir.resolve()
     html = []
-    for r in run.results:
+    sets = [(r.benchmark, r.budget) for r in run.results] + ([("suite", None)] if run.suite else [])
+    for benchmark, budget in sets:
         try:
-            folder = resolve_version_dir(pub, r.benchmark, "latest", r.budget)
+            folder = resolve_version_dir(pub, benchmark, "latest", budget)
         except AnchorSetError:
             continue
         if (folder / "report.html").is_file():
@@ -151,6 +152,11 @@ def _next_steps(run, settings) -> str:
             "   # the items a new model must answer",
             f"      sparseeval predict --benchmark {b} --anchor-set {pub} --responses answers.csv",
         ]
+        if run.suite and any(h.startswith(str(pub / "suite")) for h in html):
+            lines.append(
+                f"      sparseeval anchors --benchmark suite --anchor-set {pub} --template all.csv"
+                "   # every benchmark's anchors, read together"
+            )
     return "\n".join(lines)
 
 
