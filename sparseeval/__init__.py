@@ -23,6 +23,9 @@ _EXPORTS = {
     "ResponseMatrix": "matrix",
     "Settings": "settings",
     "SparseEval": "estimator",
+    "SuiteAnchorSet": "suite_set",
+    "SuiteSparseEval": "suite",
+    "load_suite": "suite_set",
     "Split": "splits",
     "split_models": "splits",
     "make_leaderboard": "synthetic",
@@ -40,8 +43,11 @@ __all__ = [
     "Settings",
     "SparseEval",
     "Split",
+    "SuiteAnchorSet",
+    "SuiteSparseEval",
     "__version__",
     "load_anchor_set",
+    "load_suite",
     "make_leaderboard",
     "make_synthetic",
     "split_models",
@@ -68,4 +74,6 @@ if TYPE_CHECKING:
     from .responses import ResponsesError
     from .settings import Settings
     from .splits import Split, split_models
+    from .suite import SuiteSparseEval
+    from .suite_set import SuiteAnchorSet, load_suite
     from .synthetic import make_leaderboard, make_synthetic

@@ -44,12 +44,30 @@ def world(tmp_path_factory):
         f.write_text("item,correct\n" + "".join(f"{j},{int(row[j] > 0)}\n" for j in est.anchors_))
         files.append(f)
     expected = est.predict(m.values[sp.test[:1]])[0]
+    files.append(_publish_suite(root))
     return root, files, expected
+
+
+def _publish_suite(root):
+    """A tiny suite beside the ARC set, and a file answering every suite anchor correctly."""
+    from sparseeval.settings import Settings
+    from sparseeval.suite_recipe import fit_suite, write_suite
+    from sparseeval.synthetic import make_leaderboard
+
+    settings = Settings(n_anchors=6, n_test=40, n_valid=40, n_calib=40, refine_steps=1,
+                        epochs=40, ensemble=1)  # fmt: skip
+    fit = fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1), settings)
+    write_suite(root, fit, settings)
+    set_latest(root, "suite", 1)
+    f = root.parent / "suite.csv"
+    ids = [f"{b}/{i}" for b in fit.suite.benchmarks_ for i in fit.suite.estimators_[b].anchor_ids_]
+    f.write_text("item,correct\n" + "".join(f"{i},1\n" for i in ids))
+    return f
 
 
 def _consumer_script(root, files) -> str:
     """Predict, compare and export through the library and the CLI; print what was imported."""
-    a, b = map(str, files)
+    a, b, suite = map(str, files)
     return f"""
 import json, sys
 import sparseeval
@@ -61,8 +79,12 @@ diff = aset.compare(answers, answers)
 rc = [main(["predict", "--anchor-set", {str(root)!r}, "--benchmark", "arc",
             "--responses", {a!r}, "--compare-to", {b!r}]),
       main(["export-lm-eval", "--anchor-set", {str(root)!r}, "--benchmark", "arc",
-            "--out", {str(root.parent / "samples.json")!r}])]
-print(json.dumps({{"value": est.value, "diff": diff.value, "rc": rc,
+            "--out", {str(root.parent / "samples.json")!r}]),
+      main(["predict", "--anchor-set", {str(root)!r}, "--benchmark", "suite",
+            "--responses", {suite!r}])]
+s = sparseeval.load_suite({str(root)!r})
+average = s.predict({{b: {{i: 1 for i in s.items(b)}} for b in s.benchmarks}})["average"]
+print(json.dumps({{"value": est.value, "diff": diff.value, "rc": rc, "average": average.value,
                   "heavy": sorted(m for m in {HEAVY!r} if m in sys.modules)}}))
 """
 
@@ -76,8 +98,9 @@ def _run(python: str, code: str) -> dict:
 def test_consumer_path_imports_nothing_heavy(world):
     root, files, expected = world
     out = _run(sys.executable, _consumer_script(root, files))
-    assert out["rc"] == [0, 0]
+    assert out["rc"] == [0, 0, 0]
     assert out["heavy"] == []
+    assert 0 <= out["average"] <= 1
     assert abs(out["value"] - expected) < 1e-6  # NumPy reader == the torch-trained estimator
     assert out["diff"] == 0.0
     assert json.loads((root.parent / "samples.json").read_text()) == {
@@ -95,7 +118,7 @@ def test_light_venv(world):
     have = subprocess.run([LIGHT, "-c", "import torch"], capture_output=True)
     assert have.returncode != 0, "the light venv must not have torch"
     out = _run(LIGHT, _consumer_script(root, files))
-    assert out["rc"] == [0, 0] and abs(out["value"] - expected) < 1e-6
+    assert out["rc"] == [0, 0, 0] and abs(out["value"] - expected) < 1e-6
     for argv in (["refresh"], ["matrix"], ["fit", "--synthetic", "100", "20"]):
         proc = subprocess.run([LIGHT, "-m", "sparseeval", *argv], capture_output=True, text=True,
                               cwd=root.parent, timeout=60)  # fmt: skip

@@ -107,8 +107,8 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["benchmark"] == SUITE and manifest["suite"]["benchmarks"] == list(ITEMS)
     assert {"report.html", "report.md"} <= {p.name for p in folder.iterdir()}
-    assert all(rel in manifest["files"] for rel in ("members/arc/joint/weights.npz",
-                                                     "members/mmlu/own/predictor.json"))  # fmt: skip
+    members = ("members/arc/joint/weights.npz", "members/mmlu/own/predictor.json")
+    assert all(rel in manifest["files"] for rel in members)
     m = {b: x.rows(np.arange(3)) for b, x in common_models(lb).items()}
     answers = {b: dict(zip(x.item_ids, x.values[0], strict=True)) for b, x in m.items()}
     out = suite.predict(answers)
@@ -123,7 +123,7 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
     with pytest.raises(AnchorSetError, match="has arc, gsm8k, mmlu"):
         suite.predict({"hellaswag": {}})
     (folder / "members/arc/joint/weights.npz").write_bytes(b"tampered")
-    with pytest.raises(AnchorSetError, match="checksum|sha256"):
+    with pytest.raises(AnchorSetError, match=r"checksum|sha256"):
         load_suite(tmp_path)
 
 
