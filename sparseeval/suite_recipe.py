@@ -156,17 +156,17 @@ def write_suite(root: str | Path, fit: SuiteFit, settings: Settings, signing_key
 
 
 def refresh_suite(
-    matrices: Mapping[str, tuple[str, str]],
+    matrices: Mapping[str, str | Path],
     published_dir: str | Path,
     settings: Settings,
     progress: Callable[[str], None] | None = None,
 ) -> str:
     """Refit and publish the suite when its data changed and the candidate is no worse.
 
-    matrices: {benchmark: (matrix file, matrix fingerprint)}. Nothing is fitted when the
-    live suite was built from the same matrices and settings. The gate: the candidate's
-    suite-average MAE on its test models must not exceed the live suite's on the same
-    models; a refused candidate is discarded (its tombstone keeps the reason). Returns
+    matrices: {benchmark: matrix file}. Nothing is fitted when the live suite was built
+    from the same models (those every benchmark has), answers and settings. The gate:
+    the candidate's suite-average MAE on its test models must not exceed the live suite's
+    on the same models; a refused candidate is discarded (its tombstone keeps the reason). Returns
     one line saying what happened.
     """
     from .artifacts import code_version, load_matrix, settings_subset
@@ -174,16 +174,18 @@ def refresh_suite(
     from .layout import latest_version
     from .versions import discard_version, set_latest
 
+    loaded = {b: load_matrix(path) for b, path in matrices.items()}
     key = fingerprint(
-        *(f"{b}:{fp}" for b, (_, fp) in sorted(matrices.items())),
+        *(f"{b}:{m.fingerprint()}" for b, m in sorted(common_models(loaded).items())),
         str(settings_subset(settings, (*SETTING_NAMES, "n_test", "n_valid", "n_calib"))),
         code_version(),
     )
     live_version = latest_version(published_dir, SUITE)
     live = _live_suite(published_dir) if live_version else None
     if live is not None and live.average.manifest.get("data_fingerprint") == key:
-        return f"suite: v{live_version} is up to date (same matrices and settings)"
-    loaded = {b: load_matrix(path) for b, (path, _) in matrices.items()}
+        return f"suite: v{live_version} is up to date (same models, answers and settings)"
+    if refused := _refused_before(published_dir, key):
+        return f"suite: not published (this candidate was already refused: {refused})"
     fit = fit_suite(loaded, settings, progress, data_fingerprint=key)
     folder = write_suite(published_dir, fit, settings)
     version = int(folder.name[1:])
@@ -192,7 +194,7 @@ def refresh_suite(
     if live_mae is not None and cand_mae > live_mae:
         n_test = len(fit.test_true[AVERAGE])
         reason = (f"refused: candidate suite-average MAE {cand_mae:.3f} > live v{live_version} "
-                  f"{live_mae:.3f} points on {n_test} test models")  # fmt: skip
+                  f"{live_mae:.3f} points on {n_test} test models (data {key})")  # fmt: skip
         discard_version(published_dir, SUITE, version, reason)
         return f"suite: not published ({reason})"
     set_latest(published_dir, SUITE, version)
@@ -201,6 +203,18 @@ def refresh_suite(
         f"suite: published v{version}, {len(fit.suite.benchmarks_)} benchmarks, suite-average "
         f"test MAE {cand_mae:.3f} points{than}"
     )
+
+
+def _refused_before(published_dir, key: str) -> str | None:
+    """The reason a candidate from the same data was refused before (its tombstone), or None."""
+    import json
+
+    folder = Path(published_dir) / SUITE
+    for tomb in sorted(folder.glob(".discarded-v*")) if folder.is_dir() else []:
+        reason = json.loads(tomb.read_text()).get("reason", "")
+        if f"(data {key})" in reason:
+            return reason
+    return None
 
 
 def _live_suite(published_dir):

@@ -253,7 +253,7 @@ def promote(published_dir: str, benchmark: str, version: int, budget: int | None
 def refresh_suite(published_dir: str, matrices: dict[str, MatrixInfo], settings: dict) -> str:
     """Refit and publish the suite (every benchmark read jointly) when its matrices changed."""
     log = get_run_logger()
-    files = {b: (m.path, m.fingerprint) for b, m in matrices.items()}
+    files = {b: m.path for b, m in matrices.items()}
     say = lambda m: log.info("suite: %s", m)  # noqa: E731
     line = suite_recipe.refresh_suite(files, published_dir, settings_from(settings), say)
     log.info(line)

@@ -8,6 +8,7 @@ import pytest
 from helpers import ITEMS, TINY, release, run
 
 from sparseeval import anchorset, drift, layout
+from sparseeval.suite_set import load_suite
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -28,9 +29,14 @@ def test_refresh_then_cached_then_incremental(tmp_path):
         interval = anchorset.load_anchor_set(home / "published", b).manifest["interval"]
         assert interval["calibrated_on"] == "calibration"  # held-out models, not validation
     assert Path(first.report_path).is_file()
+    assert first.suite.startswith("suite: published v1, 2 benchmarks"), first.suite
+    assert first.suite in Path(first.report_path).read_text()
+    suite = load_suite(home / "published")  # the suite of both benchmarks is live
+    assert suite.benchmarks == list(ITEMS) and suite.version == 1
 
     second = run(home, [])
     assert second.n_trained == 0 and second.n_cached == 2
+    assert second.suite.startswith("suite: v1 is up to date"), second.suite
     assert all(r.fit_state == "Cached" for r in second.results)  # no training task ran
     assert second.n_published == 0
     assert all(r.matrix_cached for r in second.results)
@@ -47,6 +53,8 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     assert res["gsm8k"].fit_cached is False and res["arc"].fit_cached is True
     assert third.n_trained == 1 and third.n_published == 0
     assert res["gsm8k"].n_fresh == 30
+    # the new models answered gsm8k only: the suite (models in every benchmark) is unchanged
+    assert third.suite.startswith("suite: v1 is up to date"), third.suite
 
 
 def test_drift_publishes_a_better_version(tmp_path, monkeypatch):

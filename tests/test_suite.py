@@ -133,8 +133,8 @@ def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
     settings = Settings(home=tmp_path, **SETTINGS)
     paths = {}
     for b, m in leaderboard.items():
-        paths[b] = (str(tmp_path / f"{b}.npz"), m.fingerprint())
-        save_matrix(m, paths[b][0], fingerprint=paths[b][1])
+        paths[b] = tmp_path / f"{b}.npz"
+        save_matrix(m, paths[b], fingerprint=m.fingerprint())
     pub = tmp_path / "published"
     first = refresh_suite(paths, pub, settings)
     assert first.startswith("suite: published v1, 3 benchmarks")
@@ -142,6 +142,8 @@ def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
     worse = Settings(home=tmp_path, **(SETTINGS | {"n_anchors": 2}))  # two anchors: worse
     third = refresh_suite(paths, pub, worse)
     assert "refused: candidate suite-average MAE" in third, third
+    again = refresh_suite(paths, pub, worse)  # the same candidate is not fitted again
+    assert again.startswith("suite: not published (this candidate was already refused"), again
     assert load_suite(pub).version == 1 and (pub / SUITE / ".discarded-v2").exists()
 
 
