@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -15,6 +16,7 @@ from .predictors import (
     NonNegativeRidge,
     RidgePredictor,
     ZeroOneMLP,
+    fit_all,
 )
 from .selection import AnchorSelector, Swap, paper_kmeans_anchors
 
@@ -136,6 +138,9 @@ class SparseEval(AnchorEstimator):
         Number of MLP seeds averaged.
     seed : int, default=0
         Random seed (ensemble member i uses `seed + i`).
+    n_jobs : int or None, default=None
+        MLP ensemble members trained at once, in threads; None: one per CPU core (at
+        most `ensemble`). The result does not depend on it.
     progress : callable or None, default=None
         Called with one-line progress messages; None logs them at INFO level.
 
@@ -181,6 +186,7 @@ class SparseEval(AnchorEstimator):
         dropout: float = 0.1,
         ensemble: int = 3,
         seed: int = 0,
+        n_jobs: int | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.n_anchors = n_anchors
@@ -200,6 +206,7 @@ class SparseEval(AnchorEstimator):
         self.dropout = dropout
         self.ensemble = ensemble
         self.seed = seed
+        self.n_jobs = n_jobs
         self.progress = progress
 
     @classmethod
@@ -378,9 +385,11 @@ class SparseEval(AnchorEstimator):
                 weight_decay=self.weight_decay,
                 dropout=self.dropout,
                 seed=self.seed + i,
-            ).fit(XA, y)
+            )
             for i in range(self.ensemble)
         ]
+        n_jobs = self.n_jobs or min(self.ensemble, os.cpu_count() or 1)
+        members = fit_all(members, XA, y, n_jobs)
         return (
             members[0]
             if len(members) == 1

@@ -8,6 +8,8 @@ predictor format and reads back with NumPy alone.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
@@ -133,6 +135,37 @@ class NonNegativeRidge(RidgePredictor):
         return self
 
 
+_BUILD_LOCK = threading.Lock()
+
+
+class Dropout(nn.Module):
+    """Dropout whose masks come from the net's own NumPy generator.
+
+    Each net draws from its own seeded generator, never from torch's global one, so
+    ensemble members can train in parallel threads and stay reproducible; it is also
+    faster than torch's CPU dropout. `p` is applied at a resolution of 1/65,536.
+    """
+
+    def __init__(self, p: float, rng: np.random.Generator) -> None:
+        super().__init__()
+        self.p, self.rng = float(p), rng
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p <= 0:
+            return x
+        bits = np.frombuffer(self.rng.bytes(2 * x.numel()), dtype=np.uint16).reshape(x.shape)
+        keep = torch.from_numpy(bits >= round(self.p * 65536)).to(x.device)
+        return x * keep / (1.0 - self.p)
+
+
+def fit_all(predictors: list, X, y, n_jobs: int = 1) -> list:
+    """Fit predictors on the same data, `n_jobs` at a time in threads (torch frees the GIL)."""
+    if n_jobs <= 1 or len(predictors) <= 1:
+        return [p.fit(X, y) for p in predictors]
+    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        return list(pool.map(lambda p: p.fit(X, y), predictors))
+
+
 class MLPPredictor:
     """The paper's MLP: k -> 128 -> 64 -> 32 -> 1, GELU, dropout, sigmoid, Adam, MSE.
 
@@ -160,9 +193,11 @@ class MLPPredictor:
         self.holdout, self.sigmoid, self.seed = holdout, sigmoid, seed
 
     def _build(self, k: int) -> nn.Sequential:
+        """A fresh net: weights and its dropout generator's seed from torch's generator."""
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item()))
         layers: list[nn.Module] = []
         for width in self.hidden:
-            layers += [nn.Linear(k, width), nn.GELU(), nn.Dropout(self.dropout)]
+            layers += [nn.Linear(k, width), nn.GELU(), Dropout(self.dropout, rng)]
             k = width
         layers.append(nn.Linear(k, 1))
         if self.sigmoid:
@@ -172,12 +207,13 @@ class MLPPredictor:
     def fit(self, X, y, X_valid=None, y_valid=None) -> MLPPredictor:
         # These nets are tiny: one thread is fastest, and parallel fits do not fight.
         torch.set_num_threads(1)
-        torch.manual_seed(self.seed)
         X, y = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float32)
         if X_valid is None:
             X, y, X_valid, y_valid = _hold_out(X, y, self.holdout, self.seed)
         self.mean_ = X.mean(axis=0)
-        self.net_ = self._build(X.shape[1])
+        with _BUILD_LOCK:  # fits in parallel threads each seed and draw their net in turn
+            torch.manual_seed(self.seed)
+            self.net_ = self._build(X.shape[1])
         self.epochs_, self.valid_mse_ = _train(
             self.net_,
             *self._tensors(X, y),

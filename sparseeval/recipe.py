@@ -132,9 +132,10 @@ def select_step(matrix: ResponseMatrix, split: FitSplit, settings: Settings, say
     from .estimator import SparseEval
 
     X, y = matrix.values, matrix.y
-    # Benchmarks are fitted side by side: one BLAS thread each.
+    # Benchmarks are fitted side by side: one BLAS thread each, and one MLP at a time.
+    n_jobs = 1 if settings.workers > 1 else None
     with threadpool_limits(limits=1):
-        est = SparseEval.from_settings(settings, progress=say).fit(
+        est = SparseEval.from_settings(settings, progress=say, n_jobs=n_jobs).fit(
             X[split.train], y[split.train], X[split.valid], y[split.valid],
             item_ids=matrix.item_ids,
         )  # fmt: skip

@@ -348,3 +348,16 @@ def test_calibrate_uses_only_the_given_rows(small):
     held = s.train[150:]
     est.calibrate(X[held], y[held])
     np.testing.assert_allclose(est.calibration_residuals_, est.predict(X[held]) - y[held])
+
+
+def test_parallel_mlp_ensemble_gives_the_same_fit():
+    """Members trained in threads draw only from their own seeded generators."""
+    m = make_synthetic(300, 60, seed=5)
+    sp = split_models(m.model_ids, n_test=60, n_valid=60, seed=5)
+    preds = []
+    for n_jobs in (1, 2, 2):
+        est = SparseEval(n_anchors=8, refine_steps=1, epochs=60, predictor="mlp", ensemble=3,
+                         n_jobs=n_jobs, progress=lambda s: None)  # fmt: skip
+        est.fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid])
+        preds.append(est.predict(m.values[sp.test]))
+    assert np.array_equal(preds[0], preds[1]) and np.array_equal(preds[1], preds[2])
