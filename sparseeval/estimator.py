@@ -376,9 +376,14 @@ class SparseEval(AnchorEstimator):
         name = name or self.predictor_name_
         return self._candidates(np.asarray(X, dtype=np.float32), y, wanted=(name,))[name]
 
-    def _mlp(self, XA, y):
+    def fit_mlp_members(self, X, y, hidden: tuple[int, ...] = (128, 64, 32)) -> list:
+        """The `ensemble` MLPs of this configuration fitted on X, y (2-D y: one output each).
+
+        Members are trained `n_jobs` at a time in threads; member i is seeded `seed + i`.
+        """
         members = [
             MLPPredictor(
+                hidden=hidden,
                 lr=self.lr,
                 epochs=self.epochs,
                 patience=self.patience,
@@ -388,8 +393,10 @@ class SparseEval(AnchorEstimator):
             )
             for i in range(self.ensemble)
         ]
-        n_jobs = self.n_jobs or min(self.ensemble, os.cpu_count() or 1)
-        members = fit_all(members, XA, y, n_jobs)
+        return fit_all(members, X, y, self.n_jobs or min(self.ensemble, os.cpu_count() or 1))
+
+    def _mlp(self, XA, y):
+        members = self.fit_mlp_members(XA, y)
         return (
             members[0]
             if len(members) == 1

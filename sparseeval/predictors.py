@@ -175,6 +175,7 @@ class MLPPredictor:
     """
 
     kind = "mlp"
+    outputs_ = 1  # a 2-D `y` in `fit` trains one output per column (see `output`)
 
     def __init__(
         self,
@@ -199,7 +200,7 @@ class MLPPredictor:
         for width in self.hidden:
             layers += [nn.Linear(k, width), nn.GELU(), Dropout(self.dropout, rng)]
             k = width
-        layers.append(nn.Linear(k, 1))
+        layers.append(nn.Linear(k, self.outputs_))
         if self.sigmoid:
             layers.append(nn.Sigmoid())
         return nn.Sequential(*layers)
@@ -211,6 +212,7 @@ class MLPPredictor:
         if X_valid is None:
             X, y, X_valid, y_valid = _hold_out(X, y, self.holdout, self.seed)
         self.mean_ = X.mean(axis=0)
+        self.outputs_ = 1 if y.ndim == 1 else y.shape[1]
         with _BUILD_LOCK:  # fits in parallel threads each seed and draw their net in turn
             torch.manual_seed(self.seed)
             self.net_ = self._build(X.shape[1])
@@ -232,7 +234,8 @@ class MLPPredictor:
     def predict(self, X: np.ndarray) -> np.ndarray:
         self.net_.eval()
         with torch.no_grad():
-            out = self.net_(*self._tensors(X)).squeeze(1).double().numpy()
+            out = self.net_(*self._tensors(X)).double().numpy()
+            out = out[:, 0] if self.outputs_ == 1 else out
         return np.clip(out, 0.0, 1.0)
 
     def input_gradient(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -244,6 +247,11 @@ class MLPPredictor:
         return xt.grad.double().numpy()
 
     def state(self):
+        if self.outputs_ != 1:
+            raise ValueError("a multi-output MLP is published one output at a time: output(j)")
+        return self._state()
+
+    def _state(self):
         config = {
             "kind": self.kind,
             "hidden": list(self.hidden),
@@ -255,6 +263,16 @@ class MLPPredictor:
             f"net.{k}": v.detach().numpy() for k, v in self.net_.state_dict().items()
         }
         return config, arrays
+
+    def output(self, j: int):
+        """Output `j` of a multi-output MLP as a one-output NumPy reader (last layer sliced)."""
+        from .inference import reader_from_state
+
+        config, arrays = self._state()
+        last = f"net.{3 * len(self.hidden)}"  # Linear, GELU, Dropout per hidden layer
+        for part in ("weight", "bias"):
+            arrays[f"{last}.{part}"] = arrays[f"{last}.{part}"][j : j + 1]
+        return reader_from_state(config, arrays)
 
 
 class ZeroOneMLP(MLPPredictor):
@@ -305,12 +323,12 @@ def _train(net, x, y, xv, yv, lr, epochs, patience, weight_decay) -> tuple[int, 
     for epoch in range(epochs):
         net.train()
         opt.zero_grad()
-        loss = ((net(x).squeeze(1) - y) ** 2).mean()
+        loss = ((net(x).reshape(y.shape) - y) ** 2).mean()
         loss.backward()
         opt.step()
         net.eval()
         with torch.no_grad():
-            valid = float(((net(xv).squeeze(1) - yv) ** 2).mean())
+            valid = float(((net(xv).reshape(yv.shape) - yv) ** 2).mean())
         if valid < best:
             best, best_epoch = valid, epoch
             best_state = {k: v.clone() for k, v in net.state_dict().items()}

@@ -26,7 +26,7 @@ from .matrix import MatrixError, check_Xy, to_signs
 from .predictors import BlendPredictor
 
 AVERAGE = "average"
-READERS = ("own", "joint", "own+joint")  # candidate readers per benchmark
+SHARED_HIDDEN = (256, 128, 64)  # the shared reader's trunk: every anchor in, every benchmark out
 
 
 class SuiteSparseEval(BaseEstimator):
@@ -55,7 +55,9 @@ class SuiteSparseEval(BaseEstimator):
         Each benchmark's reader of the joint input (+-1 answers on every anchor).
     reader_names_ : dict of str to str
         Which candidate each benchmark kept: "own" (its own anchors only), "joint" (an MLP
-        of the estimator's configuration over all anchors) or "own+joint" (their mean).
+        of the estimator's configuration over all anchors), "own+joint" (their mean) or
+        "own+joint+shared" (the mean of those two and the benchmark's output of the
+        shared reader: MLPs over all anchors with one output per benchmark).
     valid_scores_ : dict of str to dict
         Validation MAE of each candidate, per benchmark (before any refit).
     calibration_residuals_ : dict of str to ndarray
@@ -97,7 +99,7 @@ class SuiteSparseEval(BaseEstimator):
         if len(X) < 2:
             raise MatrixError(f"a suite needs at least two benchmarks, got {sorted(X)}")
         self.benchmarks_ = list(X)
-        self.estimators_ = {}
+        self.estimators_, self.valid_scores_ = {}, {}
         for b in self.benchmarks_:
             say(f"suite: selecting {b} anchors")
             k = min(self.n_anchors, X[b].shape[1] - 1)
@@ -110,37 +112,62 @@ class SuiteSparseEval(BaseEstimator):
             b: np.arange(e - n, e) for b, n, e in zip(self.benchmarks_, sizes, ends, strict=True)
         }
         XA, XvA = self.joint_input(X), self.joint_input(Xv)
-        self.readers_, self.reader_names_, self.valid_scores_ = {}, {}, {}
-        valid_residuals = {}
-        for b in self.benchmarks_:
-            say(f"suite: reading {b} from every benchmark's anchors")
-            valid_residuals[b] = self._choose_reader(b, XA, y[b], XvA, yv[b])
-        self.calibration_residuals_ = _with_average(valid_residuals)
+        say("suite: training the shared reader (one output per benchmark)")
+        shared = self._fit_shared(XA, _stack(y, self.benchmarks_))
+        shared_valid = _blend_predict(shared, XvA)
+        choices = {
+            b: self._choose_reader(b, XA, y[b], XvA, yv[b], shared_valid[:, j])
+            for j, b in enumerate(self.benchmarks_)
+        }
+        refit = self.estimators_[self.benchmarks_[0]].refit
+        if refit and any("shared" in name for name, _, _ in choices.values()):
+            both = np.vstack([XA, XvA])
+            shared = self._fit_shared(both, np.vstack([_stack(y, self.benchmarks_),
+                                                       _stack(yv, self.benchmarks_)]))  # fmt: skip
+        self.readers_, self.reader_names_ = {}, {}
+        for j, b in enumerate(self.benchmarks_):
+            name, joint, _ = choices[b]
+            own = widen(self.estimators_[b].predictor_, self.columns_[b], XA.shape[1])
+            parts = {"own": own, "joint": joint, "shared": _output(shared, j)}
+            members = [parts[part] for part in name.split("+")]
+            self.readers_[b] = (
+                members[0] if len(members) == 1
+                else BlendPredictor(members, [1 / len(members)] * len(members))
+            )  # fmt: skip
+            self.reader_names_[b] = name
+        self.calibration_residuals_ = _with_average({b: c[2] for b, c in choices.items()})
         self.own_calibration_residuals_ = {
             b: self.estimators_[b].valid_residuals_ for b in self.benchmarks_
         }
         self.calibration_source_ = "validation"
         return self
 
-    def _choose_reader(self, b: str, XA, y, XvA, yv) -> np.ndarray:
-        """Keep the candidate reader with the lowest validation MAE; returns its residuals."""
+    def _fit_shared(self, XA, Y) -> list:
+        """MLPs over every anchor with one output per benchmark (a shared trunk), an ensemble."""
+        est = self.estimators_[self.benchmarks_[0]]  # every benchmark's estimator is alike
+        return est.fit_mlp_members(XA, Y, hidden=SHARED_HIDDEN)
+
+    def _choose_reader(self, b: str, XA, y, XvA, yv, shared_valid):
+        """(name, joint reader, validation residuals) of the candidate with the lowest MAE.
+
+        Candidates: own anchors only, all anchors (this benchmark's MLP), and the means of
+        own + all, and of own + all + the shared reader's output (all before any refit).
+        """
         est = self.estimators_[b]
         own_valid = est.valid_residuals_ + yv  # before the refit on validation models
         joint = est.fit_reader(XA, y, "mlp")
         joint_valid = joint.predict(XvA)
-        valid = {"own": own_valid, "joint": joint_valid, "own+joint": (own_valid + joint_valid) / 2}
+        valid = {
+            "own": own_valid,
+            "joint": joint_valid,
+            "own+joint": (own_valid + joint_valid) / 2,
+            "own+joint+shared": (own_valid + joint_valid + shared_valid) / 3,
+        }
         self.valid_scores_[b] = {n: float(np.mean(np.abs(p - yv))) for n, p in valid.items()}
         name = min(self.valid_scores_[b], key=self.valid_scores_[b].get)
         if name != "own" and est.refit:
             joint = est.fit_reader(np.vstack([XA, XvA]), np.concatenate([y, yv]), "mlp")
-        own = widen(est.predictor_, self.columns_[b], XA.shape[1])
-        self.readers_[b] = {
-            "own": own,
-            "joint": joint,
-            "own+joint": BlendPredictor([own, joint], [0.5, 0.5]),
-        }[name]
-        self.reader_names_[b] = name
-        return valid[name] - yv
+        return name, joint, valid[name] - yv
 
     def joint_input(self, X: Mapping[str, np.ndarray]) -> np.ndarray:
         """Every benchmark's anchor columns side by side, as +-1 float32 (the readers' input)."""
@@ -177,6 +204,19 @@ class SuiteSparseEval(BaseEstimator):
         }
         self.calibration_source_ = "calibration"
         return self
+
+
+def _stack(y: Mapping[str, np.ndarray], benchmarks: list[str]) -> np.ndarray:
+    return np.stack([np.asarray(y[b], dtype=np.float64) for b in benchmarks], axis=1)
+
+
+def _blend_predict(members: list, X: np.ndarray) -> np.ndarray:
+    return np.mean([m.predict(X) for m in members], axis=0)
+
+
+def _output(members: list, j: int):
+    """Output j of an ensemble of multi-output MLPs, as one published-format reader."""
+    return BlendPredictor([m.output(j) for m in members], [1 / len(members)] * len(members))
 
 
 def suite_average(y: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -47,7 +47,8 @@ def test_each_benchmark_reads_every_anchor_and_the_average_is_their_mean(leaderb
     pred = fitted.predict(X)
     assert set(pred) == {*ITEMS, AVERAGE}
     assert np.allclose(pred[AVERAGE], np.mean([pred[b] for b in ITEMS], axis=0))
-    assert all(n in ("own", "joint", "own+joint") for n in fitted.reader_names_.values())
+    assert all(n in fitted.valid_scores_["arc"] for n in fitted.reader_names_.values())
+    assert set(fitted.valid_scores_["arc"]) == {"own", "joint", "own+joint", "own+joint+shared"}
     width = sum(len(e.anchors_) for e in fitted.estimators_.values())
     assert fitted.joint_input(X).shape == (60, width)
     for b in ITEMS:  # the kept reader has the lowest validation MAE of the candidates
@@ -172,3 +173,19 @@ def test_cli_predict_suite(leaderboard, tmp_path, capsys):
     assert "average" in capsys.readouterr().out
     assert main([*base, "--responses", f"nope={tmp_path / 'arc.csv'}"]) == 2
     assert "has arc, gsm8k, mmlu" in capsys.readouterr().err
+
+
+def test_a_shared_reader_publishes_one_output_at_a_time(tmp_path):
+    from sparseeval.predictors import MLPPredictor
+
+    rng = np.random.default_rng(1)
+    X = np.where(rng.random((200, 16)) < 0.5, -1.0, 1.0).astype(np.float32)
+    Y = np.stack([(X[:, :8].mean(1) + 1) / 2, (X[:, 8:].mean(1) + 1) / 2], axis=1)
+    net = MLPPredictor(epochs=40, seed=2).fit(X, Y)
+    assert net.predict(X).shape == (200, 2)
+    with pytest.raises(ValueError, match="one output at a time"):
+        net.state()
+    for j in range(2):
+        save_predictor(net.output(j), tmp_path / f"o{j}")
+        got = load_predictor(tmp_path / f"o{j}").predict(X)
+        assert np.max(np.abs(got - net.predict(X)[:, j])) < 1e-6
