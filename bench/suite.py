@@ -48,9 +48,14 @@ def common_models(names=BENCHMARKS) -> tuple[dict, dict, list[str]]:
     return X, y, models
 
 
-def run_seed(X, y, k: int, seed: int) -> list[dict]:
+def run_seed(X, y, k: int, seed: int, held_out: np.ndarray | None = None) -> list[dict]:
+    """One seed; `held_out` (row indices) replaces the random test models when given."""
     order = np.random.default_rng(2000 + seed).permutation(len(next(iter(y.values()))))
-    te, va, ca, tr = np.split(order, np.cumsum([N_TEST, N_VALID, N_CALIB]))
+    if held_out is None:
+        te, va, ca, tr = np.split(order, np.cumsum([N_TEST, N_VALID, N_CALIB]))
+    else:
+        te = held_out
+        va, ca, tr = np.split(order[~np.isin(order, held_out)], np.cumsum([N_VALID, N_CALIB]))
     take = lambda d, r: {b: v[r] for b, v in d.items()}  # noqa: E731
     start = time.perf_counter()
     suite = SuiteSparseEval(k, SparseEval(seed=seed, progress=lambda s: None))
@@ -88,6 +93,9 @@ def table(rows: list[dict]) -> str:
         pl.col("suite_mae").mean(),
         (pl.col("suite_mae") / pl.col("defaults_mae")).mean().alias("ratio"),
         (pl.col("suite_mae") < pl.col("defaults_mae")).sum().alias("suite_better"),
+        pl.col("defaults_signed").mean(),
+        pl.col("suite_signed").mean(),
+        pl.col("defaults_coverage").mean(),
         pl.col("suite_coverage").mean(),
         pl.col("suite_coverage").min().alias("cov_min"),
         pl.col("suite_coverage").max().alias("cov_max"),
@@ -95,14 +103,16 @@ def table(rows: list[dict]) -> str:
     )
     lines = [
         "| benchmark | seeds | defaults MAE | suite MAE | suite/defaults | suite better | "
-        "suite 90% coverage (min-max) | readers kept |",
-        "|---|---|---|---|---|---|---|---|",
+        "signed error defaults / suite | 90% coverage defaults | suite 90% coverage (min-max) "
+        "| readers kept |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in agg.iter_rows(named=True):
         lines.append(
             f"| {r['benchmark']} | {r['seeds']} | {r['defaults_mae']:.3f} | {r['suite_mae']:.3f} | "
-            f"{r['ratio']:.3f} | {r['suite_better']}/{r['seeds']} | {r['suite_coverage']:.1f}% "
-            f"({r['cov_min']:.1f}-{r['cov_max']:.1f}) | {r['readers']} |"
+            f"{r['ratio']:.3f} | {r['suite_better']}/{r['seeds']} | {r['defaults_signed']:+.3f} / "
+            f"{r['suite_signed']:+.3f} | {r['defaults_coverage']:.1f}% | "
+            f"{r['suite_coverage']:.1f}% ({r['cov_min']:.1f}-{r['cov_max']:.1f}) | {r['readers']} |"
         )
     per = df.filter(pl.col("benchmark") != AVERAGE)
     d, s = per["defaults_mae"].mean(), per["suite_mae"].mean()
@@ -120,6 +130,9 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--anchors", type=int, default=50)
     ap.add_argument("--out", default="bench/results/suite.jsonl")
+    ap.add_argument("--test", choices=("random", "strongest"), default="random",
+                    help="test models: 400 at random, or the strongest decile by leaderboard "
+                    "average (never trained on)")  # fmt: skip
     ap.add_argument("--table", nargs="*", help="only print the table of these jsonl files")
     args = ap.parse_args()
     if args.table:
@@ -128,9 +141,16 @@ def main() -> None:
         return
     X, y, models = common_models()
     print(f"{len(models)} models in all five benchmarks", flush=True)
+    held_out = None
+    if args.test == "strongest":
+        from newcomers import leaderboard_meta
+
+        avg, _ = leaderboard_meta(models)
+        held_out = np.flatnonzero(avg >= np.nanquantile(avg, 0.9))
+        print(f"test: the strongest decile, {len(held_out)} models", flush=True)
     rows = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        new = run_seed(X, y, args.anchors, seed)
+        new = [r | {"test": args.test} for r in run_seed(X, y, args.anchors, seed, held_out)]
         rows += new
         with open(args.out, "a") as f:
             f.writelines(json.dumps(r) + "\n" for r in new)
