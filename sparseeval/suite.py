@@ -101,7 +101,7 @@ class SuiteSparseEval(BaseEstimator):
         self.benchmarks_ = list(X)
         self.estimators_, self.valid_scores_ = {}, {}
         for b in self.benchmarks_:
-            say(f"suite: selecting {b} anchors")
+            say(f"selecting {b} anchors")
             k = min(self.n_anchors, X[b].shape[1] - 1)
             est = clone(self.estimator or SparseEval()).set_params(n_anchors=k)
             ids = None if item_ids is None else item_ids[b]
@@ -112,7 +112,7 @@ class SuiteSparseEval(BaseEstimator):
             b: np.arange(e - n, e) for b, n, e in zip(self.benchmarks_, sizes, ends, strict=True)
         }
         XA, XvA = self.joint_input(X), self.joint_input(Xv)
-        say("suite: training the shared reader (one output per benchmark)")
+        say("training the shared reader (one output per benchmark)")
         shared = self._fit_shared(XA, _stack(y, self.benchmarks_))
         shared_valid = _blend_predict(shared, XvA)
         choices = {
