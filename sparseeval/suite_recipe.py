@@ -160,14 +160,17 @@ def refresh_suite(
     published_dir: str | Path,
     settings: Settings,
     progress: Callable[[str], None] | None = None,
+    mirror: Callable[[int], str] | None = None,
 ) -> str:
     """Refit and publish the suite when its data changed and the candidate is no worse.
 
     matrices: {benchmark: matrix file}. Nothing is fitted when the live suite was built
     from the same models (those every benchmark has), answers and settings. The gate:
     the candidate's suite-average MAE on its test models must not exceed the live suite's
-    on the same models; a refused candidate is discarded (its tombstone keeps the reason). Returns
-    one line saying what happened.
+    on the same models; a refused candidate is discarded (its tombstone keeps the reason).
+    `mirror(version)`, when given, pushes the accepted candidate to the Hub (returning the
+    commit sha) before it becomes live; if it fails the candidate is discarded and the live
+    suite stays. Returns one line saying what happened.
     """
     from .artifacts import code_version, load_matrix, settings_subset
     from .estimator import SETTING_NAMES
@@ -197,11 +200,19 @@ def refresh_suite(
                   f"{live_mae:.3f} points on {n_test} test models (data {key})")  # fmt: skip
         discard_version(published_dir, SUITE, version, reason)
         return f"suite: not published ({reason})"
+    where = ""
+    if mirror is not None:
+        try:
+            where = f" and {mirror(version)[:12]} on the Hub"
+        except Exception as e:
+            reason = f"mirror to the Hub failed ({type(e).__name__}: {e}); live suite unchanged"
+            discard_version(published_dir, SUITE, version, reason)
+            return f"suite: not published ({reason})"
     set_latest(published_dir, SUITE, version)
     than = f" (live v{live_version}: {live_mae:.3f})" if live_mae is not None else ""
     return (
-        f"suite: published v{version}, {len(fit.suite.benchmarks_)} benchmarks, suite-average "
-        f"test MAE {cand_mae:.3f} points{than}"
+        f"suite: published v{version}{where}, {len(fit.suite.benchmarks_)} benchmarks, "
+        f"suite-average test MAE {cand_mae:.3f} points{than}"
     )
 
 

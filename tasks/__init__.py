@@ -255,7 +255,11 @@ def refresh_suite(published_dir: str, matrices: dict[str, MatrixInfo], settings:
     log = get_run_logger()
     files = {b: m.path for b, m in matrices.items()}
     say = lambda m: log.info("suite: %s", m)  # noqa: E731
-    line = suite_recipe.refresh_suite(files, published_dir, settings_from(settings), say)
+    s = settings_from(settings)
+    mirror = None
+    if s.hub_repo:  # the suite is mirrored like every published set, before it goes live
+        mirror = lambda v: hub_mirror.mirror_version(published_dir, "suite", v, s.hub_repo)  # noqa: E731
+    line = suite_recipe.refresh_suite(files, published_dir, s, say, mirror)
     log.info(line)
     return line
 

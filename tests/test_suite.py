@@ -189,3 +189,45 @@ def test_a_shared_reader_publishes_one_output_at_a_time(tmp_path):
         save_predictor(net.output(j), tmp_path / f"o{j}")
         got = load_predictor(tmp_path / f"o{j}").predict(X)
         assert np.max(np.abs(got - net.predict(X)[:, j])) < 1e-6
+
+
+def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps_it_out(
+    leaderboard, tmp_path, monkeypatch
+):
+    from types import SimpleNamespace
+
+    from test_publish_hub import FakeHub
+
+    from sparseeval.artifacts import save_matrix
+    from sparseeval.hub_mirror import mirror_version
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    class Hub(FakeHub):
+        def dataset_info(self, repo_id):
+            return SimpleNamespace(sha=f"{len(self.commits):040d}")
+
+        def create_commit(self, repo_id, operations, **kw):
+            super().create_commit(repo_id, operations, **kw)
+            return SimpleNamespace(oid=f"{len(self.commits):040d}")
+
+    hub = Hub(tmp_path / "hub")
+    paths = {}
+    for b, m in leaderboard.items():
+        paths[b] = tmp_path / f"{b}.npz"
+        save_matrix(m, paths[b], fingerprint=m.fingerprint())
+    pub = tmp_path / "published"
+    settings = Settings(home=tmp_path, **SETTINGS)
+
+    def broken(version):
+        raise ConnectionError("hub unreachable")
+
+    line = refresh_suite(paths, pub, settings, mirror=broken)
+    assert line.startswith("suite: not published (mirror to the Hub failed"), line
+    with pytest.raises(AnchorSetError):
+        load_suite(pub)  # nothing went live
+    push = lambda v: mirror_version(pub, SUITE, v, "acme/sets", client=hub)  # noqa: E731
+    line = refresh_suite(paths, pub, settings, mirror=push)
+    assert line.startswith("suite: published v2 and "), line
+    from_hub = load_suite("acme/sets", hub_client=hub)  # the consumer reads it from the Hub
+    assert from_hub.version == 2 and from_hub.benchmarks == list(ITEMS)
