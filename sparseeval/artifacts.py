@@ -28,11 +28,12 @@ MATRIX_FIELDS = ("max_missing_model_frac",)
 TRAINING_FIELDS = (
     "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
     "predictor", "refit", "ensemble", "lr", "epochs", "patience", "weight_decay", "dropout",
-    "n_test", "n_valid", "n_calib", "stable_split", "seed",
+    "n_test", "n_valid", "n_calib", "calibration", "stable_split", "seed",
 )  # fmt: skip
 # Every module whose output is cached (matrices and fitted models).
 CODE_MODULES = (
     "matrix.py", "splits.py", "selection.py", "predictors.py", "inference.py", "estimator.py",
+    "suite.py", "suite_recipe.py",
     "baselines.py", "fitting.py", "metrics.py", "conformal.py", "recipe.py", "fitted.py",
     "artifacts.py", "records.py", "store/build.py",
 )  # fmt: skip

@@ -115,9 +115,10 @@ def calibration_split(
     """Set aside up to `n_calib` training models (at most a fifth) that only calibrate intervals.
 
     Validation models also choose anchors and the predictor, so their residuals are
-    optimistic; these models are never seen by any selection step. Fewer than 10 -> none.
+    optimistic; these models are never seen by any selection step. Fewer than 10, or
+    `calibration = "cross"` (residuals from cross-fits instead) -> none.
     """
-    n_cal = min(int(settings.n_calib), len(train) // 5)
+    n_cal = min(int(settings.n_calib), len(train) // 5) if settings.calibration == "split" else 0
     if n_cal < 10:
         return train, train[:0]
     part = split_models(model_ids[train], n_test=n_cal, n_valid=0, seed=settings.seed + 1,
@@ -139,7 +140,11 @@ def select_step(matrix: ResponseMatrix, split: FitSplit, settings: Settings, say
             X[split.train], y[split.train], X[split.valid], y[split.valid],
             item_ids=matrix.item_ids,
         )  # fmt: skip
-    if len(split.calib):
+    if settings.calibration == "cross":
+        with threadpool_limits(limits=1):
+            est.cross_calibrate(X[split.train], y[split.train], X[split.valid], y[split.valid],
+                                folds=5, item_ids=matrix.item_ids)  # fmt: skip
+    elif len(split.calib):
         est.calibrate(X[split.calib], y[split.calib])
     return est
 

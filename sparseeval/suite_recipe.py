@@ -9,7 +9,7 @@ write_suite   the fitted suite as `published/suite/vN/` (`sparseeval.suite_set` 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -74,7 +74,8 @@ def fit_suite(
         raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
     aligned = common_models(matrices)
     first = next(iter(aligned.values()))
-    split = split_step(first, settings, f"suite ({len(aligned)} benchmarks, models in all)")
+    split_settings = replace(settings, calibration="split")  # the suite has no cross-fit
+    split = split_step(first, split_settings, f"suite ({len(aligned)} benchmarks, models in all)")
     say = progress or (lambda s: None)
     rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
                       {b: m.y[r] for b, m in aligned.items()})  # fmt: skip

@@ -361,3 +361,18 @@ def test_parallel_mlp_ensemble_gives_the_same_fit():
         est.fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid])
         preds.append(est.predict(m.values[sp.test]))
     assert np.array_equal(preds[0], preds[1]) and np.array_equal(preds[1], preds[2])
+
+
+def test_cross_calibration_setting_sets_no_models_aside_and_cross_fits():
+    from sparseeval.recipe import select_step, split_step
+
+    m = make_synthetic(300, 40, seed=6)
+    s = Settings(n_anchors=6, n_test=60, n_valid=60, refine_steps=1, epochs=30, ensemble=1,
+                 calibration="cross")  # fmt: skip
+    split = split_step(m, s, "demo")
+    assert len(split.calib) == 0
+    est = select_step(m, split, s, lambda msg: None)
+    assert est.calibration_source_ == "cross-fit"
+    assert len(est.calibration_residuals_) == len(split.train) + len(split.valid)
+    with pytest.raises(ValueError, match="calibration must be 'split' or 'cross'"):
+        Settings(calibration="both").check()
