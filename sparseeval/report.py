@@ -167,6 +167,15 @@ def _use_it(manifest: dict, folder: Path | None) -> str:
             set_dir, budget = set_dir.parent, f", budget={k}"
         root = str(set_dir.parent)
     flag = f" --budget {k}" if budget else ""
+    if manifest.get("suite"):
+        return (
+            "import sparseeval\n"
+            f'suite = sparseeval.load_suite("{root}", version={n})\n'
+            'suite.predict({"arc": {item: 0 or 1, ...}, ...})  # every benchmark -> + average\n\n'
+            f"sparseeval anchors --anchor-set {root} --benchmark {b} --template all.csv\n"
+            f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}"
+            " --responses all.csv"
+        )
     return (
         "import sparseeval\n"
         f'anchors = sparseeval.load_anchor_set("{root}", "{b}", version={n}{budget})\n'
@@ -177,6 +186,25 @@ def _use_it(manifest: dict, folder: Path | None) -> str:
         " --responses answers.csv\n"
         f"sparseeval export-lm-eval --anchor-set {root} --benchmark {b}{flag} --out samples.json"
     )
+
+
+def _suite_blocks(manifest: dict) -> list[tuple]:
+    """A suite's per-benchmark table: the reader kept, test MAE jointly and alone, coverage."""
+    suite = manifest.get("suite")
+    if not suite:
+        return []
+    tests, rows = suite.get("test_metrics") or {}, []
+    for b, member in (suite.get("members") or {}).items():
+        joint, own = tests.get(b) or {}, tests.get(f"{b} (own anchors only)") or {}
+        cov = (member.get("joint") or {}).get("interval", {}).get("test_coverage")
+        rows.append([b, len(member.get("items", [])), member.get("reader"), _fmt(joint.get("mae")),
+                     _fmt(own.get("mae")), "" if cov is None else f"{100 * cov:.1f}%"])  # fmt: skip
+    head = ["benchmark", "anchors", "reader kept", "test MAE, all anchors",
+            "test MAE, own anchors only", "interval coverage (test)"]  # fmt: skip
+    note = ("The suite average is the mean of these benchmarks' estimates; the metrics below "
+            "are the average's. A model answering one benchmark only is read by its own "
+            "anchors.")  # fmt: skip
+    return [("h2", "Per benchmark"), ("table", head, rows), ("p", note)]
 
 
 def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[tuple]:
@@ -199,6 +227,7 @@ def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[
         ("h2", "Use it"),
         ("code", _use_it(manifest, folder)),
     ]
+    blocks += _suite_blocks(manifest)
     metrics = manifest.get("metrics") or {}
     if metrics:
         names = sorted({k for v in metrics.values() for k in v})

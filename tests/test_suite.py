@@ -108,6 +108,8 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["benchmark"] == SUITE and manifest["suite"]["benchmarks"] == list(ITEMS)
     assert {"report.html", "report.md"} <= {p.name for p in folder.iterdir()}
+    report = (folder / "report.md").read_text()
+    assert "## Per benchmark" in report and "sparseeval.load_suite(" in report
     members = ("members/arc/joint/weights.npz", "members/mmlu/own/predictor.json")
     assert all(rel in manifest["files"] for rel in members)
     m = {b: x.rows(np.arange(3)) for b, x in common_models(lb).items()}
