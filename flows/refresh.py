@@ -291,7 +291,12 @@ def refresh(
     )
     fitted = with_sibling_budgets(fitted)
     results = [_publish_step(store, str(settings.published_dir), r, sd) for r in fitted]
-    suite = _suite_step(str(settings.published_dir), results, sd) if settings.suite else ""
+    suite = ""
+    if settings.suite and set(names) != set(states):  # the suite reads every benchmark
+        suite = f"suite: not refitted (this run covered {', '.join(names)}, not all benchmarks)"
+        say(suite)
+    elif settings.suite:
+        suite = _suite_step(str(settings.published_dir), results, sd)
     run = RunSummary(started.isoformat(timespec="seconds"), type(runner).__name__, sd, ingested,
                      results, suite=suite)  # fmt: skip
     return finish(run, str(settings.reports_dir))

@@ -56,6 +56,12 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     # the new models answered gsm8k only: the suite (models in every benchmark) is unchanged
     assert third.suite.startswith("suite: v1 is up to date"), third.suite
 
+    from flows.refresh import refresh
+
+    only_arc = refresh(sources=[], benchmarks=["arc"], home=str(home), settings_overrides=TINY)
+    assert only_arc.suite == "suite: not refitted (this run covered arc, not all benchmarks)"
+    assert load_suite(home / "published").benchmarks == list(ITEMS)  # the live suite stays
+
 
 def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     import importlib
