@@ -28,6 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from accuracy import load
 
+from sparseeval import suite_recipe
 from sparseeval.conformal import ConformalInterval
 from sparseeval.estimator import SparseEval
 from sparseeval.suite import AVERAGE, SuiteSparseEval, suite_average
@@ -38,14 +39,10 @@ N_TEST, N_VALID, N_CALIB = 400, 200, 200
 
 def common_models(names=BENCHMARKS) -> tuple[dict, dict, list[str]]:
     """X and y per benchmark over the models every benchmark has, in one order."""
-    matrices = {b: load(b) for b in names}
-    models = sorted(set.intersection(*(set(m.model_ids) for m in matrices.values())))
-    X, y = {}, {}
-    for b, m in matrices.items():
-        row = {name: i for i, name in enumerate(m.model_ids)}
-        rows = [row[name] for name in models]
-        X[b], y[b] = m.values[rows], m.y[rows]
-    return X, y, models
+    aligned = suite_recipe.common_models({b: load(b) for b in names})
+    X = {b: m.values for b, m in aligned.items()}
+    y = {b: m.y for b, m in aligned.items()}
+    return X, y, list(next(iter(aligned.values())).model_ids)
 
 
 def run_seed(X, y, k: int, seed: int, held_out: np.ndarray | None = None) -> list[dict]:

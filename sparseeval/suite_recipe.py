@@ -49,9 +49,14 @@ class SuiteFit:
 
 
 def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseMatrix]:
-    """Each matrix restricted to the models every benchmark has, in one sorted order."""
-    shared = set.intersection(*(set(m.model_ids) for m in matrices.values()))
-    models = sorted(shared)
+    """Each matrix restricted to the models every benchmark has, in one sorted order.
+
+    Matrices already aligned (the same sorted model ids everywhere) come back as they are.
+    """
+    ids = [list(m.model_ids) for m in matrices.values()]
+    if all(i == ids[0] for i in ids) and ids[0] == sorted(set(ids[0])):
+        return dict(matrices)
+    models = sorted(set.intersection(*map(set, ids)))
     out = {}
     for b, m in matrices.items():
         row = {name: i for i, name in enumerate(m.model_ids)}
@@ -178,9 +183,9 @@ def refresh_suite(
     from .layout import latest_version
     from .versions import discard_version, set_latest
 
-    loaded = {b: load_matrix(path) for b, path in matrices.items()}
+    loaded = common_models({b: load_matrix(path) for b, path in matrices.items()})
     key = fingerprint(
-        *(f"{b}:{m.fingerprint()}" for b, m in sorted(common_models(loaded).items())),
+        *(f"{b}:{m.fingerprint()}" for b, m in sorted(loaded.items())),
         str(settings_subset(settings, (*SETTING_NAMES, "n_test", "n_valid", "n_calib"))),
         code_version(),
     )
@@ -239,11 +244,13 @@ def _live_suite(published_dir):
         return None  # unreadable or tampered: the candidate replaces it
 
 
-def _live_average_mae(live, matrices: Mapping[str, ResponseMatrix], fit: SuiteFit) -> float | None:
-    """The live suite's average MAE on the candidate's test models (None if it cannot read them)."""
+def _live_average_mae(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit) -> float | None:
+    """The live suite's average MAE on the candidate's test models (None if it cannot read them).
+
+    `aligned`: the matrices over the models every benchmark has (`common_models`).
+    """
     if set(live.benchmarks) != set(fit.suite.benchmarks_):
         return None
-    aligned = common_models(matrices)
     test_ids = set(fit.test_ids)
     first = next(iter(aligned.values()))
     rows = np.array([i for i, m in enumerate(first.model_ids) if m in test_ids], dtype=np.int64)
