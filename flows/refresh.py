@@ -281,7 +281,8 @@ def refresh(
     say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
     states = tasks.store_state(store)
     names = _benchmarks(benchmarks, states)
-    if cleaned := tasks.clean_leftovers(str(settings.published_dir), names):
+    sets = [*names, "suite"] if settings.suite else names  # a crashed suite step leaves one too
+    if cleaned := tasks.clean_leftovers(str(settings.published_dir), sets):
         say(f"cleaned up {len(cleaned)} leftover(s) of interrupted runs", logging.WARNING)
     say(f"fit: {len(names)} benchmark(s) ({', '.join(names)}), {settings.workers} at a time")
 

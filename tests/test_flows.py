@@ -34,14 +34,17 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     suite = load_suite(home / "published")  # the suite of both benchmarks is live
     assert suite.benchmarks == list(ITEMS) and suite.version == 1
 
+    import shutil
+
+    stray = home / "published" / "suite" / "v2"  # a suite candidate a crash left unpromoted
+    shutil.copytree(home / "published" / "suite" / "v1", stray)
     second = run(home, [])
+    assert not stray.exists()
     assert second.n_trained == 0 and second.n_cached == 2
     assert second.suite.startswith("suite: v1 is up to date"), second.suite
     assert all(r.fit_state == "Cached" for r in second.results)  # no training task ran
     assert second.n_published == 0
     assert all(r.matrix_cached for r in second.results)
-
-    import shutil
 
     shutil.rmtree(home / "artifacts" / "model")  # cached results whose files are gone
     again = run(home, [])
