@@ -27,9 +27,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread: fits run side 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from sparseeval import ResponseMatrix, Settings, make_synthetic
-from sparseeval.baselines import BASELINES, AllItemsRidge
-from sparseeval.estimator import SparseEval
-from sparseeval.metrics import evaluate
+from sparseeval.method.baselines import BASELINES, AllItemsRidge
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.metrics import evaluate
 
 METABENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "metabench_reduced"
 DATASETS = ("synthetic", "synthetic-narrow", "arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")

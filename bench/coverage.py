@@ -41,8 +41,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from accuracy import QUIET, load
 
 from sparseeval import Settings
-from sparseeval.conformal import ConformalInterval
-from sparseeval.estimator import SparseEval
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.method.estimator import SparseEval
 
 N_TEST, N_VALID, N_CALIB = 400, 200, 200
 DEMO = ("arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande")
@@ -86,7 +86,7 @@ def metabench_seed(X, y, k: int, level: float, seed: int, cross: bool = False) -
 
 
 def demo_seed(matrix, k: int, level: float, seed: int, cross: bool = False) -> dict:
-    from sparseeval.recipe import select_step, split_step
+    from sparseeval.pipeline.recipe import select_step, split_step
 
     settings = Settings(seed=seed, n_anchors=k, interval_level=level)
     split = split_step(matrix, settings, "demo")
@@ -100,7 +100,7 @@ def datasets(spec: str):
     """(label, fit-one-seed function) per benchmark named in `--data`."""
     for name in spec.split(","):
         if name == "demo" or name.startswith("demo:"):
-            from sparseeval.sources import SyntheticLeaderboard
+            from sparseeval.pipeline.sources import SyntheticLeaderboard
 
             board = SyntheticLeaderboard().leaderboard
             wanted = name.partition(":")[2].split("+") if ":" in name else DEMO

@@ -65,10 +65,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, when not installed
 
-from sparseeval import sources
-from sparseeval.anchorset import load_anchor_set
-from sparseeval.layout import BUDGET_DIR, VERSION_DIR, AnchorSetError
-from sparseeval.store import Store
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.layout import BUDGET_DIR, VERSION_DIR, AnchorSetError
+from sparseeval.pipeline import sources
+from sparseeval.pipeline.store import Store
 
 TAG = "SPARSEEVAL_FAULTS_TAG"
 ORPHAN_GRACE_S = 20.0

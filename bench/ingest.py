@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sparseeval.store import LongTable, Store, ingest
-from sparseeval.synthetic import make_synthetic
+from sparseeval.method.synthetic import make_synthetic
+from sparseeval.pipeline.store import LongTable, Store, ingest
 
 BUILD_CHILD = """
 import json, sys, time
-from sparseeval.store import Store, build_matrix
+from sparseeval.pipeline.store import Store, build_matrix
 
 def hwm_mb():
     for line in open("/proc/self/status"):

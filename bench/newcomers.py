@@ -39,9 +39,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from accuracy import METABENCH, QUIET, load
 
 from sparseeval import Settings
-from sparseeval.baselines import GreedyRidge
-from sparseeval.conformal import ConformalInterval
-from sparseeval.estimator import SparseEval
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.method.baselines import GreedyRidge
+from sparseeval.method.estimator import SparseEval
 
 N_VALID, N_CALIB, N_RANDOM_TEST = 200, 200, 400
 # First release of each architecture in `transformers` / on the Hub (year, month).

@@ -10,7 +10,7 @@ an `inbox:DIR` watched source, or with `--feed file` the night's source), then
 Before each night's refresh the live set scores that night's new models (MAE, points).
 
 Arrival order (`--data`):
-  synthetic  `sparseeval.synthetic.make_arrivals`, rows in arrival order: families are
+  synthetic  `sparseeval.method.synthetic.make_arrivals`, rows in arrival order: families are
              released over time (newer ones more common), mean ability rises by `--drift`
              SDs from first to last model. Target: mean over the items.
   metabench  real OLLM v1 responses (../shared/data/metabench_reduced). It has no release
@@ -56,7 +56,7 @@ def z(x) -> np.ndarray:
 
 def synthetic_data(args, n_models: int):
     """{benchmark: (values 0/1, model ids, item ids, target, None)} and the arrival order."""
-    from sparseeval.synthetic import OLLM_V1_ITEMS, make_arrivals
+    from sparseeval.method.synthetic import OLLM_V1_ITEMS, make_arrivals
 
     items = {b: max(20, round(OLLM_V1_ITEMS[b] * args.scale)) for b in args.benchmarks}
     board = make_arrivals(n_models, items, drift=args.drift, seed=args.seed)
@@ -106,7 +106,7 @@ def write_night(data, batch: list[str], path: Path) -> dict[str, np.ndarray]:
 
 def live_mae(home: Path, data, rows) -> dict[str, tuple[float, float | None]]:
     """The live set's MAE (points) on this night's new models: (store target, full score)."""
-    from sparseeval.anchorset import load_anchor_set
+    from sparseeval.consume.anchorset import load_anchor_set
 
     out = {}
     for b, r in rows.items():
@@ -132,8 +132,7 @@ def setup_env(root: Path) -> None:
 
 def nights(args, root: Path) -> None:
     from prefect.testing.utilities import prefect_test_harness
-
-    from flows.refresh import refresh
+    from sparseeval.flows.refresh import refresh
 
     need = args.first + (args.nights - 1) * args.per_night
     data, order = metabench_data(args) if args.data == "metabench" else synthetic_data(args, need)
@@ -241,8 +240,7 @@ republishes (nights 2..N); quiet night < 30 s; cold first night at OLLM scale < 
 def cold_ollm(args, root: Path) -> None:
     """Night 1 at OLLM scale (6 benchmarks, `--first` models), then one quiet night."""
     from prefect.testing.utilities import prefect_test_harness
-
-    from flows.refresh import refresh
+    from sparseeval.flows.refresh import refresh
 
     t0, out, spec = time.perf_counter(), [], f"synthetic:n_models={args.first},items=ollm"
     with prefect_test_harness(server_startup_timeout=120):

@@ -41,9 +41,9 @@ N_FITS = 3
 
 def fit(seed: int):
     """One tiny fitted estimator (as tests/helpers.py `tiny_fit`) with its matrix and split."""
-    from sparseeval.estimator import SparseEval
-    from sparseeval.splits import split_models
-    from sparseeval.synthetic import make_synthetic
+    from sparseeval.method.estimator import SparseEval
+    from sparseeval.method.splits import split_models
+    from sparseeval.method.synthetic import make_synthetic
 
     m = make_synthetic(300, 60, seed=seed)
     sp = split_models(m.model_ids, n_test=80, n_valid=80, seed=seed)
@@ -58,9 +58,9 @@ def fit(seed: int):
 
 def publish(root: Path, fitted) -> int:
     """Write `fitted` as the next version and promote it; the version number."""
-    from sparseeval.metrics import evaluate
-    from sparseeval.settings import Settings
-    from sparseeval.versions import set_latest, write_version
+    from sparseeval.method.metrics import evaluate
+    from sparseeval.pipeline.settings import Settings
+    from sparseeval.pipeline.versions import set_latest, write_version
 
     m, sp, est = fitted
     pred = est.predict(m.values[sp.test])
@@ -76,7 +76,7 @@ def publish(root: Path, fitted) -> int:
 
 def reader(root: str, answers: dict, stop, ready, out) -> None:
     """Loop load + predict from `latest` until `stop` is set; put every read on `out`."""
-    from sparseeval.anchorset import load_anchor_set
+    from sparseeval.consume.anchorset import load_anchor_set
 
     reads, errors = [], []
     ready.release()
@@ -94,7 +94,7 @@ def reader(root: str, answers: dict, stop, ready, out) -> None:
 
 def expected_estimates(fits, answers: dict) -> list[tuple[float, float, float]]:
     """(estimate, low, high) of each fit, published in a scratch root and loaded as readers do."""
-    from sparseeval.anchorset import load_anchor_set
+    from sparseeval.consume.anchorset import load_anchor_set
 
     out = []
     with tempfile.TemporaryDirectory(prefix="readers-scratch-") as scratch:

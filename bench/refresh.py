@@ -52,15 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     os.environ.pop("PREFECT_API_URL", None)
     from prefect.testing.utilities import prefect_test_harness
+    from sparseeval.flows.refresh import refresh
 
-    from flows.refresh import refresh
-    from sparseeval.synthetic import OLLM_V1_ITEMS
+    from sparseeval.method.synthetic import OLLM_V1_ITEMS
 
     items = {b: max(20, round(n * args.scale)) for b, n in OLLM_V1_ITEMS.items()}
     total = args.models + args.new_models
     spec = f"n_models={total},seed=0"
     if args.scale != 1.0:  # the spec carries only named item sets; scaled runs pass their own
-        from sparseeval import sources
+        from sparseeval.pipeline import sources
 
         sources.DEFAULT_SYNTHETIC_ITEMS.clear()
         sources.DEFAULT_SYNTHETIC_ITEMS.update(items)

@@ -23,8 +23,8 @@ import time
 import numpy as np
 
 from sparseeval import Settings, make_synthetic, split_models
-from sparseeval.estimator import SparseEval
-from sparseeval.metrics import evaluate
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.metrics import evaluate
 
 QUIET = {"progress": lambda s: None}
 

@@ -25,11 +25,11 @@ TARGET = 3.0  # ratio of a command's median to numpy's
 
 def make_published(root: Path) -> Path:
     """A small fitted `arc` set at `root/published`, and answers.csv on its anchors."""
-    from sparseeval.estimator import SparseEval
-    from sparseeval.metrics import evaluate
-    from sparseeval.splits import split_models
-    from sparseeval.synthetic import make_synthetic
-    from sparseeval.versions import set_latest, write_version
+    from sparseeval.method.estimator import SparseEval
+    from sparseeval.method.metrics import evaluate
+    from sparseeval.method.splits import split_models
+    from sparseeval.method.synthetic import make_synthetic
+    from sparseeval.pipeline.versions import set_latest, write_version
 
     m = make_synthetic(600, 200)
     sp = split_models(m.model_ids, 100, 100)

@@ -28,10 +28,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from accuracy import load
 
-from sparseeval import suite_recipe
-from sparseeval.conformal import ConformalInterval
-from sparseeval.estimator import SparseEval
-from sparseeval.suite import AVERAGE, SuiteSparseEval, suite_average
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
+from sparseeval.pipeline import suite_recipe
 
 BENCHMARKS = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 N_TEST, N_VALID, N_CALIB = 400, 200, 200

@@ -74,20 +74,20 @@ def specs(cron: str | None = None) -> list[DeploymentSpec]:
         ),
         DeploymentSpec(
             name="retrain-one",
-            entrypoint="flows/stages.py:retrain_benchmark",
+            entrypoint="flows/manual.py:retrain_benchmark",
             description="Rebuild, refit and (through the quality gate) publish one benchmark.",
             tags=("sparseeval", "manual"),
             parameters={"benchmark": "arc"},
         ),
         DeploymentSpec(
             name="ingest-only",
-            entrypoint="flows/stages.py:ingest_only",
+            entrypoint="flows/manual.py:ingest_only",
             description="Ingest sources into the store; nothing is trained or published.",
             tags=("sparseeval", "manual"),
         ),
         DeploymentSpec(
             name="evaluate",
-            entrypoint="flows/stages.py:evaluate_published",
+            entrypoint="flows/manual.py:evaluate_published",
             description=(
                 "Score the published anchor set of one benchmark on models with full results"
                 " in the store (by default those that arrived after it was published)."
@@ -99,15 +99,18 @@ def specs(cron: str | None = None) -> list[DeploymentSpec]:
 
 
 def split_entrypoint(entrypoint: str) -> tuple[str, str]:
-    """ "flows/refresh.py:refresh" -> ("flows.refresh", "refresh")."""
+    """ "flows/refresh.py:refresh" -> ("sparseeval.flows.refresh", "refresh").
+
+    The Prefect layer's folders (flows/, tasks/) install as `sparseeval.flows` / `.tasks`.
+    """
     path, _, attr = entrypoint.rpartition(":")
     if not path.endswith(".py") or not attr:
         raise ValueError(f"entrypoint {entrypoint!r} is not 'path/to/file.py:function'")
-    return path.removesuffix(".py").replace("/", "."), attr
+    return "sparseeval." + path.removesuffix(".py").replace("/", "."), attr
 
 
 def load_flow(entrypoint: str) -> Any:
-    """The object an entrypoint names, imported as a module (the repository root on sys.path)."""
+    """The object an entrypoint names, imported from the installed `sparseeval` package."""
     module, attr = split_entrypoint(entrypoint)
     return getattr(importlib.import_module(module), attr)
 

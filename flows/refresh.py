@@ -18,12 +18,13 @@ from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.transactions import transaction
 
-import tasks
-from sparseeval import release, runreport
-from sparseeval.drift import same_data
-from sparseeval.recipe import NotEnoughModels, PipelineError
-from sparseeval.records import BenchmarkResult, FitInfo, GateResult, RunSummary
-from sparseeval.settings import Settings
+from sparseeval import tasks
+from sparseeval.pipeline import release
+from sparseeval.pipeline.drift import same_data
+from sparseeval.pipeline.recipe import NotEnoughModels, PipelineError
+from sparseeval.pipeline.records import BenchmarkResult, FitInfo, GateResult, RunSummary
+from sparseeval.pipeline.reports import run_report as runreport
+from sparseeval.pipeline.settings import Settings
 
 PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 

@@ -10,26 +10,26 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
+from sparseeval._version import __version__
 
 _EXPORTS = {
-    "AnchorSet": "anchorset",
-    "Estimate": "anchorset",
-    "Difference": "anchorset",
-    "load_anchor_set": "anchorset",
-    "AnchorSetError": "layout",
-    "ResponsesError": "responses",
-    "MatrixError": "matrix",
-    "ResponseMatrix": "matrix",
-    "Settings": "settings",
-    "SparseEval": "estimator",
-    "SuiteAnchorSet": "suite_set",
-    "SuiteSparseEval": "suite",
-    "load_suite": "suite_set",
-    "Split": "splits",
-    "split_models": "splits",
-    "make_leaderboard": "synthetic",
-    "make_synthetic": "synthetic",
+    "AnchorSet": "consume.anchorset",
+    "Estimate": "consume.anchorset",
+    "Difference": "consume.anchorset",
+    "load_anchor_set": "consume.anchorset",
+    "AnchorSetError": "consume.layout",
+    "ResponsesError": "consume.responses",
+    "MatrixError": "method.matrix",
+    "ResponseMatrix": "method.matrix",
+    "Settings": "pipeline.settings",
+    "SparseEval": "method.estimator",
+    "SuiteAnchorSet": "consume.suite_set",
+    "SuiteSparseEval": "method.suite",
+    "load_suite": "consume.suite_set",
+    "Split": "method.splits",
+    "split_models": "method.splits",
+    "make_leaderboard": "method.synthetic",
+    "make_synthetic": "method.synthetic",
 }
 
 __all__ = [
@@ -67,13 +67,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .anchorset import AnchorSet, Difference, Estimate, load_anchor_set
-    from .estimator import SparseEval
-    from .layout import AnchorSetError
-    from .matrix import MatrixError, ResponseMatrix
-    from .responses import ResponsesError
-    from .settings import Settings
-    from .splits import Split, split_models
-    from .suite import SuiteSparseEval
-    from .suite_set import SuiteAnchorSet, load_suite
-    from .synthetic import make_leaderboard, make_synthetic
+    from sparseeval.consume.anchorset import AnchorSet, Difference, Estimate, load_anchor_set
+    from sparseeval.consume.layout import AnchorSetError
+    from sparseeval.consume.responses import ResponsesError
+    from sparseeval.consume.suite_set import SuiteAnchorSet, load_suite
+    from sparseeval.method.estimator import SparseEval
+    from sparseeval.method.matrix import MatrixError, ResponseMatrix
+    from sparseeval.method.splits import Split, split_models
+    from sparseeval.method.suite import SuiteSparseEval
+    from sparseeval.method.synthetic import make_leaderboard, make_synthetic
+    from sparseeval.pipeline.settings import Settings

@@ -4,7 +4,7 @@ Expensive tasks cache on content: the cache key is the fingerprint of their inpu
 (store content signature or matrix fingerprint) plus the settings that matter plus the
 code version; results are persisted to the Prefect result storage
 (`PREFECT_RESULTS_LOCAL_STORAGE_PATH`), and big data stays in `artifacts/{kind}/{key}`.
-Tasks take and return small typed records (`sparseeval.records`).
+Tasks take and return small typed records (`sparseeval.pipeline.records`).
 """
 
 from __future__ import annotations
@@ -16,18 +16,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.transactions import Transaction, get_transaction
 
-from sparseeval import (
-    drift,
-    hub_mirror,
-    recipe,
-    release,
-    runreport,
-    sources,
-    suite_recipe,
-    versions,
-)
-from sparseeval.artifacts import fit_key, matrix_key
-from sparseeval.records import (
+from sparseeval.consume import hub as hub_mirror
+from sparseeval.pipeline import drift, recipe, release, sources, suite_recipe, versions
+from sparseeval.pipeline.artifacts import fit_key, matrix_key
+from sparseeval.pipeline.records import (
     Candidate,
     DriftDecision,
     FitInfo,
@@ -37,7 +29,8 @@ from sparseeval.records import (
     MatrixInfo,
     RunSummary,
 )
-from sparseeval.settings import Settings
+from sparseeval.pipeline.reports import run_report as runreport
+from sparseeval.pipeline.settings import Settings
 
 
 def settings_from(d: dict[str, Any]) -> Settings:
@@ -59,7 +52,7 @@ _NETWORK_MODULES = {"huggingface_hub", "httpx", "httpcore", "requests", "urllib3
 def _transient(task, task_run, state) -> bool:
     """Retry network and lock trouble; a bad file or setting fails at once."""
     exc = state.result(raise_on_failure=False)
-    from sparseeval.store import SourceError, StoreLockedError
+    from sparseeval.pipeline.store import SourceError, StoreLockedError
 
     if isinstance(exc, StoreLockedError):
         return True

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from sparseeval.estimator import SparseEval
-from sparseeval.metrics import evaluate
-from sparseeval.settings import Settings
-from sparseeval.splits import split_models
-from sparseeval.synthetic import make_synthetic
-from sparseeval.versions import write_version
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.metrics import evaluate
+from sparseeval.method.splits import split_models
+from sparseeval.method.synthetic import make_synthetic
+from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.versions import write_version
 
 
 def tiny_fit(seed: int = 0, n_test: int = 80, n_valid: int = 80, item_ids=None):
@@ -52,7 +52,7 @@ def release(folder: Path, lo: int, hi: int, benchmarks=None, n_models: int = 260
     """Models [lo, hi) of one tiny synthetic leaderboard as a long Parquet file."""
     import polars as pl
 
-    from sparseeval import sources
+    from sparseeval.pipeline import sources
 
     src = sources.SyntheticLeaderboard(n_models=n_models, items=ITEMS, seed=3)
 
@@ -64,6 +64,6 @@ def release(folder: Path, lo: int, hi: int, benchmarks=None, n_models: int = 260
 
 def run(home: Path, specs, **overrides):
     """The refresh flow on `specs` (None: the `sources` setting) with tiny settings."""
-    from flows.refresh import refresh
+    from sparseeval.flows.refresh import refresh
 
     return refresh(sources=specs, home=str(home), settings_overrides=TINY | overrides)

@@ -8,9 +8,9 @@ import json
 import pytest
 from helpers import publish_fit, tiny_fit
 
-from sparseeval.anchorset import load_anchor_set
 from sparseeval.cli import main
-from sparseeval.versions import set_latest
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.pipeline.versions import set_latest
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import json
 import pytest
 from helpers import publish_fit, tiny_fit
 
-from sparseeval.anchorset import load_anchor_set
 from sparseeval.cli.consumer import add_consumer_commands
-from sparseeval.versions import set_latest
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.pipeline.versions import set_latest
 
 STAMP = "2025-05-02T10-11-12.131415"
 

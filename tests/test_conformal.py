@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sparseeval.conformal import (
+from sparseeval.consume.conformal import (
     ConformalInterval,
     conformal_quantile,
     difference_halfwidth,
@@ -71,9 +71,9 @@ def test_interval_object_clips_widens_and_round_trips():
 
 def test_sparseeval_intervals_cover_test_models_near_nominal():
     """Empirical 90% coverage on held-out test models of synthetic leaderboards."""
-    from sparseeval.estimator import SparseEval
-    from sparseeval.splits import split_models
-    from sparseeval.synthetic import make_synthetic
+    from sparseeval.method.estimator import SparseEval
+    from sparseeval.method.splits import split_models
+    from sparseeval.method.synthetic import make_synthetic
 
     covs = []
     for seed in range(8):
@@ -96,7 +96,7 @@ def test_sparseeval_intervals_cover_test_models_near_nominal():
 
 
 def _tiny(seed: int = 0, **kw):
-    from sparseeval.estimator import SparseEval
+    from sparseeval.method.estimator import SparseEval
 
     return SparseEval(
         n_anchors=8, refine_steps=1, epochs=50, ensemble=1, predictor="ridge", seed=seed,
@@ -105,8 +105,8 @@ def _tiny(seed: int = 0, **kw):
 
 
 def test_cross_calibrate_residuals_come_from_fits_that_never_saw_the_model():
-    from sparseeval.splits import split_models
-    from sparseeval.synthetic import make_synthetic
+    from sparseeval.method.splits import split_models
+    from sparseeval.method.synthetic import make_synthetic
 
     covs = []
     for seed in range(4):
@@ -130,9 +130,9 @@ def test_cross_calibrate_residuals_come_from_fits_that_never_saw_the_model():
 
 
 def test_fit_comparison_calibrates_on_models_no_method_trained_on():
-    from sparseeval.fitting import compare_methods
-    from sparseeval.settings import Settings
-    from sparseeval.synthetic import make_synthetic
+    from sparseeval.method.synthetic import make_synthetic
+    from sparseeval.pipeline.compare import compare_methods
+    from sparseeval.pipeline.settings import Settings
 
     fast = dict(refine_steps=1, ensemble=1, predictor="ridge", epochs=20, n_anchors=5,
                 stable_split=False)  # fmt: skip

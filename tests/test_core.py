@@ -7,18 +7,24 @@ import numpy as np
 import pytest
 
 from sparseeval import MatrixError, ResponseMatrix, make_synthetic, split_models
-from sparseeval.baselines import AllItemsRidge, AnchorPoints, GreedyRidge, RandomMean, RandomRidge
-from sparseeval.estimator import SETTING_NAMES, SparseEval
-from sparseeval.inference import load_predictor, save_predictor
-from sparseeval.metrics import evaluate, kendall_tau, mae_points
-from sparseeval.predictors import (
+from sparseeval.consume.inference import load_predictor, save_predictor
+from sparseeval.method.baselines import (
+    AllItemsRidge,
+    AnchorPoints,
+    GreedyRidge,
+    RandomMean,
+    RandomRidge,
+)
+from sparseeval.method.estimator import SETTING_NAMES, SparseEval
+from sparseeval.method.metrics import evaluate, kendall_tau, mae_points
+from sparseeval.method.predictors import (
     BlendPredictor,
     MLPPredictor,
     NonNegativeRidge,
     RidgePredictor,
 )
-from sparseeval.selection import AnchorSelector
-from sparseeval.settings import Settings
+from sparseeval.method.selection import AnchorSelector
+from sparseeval.pipeline.settings import Settings
 
 QUIET = {"progress": lambda s: None}
 
@@ -364,7 +370,7 @@ def test_parallel_mlp_ensemble_gives_the_same_fit():
 
 
 def test_cross_calibration_setting_sets_no_models_aside_and_cross_fits():
-    from sparseeval.recipe import select_step, split_step
+    from sparseeval.pipeline.recipe import select_step, split_step
 
     m = make_synthetic(300, 40, seed=6)
     s = Settings(n_anchors=6, n_test=60, n_valid=60, refine_steps=1, epochs=30, ensemble=1,

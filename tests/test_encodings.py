@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sparseeval import MatrixError, ResponseMatrix, make_synthetic, split_models
-from sparseeval.baselines import (
+from sparseeval.method.baselines import (
     AllItemsRidge,
     AnchorPoints,
     GreedyRidge,
@@ -12,8 +12,8 @@ from sparseeval.baselines import (
     RandomMean,
     RandomRidge,
 )
-from sparseeval.estimator import PaperSparseEval, SparseEval
-from sparseeval.matrix import check_Xy, check_y, to_signs
+from sparseeval.method.estimator import PaperSparseEval, SparseEval
+from sparseeval.method.matrix import check_Xy, check_y, to_signs
 
 
 def quiet(message: str) -> None:

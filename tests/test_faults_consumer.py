@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from helpers import publish_fit, tiny_fit
 
-from sparseeval.anchorset import load_anchor_set
 from sparseeval.cli import main
-from sparseeval.hashing import file_sha256
-from sparseeval.layout import AnchorSetError, latest_version, list_versions, seal
-from sparseeval.responses import ResponsesError, printable, read_responses_files
-from sparseeval.versions import clean_leftovers, set_latest, sign_version, write_version
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.hashing import file_sha256
+from sparseeval.consume.layout import AnchorSetError, latest_version, list_versions, seal
+from sparseeval.consume.responses import ResponsesError, printable, read_responses_files
+from sparseeval.pipeline.versions import clean_leftovers, set_latest, sign_version, write_version
 
 B = "arc"
 STAMP = "2025-05-02T10-11-12.131415"
@@ -298,7 +298,7 @@ def test_signature_travels_through_the_hub(tmp_path, fitted, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from test_publish_hub import FakeHub
 
-    from sparseeval.hub_mirror import push_to_hub
+    from sparseeval.consume.hub import push_to_hub
 
     root = tmp_path / "published"
     pem, public = keys()

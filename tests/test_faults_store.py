@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from sparseeval.lm_eval import LmEvalError, read_responses, read_samples_file
-from sparseeval.settings import Settings
-from sparseeval.sources import parse_source
-from sparseeval.store import (
+from sparseeval.consume.lm_eval import LmEvalError, read_responses, read_samples_file
+from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.sources import parse_source
+from sparseeval.pipeline.store import (
     LmEvalRun,
     LongTable,
     SourceError,
@@ -29,9 +29,9 @@ from sparseeval.store import (
     build_matrix,
     ingest,
 )
-from sparseeval.store import ingestion as ingestion_module
-from sparseeval.store.unit import Unit
-from sparseeval.store.validate import MAX_BENCHMARK_LEN, MAX_ITEM_LEN, MAX_MODEL_LEN
+from sparseeval.pipeline.store import ingestion as ingestion_module
+from sparseeval.pipeline.store.unit import Unit
+from sparseeval.pipeline.store.validate import MAX_BENCHMARK_LEN, MAX_ITEM_LEN, MAX_MODEL_LEN
 
 HEADER = "model,benchmark,item,correct\n"
 BOM = "\ufeff"
@@ -271,8 +271,8 @@ def test_killed_ingest_is_marked_interrupted_by_the_next_open(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from sparseeval.store import LongTable, Store, ingest
-        from sparseeval.store import ingestion
+        from sparseeval.pipeline.store import LongTable, Store, ingest
+        from sparseeval.pipeline.store import ingestion
 
         real = ingestion._merge
         def merge_then_die(con, params):

@@ -8,7 +8,7 @@ import pytest
 from helpers import publish_fit, tiny_fit
 
 from sparseeval.cli import main
-from sparseeval.versions import set_latest, sign_version
+from sparseeval.pipeline.versions import set_latest, sign_version
 
 
 @pytest.fixture(scope="module")

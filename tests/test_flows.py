@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from helpers import ITEMS, TINY, release, run
 
-from sparseeval import anchorset, drift, layout
-from sparseeval.suite_set import load_suite
+from sparseeval.consume import anchorset, layout
+from sparseeval.consume.suite_set import load_suite
+from sparseeval.pipeline import drift
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -59,7 +60,7 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     # the new models answered gsm8k only: the suite (models in every benchmark) is unchanged
     assert third.suite.startswith("suite: v1 is up to date"), third.suite
 
-    from flows.refresh import refresh
+    from sparseeval.flows.refresh import refresh
 
     only_arc = refresh(sources=[], benchmarks=["arc"], home=str(home), settings_overrides=TINY)
     assert only_arc.suite == "suite: not refitted (this run covered arc, not all benchmarks)"
@@ -69,7 +70,7 @@ def test_refresh_then_cached_then_incremental(tmp_path):
 def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     import importlib
 
-    module = importlib.import_module("flows.refresh")  # `flows.refresh` is also the flow
+    module = importlib.import_module("sparseeval.flows.refresh")  # `flows.refresh` is also the flow
     events = []
     real_emit = module.emit_event
     monkeypatch.setattr(module, "emit_event", lambda **kw: events.append(kw) or real_emit(**kw))
@@ -126,7 +127,7 @@ def test_worse_candidate_is_refused(tmp_path):
 
 
 def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
-    from flows.refresh import refresh
+    from sparseeval.flows.refresh import refresh
 
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200, ["arc"])])
@@ -134,8 +135,8 @@ def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("injected crash while swapping latest")
 
-    from sparseeval import versions
-    from sparseeval.records import GateResult
+    from sparseeval.pipeline import versions
+    from sparseeval.pipeline.records import GateResult
 
     monkeypatch.setattr(drift, "compare_candidate", lambda *a, **k: GateResult(True, "forced"))
     monkeypatch.setattr(versions, "set_latest", crash)
@@ -154,7 +155,7 @@ def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
 
 def test_dask_runner_two_workers(tmp_path):
     pytest.importorskip("prefect_dask")
-    from flows.refresh import refresh
+    from sparseeval.flows.refresh import refresh
 
     home = tmp_path / "home"
     out = refresh(
@@ -193,7 +194,7 @@ def test_cli_refresh(tmp_path, capsys):
 
 
 def test_stage_flows(tmp_path):
-    from flows.stages import evaluate_published, ingest_only, retrain_benchmark
+    from sparseeval.flows.manual import evaluate_published, ingest_only, retrain_benchmark
 
     home = tmp_path / "home"
     out = ingest_only(sources=[release(tmp_path, 0, 200, ["arc"])], home=str(home))

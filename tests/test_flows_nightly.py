@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from helpers import release, run
 
-from sparseeval import anchorset, layout
+from sparseeval.consume import anchorset, layout
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 @pytest.fixture
 def events(monkeypatch):
-    module = importlib.import_module("flows.refresh")  # `flows.refresh` is also the flow
+    module = importlib.import_module("sparseeval.flows.refresh")  # `flows.refresh` is also the flow
     seen = []
     real = module.emit_event
     monkeypatch.setattr(module, "emit_event", lambda **kw: seen.append(kw) or real(**kw))
@@ -29,7 +29,7 @@ def test_refresh_reads_the_watched_sources_and_says_what_arrived(tmp_path):
     inbox.mkdir()
     shutil.copy(release(tmp_path, 0, 200), inbox / "night1.parquet")
     watched = {"sources": [f"inbox:{inbox}"]}
-    from sparseeval.store import sources as store_sources
+    from sparseeval.pipeline.store import readers as store_sources
 
     store_sources.SETTLE_SECONDS = 0  # the files are complete
     first = run(home, None, **watched)
@@ -49,7 +49,7 @@ def test_a_benchmark_with_too_few_models_waits_without_failing_the_night(tmp_pat
     res = {r.benchmark: r for r in out.results}
     assert res["arc"].published_version == 1 and res["gsm8k"].fit is None
     assert res["gsm8k"].outcome.startswith("waiting for more models")
-    from sparseeval.runreport import summary_line
+    from sparseeval.pipeline.reports.run_report import summary_line
 
     assert "gsm8k: waiting for more models" in summary_line(out)
 
@@ -84,7 +84,7 @@ def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
     assert refused["candidate_mae_heldout"] > refused["live_mae_heldout"]
     tomb = json.loads((home / "published" / "arc" / ".discarded-v2").read_text())
     assert tomb["reason"].startswith("refused by the quality gate")
-    from sparseeval.runreport import summary_line
+    from sparseeval.pipeline.reports.run_report import summary_line
 
     line = summary_line(out)
     assert "arc: drift (MAE" in line and "candidate refused (" in line
@@ -100,7 +100,7 @@ def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
 
 
 def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path):
-    from flows.stages import retrain_benchmark
+    from sparseeval.flows.manual import retrain_benchmark
 
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200, ["arc"])])
@@ -115,7 +115,7 @@ def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path)
 def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, monkeypatch):
     from hub_standin import serve_hub
 
-    from sparseeval import hub_mirror
+    from sparseeval.consume import hub as hub_mirror
 
     home, repo = tmp_path / "home", "acme/anchor-sets"
     with serve_hub(monkeypatch, tmp_path) as hub:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparseeval import Settings, artifacts, drift, make_synthetic, recipe, sources
-from sparseeval.records import LiveSet
+from sparseeval import Settings, make_synthetic
+from sparseeval.method.splits import calibration_split
+from sparseeval.pipeline import artifacts, drift, recipe, sources
+from sparseeval.pipeline.records import LiveSet
 
 
 def settings(tmp_path, **kw):
@@ -129,10 +131,10 @@ def test_calibration_models_are_set_aside_from_training(tmp_path):
     ids = np.array([f"org/m{i}" for i in range(1000)], dtype=object)
     train = np.arange(600)
     s = settings(tmp_path)
-    fit_rows, calib = recipe.calibration_split(ids, train, s.replace(n_calib=100))
+    fit_rows, calib = calibration_split(ids, train, 100)
     assert 60 < len(calib) < 140 and not set(fit_rows) & set(calib)
     assert sorted(np.r_[fit_rows, calib]) == list(train)
-    assert len(recipe.calibration_split(ids, train[:40], s)[1]) == 0  # too few: none
+    assert len(calibration_split(ids, train[:40], s.n_calib)[1]) == 0  # too few: none
 
 
 def test_interrupted_first_fill_completes_on_the_next_run(tmp_path, monkeypatch):

@@ -14,13 +14,13 @@ import pytest
 from helpers import publish_fit, tiny_fit
 from hub_standin import V1_TAGS, card_for, serve_hub, v1_files, v1_repo
 
-from sparseeval.anchorset import load_anchor_set
-from sparseeval.hub_mirror import MirrorConflictError, head_revision, push_to_hub
-from sparseeval.store import Store, build_matrix, default_hub_client, ingest
-from sparseeval.store import hub as hub_module
-from sparseeval.store import retries as retries_module
-from sparseeval.store.hub import HubError, OpenLLMLeaderboard, repo_for
-from sparseeval.versions import set_latest
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.hub import MirrorConflictError, head_revision, push_to_hub
+from sparseeval.pipeline.store import Store, build_matrix, default_hub_client, ingest
+from sparseeval.pipeline.store import hub as hub_module
+from sparseeval.pipeline.store import retries as retries_module
+from sparseeval.pipeline.store.hub import HubError, OpenLLMLeaderboard, repo_for
+from sparseeval.pipeline.versions import set_latest
 
 ORG = "open-llm-leaderboard"
 TS1, TS2 = "2023-08-19T16-36-54.384542", "2023-10-01T09-00-00.000001"

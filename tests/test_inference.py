@@ -11,9 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparseeval import inference
-from sparseeval.predictors import BlendPredictor, MLPPredictor, NonNegativeRidge, RidgePredictor
-from sparseeval.synthetic import make_synthetic
+from sparseeval.consume import inference
+from sparseeval.method.predictors import (
+    BlendPredictor,
+    MLPPredictor,
+    NonNegativeRidge,
+    RidgePredictor,
+)
+from sparseeval.method.synthetic import make_synthetic
 
 HEAVY = ("torch", "scipy", "sklearn", "prefect", "duckdb", "polars")
 

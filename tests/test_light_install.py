@@ -11,14 +11,15 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from sparseeval.estimator import SparseEval
-from sparseeval.metrics import evaluate
-from sparseeval.splits import split_models
-from sparseeval.synthetic import make_synthetic
-from sparseeval.versions import set_latest, write_version
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.metrics import evaluate
+from sparseeval.method.splits import split_models
+from sparseeval.method.synthetic import make_synthetic
+from sparseeval.pipeline.versions import set_latest, write_version
 
 HEAVY = ("prefect", "torch", "duckdb", "polars", "scipy", "sklearn", "matplotlib")
 
@@ -50,9 +51,9 @@ def world(tmp_path_factory):
 
 def _publish_suite(root):
     """A tiny suite beside the ARC set, and a file answering every suite anchor correctly."""
-    from sparseeval.settings import Settings
-    from sparseeval.suite_recipe import fit_suite, write_suite
-    from sparseeval.synthetic import make_leaderboard
+    from sparseeval.method.synthetic import make_leaderboard
+    from sparseeval.pipeline.settings import Settings
+    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
 
     settings = Settings(n_anchors=6, n_test=40, n_valid=40, n_calib=40, refine_steps=1,
                         epochs=40, ensemble=1)  # fmt: skip
@@ -127,13 +128,20 @@ def test_light_venv(world):
         assert "pip install 'sparseeval[pipeline]'" in err[0]
 
 
-def test_a_folder_named_sparseeval_does_not_shadow_the_package(tmp_path):
-    """Running Python beside a clone named `sparseeval` still imports the installed package."""
+def test_a_folder_named_sparseeval_does_not_shadow_the_console_script(tmp_path):
+    """`sparseeval` run beside a clone named `sparseeval` still uses the installed package."""
     (tmp_path / "sparseeval").mkdir()  # like the folder above a clone of this repository
-    code = "import sparseeval; print(hasattr(sparseeval, 'load_anchor_set'))"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+    script = Path(sys.executable).with_name("sparseeval")
+    proc = subprocess.run([str(script), "--version"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
-    assert proc.stdout.strip() == "True", (
-        "an empty `sparseeval` folder in the working directory shadows the package: install"
-        " with `pip install -e . --config-settings editable_mode=compat` " + proc.stderr
-    )
+    assert proc.returncode == 0 and proc.stdout.startswith("sparseeval "), proc.stderr
+
+
+@pytest.mark.skipif(not LIGHT, reason="SPARSEEVAL_LIGHT_PYTHON (a base-install venv) not set")
+def test_a_folder_named_sparseeval_does_not_shadow_an_installed_package(tmp_path):
+    """A regular install (the wheel) wins over a `sparseeval` folder in the working directory."""
+    (tmp_path / "sparseeval").mkdir()
+    code = "import sparseeval; print(hasattr(sparseeval, 'load_anchor_set'))"
+    proc = subprocess.run([LIGHT, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert proc.stdout.strip() == "True", proc.stderr

@@ -24,11 +24,11 @@ import pytest
 from helpers import publish_fit, tiny_fit
 
 import sparseeval
-from sparseeval.anchorset import load_anchor_set
 from sparseeval.cli import main
-from sparseeval.lm_eval import LmEvalError, samples_task
-from sparseeval.lm_eval_tasks import ITEM_FIELD, write_task
-from sparseeval.versions import set_latest
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.lm_eval import LmEvalError, samples_task
+from sparseeval.consume.lm_eval_task import ITEM_FIELD, write_task
+from sparseeval.pipeline.versions import set_latest
 
 LM_EVAL = importlib.util.find_spec("lm_eval")
 needs_lm_eval = pytest.mark.skipif(

@@ -6,10 +6,10 @@ import torch
 from torch import nn
 
 from sparseeval import make_synthetic, split_models
-from sparseeval.estimator import PaperSparseEval, SparseEval, _paper_final
-from sparseeval.inference import load_predictor, save_predictor
-from sparseeval.predictors import ZeroOneMLP
-from sparseeval.selection import paper_kmeans_anchors
+from sparseeval.consume.inference import load_predictor, save_predictor
+from sparseeval.method.estimator import PaperSparseEval, SparseEval, _paper_final
+from sparseeval.method.predictors import ZeroOneMLP
+from sparseeval.method.selection import paper_kmeans_anchors
 
 
 def quiet(message: str) -> None:

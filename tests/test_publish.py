@@ -10,20 +10,15 @@ import polars as pl
 import pytest
 from helpers import publish_fit, tiny_fit
 
-from sparseeval.anchorset import load_anchor_set
-from sparseeval.estimator import SparseEval
-from sparseeval.layout import (
-    SCHEMA_VERSION,
-    AnchorSetError,
-    latest_version,
-    list_versions,
-)
-from sparseeval.layout import seal as _seal
-from sparseeval.responses import ResponsesError
-from sparseeval.settings import Settings
-from sparseeval.splits import split_models
-from sparseeval.synthetic import make_synthetic
-from sparseeval.versions import discard_version, set_latest, write_version
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.layout import SCHEMA_VERSION, AnchorSetError, latest_version, list_versions
+from sparseeval.consume.layout import seal as _seal
+from sparseeval.consume.responses import ResponsesError
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.splits import split_models
+from sparseeval.method.synthetic import make_synthetic
+from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.versions import discard_version, set_latest, write_version
 
 B = "gsm8k"
 
@@ -306,7 +301,7 @@ def test_wrong_benchmark_and_bad_paths(published, tmp_path):
 
 def test_concurrent_writer_takes_next_number(tmp_path, fitted, monkeypatch):
     """If another writer renames v1 into place first, this one becomes v2."""
-    import sparseeval.versions as P
+    from sparseeval.pipeline import versions as P
 
     real = P._next_version
     calls = []

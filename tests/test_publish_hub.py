@@ -13,10 +13,10 @@ import pytest
 from helpers import publish_fit, tiny_fit
 from huggingface_hub import CommitOperationAdd
 
-from sparseeval.anchorset import load_anchor_set
-from sparseeval.hub_mirror import push_to_hub
-from sparseeval.layout import AnchorSetError
-from sparseeval.versions import set_latest
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.hub import push_to_hub
+from sparseeval.consume.layout import AnchorSetError
+from sparseeval.pipeline.versions import set_latest
 
 REPO = "acme/anchor-sets"
 

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from sparseeval.report import render_report
+from sparseeval.pipeline.reports.anchor_report import render_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, clone
 
-from sparseeval.baselines import (
+from sparseeval.method.baselines import (
     AllItemsRidge,
     AnchorPoints,
     GreedyRidge,
@@ -14,10 +14,10 @@ from sparseeval.baselines import (
     RandomMean,
     RandomRidge,
 )
-from sparseeval.estimator import SETTING_NAMES, PaperSparseEval, SparseEval
-from sparseeval.settings import Settings
-from sparseeval.splits import split_models
-from sparseeval.synthetic import make_synthetic
+from sparseeval.method.estimator import SETTING_NAMES, PaperSparseEval, SparseEval
+from sparseeval.method.splits import split_models
+from sparseeval.method.synthetic import make_synthetic
+from sparseeval.pipeline.settings import Settings
 
 
 def quiet(message: str) -> None:

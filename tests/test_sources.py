@@ -8,7 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sparseeval.store import (
+from sparseeval.consume.taskmap import map_lm_eval_task, map_v1_config
+from sparseeval.pipeline.store import (
     LmEvalRun,
     LongTable,
     SourceError,
@@ -17,7 +18,6 @@ from sparseeval.store import (
     build_matrix,
     ingest,
 )
-from sparseeval.taskmap import map_lm_eval_task, map_v1_config
 
 HEADER = "model,benchmark,item,correct\n"
 

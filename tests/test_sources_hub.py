@@ -13,11 +13,17 @@ import pytest
 from hub_standin import card_for, parquet_bytes, v1_card, v1_files
 from huggingface_hub.errors import HfHubHTTPError
 
-from sparseeval.store import OpenLLMLeaderboard, Store, build_matrix, default_hub_client, ingest
-from sparseeval.store import hub as hub_module
-from sparseeval.store import retries as retries_module
-from sparseeval.store.hub import card_latest, model_for, redact, repo_for
-from sparseeval.store.retries import HubError, retry_wait, with_retries
+from sparseeval.pipeline.store import (
+    OpenLLMLeaderboard,
+    Store,
+    build_matrix,
+    default_hub_client,
+    ingest,
+)
+from sparseeval.pipeline.store import hub as hub_module
+from sparseeval.pipeline.store import retries as retries_module
+from sparseeval.pipeline.store.hub import card_latest, model_for, redact, repo_for
+from sparseeval.pipeline.store.retries import HubError, retry_wait, with_retries
 
 TS1, TS2 = "2023-08-19T16-36-54.384542", "2023-10-01T09-00-00.000001"
 

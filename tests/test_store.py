@@ -12,10 +12,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sparseeval.matrix import MatrixError
-from sparseeval.store import LongTable, Store, StoreLockedError, build_matrix, ingest
-from sparseeval.store import ingestion as ingest_module
-from sparseeval.store.build import missing_policy
+from sparseeval.method.matrix import MatrixError
+from sparseeval.pipeline.store import LongTable, Store, StoreLockedError, build_matrix, ingest
+from sparseeval.pipeline.store import ingestion as ingest_module
+from sparseeval.pipeline.store.build import missing_policy
 
 TABLES = ("results", "result_history", "models", "items", "quarantine", "source_refs")
 

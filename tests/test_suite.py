@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.estimator import SparseEval
-from sparseeval.inference import load_predictor, save_predictor, widen
-from sparseeval.layout import AnchorSetError
-from sparseeval.matrix import MatrixError
-from sparseeval.settings import Settings
-from sparseeval.suite import AVERAGE, SuiteSparseEval
-from sparseeval.suite_recipe import common_models, fit_suite, refresh_suite, write_suite
-from sparseeval.suite_set import SUITE, load_suite
-from sparseeval.synthetic import make_leaderboard
-from sparseeval.versions import set_latest
+from sparseeval.consume.inference import load_predictor, save_predictor, widen
+from sparseeval.consume.layout import AnchorSetError
+from sparseeval.consume.suite_set import SUITE, load_suite
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.matrix import MatrixError
+from sparseeval.method.suite import AVERAGE, SuiteSparseEval
+from sparseeval.method.synthetic import make_leaderboard
+from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.suite_recipe import common_models, fit_suite, refresh_suite, write_suite
+from sparseeval.pipeline.versions import set_latest
 
 QUIET = {"progress": lambda s: None}
 FAST = dict(refine_steps=2, epochs=60, patience=10, ensemble=1, **QUIET)
@@ -131,7 +131,7 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
 
 
 def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
-    from sparseeval.artifacts import save_matrix
+    from sparseeval.pipeline.artifacts import save_matrix
 
     settings = Settings(home=tmp_path, **SETTINGS)
     paths = {}
@@ -178,7 +178,7 @@ def test_cli_predict_suite(leaderboard, tmp_path, capsys):
 
 
 def test_a_shared_reader_publishes_one_output_at_a_time(tmp_path):
-    from sparseeval.predictors import MLPPredictor
+    from sparseeval.method.predictors import MLPPredictor
 
     rng = np.random.default_rng(1)
     X = np.where(rng.random((200, 16)) < 0.5, -1.0, 1.0).astype(np.float32)
@@ -200,8 +200,8 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
 
     from test_publish_hub import FakeHub
 
-    from sparseeval.artifacts import save_matrix
-    from sparseeval.hub_mirror import mirror_version
+    from sparseeval.consume.hub import mirror_version
+    from sparseeval.pipeline.artifacts import save_matrix
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import sparseeval.store.sources as file_sources
-from sparseeval.records import IngestSummary
-from sparseeval.settings import Settings
-from sparseeval.sources import ingest_sources, parse_source
-from sparseeval.store import Store
-from sparseeval.store.sources import Inbox, LmEvalGlob
+from sparseeval.pipeline.records import IngestSummary
+from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.sources import ingest_sources, parse_source
+from sparseeval.pipeline.store import Store
+from sparseeval.pipeline.store import readers as file_sources
+from sparseeval.pipeline.store.readers import Inbox, LmEvalGlob
 
 SETTLE = 0.5
 STAMP = "2025-03-14T09-26-53.589793"

@@ -11,8 +11,8 @@ sys.path.insert(0, "bench")
 from accuracy import QUIET, load
 
 from sparseeval import Settings
-from sparseeval.conformal import ConformalInterval
-from sparseeval.estimator import SparseEval
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.method.estimator import SparseEval
 
 seed = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 data = sys.argv[2] if len(sys.argv) > 2 else "mmlu"

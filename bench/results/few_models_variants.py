@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from accuracy import QUIET, load, split
 
 from sparseeval import Settings
-from sparseeval.baselines import GreedyRidge
-from sparseeval.estimator import SparseEval
-from sparseeval.metrics import mae_points
+from sparseeval.method.baselines import GreedyRidge
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.metrics import mae_points
 
 VARIANTS = {
     "default": {},

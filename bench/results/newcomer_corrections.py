@@ -21,8 +21,8 @@ from accuracy import QUIET, load
 from newcomers import leaderboard_meta
 
 from sparseeval import Settings
-from sparseeval.estimator import SparseEval
-from sparseeval.predictors import NonNegativeRidge
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.predictors import NonNegativeRidge
 
 
 def main(name: str, seed: int = 0) -> None:

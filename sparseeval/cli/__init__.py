@@ -12,13 +12,13 @@ import argparse
 import logging
 import sys
 
-from .._version import __version__
-from .anchors import add_anchors_command
-from .common import EXIT_USER_ERROR, UserError, fail, first_line, missing_extra
-from .consumer import add_consumer_commands
-from .fit import add_fit_command
-from .refresh import add_refresh_command
-from .store import add_store_commands
+from sparseeval._version import __version__
+from sparseeval.cli.anchors import add_anchors_command
+from sparseeval.cli.common import EXIT_USER_ERROR, UserError, fail, first_line, missing_extra
+from sparseeval.cli.consumer import add_consumer_commands
+from sparseeval.cli.fit import add_fit_command
+from sparseeval.cli.refresh import add_refresh_command
+from sparseeval.cli.store import add_store_commands
 
 
 def build_parser() -> argparse.ArgumentParser:

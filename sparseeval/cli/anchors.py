@@ -1,6 +1,6 @@
 """`sparseeval anchors`: the anchor items a model must answer, and a blank answers file.
 
-Light install (NumPy only): the set loads through `sparseeval.anchorset.load_anchor_set`.
+Light install (NumPy only): the set loads through `sparseeval.consume.anchorset.load_anchor_set`.
 Errors print one line on stderr and return 2.
 """
 
@@ -11,8 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .common import UserError
-from .consumer import FMT, _anchor_root, _common, _guarded
+from sparseeval.cli.common import UserError
+from sparseeval.cli.consumer import FMT, _anchor_root, _common, _guarded
 
 
 def add_anchors_command(subparsers) -> None:
@@ -27,7 +27,7 @@ def add_anchors_command(subparsers) -> None:
             """\
             output: one anchor per line, tab-separated: item id, lm-eval task, doc id (the
             index in the task's evaluation split). Task and doc id come from the set's
-            item_sources, or from the item id rules of sparseeval.lm_eval ("17",
+            item_sources, or from the item id rules of sparseeval.consume.lm_eval ("17",
             "task:17", "subject:17"); ids that map to neither (the synthetic demo's) are
             printed alone. Published sets do not store question text: look a doc up in
             the lm-eval task's dataset. A summary line goes to stderr.
@@ -56,7 +56,7 @@ def add_anchors_command(subparsers) -> None:
 
 def anchor_rows(aset) -> list[dict]:
     """One dict per anchor, in the set's order: item, and task and doc_id when known."""
-    from ..lm_eval import LmEvalError, item_source
+    from sparseeval.consume.lm_eval import LmEvalError, item_source
 
     rows = []
     for item in aset.items:
@@ -70,7 +70,7 @@ def anchor_rows(aset) -> list[dict]:
 
 
 def cmd_anchors(args) -> int:
-    from ..anchorset import load_anchor_set
+    from sparseeval.consume.anchorset import load_anchor_set
 
     root = _anchor_root(args)
     template = Path(args.template) if args.template else None

@@ -12,7 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .common import EXIT_USER_ERROR, UserError
+from sparseeval.cli.common import EXIT_USER_ERROR, UserError
 
 
 def add_consumer_commands(subparsers) -> None:
@@ -167,9 +167,9 @@ def _common(p, many: bool = False) -> None:
 
 def _guarded(fn):
     def run(args) -> int:
-        from ..layout import AnchorSetError
-        from ..lm_eval import LmEvalError
-        from ..responses import ResponsesError
+        from sparseeval.consume.layout import AnchorSetError
+        from sparseeval.consume.lm_eval import LmEvalError
+        from sparseeval.consume.responses import ResponsesError
 
         try:
             return fn(args)
@@ -191,7 +191,7 @@ def _trust(args) -> dict:
 def _anchor_root(args) -> str:
     if args.anchor_set:
         return args.anchor_set
-    from ..settings import Settings
+    from sparseeval.pipeline.settings import Settings
 
     return str(Settings.load().published_dir)
 
@@ -200,9 +200,9 @@ def _anchor_root(args) -> str:
 
 
 def cmd_predict(args) -> int:
-    from ..anchorset import load_anchor_set
-    from ..responses import read_responses_files
-    from ..suite_set import SUITE
+    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.responses import read_responses_files
+    from sparseeval.consume.suite_set import SUITE
 
     if args.benchmark == SUITE:
         return _predict_suite(args)
@@ -231,7 +231,7 @@ def cmd_predict(args) -> int:
 
 
 def _predict_suite(args) -> int:
-    from ..suite_set import load_suite
+    from sparseeval.consume.suite_set import load_suite
 
     if args.compare_to:
         raise UserError("--compare-to is not supported for the suite; compare per benchmark")
@@ -251,7 +251,7 @@ def _predict_suite(args) -> int:
 
 def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
     """{benchmark: {item: correct}} from `B=FILE` specs and files of suite ids (`B/item`)."""
-    from ..responses import read_responses_files
+    from sparseeval.consume.responses import read_responses_files
 
     named: dict[str, list[str]] = {}
     for spec in specs:
@@ -271,8 +271,8 @@ def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
 
 
 def cmd_export_lm_eval(args) -> int:
-    from ..anchorset import load_anchor_set
-    from ..lm_eval import export_samples, merge_samples
+    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.lm_eval import export_samples, merge_samples
 
     if not (args.out or args.tasks_dir):
         raise UserError("say what to write: --out FILE (--samples JSON) and/or --tasks-dir DIR")
@@ -301,7 +301,7 @@ def cmd_export_lm_eval(args) -> int:
 
 
 def _write_tasks(args, root, sets) -> None:
-    from ..lm_eval_tasks import SPECS, anchor_docs, write_task
+    from sparseeval.consume.lm_eval_task import SPECS, anchor_docs, write_task
 
     for aset in sets:  # check every set before writing any
         anchor_docs(aset)
@@ -323,8 +323,8 @@ def _write_tasks(args, root, sets) -> None:
 
 
 def cmd_report(args) -> int:
-    from ..anchorset import load_anchor_set
-    from ..report import render_report
+    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.pipeline.reports.anchor_report import render_report
 
     aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
     inputs_file = aset.folder / "report_inputs.json" if aset.folder else None
@@ -336,7 +336,7 @@ def cmd_report(args) -> int:
     if args.out:
         out = Path(args.out)
     else:
-        from ..settings import Settings
+        from sparseeval.pipeline.settings import Settings
 
         out = Path(Settings.load().reports_dir) / aset.benchmark / f"v{aset.version}"
     paths = render_report(out, aset.manifest, inputs, aset.folder)

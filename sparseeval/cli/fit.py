@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import UserError
+from sparseeval.cli.common import UserError
 
 FIT_EXAMPLE = """examples:
   sparseeval fit --synthetic 2000 600 --anchors 20,50,100
@@ -48,7 +48,7 @@ def read_wide(path: Path, targets: Path | None = None, say=lambda message: None)
     full-benchmark accuracy; without it the target is the mean over the given items.
     What is left out (extra columns, score rows of models without answers) is said.
     """
-    from ..matrix import MatrixError, ResponseMatrix
+    from sparseeval.method.matrix import MatrixError, ResponseMatrix
 
     frame = _read_table(path)
     if "model" not in frame.columns:
@@ -146,9 +146,9 @@ def _budgets(text: str) -> list[int]:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from ..fitting import budgets_for, compare_methods, write_fit
-    from ..settings import Settings
-    from ..synthetic import make_synthetic
+    from sparseeval.method.synthetic import make_synthetic
+    from sparseeval.pipeline.compare import budgets_for, compare_methods, write_fit
+    from sparseeval.pipeline.settings import Settings
 
     budgets = _budgets(args.anchors)  # checked before any work
     if args.data is None and args.targets:

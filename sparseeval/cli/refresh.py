@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_PARTIAL, fail, first_line, missing_extra
+from sparseeval.cli.common import EXIT_PARTIAL, fail, first_line, missing_extra
 
 REFRESH_EPILOG = """examples:
   sparseeval refresh                       # first run: fills an empty store from the built-in
@@ -73,7 +73,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 def run_refresh(args: argparse.Namespace) -> int:
     """The `refresh` command; returns the exit code (2: a usage or data error)."""
     try:
-        from sparseeval.settings import Settings
+        from sparseeval.pipeline.settings import Settings
 
         overrides = _overrides(args)
         settings = Settings.load(**overrides | ({"home": args.home} if args.home else {}))
@@ -81,9 +81,8 @@ def run_refresh(args: argparse.Namespace) -> int:
         if not args.verbose:  # Prefect's console lines only for errors; ours come instead
             os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "ERROR")
         _show_progress(quiet=args.json)
-        from flows.refresh import refresh
-
-        from .tempserver import temporary_server
+        from sparseeval.cli.tempserver import temporary_server
+        from sparseeval.flows.refresh import refresh
 
         with temporary_server():
             state = refresh(
@@ -104,7 +103,7 @@ def run_refresh(args: argparse.Namespace) -> int:
             fail("refresh", first_line(exc))
             return EXIT_PARTIAL
         return fail("refresh", first_line(exc))
-    from sparseeval.runreport import summary_line
+    from sparseeval.pipeline.reports.run_report import summary_line
 
     if args.json:
         print(json.dumps(_json_summary(run), indent=2, default=str))
@@ -130,7 +129,7 @@ def _show_progress(quiet: bool) -> None:
 
 def _next_steps(run, settings) -> str:
     """Where the reports are (HTML first) and what a user does next."""
-    from sparseeval.layout import AnchorSetError, resolve_version_dir
+    from sparseeval.consume.layout import AnchorSetError, resolve_version_dir
 
     pub = settings.published_dir.resolve()
     html = []

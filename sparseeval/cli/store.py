@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_PARTIAL, first_line
+from sparseeval.cli.common import EXIT_PARTIAL, first_line
 
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
@@ -29,8 +29,8 @@ MATRIX_EPILOG = """examples:
 def _user_errors() -> tuple[type[BaseException], ...]:
     import duckdb
 
-    from ..matrix import MatrixError
-    from ..store import SourceError, StoreError
+    from sparseeval.method.matrix import MatrixError
+    from sparseeval.pipeline.store import SourceError, StoreError
 
     return (StoreError, SourceError, MatrixError, OSError, ValueError, duckdb.Error)
 
@@ -89,7 +89,7 @@ def _add_matrix(subparsers: argparse._SubParsersAction) -> None:
 
 def run_ingest(args: argparse.Namespace) -> int:
     """The `ingest` command; returns the exit code."""
-    from ..store import Store
+    from sparseeval.pipeline.store import Store
 
     try:
         sources = _sources(args)
@@ -108,8 +108,8 @@ def run_ingest(args: argparse.Namespace) -> int:
 
 
 def _ingest_all(store, sources: list, force: bool) -> list:
-    from ..store import SourceError, ingest
-    from ..store.ingestion import IngestReport
+    from sparseeval.pipeline.store import SourceError, ingest
+    from sparseeval.pipeline.store.ingestion import IngestReport
 
     reports: list[IngestReport] = []
     for source in sources:
@@ -123,14 +123,14 @@ def _ingest_all(store, sources: list, force: bool) -> list:
 
 
 def _sources(args: argparse.Namespace) -> list:
-    from ..sources import parse_source
-    from ..store import OpenLLMLeaderboard, default_hub_client
+    from sparseeval.pipeline.sources import parse_source
+    from sparseeval.pipeline.store import OpenLLMLeaderboard, default_hub_client
 
     if args.hub:
         if not (args.hub_models or args.hub_all):
             raise ValueError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
         models = None if args.hub_all else args.hub_models
-        from ..settings import Settings
+        from sparseeval.pipeline.settings import Settings
 
         cap = Settings.load().hub_max_repos
         return [
@@ -143,8 +143,8 @@ def _sources(args: argparse.Namespace) -> list:
 
 def run_matrix(args: argparse.Namespace) -> int:
     """The `matrix` command; returns the exit code."""
-    from ..settings import Settings
-    from ..store import Store, build_matrix
+    from sparseeval.pipeline.settings import Settings
+    from sparseeval.pipeline.store import Store, build_matrix
 
     try:
         settings = Settings.load()
@@ -175,7 +175,7 @@ def _print_benchmarks(store, as_json: bool) -> int:
 def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
     """Write a matrix as .npz (the one matrix file format, compressed) or a wide 0/1 CSV."""
     if path.suffix == ".npz":
-        from ..artifacts import save_matrix
+        from sparseeval.pipeline.artifacts import save_matrix
 
         save_matrix(matrix, path, compress=True, fingerprint=fingerprint)
     elif path.suffix == ".csv":
@@ -192,7 +192,7 @@ def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
 
 
 def _store_path(args: argparse.Namespace, settings=None) -> Path:
-    from ..settings import Settings
+    from sparseeval.pipeline.settings import Settings
 
     return args.store or (settings or Settings.load()).store_path
 

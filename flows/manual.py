@@ -1,0 +1,88 @@
+"""Small flows for manual triggers: ingest only, retrain one benchmark, evaluate a published set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_table_artifact
+from sparseeval.flows.refresh import _stamp, check_and_publish, fit_benchmarks, resolve_settings
+
+from sparseeval import tasks
+from sparseeval.pipeline.records import BenchmarkResult, IngestSummary
+
+
+@flow(name="ingest-only", log_prints=True, flow_run_name=lambda: f"ingest {_stamp()}")
+def ingest_only(
+    sources: list[str] | None = None, home: str | None = None, fill_if_empty: bool = False
+) -> IngestSummary:
+    """Ingest sources (default: the watched `sources` setting); nothing is trained or published."""
+    settings = resolve_settings(home)
+    specs = list(sources or settings.sources)
+    out = tasks.ingest(str(settings.store_path), specs, fill_if_empty, settings.hub_max_repos)
+    print(f"ingested {out.units} unit(s): {out.new:,} new results")
+    return out
+
+
+@flow(name="retrain-benchmark", log_prints=True, flow_run_name="retrain-{benchmark}")
+def retrain_benchmark(
+    benchmark: str,
+    n_anchors: int | list[int] | None = None,
+    settings_overrides: dict[str, Any] | None = None,
+    home: str | None = None,
+    publish: bool = True,
+) -> list[BenchmarkResult]:
+    """Rebuild and really refit one benchmark (no cache), then publish through the gate.
+
+    No drift is needed, but the quality gate applies and a set fit on the data the live
+    set was fit on is never published. One result per budget.
+    """
+    s = resolve_settings(home, n_anchors, settings_overrides)
+    sd, store, arts = s.to_dict(), str(s.store_path), str(s.artifacts_dir)
+    states = tasks.store_state(store)
+    if benchmark not in states:
+        raise ValueError(f"no results for benchmark {benchmark!r} (have: {', '.join(states)})")
+    fitted = fit_benchmarks(store, [benchmark], {benchmark: states[benchmark]}, sd, arts, True)
+    out = []
+    for r in fitted:
+        if r.error:
+            raise RuntimeError(f"{r.label}: {r.error}")
+        if r.fit is None:  # too few models yet
+            raise ValueError(f"{r.label}: {r.outcome}")
+        if publish:
+            r = check_and_publish(store, str(s.published_dir), r, sd, "retrain requested")
+        print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")
+        out.append(r)
+    return out
+
+
+@flow(name="evaluate-published", log_prints=True, flow_run_name="evaluate-{benchmark}")
+def evaluate_published(
+    benchmark: str,
+    models: list[str] | None = None,
+    since: str | None = None,
+    version: str = "latest",
+    home: str | None = None,
+) -> dict[str, Any]:
+    """Score a published anchor set on models with full results in the store.
+
+    models: model ids to score; since: an ISO time, scoring models first seen after it;
+    neither: the models that arrived after the set was published.
+    """
+    from dataclasses import replace
+
+    s = resolve_settings(home)
+    store, pub, arts = str(s.store_path), str(s.published_dir), str(s.artifacts_dir)
+    live = tasks.live_set(pub, benchmark, arts)
+    if live is None:
+        raise ValueError(f"nothing published for {benchmark!r} under {pub}")
+    if models is None:
+        since_live = replace(live, created=since, last_run=None) if since else live
+        models = tasks.fresh_models(store, benchmark, since_live)
+    states = tasks.store_state(store)
+    matrix = tasks.build_matrix(store, benchmark, states[benchmark], arts, s.to_dict())
+    scores = tasks.evaluate_published(pub, benchmark, matrix, models, version)
+    rows = [{"benchmark": benchmark, "version": version, **scores}]
+    create_table_artifact(rows, key="sparseeval-evaluation", description="published set on models")
+    get_run_logger().info("%s %s on %d models: %s", benchmark, version, scores.get("n", 0), scores)
+    return scores

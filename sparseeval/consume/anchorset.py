@@ -1,0 +1,344 @@
+"""The consumer API: load a published anchor set, verify it, estimate accuracies (NumPy only).
+
+anchors = load_anchor_set(".sparseeval/published", "arc")
+anchors.predict({item: 1 for item in anchors.items})   # Estimate with a 90% interval
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.layout import (
+    LATEST,
+    AnchorSetError,
+    check_promoted,
+    read_manifest,
+    resolve_version_dir,
+    verify,
+)
+from sparseeval.consume.responses import ResponsesError, as_pairs, missing_message, printable, sign
+
+N_COMPLETIONS = 256
+_REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
+MISSING_POLICY = (
+    "with allow_missing, each missing anchor is imputed by its expected value under a "
+    "one-parameter logistic shift: p_j = sigmoid(logit(training rate of item j) + s), with s "
+    "chosen so that the mean of p over the answered anchors equals the model's accuracy on "
+    "them; the estimate uses these expected values, and each side of the interval is widened "
+    f"by the spread (central level-range) of the estimates over {N_COMPLETIONS} random "
+    "completions of the missing answers, each drawn correct with its probability p_j."
+)
+
+
+def load_anchor_set(
+    path_or_repo: str | Path,
+    benchmark: str,
+    version: int | str = LATEST,
+    hub_client=None,
+    revision: str | None = None,
+    budget: int | None = None,
+    public_key=None,
+) -> AnchorSet:
+    """Load and verify a published anchor set from a folder or a Hub dataset repo id.
+
+    `path_or_repo`: the published root (`.../published`), a benchmark folder, a
+    version folder, or a Hub dataset repo id (`owner/name` or `hf://datasets/owner/name`)
+    when no such local path exists. Every file's sha256 and the manifest's own seal
+    are checked, every file in the version folder must be listed, nothing may lead
+    outside it and symlinks are refused; a newer schema than this library reads is
+    refused. Locally, only a promoted version loads (one `latest` points or pointed to).
+    `budget` picks one of several published budgets (default: the largest); `revision`
+    pins a Hub commit. `public_key` (Ed25519, PEM bytes/str or a path to a PEM file):
+    refuse the set unless its `manifest.sig` verifies with it (needs `cryptography`).
+    Trust model: `sparseeval.consume.layout`.
+    """
+    p = Path(path_or_repo)
+    hub = not p.exists() and _REPO_ID.match(str(path_or_repo))
+    if hub:
+        from sparseeval.consume.hub import download_version
+
+        folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget)
+        source = f"hf://datasets/{hub.group(1)}"
+    elif not p.exists():
+        raise AnchorSetError(
+            f"{printable(path_or_repo)}: no such folder (nor a Hub repo id owner/name); run"
+            " `sparseeval refresh` to publish anchor sets there, or pass the folder that holds"
+            " them (--anchor-set DIR)"
+        )
+    else:
+        folder = resolve_version_dir(p, benchmark, version, budget)
+        source = str(folder)
+    manifest = read_manifest(folder)
+    if manifest.get("benchmark") != benchmark:
+        raise AnchorSetError(
+            f"{printable(folder)} holds benchmark {printable(repr(manifest.get('benchmark')))}, "
+            f"not {benchmark!r}"
+        )
+    if not hub:  # a Hub commit moves `latest` with the version; pin it with `revision`
+        check_promoted(folder, manifest)
+    verify(folder, manifest, follow_file_links=bool(hub))  # the Hub cache links to blobs
+    if public_key is not None:
+        from sparseeval.consume.signing import verify_signature
+
+        verify_signature(folder, manifest, public_key)
+    from sparseeval.consume.inference import load_predictor
+
+    try:
+        predictor = load_predictor(folder / manifest["predictor"]["folder"])
+    except Exception as e:
+        raise AnchorSetError(
+            f"{printable(folder)}: cannot load predictor weights ({printable(e)})"
+        ) from e
+    aset = AnchorSet(manifest=manifest, predictor=predictor, source=source, folder=folder)
+    aset.check_predictor()
+    return aset
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimated full-benchmark accuracy in [0, 1] with its interval at `level`."""
+
+    value: float
+    low: float
+    high: float
+    level: float
+    benchmark: str = ""
+    version: int | None = None
+    n_anchors: int = 0
+    n_answered: int = 0
+    missing: tuple[str, ...] = ()
+    imputed: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"missing": list(self.missing)}
+
+    def __str__(self) -> str:
+        pct = round(100 * self.level)
+        s = f"{100 * self.value:.1f}% ({pct}% interval {100 * self.low:.1f}-{100 * self.high:.1f}%)"
+        if self.imputed:
+            s += f", {len(self.missing)} of {self.n_anchors} anchors imputed"
+        return s
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Estimated accuracy of A minus B, its interval, and the smallest resolvable gap."""
+
+    value: float
+    low: float
+    high: float
+    level: float
+    resolvable: float
+    a: Estimate | None = None
+    b: Estimate | None = None
+
+    @property
+    def significant(self) -> bool:
+        """True when the interval excludes zero."""
+        return self.low > 0 or self.high < 0
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in ("value", "low", "high", "level")}
+        d["resolvable"] = self.resolvable if np.isfinite(self.resolvable) else None
+        d["significant"] = self.significant
+        d["a"] = self.a.to_dict() if self.a else None
+        d["b"] = self.b.to_dict() if self.b else None
+        return d
+
+    def __str__(self) -> str:
+        pct = round(100 * self.level)
+        return (
+            f"{100 * self.value:+.1f} points ({pct}% interval {100 * self.low:+.1f} to "
+            f"{100 * self.high:+.1f}); smallest resolvable difference "
+            f"{100 * self.resolvable:.1f} points"
+        )
+
+
+@dataclass
+class AnchorSet:
+    """A loaded, verified anchor set: the anchor items and a predictor over their answers."""
+
+    manifest: dict
+    predictor: Any
+    source: str = ""
+    folder: Path | None = None
+    _index: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index = {item: j for j, item in enumerate(self.items)}
+
+    @property
+    def items(self) -> list[str]:
+        """Anchor item ids in the order the predictor reads them."""
+        return list(self.manifest["items"])
+
+    @property
+    def benchmark(self) -> str:
+        return self.manifest["benchmark"]
+
+    @property
+    def version(self) -> int:
+        return int(self.manifest["version"])
+
+    @property
+    def level(self) -> float:
+        return float(self.manifest["interval"]["level"])
+
+    @property
+    def conformal(self) -> ConformalInterval:
+        return ConformalInterval.from_dict(self.manifest["interval"])
+
+    @property
+    def item_sources(self) -> dict | None:
+        return self.manifest.get("item_sources")
+
+    def check_predictor(self) -> None:
+        """The predictor reads exactly the manifest's anchors and returns one value per model."""
+        k = len(self.items)
+        try:
+            out = np.asarray(self.predictor.predict(np.zeros((2, k), dtype=np.float32)))
+        except Exception as e:
+            raise AnchorSetError(
+                f"{printable(self.source)}: predictor does not accept the {k} anchors of the "
+                f"manifest ({printable(e)})"
+            ) from e
+        if out.shape != (2,):
+            raise AnchorSetError(
+                f"{printable(self.source)}: predictor output has shape {out.shape}"
+            )
+
+    # -- single model
+
+    def predict(self, responses, allow_missing: bool = False) -> Estimate:
+        """Estimate one model's full-benchmark accuracy from its answers on the anchors.
+
+        responses: {item id: correct}, a polars/pandas DataFrame with columns
+        `item` and `correct`, or a sequence/array in anchor order (`.items`).
+        correct: 0/1, True/False or -1/+1 (None/NaN = not answered). Items that
+        are not anchors are ignored. A missing anchor is an error naming it unless
+        `allow_missing=True` (see MISSING_POLICY for how the interval widens).
+        """
+        return self._estimate(responses, allow_missing)[0]
+
+    def compare(self, responses_a, responses_b, allow_missing: bool = False) -> Difference:
+        """Estimated accuracy of model A minus model B, with an interval at the set's level."""
+        ea, spread_a = self._estimate(responses_a, allow_missing)
+        eb, spread_b = self._estimate(responses_b, allow_missing)
+        conf = self.conformal
+        d, low, high = conf.difference(ea.value, eb.value, extra=spread_a + spread_b)
+        return Difference(d, low, high, self.level, conf.diff_halfwidth, ea, eb)
+
+    # -- many models
+
+    def predict_matrix(self, values_pm1, item_ids: Sequence[str]) -> np.ndarray:
+        """Estimates for many models at once from a models x items matrix.
+
+        values_pm1: +-1 (or 0/1, bool) matrix whose columns are `item_ids`; only the
+        anchor columns are read, in anchor order. Every anchor must be a column.
+        """
+        cols = {str(i): j for j, i in enumerate(item_ids)}
+        missing = [i for i in self.items if i not in cols]
+        if missing:
+            raise ResponsesError(missing_message(missing, len(self.items), "matrix columns"))
+        X = np.asarray(values_pm1)
+        if X.ndim != 2 or X.shape[1] != len(cols):
+            raise ResponsesError(
+                f"matrix has shape {X.shape}, expected (models, {len(cols)}) for the item ids"
+            )
+        XA = X[:, [cols[i] for i in self.items]].astype(np.float32)
+        if XA.size and XA.min() >= 0:  # 0/1 coding
+            XA = 2 * XA - 1
+        return np.asarray(self.predictor.predict(XA), dtype=np.float64)
+
+    def intervals(self, preds) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) arrays for predictions from `predict_matrix`."""
+        return self.conformal.interval(np.asarray(preds, dtype=np.float64))
+
+    # -- internals
+
+    def _estimate(self, responses, allow_missing: bool) -> tuple[Estimate, float]:
+        value, spread, missing = self._point(self._vector(responses), allow_missing)
+        low, high = self.conformal.interval(value, extra=spread)
+        k = len(self.items)
+        est = Estimate(
+            value, low, high, self.level, self.benchmark, self.version, n_anchors=k,
+            n_answered=k - len(missing), missing=tuple(missing), imputed=bool(missing),
+        )  # fmt: skip
+        return est, spread
+
+    def _predict_one(self, x: np.ndarray) -> float:
+        return float(self.predictor.predict(x[None, :].astype(np.float32))[0])
+
+    def _point(self, x: np.ndarray, allow_missing: bool) -> tuple[float, float, list[str]]:
+        """(estimate, interval widening, missing anchors) from a +-1 vector with NaN gaps."""
+        miss = np.isnan(x)
+        missing = [self.items[j] for j in np.flatnonzero(miss)]
+        if missing and not allow_missing:
+            raise ResponsesError(
+                missing_message(missing, len(self.items), "answers")
+                + "; pass allow_missing=True (CLI: --allow-missing) to estimate from the rest"
+            )
+        if not missing:
+            return self._predict_one(x), 0.0, []
+        if miss.all():
+            raise ResponsesError(f"no answers on any of the {len(self.items)} anchors")
+        p = self._impute_probabilities(x, miss)
+        filled = x.copy()
+        filled[miss] = 2 * p - 1
+        value = self._predict_one(filled)
+        rng = np.random.default_rng(0)
+        draws = np.repeat(x[None, :], N_COMPLETIONS, axis=0)
+        draws[:, miss] = np.where(rng.random((N_COMPLETIONS, miss.sum())) < p, 1.0, -1.0)
+        sims = np.asarray(self.predictor.predict(draws.astype(np.float32)), dtype=np.float64)
+        tail = (1 - self.level) / 2
+        lo, hi = np.quantile(sims, [tail, 1 - tail])
+        return value, float(max(value - lo, hi - value, 0.0)), missing
+
+    def _impute_probabilities(self, x: np.ndarray, miss: np.ndarray) -> np.ndarray:
+        means = self.manifest["predictor"].get("anchor_means")
+        rate = (
+            np.full(len(self.items), 0.5) if means is None else (np.asarray(means, float) + 1) / 2
+        )
+        logit = np.log(np.clip(rate, 0.02, 0.98) / (1 - np.clip(rate, 0.02, 0.98)))
+        target = float(np.clip(((x[~miss] + 1) / 2).mean(), 0.01, 0.99))
+        lo_s, hi_s = -20.0, 20.0
+        for _ in range(60):  # bisection: mean sigmoid(logit + s) over answered = target
+            s = (lo_s + hi_s) / 2
+            if np.mean(_sigmoid(logit[~miss] + s)) < target:
+                lo_s = s
+            else:
+                hi_s = s
+        return _sigmoid(logit[miss] + (lo_s + hi_s) / 2)
+
+    def _vector(self, responses) -> np.ndarray:
+        """+-1 floats in anchor order, NaN where not answered."""
+        k = len(self.items)
+        pairs = as_pairs(responses)
+        if pairs is None:  # positional, in anchor order
+            arr = list(responses)
+            if len(arr) != k:
+                raise ResponsesError(
+                    f"got {len(arr)} answers in anchor order, expected {k} (one per anchor)"
+                )
+            return np.array([sign(v, f"anchor #{j}") for j, v in enumerate(arr)], dtype=float)
+        x = np.full(k, np.nan)
+        for item, v in pairs:
+            j = self._index.get(str(item))
+            if j is not None:
+                s = sign(v, str(item))
+                if not np.isnan(x[j]) and not np.isnan(s) and x[j] != s:
+                    raise ResponsesError(f"conflicting answers for anchor {printable(item)}")
+                if not np.isnan(s):
+                    x[j] = s
+        return x
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))

@@ -1,0 +1,395 @@
+"""The published folder layout, shared by writers and readers (NumPy-free, standard library).
+
+    {root}/{benchmark}/v{N}/manifest.json        what this is, how good it is, sha256 of files
+    {root}/{benchmark}/v{N}/manifest.sig          optional Ed25519 signature of manifest.json
+    {root}/{benchmark}/v{N}/predictor/            predictor.json + weights.npz (no pickle)
+    {root}/{benchmark}/v{N}/report.md|.html       evaluation report (plots under plots/)
+    {root}/{benchmark}/latest                     {"version": N, "promoted": {...}, ...}
+                                                  (replaced atomically)
+
+With several anchor budgets (`n_anchors = [25, 50, 100]`) each budget is a set of its own,
+one level down: `{root}/{benchmark}/k{budget}/v{N}/...` and `{root}/{benchmark}/k{budget}/latest`;
+readers pick the largest budget unless asked for one. A discarded version leaves a
+tombstone `.discarded-v{N}` (with its reason) so its number is never reused.
+
+Promotion. A written version is a candidate until `set_latest` promotes it. `latest`
+records every version ever promoted with its manifest seal (`"promoted": {"3": sha}`),
+in the same atomic replace that moves the pointer, and only those versions load (by
+number or as latest): a candidate refused by the quality gate, or one left by a crashed
+run, is refused by `load_anchor_set`. A `latest` written before this record existed
+promotes every version up to its own. `versions.clean_leftovers` tombstones never-promoted
+folders and removes `.tmp-v*` / `.trash-v*` leftovers. Not checked: Hub downloads (pin a
+`revision`) and a version folder you copied out of its set.
+
+Trust model. Verification (the manifest's seal, the sha256 of every file, no file in the
+version folder left unlisted, no listed path or predictor folder leading outside it, no
+symlinks) detects damage: truncation, flipped bytes, half copies, added or swapped files.
+It does not authenticate: whoever can write the folder can rewrite the manifest with new
+hashes and a new seal. So load from a local folder you (your pipeline) wrote, or from a
+Hub revision pinned by commit sha (`revision=`; a branch follows whoever can push). Locally
+`latest` also pins each promoted version's seal, so a rewritten manifest needs `latest`
+rewritten too. For sets that pass through hands you do not trust, sign them
+(`write_version(signing_key=...)` or `versions.sign_version`, Ed25519, over the exact bytes
+of manifest.json, which pins every file's hash) and pass the publisher's public key:
+`load_anchor_set(..., public_key=...)` then refuses a set whose `manifest.sig` is missing
+or does not verify. Signatures need the `cryptography` package, imported only then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+from sparseeval.consume.hashing import file_sha256
+from sparseeval.consume.responses import printable
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+SIGNATURE = "manifest.sig"
+LATEST = "latest"
+PREDICTOR_DIR = "predictor"
+KIND = "sparseeval.anchor_set"
+VERSION_DIR = re.compile(r"^v(\d+)$")
+BUDGET_DIR = re.compile(r"^k(\d+)$")
+TOMBSTONE = re.compile(r"^\.discarded-v(\d+)$")
+
+
+class AnchorSetError(ValueError):
+    """A published anchor set is missing, damaged, or cannot be read by this version."""
+
+
+def set_dir(root: str | Path, benchmark: str, budget: int | None = None) -> Path:
+    """The folder of one anchor set's versions: `{root}/{benchmark}[/k{budget}]`."""
+    folder = Path(root) / benchmark
+    return folder if budget is None else folder / f"k{int(budget)}"
+
+
+def published_benchmarks(root: str | Path) -> list[str]:
+    """The benchmarks with published sets under a root, sorted."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def list_budgets(root: str | Path, benchmark: str) -> list[int]:
+    """The budgets published as sets of their own under `{root}/{benchmark}/k*`, ascending."""
+    folder = Path(root) / benchmark
+    if not folder.is_dir():
+        return []
+    found = (BUDGET_DIR.match(p.name) for p in folder.iterdir() if p.is_dir())
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def latest_version(root: str | Path, benchmark: str, budget: int | None = None) -> int | None:
+    """The version `latest` points to, or None when nothing is published yet."""
+    pointer = read_pointer(set_dir(root, benchmark, budget))
+    return None if pointer is None else int(pointer["version"])
+
+
+def list_versions(root: str | Path, benchmark: str, budget: int | None = None) -> list[int]:
+    """Published version numbers present on disk, ascending."""
+    folder = set_dir(root, benchmark, budget)
+    if not folder.is_dir():
+        return []
+    found = (VERSION_DIR.match(p.name) for p in folder.iterdir() if p.is_dir())
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def parse_version(version: int | str) -> int:
+    """3, "3" or "v3" -> 3."""
+    s = str(version).strip().lower().removeprefix("v")
+    if not s.isdigit():
+        raise AnchorSetError(f"version must be 'latest', N or vN, got {printable(repr(version))}")
+    return int(s)
+
+
+def resolve_version_dir(
+    root: str | Path, benchmark: str, version: int | str = LATEST, budget: int | None = None
+) -> Path:
+    """The local folder of a version ("latest", 3, "v3"); also accepts a version folder itself.
+
+    budget: which budget's set when several are published (default: the largest one that
+    has a live version).
+    """
+    root = Path(root)
+    if (root / MANIFEST).is_file():
+        return root
+    if not (root / benchmark).is_dir():
+        if any(f(root.parent, root.name) for f in (latest_version, list_versions, list_budgets)):
+            root, benchmark = root.parent, root.name  # a benchmark folder was given
+        else:
+            raise AnchorSetError(
+                f"no published {benchmark!r} anchor sets at {printable(root)}"
+                f" (published there: {', '.join(published_benchmarks(root)) or 'none'})"
+            )
+    budget = _pick_budget(root, benchmark, budget)
+    folder = set_dir(root, benchmark, budget)
+    where = f"{benchmark}" + (f" k{budget}" if budget is not None else "")
+    if version in (None, LATEST):
+        n = latest_version(root, benchmark, budget)
+        if n is None:
+            have = list_versions(root, benchmark, budget)
+            hint = f" (versions on disk: {', '.join(f'v{v}' for v in have)})" if have else ""
+            raise AnchorSetError(f"no latest {where!r} anchor set under {printable(root)}{hint}")
+    else:
+        n = parse_version(version)
+    if not (folder / f"v{n}").is_dir():
+        raise AnchorSetError(f"{where} v{n} not found under {printable(root)}")
+    return folder / f"v{n}"
+
+
+def _pick_budget(root: Path, benchmark: str, budget: int | None) -> int | None:
+    """The budget asked for, else None for a single-budget set, else the largest live one."""
+    budgets = list_budgets(root, benchmark)
+    if budget is not None:
+        if int(budget) not in budgets:
+            have = ", ".join(f"k{b}" for b in budgets) or "none"
+            raise AnchorSetError(f"no {benchmark!r} set with {budget} anchors (budgets: {have})")
+        return int(budget)
+    if not budgets or (set_dir(root, benchmark) / LATEST).is_file():
+        return None
+    live = [b for b in budgets if (set_dir(root, benchmark, b) / LATEST).is_file()]
+    return max(live or budgets)
+
+
+def manifest_digest(manifest: dict) -> str:
+    """sha256 of the manifest without its own seal."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def seal(manifest: dict) -> dict:
+    """The manifest with its `manifest_sha256` seal."""
+    return {k: v for k, v in manifest.items() if k != "manifest_sha256"} | {
+        "manifest_sha256": manifest_digest(manifest)
+    }
+
+
+def read_manifest(folder: str | Path) -> dict:
+    """The sealed manifest of a version folder; refuses damaged or newer-schema manifests."""
+    from sparseeval._version import __version__
+
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise AnchorSetError(
+            f"{printable(folder)}: no {MANIFEST} (not an anchor set, or incomplete)"
+        )
+    try:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise AnchorSetError(
+            f"{printable(path)}: damaged or truncated manifest ({printable(e)})"
+        ) from None
+    if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
+        raise AnchorSetError(f"{printable(path)}: not a sparseeval anchor-set manifest")
+    schema = manifest.get("schema_version")
+    if not isinstance(schema, int):
+        raise AnchorSetError(f"{printable(path)}: manifest has no schema_version")
+    if schema > SCHEMA_VERSION:
+        raise AnchorSetError(
+            f"{printable(path)}: schema version {schema} is newer than this sparseeval "
+            f"({__version__}) reads (up to {SCHEMA_VERSION}); upgrade sparseeval"
+        )
+    if manifest.get("manifest_sha256") != manifest_digest(manifest):
+        raise AnchorSetError(
+            f"{printable(path)}: manifest was modified after publishing (seal mismatch)"
+        )
+    return manifest
+
+
+def verify(folder: str | Path, manifest: dict, *, follow_file_links: bool = False) -> None:
+    """The version folder holds exactly the files its manifest lists, each with its sha256.
+
+    Refuses: an empty or missing `files` list; a listed file missing or changed; a file in
+    the folder that is not listed (`manifest.json` and `manifest.sig` excepted); a listed
+    path or the predictor folder that is absolute or leads outside the folder; a folder
+    whose name (vN) is not the manifest's version; and symlinks: the version folder, its
+    set and benchmark folders, and anything inside. `follow_file_links` lets files inside
+    be symlinks to regular files (the Hub cache links each file to a blob; hashes still
+    hold the content).
+    """
+    folder = Path(folder)
+    _refuse_linked_folders(folder, manifest)
+    m = VERSION_DIR.match(folder.name)
+    if m and manifest.get("version") != int(m.group(1)):
+        raise AnchorSetError(
+            f"{printable(folder)}: folder v{m.group(1)} holds a manifest of version "
+            f"{printable(repr(manifest.get('version')))}; refusing it"
+        )
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise AnchorSetError(
+            f"{printable(folder)}: manifest lists no files, so nothing could be verified; "
+            "refusing it"
+        )
+    bad: dict[str, str] = {}
+    for rel, digest in files.items():
+        problem = _unsafe_path(rel) or _linked_part(folder, rel, follow_file_links)
+        if not problem and not (folder / rel).is_file():
+            problem = "missing"
+        elif not problem and (not isinstance(digest, str) or file_sha256(folder / rel) != digest):
+            problem = "checksum mismatch"
+        if problem:
+            bad.setdefault(str(rel), problem)
+    pred = (manifest.get("predictor") or {}).get("folder", PREDICTOR_DIR)
+    problem = _unsafe_path(pred) or _linked_part(folder, pred, False)
+    if problem:
+        bad.setdefault(f"predictor folder {pred}", problem)
+    for rel, problem in _unlisted(folder, files, follow_file_links):
+        bad.setdefault(rel, problem)
+    if bad:
+        listed = ", ".join(f"{printable(rel)} ({why})" for rel, why in bad.items())
+        raise AnchorSetError(
+            f"{printable(folder)}: anchor set failed verification, refusing to use it: {listed}"
+        )
+
+
+def _unsafe_path(rel: object) -> str | None:
+    """Why a path from the manifest is not a plain relative path inside the folder, or None."""
+    if not isinstance(rel, str) or not rel:
+        return "not a relative path"
+    if rel.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", rel):
+        return "absolute path"
+    parts = re.split(r"[/\\]", rel)
+    if ".." in parts:
+        return "outside the version folder"
+    if any(part in ("", ".") for part in parts):
+        return "not a plain relative path"
+    return None
+
+
+def _linked_part(folder: Path, rel: str, follow_file_links: bool) -> str | None:
+    """ "symlink" when a component of `folder/rel` is one (a last one may be, if followed)."""
+    parts = rel.split("/")
+    p = folder
+    for n, part in enumerate(parts, 1):
+        p = p / part
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return None  # missing: reported as such
+        if stat.S_ISLNK(st.st_mode):
+            if follow_file_links and n == len(parts) and p.is_file():
+                return None
+            return "symlink"
+    return None
+
+
+def _unlisted(folder: Path, files: dict, follow_file_links: bool):
+    """(path, problem) for each entry of the folder that is not a listed regular file."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in sorted(dirnames) + sorted(filenames):
+            p = Path(dirpath) / name
+            rel = p.relative_to(folder).as_posix()
+            mode = os.lstat(p).st_mode
+            if stat.S_ISLNK(mode):
+                if not (follow_file_links and name in filenames and p.is_file()):
+                    yield rel, "symlink"
+                    continue
+            elif stat.S_ISDIR(mode):
+                continue
+            elif not stat.S_ISREG(mode):
+                yield rel, "not a regular file"
+                continue
+            if rel not in files and rel not in (MANIFEST, SIGNATURE):
+                yield rel, "not listed in the manifest"
+
+
+def _refuse_linked_folders(folder: Path, manifest: dict) -> None:
+    """A symlinked version folder, set folder (kN) or benchmark folder is refused."""
+    chain = [folder]
+    parent = folder.parent
+    if BUDGET_DIR.match(parent.name):
+        chain += [parent, parent.parent]
+    elif parent.name == manifest.get("benchmark"):
+        chain.append(parent)
+    for p in chain:
+        if p.is_symlink():
+            raise AnchorSetError(
+                f"{printable(p)} is a symlink; a published anchor set is read only from real "
+                "folders (copy it instead)"
+            )
+
+
+# --------------------------------------------------------------------------- promotion
+
+
+def read_pointer(set_folder: str | Path) -> dict | None:
+    """The `latest` pointer of a set folder as a dict, or None when nothing is promoted."""
+    pointer = Path(set_folder) / LATEST
+    if not pointer.is_file():
+        return None
+    try:
+        data = json.loads(pointer.read_text())
+        int(data["version"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise AnchorSetError(
+            f"{printable(pointer)}: unreadable latest pointer ({printable(e)})"
+        ) from None
+    return data
+
+
+def promoted_versions(set_folder: str | Path) -> dict[int, str | None]:
+    """{version: manifest seal (None when not recorded)} of every version ever promoted.
+
+    A pointer written before promotions were recorded promotes every version up to its
+    own (with its own seal).
+    """
+    pointer = read_pointer(set_folder)
+    if pointer is None:
+        return {}
+    n = int(pointer["version"])
+    record = pointer.get("promoted")
+    if isinstance(record, dict):
+        out = {int(k): (v if isinstance(v, str) else None) for k, v in record.items()}
+    else:  # legacy pointer: everything up to latest was promoted
+        out = {v: None for v in range(1, n + 1)}
+    out[n] = pointer.get("manifest_sha256") or out.get(n)
+    return out
+
+
+def check_promoted(folder: str | Path, manifest: dict) -> None:
+    """Refuse a version folder (`.../vN` in a set) that was never promoted or was discarded.
+
+    The set is the folder above: `{benchmark}` or `{benchmark}/k{budget}`. A version folder
+    elsewhere (a copy you made, e.g. `mine/v3` or `mine/arc-set`) has no set to ask.
+    """
+    folder = Path(folder)
+    m = VERSION_DIR.match(folder.name)
+    n, set_folder = int(m.group(1)) if m else 0, folder.parent
+    bench = manifest.get("benchmark")
+    in_set = set_folder.name == bench or (
+        BUDGET_DIR.match(set_folder.name) is not None and set_folder.parent.name == bench
+    )
+    if not m or not in_set:
+        return
+    label = str(manifest.get("benchmark", set_folder.name))
+    if BUDGET_DIR.match(set_folder.name):
+        label += f" {set_folder.name}"
+    label = printable(label)
+    tomb = set_folder / f".discarded-v{n}"
+    if tomb.is_file():
+        try:
+            reason = json.loads(tomb.read_text()).get("reason") or "no reason recorded"
+        except (ValueError, AttributeError, UnicodeDecodeError):
+            reason = "no reason recorded"
+        raise AnchorSetError(f"{label} v{n} was discarded ({printable(reason)}); refusing it")
+    promoted = promoted_versions(set_folder)
+    if n not in promoted:
+        live = read_pointer(set_folder)
+        hint = f"; the live version is v{int(live['version'])}" if live else ""
+        raise AnchorSetError(
+            f"{label} v{n} was never promoted (a candidate that did not pass the gate or a "
+            f"crashed run); refusing it{hint}"
+        )
+    seal_then = promoted[n]
+    if seal_then is not None and seal_then != manifest.get("manifest_sha256"):
+        raise AnchorSetError(
+            f"{label} v{n}: manifest differs from the one promoted (seal {seal_then[:12]}, now "
+            f"{printable(str(manifest.get('manifest_sha256'))[:12])}); refusing it"
+        )

@@ -1,0 +1,292 @@
+"""A model's answers on anchor items: values, in-memory forms and files (NumPy-free).
+
+Forms: {item: correct}, a DataFrame with columns `item` and `correct`, or a sequence in
+anchor order. Files: CSV (`item,correct`), JSONL (`{"item", "correct"}` per line), JSON
+(`{item: correct}` or a list of such objects) and lm-eval `--log_samples` output.
+`correct` is 0/1, true/false or -1/+1; empty, None and NaN mean "not answered".
+Files are UTF-8 (a leading byte-order mark is fine). An anchor answered twice with
+different answers (in one file or across files) is refused; identical repeats are fine.
+Messages built from file content go through `printable` (no raw control characters).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+_TEXT_SIGNS = {"1": 1.0, "1.0": 1.0, "true": 1.0, "+1": 1.0,
+               "0": -1.0, "0.0": -1.0, "false": -1.0, "-1": -1.0, "-1.0": -1.0}  # fmt: skip
+_NOT_ANSWERED = {"", "nan", "none", "null", "na"}
+
+
+class ResponsesError(ValueError):
+    """A model's answers on the anchors cannot be used (missing, unknown or bad values)."""
+
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: object) -> str:
+    """`text` with C0/C1 control characters escaped repr-style (`\\x1b`, `\\n`).
+
+    Use it on anything taken from a file (item ids, header names, paths, values) before
+    it goes into a message: an escape sequence in a header must not reach the terminal,
+    and a message stays one line.
+    """
+    return _CONTROLS.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), str(text))
+
+
+def sign(v: Any, where: str) -> float:
+    """+1 for correct, -1 for wrong, NaN for not answered; anything else is an error."""
+    if v is None:
+        return math.nan
+    if isinstance(v, str):
+        t = v.strip().lower()
+        if t in _NOT_ANSWERED:
+            return math.nan
+        if t in _TEXT_SIGNS:
+            return _TEXT_SIGNS[t]
+        raise _bad_answer(v, where)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise _bad_answer(v, where) from None
+    if math.isnan(f):
+        return math.nan
+    if f == 1.0:
+        return 1.0
+    if f in (0.0, -1.0):
+        return -1.0
+    raise _bad_answer(v, where)
+
+
+def _bad_answer(v: Any, where: str) -> ResponsesError:
+    return ResponsesError(
+        f"answer for {printable(where)} is {printable(repr(v))}; expected 0/1, true/false or -1/+1"
+    )
+
+
+def as_pairs(responses: Any) -> list[tuple[Any, Any]] | None:
+    """(item, value) pairs from a dict or a DataFrame; None for a plain sequence."""
+    if isinstance(responses, Mapping):
+        return list(responses.items())
+    cols = getattr(responses, "columns", None)
+    if cols is not None:
+        names = [str(c) for c in cols]
+        if "item" not in names or "correct" not in names:
+            raise ResponsesError(
+                f"responses table needs columns item and correct, got {printable(names)}"
+            )
+        items, values = responses["item"], responses["correct"]
+        items = items.to_list() if hasattr(items, "to_list") else list(items)
+        values = values.to_list() if hasattr(values, "to_list") else list(values)
+        return list(zip(items, values, strict=True))
+    if isinstance(responses, str | bytes):
+        raise ResponsesError("responses must be a dict, a DataFrame or a sequence, not a string")
+    return None
+
+
+def missing_message(missing: list[str], k: int, what: str) -> str:
+    """`3 of 50 anchors missing from the answers: a, b, c` (at most ten named)."""
+    more = f", ... (+{len(missing) - 10} more)" if len(missing) > 10 else ""
+    named = ", ".join(printable(m) for m in missing[:10])
+    return f"{len(missing)} of {k} anchors missing from the {what}: {named}{more}"
+
+
+# --------------------------------------------------------------------------- files
+
+
+def read_responses_files(
+    files: Iterable[str | Path], anchor_set: Any, lm_eval_options: Mapping | None = None
+) -> dict[str, object]:
+    """{item: correct} from CSV / JSONL / JSON files and lm-eval samples files or folders.
+
+    An anchor answered more than once with different answers (rows of one file, or two
+    files) is refused with a `ResponsesError` naming the anchors; repeats of the same
+    answer, and a blank next to an answer, are fine. Undecodable (non-UTF-8) files are
+    refused naming the file, byte offset and line.
+    lm_eval_options: `metric`, `filter`, `task` for lm-eval output (see `consume.lm_eval`).
+    """
+    from sparseeval.consume.lm_eval import is_samples_file
+
+    merged = _Merged(set(anchor_set.items))
+    lm_eval_paths = []
+    for f in map(Path, files):
+        if not f.exists():
+            raise ResponsesError(f"{printable(f)}: no such file or folder")
+        try:
+            samples = f.is_dir() or is_samples_file(f)
+        except UnicodeDecodeError:
+            samples = False  # the reader below names the file and the byte
+        if samples:
+            lm_eval_paths.append(f)
+        elif f.suffix.lower() in _READERS:
+            for item, value, where in _READERS[f.suffix.lower()](f):
+                merged.add(item, value, where)
+        else:
+            raise ResponsesError(
+                f"{printable(f)}: unknown responses format (use .csv, .jsonl, .json)"
+            )
+    if lm_eval_paths:
+        where = ", ".join(printable(p) for p in lm_eval_paths)
+        for item, value in _read_lm_eval(lm_eval_paths, anchor_set, lm_eval_options).items():
+            merged.add(item, value, where)
+    merged.check()
+    return merged.values
+
+
+def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -> dict:
+    from sparseeval.consume.lm_eval import LmEvalError, read_responses
+
+    opts = {k: v for k, v in dict(options or {}).items() if v is not None}
+    try:
+        return read_responses(
+            paths, items=anchor_set.items, benchmark=anchor_set.benchmark,
+            item_sources=anchor_set.item_sources, **opts,
+        )  # fmt: skip
+    except UnicodeDecodeError as e:
+        raise ResponsesError(_undecodable_among(paths, e)) from None
+    except LmEvalError as e:
+        if printable(e) == str(e):
+            raise
+        raise type(e)(printable(e)) from None
+
+
+class _Merged:
+    """Answers from several sources; conflicting answers on an anchor are collected."""
+
+    def __init__(self, anchors: set[str]) -> None:
+        self.anchors = anchors
+        self.values: dict[str, object] = {}
+        self.seen: dict[str, tuple[object, str]] = {}  # item -> (answer, where)
+        self.conflicts: dict[str, list[str]] = {}
+
+    def add(self, item: object, value: object, where: str) -> None:
+        item = str(item)
+        if item not in self.values:
+            self.values[item] = value
+            self.seen[item] = (value, where)
+            return
+        old, old_where = self.seen[item]
+        a, b = _comparable(old), _comparable(value)
+        if b is None:  # not answered: keeps the earlier answer
+            return
+        if a is None:
+            self.values[item], self.seen[item] = value, (value, where)
+        elif a != b and item in self.anchors:
+            seen = self.conflicts.setdefault(item, [f"{old_where}: {printable(repr(old))}"])
+            seen.append(f"{where}: {printable(repr(value))}")
+
+    def check(self) -> None:
+        if not self.conflicts:
+            return
+        shown = [f"{printable(item)} ({'; '.join(w)})" for item, w in self.conflicts.items()]
+        more = f", ... (+{len(shown) - 5} more)" if len(shown) > 5 else ""
+        raise ResponsesError(
+            f"conflicting answers for {len(shown)} anchor(s): {', '.join(shown[:5])}{more}; "
+            "keep one answer per anchor"
+        )
+
+
+def _comparable(value: object) -> object:
+    """The answer as +1/-1 (None when not answered); an unreadable value as its text."""
+    try:
+        s = sign(value, "")
+    except ResponsesError:
+        return ("text", str(value).strip())
+    return None if math.isnan(s) else s
+
+
+def _read_text(path: Path) -> str:
+    """The file as text (UTF-8, an optional byte-order mark dropped); one-line error if not."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        start = e.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
+        raise ResponsesError(_not_utf8(path, data, start)) from None
+
+
+def _not_utf8(path: Path, data: bytes, start: int) -> str:
+    line = data.count(b"\n", 0, start) + 1
+    return (
+        f"{printable(path)}: not UTF-8 text (byte {start}, line {line}: "
+        f"{data[start : start + 1]!r}); save it as UTF-8"
+    )
+
+
+def _undecodable_among(paths: list[Path], error: UnicodeDecodeError) -> str:
+    """Which of the lm-eval files (or files in folders) is not UTF-8, and where."""
+    for p in paths:
+        candidates = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        for q in candidates:
+            if q.suffix.lower() not in (".json", ".jsonl"):
+                continue
+            data = q.read_bytes()
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                return _not_utf8(q, data, e.start)
+    names = ", ".join(printable(p) for p in paths)
+    return f"{names}: not UTF-8 text ({printable(error.reason)}); save it as UTF-8"
+
+
+def _read_csv(path: Path) -> Iterator[tuple[str, object, str]]:
+    reader = csv.DictReader(io.StringIO(_read_text(path), newline=""))
+    cols = [c.strip() for c in reader.fieldnames or []]
+    if "item" not in cols or "correct" not in cols:
+        raise ResponsesError(
+            f"{printable(path)}: needs a header with columns item,correct (got {printable(cols)})"
+        )
+    reader.fieldnames = cols
+    for row in reader:
+        yield str(row["item"]).strip(), row["correct"], f"{printable(path)}:{reader.line_num}"
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[str, object, str]]:
+    for n, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ResponsesError(f"{printable(path)}:{n}: not valid JSON ({e.msg})") from None
+        if not isinstance(rec, dict) or "item" not in rec or "correct" not in rec:
+            raise ResponsesError(f"{printable(path)}:{n}: expected an object with item and correct")
+        yield str(rec["item"]), rec["correct"], f"{printable(path)}:{n}"
+
+
+class _Pairs(list):
+    """A JSON object as its (key, value) pairs, so that repeated keys are seen."""
+
+
+def _read_json(path: Path) -> Iterator[tuple[str, object, str]]:
+    try:
+        data = json.loads(_read_text(path), object_pairs_hook=_Pairs)
+    except json.JSONDecodeError as e:
+        raise ResponsesError(
+            f"{printable(path)}: not valid JSON ({e.msg}, line {e.lineno})"
+        ) from None
+    where = printable(path)
+    if isinstance(data, _Pairs):
+        for k, v in data:
+            yield str(k), v, where
+        return
+    if isinstance(data, list) and all(isinstance(r, _Pairs) for r in data):
+        records = [dict(r) for r in data]
+        if all("item" in r for r in records):
+            for n, r in enumerate(records):
+                yield str(r["item"]), r.get("correct"), f"{where}[{n}]"
+            return
+    raise ResponsesError(f"{where}: expected {{item: correct}} or a list of {{item, correct}}")
+
+
+_READERS = {".csv": _read_csv, ".jsonl": _read_jsonl, ".json": _read_json}

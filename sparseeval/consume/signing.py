@@ -1,0 +1,135 @@
+"""Ed25519 signatures over a published version's manifest (optional; see the trust model
+in `sparseeval.consume.layout`). `cryptography` is imported only when a key is used.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import os
+import uuid
+from pathlib import Path
+
+from sparseeval.consume.layout import MANIFEST, SIGNATURE, AnchorSetError, read_manifest, verify
+from sparseeval.consume.responses import printable
+
+
+def pem_bytes(key: str | bytes | Path, what: str) -> bytes:
+    """PEM text (str/bytes holding `-----BEGIN`) as bytes, or the bytes of a PEM file path."""
+    if isinstance(key, bytes) and b"-----BEGIN" in key:
+        return key
+    if isinstance(key, str) and "-----BEGIN" in key:
+        return key.encode()
+    path = Path(os.fsdecode(key)) if isinstance(key, bytes | str) else Path(key)
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise AnchorSetError(f"{what}: cannot read {printable(path)} ({e.strerror})") from None
+
+
+def _crypto():
+    try:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+        from cryptography.hazmat.primitives.serialization import load_pem_public_key
+    except ImportError:
+        raise AnchorSetError(
+            "signatures need the cryptography package: pip install cryptography"
+        ) from None
+    return InvalidSignature, ed25519, load_pem_public_key
+
+
+def verify_signature(folder: str | Path, manifest: dict, public_key) -> None:
+    """`manifest.sig` is an Ed25519 signature of manifest.json's bytes by `public_key`.
+
+    public_key: PEM bytes/str, a path to a PEM file, or an `Ed25519PublicKey`.
+    """
+    InvalidSignature, ed25519, load_pem_public_key = _crypto()
+    folder = Path(folder)
+    if isinstance(public_key, ed25519.Ed25519PublicKey):
+        key = public_key
+    else:
+        try:
+            key = load_pem_public_key(pem_bytes(public_key, "public key"))
+        except (ValueError, TypeError) as e:
+            raise AnchorSetError(f"public key: not a PEM public key ({printable(e)})") from None
+        if not isinstance(key, ed25519.Ed25519PublicKey):
+            raise AnchorSetError("public key: not an Ed25519 key")
+    sig_path = folder / SIGNATURE
+    if not sig_path.is_file():
+        raise AnchorSetError(
+            f"{printable(folder)}: no {SIGNATURE}; a public key was given, so only a set "
+            "signed with its private key is accepted"
+        )
+    body = (folder / MANIFEST).read_bytes()
+    try:
+        sig = base64.b64decode(sig_path.read_bytes().strip(), validate=True)
+    except (binascii.Error, ValueError):
+        sig = b""
+    try:
+        if len(sig) != 64:
+            raise InvalidSignature
+        key.verify(sig, body)
+    except InvalidSignature:
+        raise AnchorSetError(
+            f"{printable(folder)}: {SIGNATURE} does not verify with the public key given "
+            "(not signed by that key, or the manifest changed); refusing it"
+        ) from None
+    try:
+        same = json.loads(body) == manifest
+    except (ValueError, UnicodeDecodeError):
+        same = False
+    if not same:
+        raise AnchorSetError(f"{printable(folder)}: manifest changed while it was being read")
+
+
+def sign_version(folder: str | Path, private_key_pem) -> Path:
+    """Write `manifest.sig` into a version folder: Ed25519 over manifest.json's exact bytes.
+
+    private_key_pem: PEM bytes/str (unencrypted PKCS8), a path to a PEM file, or an
+    `Ed25519PrivateKey`. The folder is verified first; the signature file is replaced
+    atomically. Consumers check it with `load_anchor_set(..., public_key=...)`. Needs
+    the `cryptography` package.
+    """
+    folder = Path(folder)
+    key = private_key(private_key_pem)
+    manifest = read_manifest(folder)
+    verify(folder, manifest)
+    body = (folder / MANIFEST).read_bytes()
+    tmp = folder.parent / f".sig-{folder.name}-{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(signature(key, body))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, folder / SIGNATURE)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return folder / SIGNATURE
+
+
+def private_key(key):
+    """An `Ed25519PrivateKey` from PEM bytes/str, a PEM file path, or a key object."""
+    try:
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    except ImportError:
+        raise AnchorSetError(
+            "signing needs the cryptography package: pip install cryptography"
+        ) from None
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return key
+    try:
+        loaded = load_pem_private_key(pem_bytes(key, "signing key"), password=None)
+    except (ValueError, TypeError) as e:
+        raise AnchorSetError(f"signing key: not an unencrypted PEM private key ({e})") from None
+    if not isinstance(loaded, ed25519.Ed25519PrivateKey):
+        raise AnchorSetError("signing key: not an Ed25519 key")
+    return loaded
+
+
+def signature(key, body: bytes) -> bytes:
+    return base64.b64encode(key.sign(body)) + b"\n"

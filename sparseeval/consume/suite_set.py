@@ -1,0 +1,136 @@
+"""A published suite anchor set: every benchmark's anchors read together (NumPy only).
+
+    suite = load_suite(".sparseeval/published")
+    suite.predict({"arc": arc_answers, "gsm8k": gsm8k_answers, ...})
+    # {"arc": Estimate, ..., "average": Estimate}; one benchmark alone -> its own reader
+
+The suite is published like any anchor set, as benchmark `suite` (`published/suite/vN/`,
+one manifest sealing every file, promotion by `latest`, optional signature). Its
+top-level anchor set reads every benchmark's anchors (item ids `{benchmark}/{item}`) and
+estimates the suite average; `manifest["suite"]["members"][b]` describes two more readers
+per benchmark, each in its own folder with its own interval: `joint` (reads every anchor)
+and `own` (reads only b's anchors: the fallback when b is answered alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set
+from sparseeval.consume.inference import load_predictor
+from sparseeval.consume.layout import LATEST, AnchorSetError
+from sparseeval.consume.responses import ResponsesError, as_pairs, printable
+
+SUITE = "suite"
+AVERAGE = "average"
+
+
+def joint_item(benchmark: str, item: str) -> str:
+    """The suite's id of one benchmark's anchor item."""
+    return f"{benchmark}/{item}"
+
+
+@dataclass
+class SuiteAnchorSet:
+    """The suite average and, per benchmark, a joint reader and its own (fallback) reader."""
+
+    average: AnchorSet
+    joint: dict[str, AnchorSet]
+    own: dict[str, AnchorSet]
+
+    @property
+    def benchmarks(self) -> list[str]:
+        return list(self.own)
+
+    @property
+    def version(self) -> int:
+        return self.average.version
+
+    def items(self, benchmark: str) -> list[str]:
+        """The anchor items a model must answer on `benchmark`."""
+        return self.own[self._known(benchmark)].items
+
+    def predict(self, answers: Mapping[str, object], allow_missing: bool = False) -> dict:
+        """Estimates per answered benchmark, plus the suite "average" when all are answered.
+
+        answers: {benchmark: responses}, each as `AnchorSet.predict` takes them (a dict
+        {item: correct}, an item/correct table, or a sequence in anchor order). With every
+        benchmark answered each is read from all anchors; otherwise each given benchmark
+        falls back to its own reader and there is no average.
+        """
+        for b in answers:
+            self._known(b)
+        if set(answers) != set(self.benchmarks):
+            return {b: self.own[b].predict(r, allow_missing) for b, r in answers.items()}
+        joint = {
+            joint_item(b, item): v
+            for b, r in answers.items()
+            for item, v in self._pairs(b, r)
+        }  # fmt: skip
+        out: dict[str, Estimate] = {
+            b: self.joint[b].predict(joint, allow_missing) for b in self.benchmarks
+        }
+        return out | {AVERAGE: self.average.predict(joint, allow_missing)}
+
+    def _pairs(self, benchmark: str, responses) -> list:
+        pairs = as_pairs(responses)
+        if pairs is not None:
+            return list(pairs)
+        values, items = list(responses), self.own[benchmark].items
+        if len(values) != len(items):
+            raise ResponsesError(
+                f"{benchmark}: got {len(values)} answers in anchor order, expected {len(items)}"
+            )
+        return list(zip(items, values, strict=True))
+
+    def _known(self, benchmark: str) -> str:
+        if benchmark not in self.own:
+            raise AnchorSetError(
+                f"the suite has no benchmark {printable(repr(benchmark))}; "
+                f"it has {', '.join(self.benchmarks)}"
+            )
+        return benchmark
+
+
+def load_suite(
+    path_or_repo: str | Path,
+    version: int | str = LATEST,
+    hub_client=None,
+    revision: str | None = None,
+    public_key=None,
+) -> SuiteAnchorSet:
+    """Load and verify the published suite (see `load_anchor_set`: every check applies)."""
+    average = load_anchor_set(
+        path_or_repo, SUITE, version, hub_client, revision, public_key=public_key
+    )
+    members = (average.manifest.get("suite") or {}).get("members")
+    if not members:
+        raise AnchorSetError(f"{printable(average.source)}: not a suite anchor set (no members)")
+    joint, own = {}, {}
+    for b, member in members.items():
+        own[b] = _member(average, b, member["own"], member["items"])
+        joint[b] = _member(average, b, member["joint"], average.items)
+    return SuiteAnchorSet(average, joint, own)
+
+
+def _member(suite: AnchorSet, benchmark: str, reader: dict, items: list[str]) -> AnchorSet:
+    """One member reader as an `AnchorSet` (its files were verified with the suite's)."""
+    try:
+        predictor = load_predictor(suite.folder / reader["folder"])
+    except Exception as e:
+        raise AnchorSetError(
+            f"{printable(suite.source)}: cannot load {benchmark} reader ({printable(e)})"
+        ) from e
+    manifest = {
+        "benchmark": benchmark,
+        "version": suite.version,
+        "items": items,
+        "item_sources": reader.get("item_sources"),
+        "interval": reader["interval"],
+        "predictor": {"folder": reader["folder"], "anchor_means": reader.get("anchor_means")},
+    }
+    member = AnchorSet(manifest, predictor, suite.source, suite.folder)
+    member.check_predictor()
+    return member

@@ -1,0 +1,674 @@
+"""SparseEval end to end: select anchors, then fit and choose the final predictor."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
+from sparseeval.method.predictors import (
+    BlendPredictor,
+    MLPPredictor,
+    NonNegativeRidge,
+    RidgePredictor,
+    ZeroOneMLP,
+    fit_all,
+)
+from sparseeval.method.selection import AnchorSelector, Swap, paper_kmeans_anchors
+
+log = logging.getLogger("sparseeval")
+
+DEFAULT_INITS = ("kmeans", "random", "greedy")
+PREDICTORS = ("auto", "mlp", "ridge", "nnridge", "blend")
+LINEAR = {"ridge": RidgePredictor, "nnridge": NonNegativeRidge}
+AUTO = ("nnridge", "mlp", "blend")  # the candidates of predictor="auto"
+# `Settings` fields that configure the estimator (same names, same defaults).
+SETTING_NAMES = (
+    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
+    "predictor", "refit", "lr", "epochs", "patience", "weight_decay", "dropout", "ensemble",
+    "seed",
+)  # fmt: skip
+
+
+class AnchorEstimator(BaseEstimator):
+    """Base of every method: learned `anchors_` (item columns) and a reader of them.
+
+    Subclasses follow scikit-learn conventions: `__init__` only stores its arguments,
+    `fit` validates them and sets the learned attributes (trailing underscore).
+
+    Every `fit` checks its input with `sparseeval.method.matrix.check_Xy`: correctness `X` may be
+    -1/+1, 0/1 or boolean (0/1 and boolean are converted to -1/+1 explicitly); any other
+    value, NaN included, is refused naming its 1-based row and column; accuracies `y` must
+    lie in [0, 1] (scores in percent are refused with a message to divide by 100).
+
+    Attributes
+    ----------
+    anchors_ : ndarray of int
+        Column indices of the anchor items, set by `fit`.
+    """
+
+    anchors_: np.ndarray
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Estimated accuracy from the full-width correctness matrix (only anchors are read).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_models, n_items)
+            Correctness of each model on every item: -1/+1, or 0/1 / boolean (converted
+            to -1/+1).
+
+        Returns
+        -------
+        ndarray of shape (n_models,)
+            Estimated full-benchmark accuracy of each model.
+        """
+        return self.predict_anchors(to_signs(X, what="X")[:, self.anchors_])
+
+    def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
+        """Estimated accuracy from the +-1 anchor columns only, shape (n_models, n_anchors)."""
+        raise NotImplementedError
+
+
+def check_fit_input(X, y, X_valid=None, y_valid=None, need_valid: bool = False):
+    """`check_Xy` on the training rows and, when given, the validation rows.
+
+    Returns (X, y, X_valid, y_valid) with X as +-1 int8 and y as float64 (validation
+    entries None when not given). Raises MatrixError (a ValueError).
+    """
+    X, y = check_Xy(X, y, "training")
+    if X_valid is None or len(X_valid) == 0:
+        if need_valid:
+            raise MatrixError("SparseEval needs validation models to choose its predictor; got 0")
+        return X, y, None, None
+    Xv, yv = check_Xy(X_valid, y_valid, "validation")
+    if Xv.shape[1] != X.shape[1]:
+        raise MatrixError(f"X (validation) has {Xv.shape[1]} items, X (training) has {X.shape[1]}")
+    return X, y, Xv, yv
+
+
+class SparseEval(AnchorEstimator):
+    """Anchor selection plus a final predictor chosen on validation error.
+
+    The MLP is an average of `ensemble` seeds; it stops early on a held-out share of
+    the training rows, so validation rows stay a fair judge between predictors. With
+    `refit`, the chosen predictor is then trained again on training and validation
+    rows together.
+
+    Parameters
+    ----------
+    n_anchors : int, default=100
+        Number of anchor items to select.
+    init : str, default="adaptive"
+        Anchor initialization: "random", "kmeans", "greedy", "adaptive" (best of
+        `init_candidates`) or a sequence of item indices (see `AnchorSelector`).
+    init_candidates : sequence of str, default=("kmeans", "random", "greedy")
+        Initializations tried by `init="adaptive"`.
+    refine_steps : int, default=40
+        Maximum number of AIS/CIS swap steps.
+    acceptance : {"validated", "always"}, default="validated"
+        Whether a swap is kept only if held-out MAE falls, or always.
+    swap_candidates : int, default=3
+        CIS items tried per step under `acceptance="validated"`.
+    proxy : {"ridge", "mlp"}, default="ridge"
+        Predictor used to score anchor sets during selection.
+    judge : {"loo", "validation"}, default="loo"
+        How anchor sets are scored during selection (see `AnchorSelector`).
+    predictor : {"auto", "mlp", "ridge", "nnridge", "blend"}, default="auto"
+        Final predictor: "mlp" (the paper), "ridge", "nnridge" (ridge with
+        non-negative weights), "blend" (mean of the MLP and nnridge) or "auto"
+        (whichever of nnridge, MLP and blend has the lowest validation MAE).
+    refit : bool, default=True
+        Retrain the chosen predictor on training and validation rows together.
+    lr : float, default=3e-3
+        MLP learning rate.
+    epochs : int, default=2000
+        Maximum MLP training epochs.
+    patience : int, default=50
+        MLP early-stopping patience, in epochs.
+    weight_decay : float, default=0.0
+        MLP weight decay.
+    dropout : float, default=0.1
+        MLP dropout rate.
+    ensemble : int, default=3
+        Number of MLP seeds averaged.
+    seed : int, default=0
+        Random seed (ensemble member i uses `seed + i`).
+    n_jobs : int or None, default=None
+        MLP ensemble members trained at once, in threads; None: one per CPU core (at
+        most `ensemble`). The result does not depend on it.
+    progress : callable or None, default=None
+        Called with one-line progress messages; None logs them at INFO level.
+
+    Attributes
+    ----------
+    anchors_ : ndarray of int
+        Column indices of the selected anchor items.
+    anchor_ids_ : ndarray of str
+        Item ids of the anchors.
+    selector_ : AnchorSelector
+        The fitted anchor selector.
+    valid_scores_ : dict of str to float
+        Validation MAE of each candidate predictor.
+    predictor_name_ : str
+        Name of the chosen predictor.
+    predictor_ : object
+        The fitted final predictor (reads the anchor columns).
+    valid_residuals_ : ndarray of shape (n_valid,)
+        Prediction minus truth on validation rows (before any refit).
+    calibration_residuals_ : ndarray
+        Residuals for prediction intervals: the validation residuals until
+        `calibrate` is called.
+    calibration_source_ : {"validation", "calibration"}
+        Where `calibration_residuals_` come from.
+    """
+
+    def __init__(
+        self,
+        n_anchors: int = 100,
+        init: str = "adaptive",
+        init_candidates: Sequence[str] = DEFAULT_INITS,
+        refine_steps: int = 40,
+        acceptance: str = "validated",
+        swap_candidates: int = 3,
+        proxy: str = "ridge",
+        judge: str = "loo",
+        predictor: str = "auto",
+        refit: bool = True,
+        lr: float = 3e-3,
+        epochs: int = 2000,
+        patience: int = 50,
+        weight_decay: float = 0.0,
+        dropout: float = 0.1,
+        ensemble: int = 3,
+        seed: int = 0,
+        n_jobs: int | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.n_anchors = n_anchors
+        self.init = init
+        self.init_candidates = init_candidates
+        self.refine_steps = refine_steps
+        self.acceptance = acceptance
+        self.swap_candidates = swap_candidates
+        self.proxy = proxy
+        self.judge = judge
+        self.predictor = predictor
+        self.refit = refit
+        self.lr = lr
+        self.epochs = epochs
+        self.patience = patience
+        self.weight_decay = weight_decay
+        self.dropout = dropout
+        self.ensemble = ensemble
+        self.seed = seed
+        self.n_jobs = n_jobs
+        self.progress = progress
+
+    @classmethod
+    def paper(
+        cls,
+        n_anchors: int = 100,
+        seed: int = 0,
+        benchmark: str | None = None,
+        init: str = "auto",
+        **kw,
+    ) -> PaperSparseEval:
+        """The paper's released recipe, run as its code runs it (see `PaperSparseEval`).
+
+        `init="random"`, or `benchmark` "mmlu" / "winogrande", starts from random items as
+        the released code does for those benchmarks; otherwise k-means.
+        """
+        return PaperSparseEval(n_anchors, init=init, benchmark=benchmark, seed=seed, **kw)
+
+    @classmethod
+    def from_settings(cls, settings, **overrides) -> SparseEval:
+        """The estimator the pipeline runs, configured by a `Settings` object."""
+        return cls(**({n: getattr(settings, n) for n in SETTING_NAMES} | overrides))
+
+    def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> SparseEval:
+        """Select anchors on training rows and choose the predictor on validation rows.
+
+        Parameters
+        ----------
+        X_train : array-like of shape (n_train, n_items)
+            Correctness of the training models on every item: -1/+1, or 0/1 / boolean
+            (converted to -1/+1). Other values (NaN included) are refused.
+        y_train : array-like of shape (n_train,)
+            Full-benchmark accuracy of the training models, in [0, 1] (not percent).
+        X_valid : array-like of shape (n_valid, n_items)
+            Correctness of the validation models (at least one row), encoded as `X_train`.
+        y_valid : array-like of shape (n_valid,)
+            Full-benchmark accuracy of the validation models.
+        item_ids : array-like of shape (n_items,), default=None
+            Item ids, for `anchor_ids_`; None uses the column indices.
+
+        Returns
+        -------
+        self : SparseEval
+            The fitted estimator.
+        """
+        if self.predictor not in PREDICTORS:
+            raise ValueError(f"predictor must be one of {PREDICTORS}, got {self.predictor!r}")
+        X_train, y_train, X_valid, y_valid = check_fit_input(
+            X_train, y_train, X_valid, y_valid, need_valid=True
+        )
+        say = self.progress or log.info
+        self.selector_ = AnchorSelector(
+            self.n_anchors,
+            self.init,
+            tuple(self.init_candidates),
+            self.refine_steps,
+            self.acceptance,
+            self.swap_candidates,
+            self.proxy,
+            self.judge,
+            seed=self.seed,
+            progress=say,
+        ).fit(X_train, y_train, X_valid, y_valid)
+        self.anchors_ = self.selector_.anchors_
+        ids = _item_ids(item_ids, X_train.shape[1])
+        self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)
+        XA, XvA = np.asarray(X_train)[:, self.anchors_], np.asarray(X_valid)[:, self.anchors_]
+        y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
+        candidates = self._candidates(XA, y)
+        self.valid_scores_ = {
+            name: float(np.mean(np.abs(p.predict(XvA) - yv))) for name, p in candidates.items()
+        }
+        self.predictor_name_ = min(self.valid_scores_, key=self.valid_scores_.get)
+        self.predictor_ = candidates[self.predictor_name_]
+        self.valid_residuals_ = self.predictor_.predict(XvA) - yv
+        self.calibration_residuals_ = self.valid_residuals_
+        self.calibration_source_ = "validation"
+        say(
+            "final predictor: "
+            + ", ".join(f"{n} {100 * v:.3f}" for n, v in self.valid_scores_.items())
+            + f" (validation MAE points) -> {self.predictor_name_}"
+        )
+        if self.refit:
+            name = self.predictor_name_
+            both = np.vstack([XA, XvA]), np.concatenate([y, yv])
+            self.predictor_ = self._candidates(*both, wanted=(name,))[name]
+        return self
+
+    def calibrate(self, X_calib, y_calib) -> SparseEval:
+        """Residuals for the prediction intervals, from models no selection step has seen.
+
+        This is the honest path (split conformal): the residuals of the final predictor
+        on models exchangeable with new ones and unseen by `fit`. Until it (or
+        `cross_calibrate`) is called, `calibration_residuals_` are the validation
+        residuals, which under-cover: they come from the predictor before its refit, on
+        models that also chose the anchors (under `judge="loo"`), the initialization and
+        the predictor (measured on the built-in demo leaderboard: 71-78% test coverage at
+        90% nominal, against 89-91% with calibration models; `bench/coverage.py`).
+
+        Parameters
+        ----------
+        X_calib : array-like of shape (n_calib, n_items)
+            Correctness of calibration models, unseen by `fit`.
+        y_calib : array-like of shape (n_calib,)
+            Their full-benchmark accuracy.
+
+        Returns
+        -------
+        self : SparseEval
+            The estimator, with `calibration_residuals_` replaced.
+        """
+        X_calib, y_calib = check_Xy(X_calib, y_calib, "calibration")
+        self.calibration_residuals_ = self.predict(X_calib) - y_calib
+        self.calibration_source_ = "calibration"
+        return self
+
+    def cross_calibrate(
+        self, X_train, y_train, X_valid, y_valid, folds: int = 5, item_ids=None
+    ) -> SparseEval:
+        """Interval residuals by cross-fitting the whole procedure, when no model can be spared.
+
+        The training and validation models are dealt into `folds` folds; for each fold a
+        clone of this estimator is fitted, exactly as `fit` does, on the other folds'
+        training and validation models (each model keeps its role), and predicts the
+        held-out fold. Every labelled model thus gets a residual from a fit that never saw
+        it: no selection step, no choice of predictor, no refit. Costs `folds` extra fits.
+        The interval is then the fitted estimator's prediction +- the conformal quantile
+        of these residuals (cross-conformal with the full-data predictor: the fold fits
+        see 1/folds fewer models, so their residuals are, if anything, slightly larger;
+        the exact split-conformal guarantee does not hold, measured coverage is in
+        `bench/results/RESULTS.md`). Call it after `fit`, with the same arguments.
+
+        Returns
+        -------
+        self : SparseEval
+            With `calibration_residuals_` (one per training and validation model, training
+            first) and `calibration_source_ = "cross-fit"`.
+        """
+        from sklearn.base import clone
+
+        X, y, Xv, yv = check_fit_input(X_train, y_train, X_valid, y_valid, need_valid=True)
+        if not 2 <= int(folds) <= min(len(y), len(yv)):
+            raise ValueError(
+                f"folds must be in 2..{min(len(y), len(yv))} (the fewer of training and "
+                f"validation models), got {folds}"
+            )
+        rng = np.random.default_rng(self.seed + 7919)
+        fold = rng.permutation(len(y)) % folds
+        fold_v = rng.permutation(len(yv)) % folds
+        residuals = np.empty(len(y) + len(yv))
+        quiet = {"progress": lambda s: None} if "progress" in self.get_params() else {}
+        for f in range(folds):
+            est = clone(self).set_params(**quiet)
+            keep, keep_v = fold != f, fold_v != f
+            est.fit(X[keep], y[keep], Xv[keep_v], yv[keep_v], item_ids=item_ids)
+            residuals[: len(y)][~keep] = est.predict(X[~keep]) - y[~keep]
+            residuals[len(y) :][~keep_v] = est.predict(Xv[~keep_v]) - yv[~keep_v]
+        self.calibration_residuals_ = residuals
+        self.calibration_source_ = "cross-fit"
+        return self
+
+    def fit_reader(self, X, y, name: str | None = None):
+        """A final predictor of this configuration (default: the chosen kind) fitted on any columns.
+
+        The suite (`method.suite`) trains its readers of every benchmark's anchors with it.
+        """
+        name = name or self.predictor_name_
+        return self._candidates(np.asarray(X, dtype=np.float32), y, wanted=(name,))[name]
+
+    def fit_mlp_members(self, X, y, hidden: tuple[int, ...] = (128, 64, 32)) -> list:
+        """The `ensemble` MLPs of this configuration fitted on X, y (2-D y: one output each).
+
+        Members are trained `n_jobs` at a time in threads; member i is seeded `seed + i`.
+        """
+        members = [
+            MLPPredictor(
+                hidden=hidden,
+                lr=self.lr,
+                epochs=self.epochs,
+                patience=self.patience,
+                weight_decay=self.weight_decay,
+                dropout=self.dropout,
+                seed=self.seed + i,
+            )
+            for i in range(self.ensemble)
+        ]
+        return fit_all(members, X, y, self.n_jobs or min(self.ensemble, os.cpu_count() or 1))
+
+    def _mlp(self, XA, y):
+        members = self.fit_mlp_members(XA, y)
+        return (
+            members[0]
+            if len(members) == 1
+            else BlendPredictor(members, [1 / len(members)] * len(members))
+        )
+
+    def _candidates(self, XA, y, wanted: Sequence[str] | None = None) -> dict:
+        """Fitted final-predictor candidates by name (the blend reuses its members)."""
+        if wanted is None:
+            wanted = AUTO if self.predictor == "auto" else (self.predictor,)
+        needed = set(wanted) | ({"mlp", "nnridge"} if "blend" in wanted else set())
+        out = {name: cls().fit(XA, y) for name, cls in LINEAR.items() if name in needed}
+        if "mlp" in needed:
+            out["mlp"] = self._mlp(XA, y)
+        if "blend" in needed:
+            out["blend"] = BlendPredictor([out["mlp"], out["nnridge"]], [0.5, 0.5])
+        return {name: p for name, p in out.items() if name in wanted}
+
+    def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
+        return self.predictor_.predict(np.asarray(XA, dtype=np.float32))
+
+
+def _item_ids(item_ids, n_items: int) -> np.ndarray:
+    if item_ids is None:
+        return np.arange(n_items)
+    ids = np.asarray(item_ids)
+    if ids.shape != (n_items,):
+        raise MatrixError(f"item_ids has {ids.size} ids for {n_items} items")
+    return ids
+
+
+# --------------------------------------------------------------------------- the paper's recipe
+
+PAPER_RANDOM_INIT = ("mmlu", "winogrande")  # the released code's random-init benchmarks
+PAPER_INIT_CHOICES = ("auto", "kmeans", "random")
+
+
+class PaperSparseEval(SparseEval):
+    """The paper's released recipe (`SparseEval/methods/gd_cluster_mlp.py`), run plainly.
+
+    1. **Inputs** are 0/1 answers, `(x + 1) / 2` of the +-1 matrix, not centred.
+    2. **Initial anchors**: k-means (`n_init='auto'`, `random_state=seed`) over the item
+       columns of the training models normalised to unit length, the item nearest each
+       centre, random unused items topping the set up when two centres share one
+       (`selection.paper_kmeans_anchors`). `init="random"` draws k items at random instead;
+       `init="auto"` is random for `benchmark` "mmlu" or "winogrande" (as the released code
+       does) and k-means otherwise.
+    3. **Refinement**, `refine_steps` rounds, no validation check: a proxy MLP
+       (k-128-64-32-1, GELU, dropout, sigmoid output) is trained from scratch on the
+       training models by `proxy_steps` full-batch Adam steps (lr, MSE); the anchor with
+       the smallest mean |d MSE / d input| (net in eval mode) is removed, and the non-anchor
+       item with the largest |(Y - 0.5)^T (prediction - target)| (Y the 0/1 training
+       matrix, predictions in eval mode) is always put in its place.
+    4. **Final MLP**, the same net, up to `steps` full-batch Adam steps at lr on the
+       training models; at every `check_every`-th step (from the first) the validation MSE
+       and Kendall tau are computed, and the state is kept when the MSE is <= the best so
+       far and tau >= the best so far (the released code's rule); training stops after
+       `patience` checks without a kept state.
+
+    Remaining differences from the released code:
+
+    - k-means sees the training models only (the released code clustered the item vectors
+      of all models, test models included);
+    - the target is the given full-benchmark accuracy `y_train` (the released code took
+      the row mean of its matrix, the same thing when the matrix holds every item);
+    - the kept state becomes the predictor (the released code only recorded the test
+      error at that state); if no check qualifies (validation tau undefined), the last
+      state is kept, where the released code reported no result;
+    - random draws come from generators seeded by `seed` (the released code seeds Python's
+      `random`, NumPy and torch globally with 42), so draws differ; the anchors are stored
+      sorted, with the first layer's weights permuted to match (same function);
+    - the test/validation split (200/200 in the released code) is the caller's.
+
+    Parameters
+    ----------
+    n_anchors : int, default=100
+    init : {"auto", "kmeans", "random"}, default="auto"
+    benchmark : str or None, default=None
+        Only read by `init="auto"`.
+    refine_steps : int, default=10
+    proxy_steps : int, default=2000
+        Full-batch steps of each refinement round's proxy MLP.
+    steps : int, default=20000
+        Maximum full-batch steps of the final MLP.
+    check_every : int, default=500
+    patience : int, default=30
+        Validation checks without a kept state before the final training stops.
+    lr : float, default=5e-4
+    dropout : float, default=0.1
+    seed : int, default=0
+    device : str, default="cpu"
+        Torch device of the training ("cuda" if you have one; the predictor ends on CPU).
+    progress : callable or None, default=None
+
+    Attributes
+    ----------
+    anchors_, anchor_ids_, predictor_, predictor_name_ ("mlp"), valid_scores_,
+    valid_residuals_, calibration_residuals_, calibration_source_ : as `SparseEval`.
+    init_ : {"kmeans", "random"}
+        The initialization used.
+    history_ : list of Swap
+        One entry per refinement round (every swap is applied; no MAE is measured).
+    steps_ : int
+        Final-MLP steps run; `best_step_` the step whose state was kept, `valid_mse_` its
+        validation MSE.
+    """
+
+    def __init__(
+        self,
+        n_anchors: int = 100,
+        init: str = "auto",
+        benchmark: str | None = None,
+        refine_steps: int = 10,
+        proxy_steps: int = 2000,
+        steps: int = 20000,
+        check_every: int = 500,
+        patience: int = 30,
+        lr: float = 5e-4,
+        dropout: float = 0.1,
+        seed: int = 0,
+        device: str = "cpu",
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.n_anchors = n_anchors
+        self.init = init
+        self.benchmark = benchmark
+        self.refine_steps = refine_steps
+        self.proxy_steps = proxy_steps
+        self.steps = steps
+        self.check_every = check_every
+        self.patience = patience
+        self.lr = lr
+        self.dropout = dropout
+        self.seed = seed
+        self.device = device
+        self.progress = progress
+
+    def _init_name(self) -> str:
+        if self.init not in PAPER_INIT_CHOICES:
+            raise ValueError(f"init must be one of {PAPER_INIT_CHOICES}, got {self.init!r}")
+        if self.init != "auto":
+            return self.init
+        bench = (self.benchmark or "").lower()
+        return "random" if bench in PAPER_RANDOM_INIT else "kmeans"
+
+    def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> PaperSparseEval:
+        """Initialize, refine blindly, train the final MLP (see the class docstring).
+
+        Inputs as for `SparseEval.fit`; validation rows only stop the final training.
+        """
+        import torch
+
+        init = self._init_name()
+        X, y, Xv, yv = check_fit_input(X_train, y_train, X_valid, y_valid, need_valid=True)
+        n_items, k = X.shape[1], self.n_anchors
+        if not 0 < k < n_items:
+            raise ValueError(f"n_anchors must be in 1..{n_items - 1}, got {k}")
+        ids = _item_ids(item_ids, n_items)
+        say = self.progress or log.info
+        device = torch.device(self.device)
+        if device.type == "cpu":
+            torch.set_num_threads(1)  # as MLPPredictor: tiny nets, one thread is fastest
+        torch.manual_seed(self.seed)
+        rng = np.random.default_rng(self.seed)
+
+        if init == "kmeans":
+            anchors = [int(a) for a in paper_kmeans_anchors(X, k, self.seed, rng)]
+        else:
+            anchors = [int(a) for a in rng.choice(n_items, size=k, replace=False)]
+        say(f"paper recipe: {init} initialization of {k} anchors")
+        Y = torch.from_numpy((X.astype(np.float32) + 1.0) / 2.0).to(device)  # 0/1 answers
+        t = torch.from_numpy(y.astype(np.float32)).to(device)
+        centred = Y - 0.5
+        self.history_ = []
+        for step in range(self.refine_steps):
+            model = ZeroOneMLP(dropout=self.dropout, seed=self.seed)
+            net = model.build(k).to(device)
+            _paper_train(net, Y[:, anchors], t, self.proxy_steps, self.lr)
+            net.eval()
+            xa = Y[:, anchors].clone().requires_grad_(True)
+            torch.mean((net(xa).squeeze(1) - t) ** 2).backward()
+            ais = xa.grad.abs().mean(dim=0)
+            weakest = int(torch.argmin(ais))
+            with torch.no_grad():
+                error = net(Y[:, anchors]).squeeze(1) - t
+                cis = torch.abs(centred.T @ error)
+                cis[anchors] = -1.0
+                added = int(torch.argmax(cis))
+            removed = anchors[weakest]
+            nan = float("nan")  # no MAE is measured: every swap is applied
+            swap = Swap(
+                step, removed, added, float(ais[weakest]), float(cis[added]), nan, nan, True
+            )
+            self.history_.append(swap)
+            anchors[weakest] = added
+            say(f"paper refine round {step + 1}/{self.refine_steps}: swap {removed} -> {added}")
+
+        model = ZeroOneMLP(dropout=self.dropout, seed=self.seed)
+        net = model.build(k).to(device)
+        Yv = torch.from_numpy((Xv.astype(np.float32) + 1.0) / 2.0).to(device)
+        tv = torch.from_numpy(yv.astype(np.float32)).to(device)
+        self.steps_, self.best_step_, self.valid_mse_ = _paper_final(
+            net, Y[:, anchors], t, Yv[:, anchors], tv,
+            self.steps, self.lr, self.check_every, self.patience,
+        )  # fmt: skip
+        net.cpu().eval()
+        order = np.argsort(anchors)
+        with torch.no_grad():  # sorted anchors, same function: permute the first layer's inputs
+            net[0].weight.copy_(net[0].weight[:, torch.from_numpy(order)])
+        self.init_ = init
+        self.anchors_ = np.asarray(anchors, dtype=np.int64)[order]
+        self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)
+        self.predictor_ = model
+        self.predictor_name_ = "mlp"
+        self.valid_residuals_ = self.predict_anchors(Xv[:, self.anchors_]) - yv
+        self.valid_scores_ = {"mlp": float(np.mean(np.abs(self.valid_residuals_)))}
+        self.calibration_residuals_ = self.valid_residuals_
+        self.calibration_source_ = "validation"
+        say(
+            f"paper final MLP: {self.steps_} steps, state of step {self.best_step_} kept, "
+            f"validation MAE {100 * self.valid_scores_['mlp']:.3f} points"
+        )
+        return self
+
+
+def _paper_train(net, x, t, steps: int, lr: float) -> None:
+    """Full-batch Adam on MSE for `steps` steps, dropout on (the proxy of each round)."""
+    import torch
+
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    net.train()
+    for _ in range(steps):
+        opt.zero_grad()
+        torch.mean((net(x).squeeze(1) - t) ** 2).backward()
+        opt.step()
+
+
+def _paper_final(net, x, t, xv, tv, steps, lr, check_every, patience) -> tuple[int, int, float]:
+    """The final MLP's training with the released code's checks.
+
+    Returns (steps run, step whose state was kept, its validation MSE).
+
+    After step s (s = 0, check_every, 2 check_every, ...): validation MSE and Kendall tau;
+    the state is kept when MSE <= best and tau >= best tau, else patience counts one more.
+    """
+    import torch
+    from scipy.stats import kendalltau
+
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    best_loss, best_tau, waited = float("inf"), -2.0, 0
+    best_state, best_step, step = None, -1, -1
+    for step in range(steps):
+        net.train()
+        opt.zero_grad()
+        torch.mean((net(x).squeeze(1) - t) ** 2).backward()
+        opt.step()
+        if step % check_every:
+            continue
+        net.eval()
+        with torch.no_grad():
+            pred = net(xv).squeeze(1)
+            loss = float(torch.mean((pred - tv) ** 2))
+        tau = kendalltau(tv.cpu().numpy(), pred.cpu().numpy())[0]
+        if loss <= best_loss and tau >= best_tau:  # NaN tau never qualifies
+            best_loss, best_tau, waited, best_step = loss, float(tau), 0, step
+            best_state = {n: v.detach().clone() for n, v in net.state_dict().items()}
+        else:
+            waited += 1
+        if waited >= patience:
+            break
+    if best_state is not None:
+        net.load_state_dict(best_state)
+    else:
+        best_step = step
+    return step + 1, best_step, best_loss

@@ -1,0 +1,368 @@
+"""Predictors of full-benchmark accuracy from anchor answers (+-1 inputs, [0, 1] outputs).
+
+Every predictor has `fit(X, y, X_valid=None, y_valid=None) -> self`, `predict(X)`,
+`input_gradient(X, y)` (d loss / d input, used by AIS) and a pickle-free state:
+`state() -> (config, arrays)`, which `sparseeval.consume.inference` writes as the published
+predictor format and reads back with NumPy alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from scipy.optimize import nnls
+from torch import nn
+
+ALPHAS = np.logspace(-2, 4, 25)
+
+
+class Predictor(Protocol):
+    def fit(self, X, y, X_valid=None, y_valid=None) -> Predictor: ...
+    def predict(self, X: np.ndarray) -> np.ndarray: ...
+    def input_gradient(self, X: np.ndarray, y: np.ndarray) -> np.ndarray: ...
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]: ...
+
+
+class RidgePredictor:
+    """Ridge regression on centred anchors; `alpha=None` picks it by leave-one-out error.
+
+    `loo_residuals_` holds each training row's leave-one-out residual (target scale).
+    """
+
+    kind = "ridge"
+
+    def __init__(self, alpha: float | None = None, alphas: np.ndarray = ALPHAS) -> None:
+        self.alpha = alpha
+        self.alphas = alphas
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> RidgePredictor:
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        self.mean_ = X.mean(axis=0)
+        self.intercept_ = y.mean()
+        U, s, Vt = _thin_svd(X - self.mean_)
+        yc = y - self.intercept_
+        Uty = U.T @ yc
+        alphas = np.asarray([self.alpha] if self.alpha is not None else self.alphas, dtype=float)
+        loo = _ridge_loo_residuals(U, s, Uty, yc, alphas)  # one column per alpha
+        best = int(np.argmin(np.mean(loo**2, axis=0)))
+        self.alpha_, self.loo_residuals_ = float(alphas[best]), loo[:, best]
+        self.coef_ = Vt.T @ (s / (s**2 + self.alpha_) * Uty)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.clip(self._linear(X), 0.0, 1.0)
+
+    def _linear(self, X: np.ndarray) -> np.ndarray:
+        return (np.asarray(X, dtype=np.float64) - self.mean_) @ self.coef_ + self.intercept_
+
+    def input_gradient(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        residual = self.predict(X) - np.asarray(y)
+        return 2.0 * residual[:, None] * self.coef_[None, :]
+
+    def state(self):
+        config = {"kind": self.kind, "alpha": float(self.alpha_)}
+        arrays = {"mean": self.mean_, "coef": self.coef_, "intercept": np.array([self.intercept_])}
+        return config, arrays
+
+
+def _thin_svd(Xc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """U, s, Vt of a tall matrix from the eigendecomposition of its k x k Gram matrix.
+
+    Several times faster than `np.linalg.svd` when models far outnumber anchors (the
+    selection fits ridge over a hundred times). Directions with s^2 below 1e-10 of the
+    largest are dropped: they carry no signal a ridge penalty of >= 1e-2 would keep.
+    """
+    evals, V = np.linalg.eigh(Xc.T @ Xc)
+    keep = evals > 1e-10 * max(float(evals.max(initial=0.0)), 1e-300)
+    s, V = np.sqrt(evals[keep]), V[:, keep]
+    return (Xc @ V) / s, s, V.T
+
+
+def _ridge_loo_residuals(U, s, Uty, yc, alphas: np.ndarray) -> np.ndarray:
+    """Leave-one-out residuals of ridge for every alpha at once (rows x alphas).
+
+    From one decomposition: the hat matrix diagonal plus the intercept's 1/n.
+    """
+    shrink = s[:, None] ** 2 / (s[:, None] ** 2 + alphas[None, :])
+    fitted = U @ (shrink * Uty[:, None])
+    hat = (U**2) @ shrink + 1.0 / len(yc)
+    return (yc[:, None] - fitted) / (1.0 - hat)
+
+
+class NonNegativeRidge(RidgePredictor):
+    """Ridge whose anchor weights are all >= 0: a correct answer never lowers the estimate.
+
+    With few training models this prior keeps noise from giving items negative weights
+    (bench/accuracy.py measures it against plain ridge); with many it rarely binds.
+    `alpha=None` picks it by `folds`-fold cross-validated squared error.
+    """
+
+    kind = "nnridge"
+
+    def __init__(
+        self, alpha: float | None = None, alphas: np.ndarray = ALPHAS[::2], folds: int = 5
+    ) -> None:
+        super().__init__(alpha, alphas)
+        self.folds = folds
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> NonNegativeRidge:
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        fold = np.random.default_rng(0).permutation(len(y)) % self.folds
+        alphas = [self.alpha] if self.alpha is not None else list(self.alphas)
+
+        def cv_sse(alpha: float) -> float:
+            held = [fold == f for f in range(self.folds)]
+            return sum(
+                np.sum((self._solve(X[~h], y[~h], alpha)._linear(X[h]) - y[h]) ** 2) for h in held
+            )
+
+        self.alpha_ = alphas[0] if len(alphas) == 1 else min(alphas, key=cv_sse)
+        return self._solve(X, y, self.alpha_)
+
+    def _solve(self, X: np.ndarray, y: np.ndarray, alpha: float) -> NonNegativeRidge:
+        """Non-negative least squares on centred data, the ridge penalty as extra rows."""
+        self.mean_, self.intercept_ = X.mean(axis=0), y.mean()
+        k = X.shape[1]
+        A = np.vstack([X - self.mean_, np.sqrt(alpha) * np.eye(k)])
+        b = np.concatenate([y - self.intercept_, np.zeros(k)])
+        self.coef_, _ = nnls(A, b, maxiter=50 * k)
+        return self
+
+
+_BUILD_LOCK = threading.Lock()
+
+
+class Dropout(nn.Module):
+    """Dropout whose masks come from the net's own NumPy generator.
+
+    Each net draws from its own seeded generator, never from torch's global one, so
+    ensemble members can train in parallel threads and stay reproducible; it is also
+    faster than torch's CPU dropout. `p` is applied at a resolution of 1/65,536.
+    """
+
+    def __init__(self, p: float, rng: np.random.Generator) -> None:
+        super().__init__()
+        self.p, self.rng = float(p), rng
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p <= 0:
+            return x
+        bits = np.frombuffer(self.rng.bytes(2 * x.numel()), dtype=np.uint16).reshape(x.shape)
+        keep = torch.from_numpy(bits >= round(self.p * 65536)).to(x.device)
+        return x * keep / (1.0 - self.p)
+
+
+def fit_all(predictors: list, X, y, n_jobs: int = 1) -> list:
+    """Fit predictors on the same data, `n_jobs` at a time in threads (torch frees the GIL)."""
+    if n_jobs <= 1 or len(predictors) <= 1:
+        return [p.fit(X, y) for p in predictors]
+    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        return list(pool.map(lambda p: p.fit(X, y), predictors))
+
+
+class MLPPredictor:
+    """The paper's MLP: k -> 128 -> 64 -> 32 -> 1, GELU, dropout, sigmoid, Adam, MSE.
+
+    Full-batch training that stops early on validation error (a held-out share of the
+    training rows when no validation set is given) and keeps the best weights.
+    `hidden=()` gives a linear-in-inputs predictor trained the same way.
+    """
+
+    kind = "mlp"
+    outputs_ = 1  # a 2-D `y` in `fit` trains one output per column (see `output`)
+
+    def __init__(
+        self,
+        hidden: tuple[int, ...] = (128, 64, 32),
+        dropout: float = 0.1,
+        lr: float = 5e-4,
+        epochs: int = 2000,
+        patience: int = 100,
+        weight_decay: float = 0.0,
+        holdout: float = 0.1,
+        sigmoid: bool = True,
+        seed: int = 0,
+    ) -> None:
+        self.hidden, self.dropout, self.lr = tuple(hidden), dropout, lr
+        self.epochs, self.patience, self.weight_decay = epochs, patience, weight_decay
+        self.holdout, self.sigmoid, self.seed = holdout, sigmoid, seed
+
+    def _build(self, k: int) -> nn.Sequential:
+        """A fresh net: weights and its dropout generator's seed from torch's generator."""
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item()))
+        layers: list[nn.Module] = []
+        for width in self.hidden:
+            layers += [nn.Linear(k, width), nn.GELU(), Dropout(self.dropout, rng)]
+            k = width
+        layers.append(nn.Linear(k, self.outputs_))
+        if self.sigmoid:
+            layers.append(nn.Sigmoid())
+        return nn.Sequential(*layers)
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> MLPPredictor:
+        # These nets are tiny: one thread is fastest, and parallel fits do not fight.
+        torch.set_num_threads(1)
+        X, y = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float32)
+        if X_valid is None:
+            X, y, X_valid, y_valid = _hold_out(X, y, self.holdout, self.seed)
+        self.mean_ = X.mean(axis=0)
+        self.outputs_ = 1 if y.ndim == 1 else y.shape[1]
+        with _BUILD_LOCK:  # fits in parallel threads each seed and draw their net in turn
+            torch.manual_seed(self.seed)
+            self.net_ = self._build(X.shape[1])
+        self.epochs_, self.valid_mse_ = _train(
+            self.net_,
+            *self._tensors(X, y),
+            *self._tensors(np.asarray(X_valid), np.asarray(y_valid)),
+            lr=self.lr,
+            epochs=self.epochs,
+            patience=self.patience,
+            weight_decay=self.weight_decay,
+        )
+        return self
+
+    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None):
+        xt = torch.from_numpy(np.asarray(X, dtype=np.float32) - self.mean_)
+        return (xt,) if y is None else (xt, torch.from_numpy(np.asarray(y, dtype=np.float32)))
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        self.net_.eval()
+        with torch.no_grad():
+            out = self.net_(*self._tensors(X)).double().numpy()
+            out = out[:, 0] if self.outputs_ == 1 else out
+        return np.clip(out, 0.0, 1.0)
+
+    def input_gradient(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        self.net_.eval()
+        (xt,), yt = self._tensors(X), torch.as_tensor(np.asarray(y, dtype=np.float32))
+        xt.requires_grad_(True)
+        loss = ((self.net_(xt).squeeze(1) - yt) ** 2).sum()
+        loss.backward()
+        return xt.grad.double().numpy()
+
+    def state(self):
+        if self.outputs_ != 1:
+            raise ValueError("a multi-output MLP is published one output at a time: output(j)")
+        return self._state()
+
+    def _state(self):
+        config = {
+            "kind": self.kind,
+            "hidden": list(self.hidden),
+            "dropout": self.dropout,
+            "sigmoid": self.sigmoid,
+            "n_inputs": int(self.mean_.size),
+        }
+        arrays = {"mean": self.mean_} | {
+            f"net.{k}": v.detach().numpy() for k, v in self.net_.state_dict().items()
+        }
+        return config, arrays
+
+    def output(self, j: int):
+        """Output `j` of a multi-output MLP as a one-output NumPy reader (last layer sliced)."""
+        from sparseeval.consume.inference import reader_from_state
+
+        config, arrays = self._state()
+        last = f"net.{3 * len(self.hidden)}"  # Linear, GELU, Dropout per hidden layer
+        for part in ("weight", "bias"):
+            arrays[f"{last}.{part}"] = arrays[f"{last}.{part}"][j : j + 1]
+        return reader_from_state(config, arrays)
+
+
+class ZeroOneMLP(MLPPredictor):
+    """An MLP that reads 0/1 answers, uncentred, as the paper's released code feeds it.
+
+    Takes +-1 answers like every predictor here and gives the net `(x + 1) / 2`. Built and
+    trained by `sparseeval.method.estimator.PaperSparseEval` (which sets `net_`). `state()` folds
+    the 0/1 map into the first layer (its weights halved, `mean` = -1: `(x - mean) @ (W/2).T
+    = ((x + 1) / 2) @ W.T`), so the published MLP format reads it unchanged.
+    """
+
+    def __init__(
+        self, hidden: tuple[int, ...] = (128, 64, 32), dropout: float = 0.1, seed: int = 0
+    ) -> None:
+        super().__init__(hidden=hidden, dropout=dropout, seed=seed)
+
+    def build(self, k: int) -> nn.Sequential:
+        """A fresh, untrained net for k anchors (k-128-64-32-1, GELU, dropout, sigmoid)."""
+        self.mean_ = np.full(k, -1.0, dtype=np.float32)
+        self.net_ = self._build(k)
+        return self.net_
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> ZeroOneMLP:
+        raise NotImplementedError("ZeroOneMLP is trained by PaperSparseEval")
+
+    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None):
+        xt = torch.from_numpy((np.asarray(X, dtype=np.float32) + 1.0) / 2.0)
+        return (xt,) if y is None else (xt, torch.from_numpy(np.asarray(y, dtype=np.float32)))
+
+    def state(self):
+        config, arrays = super().state()
+        arrays["net.0.weight"] = arrays["net.0.weight"] / 2.0
+        return config, arrays
+
+
+def _hold_out(X, y, share: float, seed: int):
+    """Split off `share` of the rows (at least one) for early stopping."""
+    order = np.random.default_rng(seed).permutation(len(y))
+    cut = max(1, round(share * len(y)))
+    keep, held = order[cut:], order[:cut]
+    return X[keep], y[keep], X[held], y[held]
+
+
+def _train(net, x, y, xv, yv, lr, epochs, patience, weight_decay) -> tuple[int, float]:
+    """Full-batch Adam on MSE with early stopping; restores the best weights."""
+    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
+    best, best_state, best_epoch = float("inf"), None, 0
+    for epoch in range(epochs):
+        net.train()
+        opt.zero_grad()
+        loss = ((net(x).reshape(y.shape) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        net.eval()
+        with torch.no_grad():
+            valid = float(((net(xv).reshape(yv.shape) - yv) ** 2).mean())
+        if valid < best:
+            best, best_epoch = valid, epoch
+            best_state = {k: v.clone() for k, v in net.state_dict().items()}
+        elif epoch - best_epoch >= patience:
+            break
+    net.load_state_dict(best_state)
+    return best_epoch + 1, best
+
+
+class BlendPredictor:
+    """A weighted average of fitted predictors (e.g. MLP and ridge)."""
+
+    kind = "blend"
+
+    def __init__(self, members: list, weights: list[float]) -> None:
+        self.members, self.weights = members, list(weights)
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> BlendPredictor:
+        for m in self.members:
+            m.fit(X, y, X_valid, y_valid)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return sum(w * m.predict(X) for w, m in zip(self.weights, self.members, strict=True))
+
+    def input_gradient(self, X, y) -> np.ndarray:
+        return sum(
+            w * m.input_gradient(X, y) for w, m in zip(self.weights, self.members, strict=True)
+        )
+
+    def state(self):
+        configs, arrays = [], {}
+        for i, m in enumerate(self.members):
+            c, a = m.state()
+            configs.append(c)
+            arrays |= {f"m{i}/{k}": v for k, v in a.items()}
+        return {"kind": self.kind, "weights": self.weights, "members": configs}, arrays

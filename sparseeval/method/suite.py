@@ -1,0 +1,241 @@
+"""One suite instead of separate benchmarks: each benchmark read from every benchmark's anchors.
+
+Leaderboard models answer every benchmark, and a model's answers on the other benchmarks'
+anchors say much about this one (tinyBenchmarks and metabench estimate jointly for this
+reason). `SuiteSparseEval` selects anchors per benchmark exactly as `SparseEval` does,
+then gives each benchmark a reader of all the suite's anchors side by side, and
+estimates the suite average (the mean of the benchmarks' accuracies) with its interval.
+
+    suite = SuiteSparseEval(n_anchors=50).fit(X_train, y_train, X_valid, y_valid)
+    suite.predict({"arc": X_arc, "gsm8k": X_gsm8k, ...})   # {"arc": ..., "average": ...}
+
+Every `X` and `y` is a mapping from benchmark to an array; rows are the same models in
+the same order in every benchmark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+
+from sparseeval.consume.inference import widen
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
+from sparseeval.method.predictors import BlendPredictor
+
+AVERAGE = "average"
+SHARED_HIDDEN = (256, 128, 64)  # the shared reader's trunk: every anchor in, every benchmark out
+
+
+class SuiteSparseEval(BaseEstimator):
+    """Anchors per benchmark, a reader per benchmark over every anchor, and the suite average.
+
+    Parameters
+    ----------
+    n_anchors : int, default=50
+        Anchors selected per benchmark (capped at the benchmark's items minus one).
+    estimator : SparseEval or None, default=None
+        Template of the per-benchmark fit (cloned per benchmark, `n_anchors` set);
+        None uses `SparseEval()` defaults.
+    progress : callable or None, default=None
+        Called with one-line progress messages.
+
+    Attributes
+    ----------
+    benchmarks_ : list of str
+        The benchmarks, in the order their anchors sit in the joint input.
+    estimators_ : dict of str to SparseEval
+        Each benchmark's own fit (its anchors and its own reader, the fallback when only
+        that benchmark is answered).
+    columns_ : dict of str to ndarray
+        Positions of each benchmark's anchors in the joint input.
+    readers_ : dict of str to predictor
+        Each benchmark's reader of the joint input (+-1 answers on every anchor).
+    reader_names_ : dict of str to str
+        Which candidate each benchmark kept: "own" (its own anchors only), "joint" (an MLP
+        of the estimator's configuration over all anchors), "own+joint" (their mean) or
+        "own+joint+shared" (the mean of those two and the benchmark's output of the
+        shared reader: MLPs over all anchors with one output per benchmark).
+    valid_scores_ : dict of str to dict
+        Validation MAE of each candidate, per benchmark (before any refit).
+    calibration_residuals_ : dict of str to ndarray
+        Residuals (estimate - truth) per benchmark and for "average", from calibration
+        models after `calibrate`, else from validation models (which under-cover).
+    own_calibration_residuals_ : dict of str to ndarray
+        The same for each benchmark's own reader (its fallback).
+    calibration_source_ : {"validation", "calibration"}
+    """
+
+    def __init__(
+        self,
+        n_anchors: int = 50,
+        estimator: SparseEval | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.n_anchors = n_anchors
+        self.estimator = estimator
+        self.progress = progress
+
+    def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> SuiteSparseEval:
+        """Select each benchmark's anchors, then choose each benchmark's reader on validation.
+
+        Parameters
+        ----------
+        X_train, X_valid : mapping of str to array-like of shape (n_models, n_items_b)
+            Correctness per benchmark (-1/+1, 0/1 or boolean), the same models in the
+            same order in every benchmark.
+        y_train, y_valid : mapping of str to array-like of shape (n_models,)
+            Full-benchmark accuracy per benchmark, in [0, 1].
+        item_ids : mapping of str to array-like, default=None
+            Item ids per benchmark (for each estimator's `anchor_ids_`).
+        """
+        say = self.progress or (lambda s: None)
+        X, y = check_suite(X_train, y_train, "training")
+        Xv, yv = check_suite(X_valid, y_valid, "validation")
+        if set(X) != set(Xv):
+            raise MatrixError(f"validation benchmarks {sorted(Xv)} differ from {sorted(X)}")
+        if len(X) < 2:
+            raise MatrixError(f"a suite needs at least two benchmarks, got {sorted(X)}")
+        self.benchmarks_ = list(X)
+        self.estimators_, self.valid_scores_ = {}, {}
+        for b in self.benchmarks_:
+            say(f"selecting {b} anchors")
+            k = min(self.n_anchors, X[b].shape[1] - 1)
+            est = clone(self.estimator or SparseEval()).set_params(n_anchors=k)
+            ids = None if item_ids is None else item_ids[b]
+            self.estimators_[b] = est.fit(X[b], y[b], Xv[b], yv[b], item_ids=ids)
+        sizes = [len(self.estimators_[b].anchors_) for b in self.benchmarks_]
+        ends = np.cumsum(sizes)
+        self.columns_ = {
+            b: np.arange(e - n, e) for b, n, e in zip(self.benchmarks_, sizes, ends, strict=True)
+        }
+        XA, XvA = self.joint_input(X), self.joint_input(Xv)
+        say("training the shared reader (one output per benchmark)")
+        shared = self._fit_shared(XA, _stack(y, self.benchmarks_))
+        shared_valid = _blend_predict(shared, XvA)
+        choices = {
+            b: self._choose_reader(b, XA, y[b], XvA, yv[b], shared_valid[:, j])
+            for j, b in enumerate(self.benchmarks_)
+        }
+        refit = self.estimators_[self.benchmarks_[0]].refit
+        if refit and any("shared" in name for name, _, _ in choices.values()):
+            both = np.vstack([XA, XvA])
+            shared = self._fit_shared(both, np.vstack([_stack(y, self.benchmarks_),
+                                                       _stack(yv, self.benchmarks_)]))  # fmt: skip
+        self.readers_, self.reader_names_ = {}, {}
+        for j, b in enumerate(self.benchmarks_):
+            name, joint, _ = choices[b]
+            own = widen(self.estimators_[b].predictor_, self.columns_[b], XA.shape[1])
+            parts = {"own": own, "joint": joint, "shared": _output(shared, j)}
+            members = [parts[part] for part in name.split("+")]
+            self.readers_[b] = (
+                members[0] if len(members) == 1
+                else BlendPredictor(members, [1 / len(members)] * len(members))
+            )  # fmt: skip
+            self.reader_names_[b] = name
+        self.calibration_residuals_ = _with_average({b: c[2] for b, c in choices.items()})
+        self.own_calibration_residuals_ = {
+            b: self.estimators_[b].valid_residuals_ for b in self.benchmarks_
+        }
+        self.calibration_source_ = "validation"
+        return self
+
+    def _fit_shared(self, XA, Y) -> list:
+        """MLPs over every anchor with one output per benchmark (a shared trunk), an ensemble."""
+        est = self.estimators_[self.benchmarks_[0]]  # every benchmark's estimator is alike
+        return est.fit_mlp_members(XA, Y, hidden=SHARED_HIDDEN)
+
+    def _choose_reader(self, b: str, XA, y, XvA, yv, shared_valid):
+        """(name, joint reader, validation residuals) of the candidate with the lowest MAE.
+
+        Candidates: own anchors only, all anchors (this benchmark's MLP), and the means of
+        own + all, and of own + all + the shared reader's output (all before any refit).
+        """
+        est = self.estimators_[b]
+        own_valid = est.valid_residuals_ + yv  # before the refit on validation models
+        joint = est.fit_reader(XA, y, "mlp")
+        joint_valid = joint.predict(XvA)
+        valid = {
+            "own": own_valid,
+            "joint": joint_valid,
+            "own+joint": (own_valid + joint_valid) / 2,
+            "own+joint+shared": (own_valid + joint_valid + shared_valid) / 3,
+        }
+        self.valid_scores_[b] = {n: float(np.mean(np.abs(p - yv))) for n, p in valid.items()}
+        name = min(self.valid_scores_[b], key=self.valid_scores_[b].get)
+        if name != "own" and est.refit:
+            joint = est.fit_reader(np.vstack([XA, XvA]), np.concatenate([y, yv]), "mlp")
+        return name, joint, valid[name] - yv
+
+    def joint_input(self, X: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Every benchmark's anchor columns side by side, as +-1 float32 (the readers' input)."""
+        missing = [b for b in self.benchmarks_ if b not in X]
+        if missing:
+            raise MatrixError(f"the joint input needs answers on {', '.join(missing)}")
+        return np.hstack(
+            [to_signs(X[b], what=f"X ({b})")[:, self.estimators_[b].anchors_]
+             for b in self.benchmarks_]
+        ).astype(np.float32)  # fmt: skip
+
+    def predict(self, X: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Estimated accuracy per benchmark, and the suite "average" when all are given.
+
+        With every benchmark answered each is read from all anchors; with only some, each
+        given benchmark falls back to its own reader and no average is returned.
+        """
+        unknown = sorted(set(X) - set(self.benchmarks_))
+        if unknown:
+            raise MatrixError(f"unknown benchmark(s) {unknown}; the suite has {self.benchmarks_}")
+        if set(X) != set(self.benchmarks_):
+            return {b: self.estimators_[b].predict(X[b]) for b in self.benchmarks_ if b in X}
+        XA = self.joint_input(X)
+        out = {b: self.readers_[b].predict(XA) for b in self.benchmarks_}
+        return out | {AVERAGE: np.mean([out[b] for b in self.benchmarks_], axis=0)}
+
+    def calibrate(self, X_calib, y_calib) -> SuiteSparseEval:
+        """Interval residuals per benchmark and for the average, from models `fit` never saw."""
+        X, y = check_suite(X_calib, y_calib, "calibration")
+        pred = self.predict(X)
+        self.calibration_residuals_ = _with_average({b: pred[b] - y[b] for b in self.benchmarks_})
+        self.own_calibration_residuals_ = {
+            b: self.estimators_[b].predict(X[b]) - y[b] for b in self.benchmarks_
+        }
+        self.calibration_source_ = "calibration"
+        return self
+
+
+def _stack(y: Mapping[str, np.ndarray], benchmarks: list[str]) -> np.ndarray:
+    return np.stack([np.asarray(y[b], dtype=np.float64) for b in benchmarks], axis=1)
+
+
+def _blend_predict(members: list, X: np.ndarray) -> np.ndarray:
+    return np.mean([m.predict(X) for m in members], axis=0)
+
+
+def _output(members: list, j: int):
+    """Output j of an ensemble of multi-output MLPs, as one published-format reader."""
+    return BlendPredictor([m.output(j) for m in members], [1 / len(members)] * len(members))
+
+
+def suite_average(y: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The suite average of per-benchmark accuracies (their unweighted mean)."""
+    return np.mean([np.asarray(v, dtype=np.float64) for v in y.values()], axis=0)
+
+
+def _with_average(residuals: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return residuals | {AVERAGE: suite_average(residuals)}
+
+
+def check_suite(X, y, what: str) -> tuple[dict, dict]:
+    """`check_Xy` per benchmark, and the same number of models in every benchmark."""
+    if not isinstance(X, Mapping) or not isinstance(y, Mapping):
+        raise MatrixError(f"X and y ({what}) must be mappings from benchmark to array")
+    if set(X) != set(y):
+        raise MatrixError(f"X ({what}) has benchmarks {sorted(X)}, y has {sorted(y)}")
+    checked = {b: check_Xy(X[b], y[b], f"{what}, {b}") for b in X}
+    rows = {b: len(v[1]) for b, v in checked.items()}
+    if len(set(rows.values())) > 1:
+        raise MatrixError(f"X ({what}): benchmarks have different numbers of models: {rows}")
+    return {b: v[0] for b, v in checked.items()}, {b: v[1] for b, v in checked.items()}

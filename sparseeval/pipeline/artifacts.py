@@ -1,0 +1,125 @@
+"""Content-keyed artifacts: keys, paths and the one matrix file format.
+
+Large data lives in files under `artifacts/{kind}/{key}`, where the key covers the
+inputs, the settings that matter and the code version: an unchanged input is never
+recomputed, and a change to any module whose output is cached invalidates it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sparseeval._version import __version__
+from sparseeval.consume.hashing import fingerprint
+from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.pipeline.settings import Settings
+
+# Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
+MATRIX_FIELDS = ("max_missing_model_frac",)
+TRAINING_FIELDS = (
+    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
+    "predictor", "refit", "ensemble", "lr", "epochs", "patience", "weight_decay", "dropout",
+    "n_test", "n_valid", "n_calib", "calibration", "stable_split", "seed",
+)  # fmt: skip
+# What a cached result depends on: the whole method package (and the NumPy readers it
+# uses), plus the pipeline modules that turn a store into a matrix and a fit into files.
+CODE_PACKAGES = ("method", "consume")
+PIPELINE_MODULES = (
+    "artifacts.py", "recipe.py", "suite_recipe.py", "compare.py", "records.py", "store/build.py",
+)  # fmt: skip
+
+
+@cache
+def code_version() -> str:
+    """sparseeval's version plus a hash of the source of every module a result depends on."""
+    h = hashlib.sha256(__version__.encode())
+    root = resources.files("sparseeval")
+    files = [f for pkg in CODE_PACKAGES for f in _sources(root.joinpath(pkg))]
+    files += [root.joinpath("pipeline", *name.split("/")) for name in PIPELINE_MODULES]
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def _sources(folder) -> list:
+    """The .py files of a package folder, in a stable order."""
+    return sorted((f for f in folder.iterdir() if f.name.endswith(".py")), key=lambda f: f.name)
+
+
+def settings_subset(settings: Settings, names: Sequence[str]) -> dict[str, Any]:
+    full = settings.to_dict()
+    return {n: full[n] for n in names}
+
+
+def artifact_path(artifacts_dir: str | Path, kind: str, key: str) -> Path:
+    """`artifacts/{kind}/{key}`: the one place a content-keyed artifact lives."""
+    if not key or "/" in key or "/" in kind:
+        raise ValueError(f"bad artifact key {kind!r}/{key!r}")
+    return Path(artifacts_dir) / kind / key
+
+
+def matrix_key(benchmark: str, store_state: str, settings: Settings) -> str:
+    """Key of a benchmark's matrix: its store content signature, settings and code.
+
+    The artifacts folder is part of the key: a cached result always points at files
+    in this home, never at another home's (which may be gone).
+    """
+    return fingerprint(
+        "matrix", benchmark, store_state, settings_subset(settings, MATRIX_FIELDS),
+        str(Path(settings.artifacts_dir).resolve()), code_version(),
+    )  # fmt: skip
+
+
+def fit_key(matrix_fingerprint: str, settings: Settings) -> str:
+    """Key of a fitted model: the matrix content, the training settings and the code."""
+    return fingerprint(
+        "fit", matrix_fingerprint, settings_subset(settings, TRAINING_FIELDS),
+        str(Path(settings.artifacts_dir).resolve()), code_version(),
+    )  # fmt: skip
+
+
+def save_matrix(
+    matrix: ResponseMatrix, path: str | Path, compress: bool = False, fingerprint: str | None = None
+) -> Path:
+    """Write a matrix as one `.npz` (values, ids, targets, fingerprint) atomically; no pickles.
+
+    fingerprint: the matrix's, when the caller already has it (else it is computed).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {
+        "values": matrix.values,
+        "model_ids": np.asarray(matrix.model_ids, dtype=str),
+        "item_ids": np.asarray(matrix.item_ids, dtype=str),
+        "fingerprint": np.asarray(fingerprint or matrix.fingerprint()),
+    }
+    if matrix.targets is not None:
+        arrays["targets"] = matrix.targets
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            (np.savez_compressed if compress else np.savez)(f, **arrays)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def load_matrix(path: str | Path) -> ResponseMatrix:
+    """Read a matrix written by `save_matrix`."""
+    with np.load(path, allow_pickle=False) as npz:
+        targets = npz["targets"] if "targets" in npz.files else None
+        return ResponseMatrix(
+            npz["values"], npz["model_ids"].astype(object), npz["item_ids"].astype(object), targets
+        )

@@ -1,0 +1,235 @@
+"""Drift of the live anchor set on newly arrived models, and the quality gate for a candidate.
+
+`assess` is the whole decision for one benchmark: it reads the matrix and the live set
+once, scores the live set on the models that arrived since it was published, decides
+whether to publish (no set yet, or drift; never a set fit on the data the live one saw)
+and, if so, compares the candidate with the live set on the same held-out models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
+from sparseeval.method import metrics
+from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.pipeline.artifacts import artifact_path, load_matrix
+from sparseeval.pipeline.records import DriftDecision, FitInfo, GateResult, LiveSet, MatrixInfo
+from sparseeval.pipeline.release import set_name
+from sparseeval.pipeline.settings import Settings
+
+
+def fresh_models(store_path: str | Path, benchmark: str, live: LiveSet) -> list[str]:
+    """Models whose first result in `benchmark` arrived after the live set's data was read.
+
+    Exact when the set was published by this pipeline (it records the last ingest run its
+    matrix saw); otherwise models first seen after the manifest's `created` time.
+    """
+    from sparseeval.pipeline.store import Store
+
+    with Store.open(store_path, read_only=True) as store:
+        if live.last_run is not None:
+            return store.models_first_seen_after(run_id=int(live.last_run), benchmark=benchmark)
+        after = datetime.fromisoformat(str(live.created))
+        if after.tzinfo is None:
+            after = after.replace(tzinfo=UTC)
+        return store.models_first_seen_after(after=after, benchmark=benchmark)
+
+
+def _rows(matrix: ResponseMatrix, model_ids: Sequence[str] | None) -> np.ndarray:
+    if model_ids is None:
+        return np.arange(matrix.shape[0])
+    wanted = set(map(str, model_ids))
+    return np.flatnonzero([str(m) in wanted for m in matrix.model_ids])
+
+
+def score_set(aset: AnchorSet, matrix: ResponseMatrix, model_ids=None) -> dict[str, Any]:
+    """Metrics of a published anchor set on some models of `matrix` (all when None)."""
+    rows = _rows(matrix, model_ids)
+    if len(rows) == 0:
+        return {"n": 0}
+    pred = aset.predict_matrix(matrix.values[rows], matrix.item_ids)
+    true = matrix.y[rows]
+    out: dict[str, Any] = {"n": len(rows), "mae": metrics.mae_points(pred, true)}
+    return out | (metrics.evaluate(pred, true) if len(rows) >= 3 else {})
+
+
+def evaluate_published(
+    published_dir, benchmark: str, matrix_path, model_ids=None, version="latest"
+) -> dict[str, Any]:
+    """Score a published set on models of a matrix file (the 'evaluate' flow)."""
+    aset = load_anchor_set(published_dir, benchmark, version)
+    return score_set(aset, load_matrix(matrix_path), model_ids)
+
+
+def drift_figures(aset: AnchorSet, matrix: ResponseMatrix, fresh: Sequence[str]) -> dict:
+    """The live set's error on fresh models, and how many fall outside the known range.
+
+    The known range is that of the true accuracies of models that were there before
+    the set was published (the models it could have been trained on).
+    """
+    fresh_set = set(map(str, fresh))
+    is_fresh = np.array([str(m) in fresh_set for m in matrix.model_ids], dtype=bool)
+    out: dict[str, Any] = {"n_fresh": int(is_fresh.sum())}
+    if not is_fresh.any():
+        return out
+    scores = score_set(aset, matrix, matrix.model_ids[is_fresh])
+    out |= {f"fresh_{k}": v for k, v in scores.items() if k != "n"}
+    y = matrix.y
+    if (~is_fresh).any():
+        lo, hi = float(y[~is_fresh].min()), float(y[~is_fresh].max())
+        out["out_of_range_frac"] = float(np.mean((y[is_fresh] < lo) | (y[is_fresh] > hi)))
+    return out
+
+
+def drift_decision(
+    benchmark: str, live: LiveSet | None, figures: dict[str, Any], settings: Settings
+) -> DriftDecision:
+    """Pure: should a new version be published? (No set yet, or drift on fresh models.)
+
+    Drift when, on at least `min_new_models` fresh models, the published set's MAE exceeds
+    `drift_mae_points`, or `drift_mae_ratio` times its published test MAE, or more than
+    `drift_out_of_range_frac` of them lie outside the known accuracy range. A threshold
+    <= 0 turns its criterion off.
+    """
+    s = settings
+    if live is None:
+        return DriftDecision(benchmark, False, True, "no published anchor set yet", figures)
+    n = int(figures.get("n_fresh", 0))
+    if n == 0:
+        return DriftDecision(benchmark, False, False, "no new models since publishing", figures)
+    if n < s.min_new_models:
+        why = f"only {n} new model(s) since publishing (< min_new_models {s.min_new_models})"
+        return DriftDecision(benchmark, False, False, why, figures)
+    mae = float(figures.get("fresh_mae", 0.0))
+    oor = float(figures.get("out_of_range_frac", 0.0))
+    base = live.test_mae
+    reasons = []
+    if s.drift_mae_points > 0 and mae > s.drift_mae_points:
+        reasons.append(f"MAE {mae:.2f} > {s.drift_mae_points:g} points on {n} new models")
+    if s.drift_mae_ratio > 0 and base and mae > s.drift_mae_ratio * base:
+        reasons.append(
+            f"MAE {mae:.2f} > {s.drift_mae_ratio:g} x published test MAE {base:.2f}"
+            f" on {n} new models"
+        )
+    if s.drift_out_of_range_frac > 0 and oor > s.drift_out_of_range_frac:
+        reasons.append(f"{oor:.0%} of {n} new models outside the training range")
+    if reasons:
+        return DriftDecision(benchmark, True, True, "drift: " + "; ".join(reasons), figures)
+    why = f"no drift: MAE {mae:.2f} points on {n} new models, {oor:.0%} outside range"
+    return DriftDecision(benchmark, False, False, why, figures)
+
+
+def same_data(live: LiveSet | None, fit: FitInfo) -> str | None:
+    """Why not to publish `fit`: the live set was fit on this very data (else None)."""
+    if live is not None and live.data_fingerprint == fit.matrix_fingerprint:
+        return f"live v{live.version} was fit on this data"
+    return None
+
+
+def gate_decision(current_mae: float | None, candidate_mae: float | None) -> tuple[bool, str]:
+    """Pure: publish only a candidate at least as good as the live set on the same models."""
+    if current_mae is None:
+        return True, "no live set to compare with"
+    if candidate_mae is None:
+        return False, "candidate could not be scored on the held-out models"
+    if candidate_mae <= current_mae + 1e-12:
+        return True, f"candidate MAE {candidate_mae:.3f} <= live {current_mae:.3f} points"
+    return False, f"refused: candidate MAE {candidate_mae:.3f} > live {current_mae:.3f} points"
+
+
+def compare_candidate(
+    aset: AnchorSet | None, fit: FitInfo, matrix: ResponseMatrix, fresh: Sequence[str]
+) -> GateResult:
+    """Live set vs candidate on models neither was trained on.
+
+    Held-out models: the candidate's test split (with stable splits and the same seed the
+    live set never trained on them either). The fresh ones among them (arrived since the
+    live set was published) are compared too; the candidate must not be worse on either.
+    """
+    from sparseeval.method.model_files import load_fitted
+    from sparseeval.pipeline.recipe import load_evaluation
+
+    if aset is None:
+        return GateResult(True, "no live set to compare with")
+    test_ids = sorted(load_evaluation(fit.model_dir)["test_ids"].tolist())
+    fresh_ids = sorted(set(map(str, fresh)) & set(test_ids))
+    figures: dict[str, Any] = {"n_heldout": len(test_ids), "n_fresh_heldout": len(fresh_ids)}
+    candidate = load_fitted(fit.model_dir)
+    accept, reasons = True, []
+    for name, ids in (("heldout", test_ids), ("fresh_heldout", fresh_ids)):
+        if not ids:
+            continue
+        rows = _rows(matrix, ids)
+        live_mae = score_set(aset, matrix, ids)["mae"]
+        cand_mae = metrics.mae_points(candidate.predict(matrix.values[rows]), matrix.y[rows])
+        ok, why = gate_decision(live_mae, cand_mae)
+        figures[f"live_mae_{name}"], figures[f"candidate_mae_{name}"] = live_mae, cand_mae
+        accept &= ok
+        reasons.append(f"{name.replace('_', ' ')} ({len(ids)} models): {why}")
+    return GateResult(accept, "; ".join(reasons) or "nothing to compare on", figures)
+
+
+def assess(
+    published_dir: str | Path,
+    matrix_info: MatrixInfo,
+    fit: FitInfo,
+    live: LiveSet | None,
+    fresh: Sequence[str],
+    settings: Settings,
+    requested: str | None = None,
+    budget: int | None = None,
+) -> tuple[DriftDecision, GateResult | None]:
+    """Drift decision and, when a candidate may be published, its gate (one read of each file).
+
+    requested: a reason to publish regardless of drift (a retrain by hand); the gate and
+    the same-data rule still apply. budget: one of several published budgets.
+    """
+    bench = matrix_info.benchmark
+    matrix = load_matrix(matrix_info.path)
+    aset = load_anchor_set(published_dir, bench, live.version, budget=budget) if live else None
+    figures = drift_figures(aset, matrix, fresh) if aset is not None and fresh else {}
+    record_drift(settings.artifacts_dir, set_name(bench, budget), live, figures)
+    decision = drift_decision(bench, live, figures, settings)
+    if requested and live is not None:
+        decision = DriftDecision(bench, decision.drift, True, requested, figures)
+    if not decision.publish or same_data(live, fit):
+        return decision, None
+    return decision, compare_candidate(aset, fit, matrix, fresh)
+
+
+def _history_path(artifacts_dir: str | Path, name: str) -> Path:
+    return artifact_path(artifacts_dir, "published", f"{name}-drift.jsonl")
+
+
+def record_drift(artifacts_dir: str | Path, name: str, live: LiveSet | None, figures: dict) -> None:
+    """Append one drift check (live version, MAE on fresh models) to the set's history.
+
+    name: the set's name (`release.set_name`: the benchmark, or `arc-k50` for one budget).
+    """
+    if not live or not figures.get("n_fresh") or figures.get("fresh_mae") is None:
+        return
+    path = _history_path(artifacts_dir, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    row = {
+        "version": live.version,
+        "mae": float(figures["fresh_mae"]),
+        "n_models": int(figures["n_fresh"]),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def drift_history(artifacts_dir: str | Path, name: str) -> list[dict[str, Any]]:
+    """Every drift check recorded for a set (see `record_drift`), oldest first."""
+    path = _history_path(artifacts_dir, name)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,219 @@
+"""The training recipe of one benchmark, as named steps over files keyed by content.
+
+matrix_step      store -> artifacts/matrix/{fingerprint}.npz
+fit_step         split -> set aside calibration models -> select anchors and predictor
+                 -> calibrate intervals -> test metrics and baselines
+                 -> artifacts/model/{key}/ (the fitted-model format + evaluation.npz)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sparseeval.consume.hashing import fingerprint
+from sparseeval.method import metrics
+from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.splits import Split, calibration_split, split_models
+from sparseeval.pipeline.artifacts import (
+    artifact_path,
+    code_version,
+    fit_key,
+    load_matrix,
+    save_matrix,
+)
+from sparseeval.pipeline.records import FitInfo, MatrixInfo
+from sparseeval.pipeline.settings import Settings
+
+log = logging.getLogger("sparseeval.pipeline.recipe")
+EVALUATION_FILE = "evaluation.npz"
+
+
+class PipelineError(RuntimeError):
+    """A pipeline step cannot go on; the message says which benchmark and why."""
+
+
+class NotEnoughModels(PipelineError):
+    """Too few models to split and train yet: the benchmark waits for more (not a failure)."""
+
+
+# -- the matrix step ----------------------------------------------------------------------
+
+
+def benchmark_states(store_path: str | Path) -> dict[str, str]:
+    """For each benchmark with results, a signature that changes whenever its results do."""
+    from sparseeval.pipeline.store import Store
+
+    path = Path(store_path)
+    if not path.exists():
+        return {}
+    with Store.open(path, read_only=True) as store:
+        signatures = store.result_signatures()
+    return {name: fingerprint(str(path.resolve()), *sig) for name, sig in signatures.items()}
+
+
+def matrix_step(
+    store_path: str | Path, benchmark: str, artifacts_dir: str | Path, settings: Settings
+) -> MatrixInfo:
+    """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`."""
+    from sparseeval.pipeline.store import Store, build_matrix
+
+    with Store.open(store_path, read_only=True) as store:
+        last_run = store.last_run_id()
+        matrix, summary = build_matrix(store, benchmark, settings.max_missing_model_frac)
+    path = artifact_path(artifacts_dir, "matrix", summary.fingerprint + ".npz")
+    if not path.exists():
+        save_matrix(matrix, path, fingerprint=summary.fingerprint)
+    return MatrixInfo(
+        benchmark, str(path), summary.fingerprint, int(matrix.shape[0]), int(matrix.shape[1]),
+        int(last_run), summary.line(),
+    )  # fmt: skip
+
+
+# -- the fit step -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FitSplit:
+    """Row indices of the matrix: training, validation, calibration and test models."""
+
+    train: np.ndarray
+    valid: np.ndarray
+    calib: np.ndarray
+    test: np.ndarray
+
+    def sizes(self) -> dict[str, int]:
+        return {k: len(getattr(self, k)) for k in ("train", "valid", "test")} | {
+            "calibration": len(self.calib)
+        }
+
+
+def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> FitSplit:
+    """Train / validation / test by model id, then up to `n_calib` calibration models."""
+    s = settings
+    try:
+        split = split_models(matrix.model_ids, s.n_test, s.n_valid, s.seed, s.stable_split)
+    except ValueError:
+        raise NotEnoughModels(
+            f"{benchmark}: {matrix.shape[0]:,} models, too few for {s.n_test:g} test and"
+            f" {s.n_valid:g} validation models plus training ones (lower n_test / n_valid,"
+            " or let more models arrive)"
+        ) from None
+    if len(split.test) == 0 or len(split.valid) == 0:
+        raise NotEnoughModels(
+            f"{benchmark}: split left {len(split.valid)} validation and {len(split.test)} test"
+            f" models of {matrix.shape[0]}; lower n_test / n_valid or add models"
+        )
+    train, calib = calibration_split(
+        matrix.model_ids,
+        split.train,
+        settings.n_calib,
+        settings.calibration,
+        settings.seed,
+        settings.stable_split,
+    )
+    return FitSplit(train, split.valid, calib, split.test)
+
+
+def select_step(matrix: ResponseMatrix, split: FitSplit, settings: Settings, say: Callable):
+    """Anchors and predictor from training and validation models; intervals from calibration."""
+    from threadpoolctl import threadpool_limits
+
+    from sparseeval.method.estimator import SparseEval
+
+    X, y = matrix.values, matrix.y
+    # Benchmarks are fitted side by side: one BLAS thread each, and one MLP at a time.
+    n_jobs = 1 if settings.workers > 1 else None
+    with threadpool_limits(limits=1):
+        est = SparseEval.from_settings(settings, progress=say, n_jobs=n_jobs).fit(
+            X[split.train], y[split.train], X[split.valid], y[split.valid],
+            item_ids=matrix.item_ids,
+        )  # fmt: skip
+    if settings.calibration == "cross":
+        with threadpool_limits(limits=1):
+            est.cross_calibrate(X[split.train], y[split.train], X[split.valid], y[split.valid],
+                                folds=5, item_ids=matrix.item_ids)  # fmt: skip
+    elif len(split.calib):
+        est.calibrate(X[split.calib], y[split.calib])
+    return est
+
+
+def test_step(est, matrix: ResponseMatrix, split: FitSplit, seed: int):
+    """Test predictions and metrics, and the cheap baselines at the same budgets."""
+    from sparseeval.pipeline.compare import baseline_curve
+
+    X, y = matrix.values, matrix.y
+    pred = est.predict(X[split.test])
+    test = metrics.evaluate(pred, y[split.test])
+    curve = [{"method": "sparseeval", "n_anchors": len(est.anchors_)} | test]
+    curve += baseline_curve(X, y, Split(split.train, split.valid, split.test), len(est.anchors_),
+                            seed)  # fmt: skip
+    return pred, test, curve
+
+
+def fit_step(
+    matrix_info: MatrixInfo,
+    settings: Settings,
+    artifacts_dir: str | Path,
+    progress: Callable[[str], None] | None = None,
+    force: bool = False,
+) -> FitInfo:
+    """Split, select anchors, fit the final predictor, test it; save to `artifacts/model/{key}`.
+
+    An existing artifact with the same key is reused (`trained=False`) unless `force`.
+    """
+    key = fit_key(matrix_info.fingerprint, settings)
+    folder = artifact_path(artifacts_dir, "model", key)
+    if (folder / "summary.json").exists() and not force:
+        return FitInfo.load(folder / "summary.json")
+    bench = matrix_info.benchmark
+    say = progress or (lambda msg: log.info("%s: %s", bench, msg))
+    t0 = time.perf_counter()
+    matrix = load_matrix(matrix_info.path)
+    split = split_step(matrix, settings, bench)
+    est = select_step(matrix, split, settings, say)
+    pred, test, curve = test_step(est, matrix, split, settings.seed)
+    y_train = matrix.y[np.concatenate([split.train, split.calib])]
+    info = FitInfo(
+        bench, key, str(folder), matrix_info.fingerprint, matrix_info.path, matrix_info.last_run,
+        len(est.anchors_), est.predictor_name_,
+        {k: 100 * v for k, v in est.valid_scores_.items()}, split.sizes(), test, curve,
+        [float(y_train.min()), float(y_train.max())], round(time.perf_counter() - t0, 2),
+        code_version(),
+    )  # fmt: skip
+    _save_fit(folder, est, info, matrix, split, pred)
+    return info
+
+
+def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -> None:
+    """Write the model folder under a temporary name, then rename it into place."""
+    from sparseeval.method.model_files import save_fitted
+
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_fitted(est, tmp)
+    ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
+           for k in ("train", "valid", "test")}  # fmt: skip
+    np.savez(tmp / EVALUATION_FILE, test_pred=np.asarray(pred, dtype=np.float64),
+             test_true=matrix.y[split.test].astype(np.float64), **ids)  # fmt: skip
+    info.save(tmp / "summary.json")
+    if folder.exists():  # `force`: replace the previous fit of the same key
+        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        os.replace(tmp, folder)
+    except OSError:  # another worker finished the same key first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_evaluation(model_dir: str | Path) -> dict[str, np.ndarray]:
+    """Test predictions, true values and split model ids saved with a fit."""
+    with np.load(Path(model_dir) / EVALUATION_FILE, allow_pickle=False) as npz:
+        return {k: npz[k] for k in npz.files}

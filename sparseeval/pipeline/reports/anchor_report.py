@@ -1,0 +1,396 @@
+"""Evaluation report of a published anchor set: report.md, report.html, plots, metrics.json.
+
+The report is built once as a list of blocks and written twice: Markdown (plots
+as PNG files under `plots/`, beside it) and self-contained HTML (the same PNGs
+embedded as base64, no network, no scripts). Plots use matplotlib's Agg backend.
+
+Inputs (all optional; a section without data says so instead of vanishing):
+- `test_pred`, `test_true`: estimates and true accuracies of the test models;
+- `budget_rows`: [{method, n_anchors, mae, kendall_tau}] for SparseEval and baselines;
+- `drift_rows`: [{version, mae, n_models, [date]}]: MAE of each published version
+  on models that arrived after it was published.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.pipeline.reports import plots as report_plots
+
+PLOTS = report_plots.PLOTS
+
+
+def render_report(
+    out_dir: str | Path,
+    manifest: Mapping[str, Any],
+    inputs: Mapping | None = None,
+    version_folder: str | Path | None = None,
+):
+    """Write report.md, report.html, plots/*.png and metrics.json into `out_dir`.
+
+    version_folder: where the set lives (default `out_dir`): its "Use it" commands name
+    the published root as an absolute path, so they work from any folder.
+
+    `manifest` is an anchor-set manifest (or the dict `write_version` is building);
+    returns {"md": path, "html": path, "metrics": path, "plots": [paths]}.
+    """
+    out = Path(out_dir)
+    (out / PLOTS).mkdir(parents=True, exist_ok=True)
+    inputs = dict(inputs or {})
+    conf = ConformalInterval.from_dict(manifest["interval"])
+    test_pred = _arr(inputs.get("test_pred"))
+    test_true = _arr(inputs.get("test_true"))
+    budget = [dict(r) for r in inputs.get("budget_rows") or []]
+    drift = [dict(r) for r in inputs.get("drift_rows") or []]
+    settings = manifest.get("settings") or {}
+
+    plots = []
+    if test_pred is not None and test_true is not None and len(test_pred):
+        plots.append(report_plots.plot_pred_vs_true(out, test_pred, test_true, conf))
+    if budget:
+        plots.append(report_plots.plot_budget(out, budget, manifest.get("n_anchors")))
+    if drift:
+        plots.append(report_plots.plot_drift(out, drift, settings.get("drift_mae_points")))
+
+    summary = _summary(manifest, conf, test_pred, test_true, drift, settings)
+    where = version_folder or out
+    blocks = _blocks(manifest, conf, summary, budget, drift, plots, where)
+    md_path, html_path = out / "report.md", out / "report.html"
+    md_path.write_text(_to_markdown(blocks))
+    html_path.write_text(_to_html(blocks, out, f"{manifest['benchmark']} v{manifest['version']}"))
+    metrics = {
+        "benchmark": manifest["benchmark"],
+        "version": manifest["version"],
+        "created": manifest.get("created"),
+        "n_anchors": manifest.get("n_anchors"),
+        "split_sizes": manifest.get("split_sizes"),
+        "metrics": manifest.get("metrics"),
+        "interval": {
+            "level": conf.level,
+            "halfwidth": _num(conf.halfwidth),
+            "test_coverage": summary["test_coverage"],
+            "n_test": summary["n_test"],
+        },
+        "resolvable_difference": _num(conf.diff_halfwidth),
+        "budget": budget,
+        "drift": drift,
+    }
+    metrics_path = out / "metrics.json"
+    metrics_path.write_text(json.dumps(_clean(metrics), indent=2, allow_nan=False))
+    return {"md": md_path, "html": html_path, "metrics": metrics_path, "plots": plots}
+
+
+# --------------------------------------------------------------------------- content
+
+
+def _summary(manifest, conf, test_pred, test_true, drift, settings) -> dict:
+    s: dict[str, Any] = {"test_coverage": None, "n_test": 0, "test_mae": None, "test_tau": None}
+    if test_pred is not None and test_true is not None and len(test_true):
+        from sparseeval.method.metrics import evaluate
+
+        s["test_coverage"] = conf.coverage(test_pred, test_true)
+        s["n_test"] = len(test_true)
+        m = evaluate(test_pred, test_true) if len(test_true) > 1 else {}
+        s["test_mae"], s["test_tau"] = m.get("mae"), m.get("kendall_tau")
+    test_metrics = (manifest.get("metrics") or {}).get("test") or {}
+    s["test_mae"] = test_metrics.get("mae", s["test_mae"])
+    s["test_tau"] = test_metrics.get("kendall_tau", s["test_tau"])
+    s["drift_threshold"] = settings.get("drift_mae_points")
+    s["drift_last"] = drift[-1] if drift else None
+    return s
+
+
+def _verdicts(conf, summary) -> list[str]:
+    out = []
+    cov, level = summary["test_coverage"], conf.level
+    if cov is None:
+        out.append("Interval coverage on test models was not measured for this version.")
+    else:
+        out.append(coverage_verdict(cov, level, summary["n_test"]))
+    if summary["test_mae"] is not None:
+        tau = summary["test_tau"]
+        tau_s = f", Kendall tau {tau:.3f}" if tau is not None else ""
+        out.append(f"Test MAE {summary['test_mae']:.2f} accuracy points{tau_s}.")
+    if math.isfinite(conf.halfwidth):
+        out.append(
+            f"A single estimate is good to about +-{100 * conf.halfwidth:.1f} points at "
+            f"{100 * conf.level:.0f}%; two models must differ by more than "
+            f"{100 * conf.diff_halfwidth:.1f} points for the anchors to tell them apart."
+        )
+    else:
+        out.append("Too few calibration models to calibrate intervals at this level.")
+    last, thr = summary["drift_last"], summary["drift_threshold"]
+    if last is not None:
+        flag = ""
+        if thr is not None and last.get("mae") is not None:
+            flag = " (above the drift threshold)" if last["mae"] > thr else " (within threshold)"
+        out.append(
+            f"Latest drift check: v{last.get('version')} had MAE {last.get('mae'):.2f} points "
+            f"on {last.get('n_models', '?')} newer models{flag}."
+        )
+    return out
+
+
+def coverage_verdict(coverage: float, level: float, n: int) -> str:
+    """Coverage on test models with its standard error, and what it means, in one sentence."""
+    se = math.sqrt(max(level * (1 - level), 1e-12) / max(n, 1))
+    gap = (coverage - level) / se
+    if abs(gap) <= 2:
+        verdict = f"consistent with the nominal {100 * level:.0f}%"
+    elif gap < 0:
+        verdict = f"BELOW the nominal {100 * level:.0f}%: the intervals are too narrow"
+    else:
+        verdict = f"above the nominal {100 * level:.0f}%: the intervals are conservative"
+    return (
+        f"{100 * coverage:.1f}% (standard error {100 * se:.1f} points) of {n} held-out test"
+        f" models fell inside their {100 * level:.0f}% interval: {verdict}."
+    )
+
+
+def _use_it(manifest: dict, folder: Path | None) -> str:
+    """Commands that work from any folder: the published root as an absolute path."""
+    b, n, k = manifest["benchmark"], manifest["version"], manifest.get("n_anchors")
+    root, budget = "PUBLISHED", ""
+    if folder is not None:
+        set_dir = Path(folder).resolve().parent
+        if re.fullmatch(r"k\d+", set_dir.name):
+            set_dir, budget = set_dir.parent, f", budget={k}"
+        root = str(set_dir.parent)
+    flag = f" --budget {k}" if budget else ""
+    if manifest.get("suite"):
+        return (
+            "import sparseeval\n"
+            f'suite = sparseeval.load_suite("{root}", version={n})\n'
+            'suite.predict({"arc": {item: 0 or 1, ...}, ...})  # every benchmark -> + average\n\n'
+            f"sparseeval anchors --anchor-set {root} --benchmark {b} --template all.csv\n"
+            f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}"
+            " --responses all.csv"
+        )
+    return (
+        "import sparseeval\n"
+        f'anchors = sparseeval.load_anchor_set("{root}", "{b}", version={n}{budget})\n'
+        "anchors.items  # the anchor ids to answer\n"
+        "anchors.predict(answers)  # {item: 0/1} -> estimate with its interval\n\n"
+        f"sparseeval anchors --anchor-set {root} --benchmark {b}{flag} --template answers.csv\n"
+        f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}{flag}"
+        " --responses answers.csv\n"
+        f"sparseeval export-lm-eval --anchor-set {root} --benchmark {b}{flag} --out samples.json"
+    )
+
+
+def _suite_blocks(manifest: dict) -> list[tuple]:
+    """A suite's per-benchmark table: the reader kept, test MAE jointly and alone, coverage."""
+    suite = manifest.get("suite")
+    if not suite:
+        return []
+    tests, rows = suite.get("test_metrics") or {}, []
+    for b, member in (suite.get("members") or {}).items():
+        joint, own = tests.get(b) or {}, tests.get(f"{b} (own anchors only)") or {}
+        cov = (member.get("joint") or {}).get("interval", {}).get("test_coverage")
+        rows.append([b, len(member.get("items", [])), member.get("reader"), _fmt(joint.get("mae")),
+                     _fmt(own.get("mae")), "" if cov is None else f"{100 * cov:.1f}%"])  # fmt: skip
+    head = ["benchmark", "anchors", "reader kept", "test MAE, all anchors",
+            "test MAE, own anchors only", "interval coverage (test)"]  # fmt: skip
+    note = ("The suite average is the mean of these benchmarks' estimates; the metrics below "
+            "are the average's. A model answering one benchmark only is read by its own "
+            "anchors.")  # fmt: skip
+    return [("h2", "Per benchmark"), ("table", head, rows), ("p", note)]
+
+
+def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[tuple]:
+    b, n = manifest["benchmark"], manifest["version"]
+    sizes = manifest.get("split_sizes") or {}
+    blocks: list[tuple] = [
+        ("h1", f"{b} anchor set v{n}"),
+        (
+            "p",
+            f"Created {manifest.get('created', '?')} by sparseeval "
+            f"{manifest.get('library_version', '?')}; {manifest.get('n_anchors')} anchor items; "
+            f"predictor: {manifest.get('predictor', {}).get('name') or '?'}; "
+            f"models: {sizes.get('train', '?')} train / {sizes.get('valid', '?')} validation / "
+            f"{sizes.get('calibration', 0)} calibration / {sizes.get('test', '?')} test;"
+            " data fingerprint "
+            f"`{str(manifest.get('data_fingerprint', ''))[:16]}`.",
+        ),
+        ("h2", "Should I trust it?"),
+        ("ul", _verdicts(conf, summary)),
+        ("h2", "Use it"),
+        ("code", _use_it(manifest, folder)),
+    ]
+    blocks += _suite_blocks(manifest)
+    metrics = manifest.get("metrics") or {}
+    if metrics:
+        names = sorted({k for v in metrics.values() for k in v})
+        rows = [[split, *[_fmt(v.get(k)) for k in names]] for split, v in metrics.items()]
+        blocks += [("h2", "Metrics by split"), ("table", ["split", *names], rows)]
+        blocks.append(("p", "MAE and max error are in accuracy points (x100)."))
+    blocks.append(("h2", "Predicted vs true accuracy (test models)"))
+    blocks.append(_plot_or_note(plots, "predicted_vs_true", "no test predictions were given"))
+    blocks.append(("h2", "Error and rank agreement against anchor budget"))
+    blocks.append(_plot_or_note(plots, "budget", "no budget comparison was given"))
+    if budget:
+        rows = [
+            [r.get("method"), r.get("n_anchors"), _fmt(r.get("mae")), _fmt(r.get("kendall_tau"))]
+            for r in sorted(budget, key=lambda r: (str(r.get("method")), r.get("n_anchors", 0)))
+        ]
+        blocks.append(("table", ["method", "anchors", "MAE (points)", "Kendall tau"], rows))
+    blocks.append(("h2", "Drift history"))
+    blocks.append(_plot_or_note(plots, "drift", "no drift checks yet"))
+    if drift:
+        rows = [
+            [f"v{r.get('version')}", r.get("date", ""), r.get("n_models", ""), _fmt(r.get("mae"))]
+            for r in drift
+        ]
+        blocks.append(("table", ["version", "checked", "newer models", "MAE (points)"], rows))
+    interval = manifest.get("interval") or {}
+    blocks += [
+        ("h2", "How the intervals are made"),
+        ("p", _interval_method(conf, interval.get("calibrated_on", "validation"))),
+        ("p", "Missing answers: " + str(interval.get("missing_answers", "not allowed"))),
+        ("h2", "Anchor items"),
+        ("p", ", ".join(f"`{i}`" for i in manifest.get("items", []))),
+    ]
+    return blocks
+
+
+def _interval_method(conf, calibrated_on: str) -> str:
+    """How the intervals were calibrated, in words (the honesty of the guarantee depends on it)."""
+    models, why = {
+        "calibration": ("held-out calibration", "No selection or fitting step saw those models. "),
+        "cross-fit": ("cross-fitted", "Each residual comes from a fit of the whole procedure"
+                      " that never saw that model. "),
+    }.get(calibrated_on, ("validation", "Validation models also chose the anchors and the"
+                          " predictor, so these intervals are optimistic. "))  # fmt: skip
+    text = (
+        f"Split-conformal: the {100 * conf.level:.0f}% interval is the estimate +- the "
+        f"ceil((n+1) x level)-th smallest absolute error on the n = {conf.n_calibration} "
+        f"{models} models (clipped to [0, 100]%). " + why
+    )
+    return text + (
+        "The coverage above is measured on test models that took part in no choice. "
+        f"Differences between two models use the same calibration on all pairs of {models} "
+        "models."
+    )
+
+
+def _plot_or_note(plots, name, note):
+    for p in plots:
+        if p.stem == name:
+            return ("img", p)
+    return ("p", f"_({note})_")
+
+
+# --------------------------------------------------------------------------- writers
+
+
+def _to_markdown(blocks) -> str:
+    lines: list[str] = []
+    for b in blocks:
+        kind = b[0]
+        if kind == "h1":
+            lines += [f"# {b[1]}", ""]
+        elif kind == "h2":
+            lines += [f"## {b[1]}", ""]
+        elif kind == "p":
+            lines += [b[1], ""]
+        elif kind == "ul":
+            lines += [f"- {t}" for t in b[1]] + [""]
+        elif kind == "code":
+            lines += ["```", b[1], "```", ""]
+        elif kind == "table":
+            head, rows = b[1], b[2]
+            lines.append("| " + " | ".join(map(str, head)) + " |")
+            lines.append("|" + "---|" * len(head))
+            lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+            lines.append("")
+        elif kind == "img":
+            lines += [f"![{b[1].stem}]({PLOTS}/{b[1].name})", ""]
+    return "\n".join(lines)
+
+
+def _inline(text: str) -> str:
+    """Escape, then render `code` and _italic_ spans as Markdown would."""
+    import re
+
+    t = html.escape(str(text))
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    return re.sub(r"(?<!\w)_\(([^)]*)\)_(?!\w)", r"<em>(\1)</em>", t)
+
+
+def _to_html(blocks, out: Path, title: str) -> str:
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title><style>",
+        "body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;"
+        "line-height:1.45;color:#222}table{border-collapse:collapse;margin:.5em 0}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}"
+        "td:first-child{text-align:left}pre{background:#f6f6f6;padding:.8em;overflow:auto}"
+        "img{max-width:100%;border:1px solid #eee}code{background:#f3f3f3;padding:0 3px}",
+        "</style></head><body>",
+    ]
+    for b in blocks:
+        kind = b[0]
+        if kind in ("h1", "h2"):
+            parts.append(f"<{kind}>{html.escape(b[1])}</{kind}>")
+        elif kind == "p":
+            parts.append(f"<p>{_inline(b[1])}</p>")
+        elif kind == "ul":
+            parts.append("<ul>" + "".join(f"<li>{_inline(t)}</li>" for t in b[1]) + "</ul>")
+        elif kind == "code":
+            parts.append(f"<pre><code>{html.escape(b[1])}</code></pre>")
+        elif kind == "table":
+            head = "".join(f"<th>{html.escape(str(h))}</th>" for h in b[1])
+            body = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
+                for r in b[2]
+            )
+            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        elif kind == "img":
+            data = base64.b64encode(Path(b[1]).read_bytes()).decode()
+            parts.append(f"<p><img alt='{b[1].stem}' src='data:image/png;base64,{data}'></p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _arr(x):
+    return None if x is None else np.asarray(x, dtype=np.float64).ravel()
+
+
+def _num(x):
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def _clean(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, np.floating | np.integer):
+        return _clean(obj.item())
+    if isinstance(obj, Mapping):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | np.ndarray):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+__all__ = ["render_report"]

@@ -1,0 +1,111 @@
+"""The report's plots (matplotlib, Agg backend): PNG files under `{out}/plots/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sparseeval.consume.conformal import ConformalInterval
+
+PLOTS = "plots"
+
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_pred_vs_true(out: Path, pred, true, conf: ConformalInterval) -> Path:
+    plt = _figure()
+    low, high = conf.interval(pred)
+    inside = (true >= low) & (true <= high)
+    fig, ax = plt.subplots(figsize=(5.5, 5.2), dpi=110)
+    for mask, color, label in ((inside, "tab:blue", "inside"), (~inside, "tab:red", "outside")):
+        if mask.any():
+            ax.errorbar(
+                100 * true[mask],
+                100 * pred[mask],
+                yerr=100 * np.vstack([pred[mask] - low[mask], high[mask] - pred[mask]]),
+                fmt="o",
+                ms=3.5,
+                color=color,
+                ecolor=color,
+                elinewidth=0.8,
+                alpha=0.6,
+                label=f"{label} interval ({mask.sum()})",
+            )
+    lo = 100 * min(true.min(), pred.min(), low.min())
+    hi = 100 * max(true.max(), pred.max(), high.max())
+    ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="y = x")
+    cov = inside.mean()
+    ax.set(
+        xlabel="true accuracy (%)",
+        ylabel="estimated accuracy (%)",
+        title=f"test models: {100 * cov:.1f}% inside {100 * conf.level:.0f}% intervals",
+    )
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, out / PLOTS / "predicted_vs_true.png")
+
+
+def plot_budget(out: Path, rows, n_anchors) -> Path:
+    plt = _figure()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
+    methods = sorted({str(r["method"]) for r in rows}, key=lambda m: (m != "SparseEval", m))
+    for m in methods:
+        rs = sorted((r for r in rows if str(r["method"]) == m), key=lambda r: r["n_anchors"])
+        x = [r["n_anchors"] for r in rs]
+        style = {"lw": 2.5, "zorder": 3} if m.lower().startswith("sparseeval") else {"lw": 1.2}
+        axes[0].plot(x, [r["mae"] for r in rs], "o-", label=m, **style)
+        axes[1].plot(x, [r.get("kendall_tau") for r in rs], "o-", label=m, **style)
+    for ax, lab in zip(
+        axes, ("MAE (accuracy points, lower is better)", "Kendall tau"), strict=True
+    ):
+        ax.set(xlabel="anchors", ylabel=lab)
+        ax.grid(alpha=0.3)
+        if n_anchors:
+            ax.axvline(
+                n_anchors, color="grey", ls=":", lw=1, label=f"this set ({n_anchors} anchors)"
+            )
+    axes[0].legend(fontsize=8)
+    fig.suptitle("error and rank agreement against anchor budget (test models)")
+    return _save(fig, out / PLOTS / "budget.png")
+
+
+def plot_drift(out: Path, rows, threshold) -> Path:
+    plt = _figure()
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), dpi=110)
+    labels = [f"v{r.get('version')}" + (f"\n{r['date']}" if r.get("date") else "") for r in rows]
+    x = np.arange(len(rows))
+    maes = [r.get("mae") for r in rows]
+    ax.plot(x, maes, "o-", color="tab:purple")
+    for xi, r in zip(x, rows, strict=True):
+        if r.get("n_models") is not None:
+            ax.annotate(
+                f"n={r['n_models']}",
+                (xi, r["mae"]),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize=7,
+            )
+    if threshold is not None:
+        ax.axhline(threshold, color="tab:red", ls="--", lw=1, label="drift threshold")
+        ax.legend(fontsize=8)
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set(ylabel="MAE on newer models (points)", title="drift history")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    return _save(fig, out / PLOTS / "drift.png")
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": None})
+    _figure().close(fig)
+    return path

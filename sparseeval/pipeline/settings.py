@@ -1,0 +1,219 @@
+"""One typed settings object: paper defaults < `sparseeval.toml` < `SPARSEEVAL_*` env vars."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "SPARSEEVAL_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of the pipeline, with the paper's defaults where the paper has one."""
+
+    # where state lives
+    home: Path = Path(".sparseeval")
+    store_path: Path | None = None
+    artifacts_dir: Path | None = None
+    published_dir: Path | None = None
+    reports_dir: Path | None = None
+    # what the nightly job pulls when no sources are passed (specs: pipeline.sources)
+    sources: tuple[str, ...] = ()
+    hub_max_repos: int = 200  # new Hub details repos read per run; the rest wait for the next
+    hub_repo: str | None = None  # mirror each published version to this Hub dataset repo
+    # anchor selection
+    n_anchors: int | tuple[int, ...] = 100  # one budget, or several (each published on its own)
+    init: str = "adaptive"
+    refine_steps: int = 40  # at most; refinement stops at the first rejected swap
+    acceptance: str = "validated"
+    swap_candidates: int = 3
+    proxy: str = "ridge"
+    judge: str = "loo"
+    # predictor
+    predictor: str = "auto"
+    refit: bool = True
+    ensemble: int = 3
+    lr: float = 3e-3
+    epochs: int = 2000
+    patience: int = 50
+    weight_decay: float = 0.0
+    dropout: float = 0.1
+    # splits
+    n_test: float = 200
+    n_valid: float = 200
+    n_calib: float = 200  # taken from training models; only calibrates the intervals
+    # "split": intervals from the n_calib held-out models; "cross": from 5 cross-fits of the
+    # whole procedure over every training and validation model (5 extra fits; no models set
+    # aside; single-run coverage closer to nominal)
+    calibration: str = "split"
+    stable_split: bool = True
+    seed: int = 0
+    # matrices
+    max_missing_model_frac: float = 0.0
+    # drift and publishing
+    drift_mae_points: float = 3.0
+    drift_mae_ratio: float = 1.5
+    drift_out_of_range_frac: float = 0.2
+    min_new_models: int = 20
+    interval_level: float = 0.9
+    suite: bool = True  # also publish the suite (every benchmark read jointly, `published/suite`)
+    # orchestration
+    task_runner: str = "thread"
+    dask_address: str | None = None
+    workers: int = 2  # benchmarks fitted at once: threads, or local Dask workers
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "home", Path(self.home))
+        for name, sub in (
+            ("store_path", "store.duckdb"),
+            ("artifacts_dir", "artifacts"),
+            ("published_dir", "published"),
+            ("reports_dir", "reports"),
+        ):
+            value = getattr(self, name)
+            object.__setattr__(self, name, Path(value) if value else self.home / sub)
+        self.check()
+
+    def check(self) -> None:
+        """Refuse settings no run could use, in one line naming the setting (before any work)."""
+        problems = [f"{name} must be {rule}, got {getattr(self, name)!r}"
+                    for name, rule, ok in self._rules() if not ok]  # fmt: skip
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def _rules(self) -> list[tuple[str, str, bool]]:
+        return [
+            ("n_anchors", "at least 1 (or a list of such budgets)", min(self.budgets) >= 1),
+            ("n_test", "above 0", self.n_test > 0),
+            ("n_valid", "above 0", self.n_valid > 0),
+            ("n_calib", "0 or more", self.n_calib >= 0),
+            ("refine_steps", "0 or more", self.refine_steps >= 0),
+            ("swap_candidates", "at least 1", self.swap_candidates >= 1),
+            ("ensemble", "at least 1", self.ensemble >= 1),
+            ("epochs", "at least 1", self.epochs >= 1),
+            ("patience", "at least 1", self.patience >= 1),
+            ("lr", "above 0", self.lr > 0),
+            ("dropout", "in [0, 1)", 0 <= self.dropout < 1),
+            ("weight_decay", "0 or more", self.weight_decay >= 0),
+            ("interval_level", "in (0, 1), e.g. 0.9", 0 < self.interval_level < 1),
+            ("max_missing_model_frac", "in [0, 1]", 0 <= self.max_missing_model_frac <= 1),
+            ("min_new_models", "at least 1", self.min_new_models >= 1),
+            ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),
+            ("workers", "at least 1", self.workers >= 1),
+            ("task_runner", "'thread' or 'dask'", self.task_runner in {"thread", "dask"}),
+            ("judge", "'loo' or 'validation'", self.judge in {"loo", "validation"}),
+            ("calibration", "'split' or 'cross'", self.calibration in {"split", "cross"}),
+            ("predictor", "one of auto, mlp, ridge, nnridge, blend",
+             self.predictor in {"auto", "mlp", "ridge", "nnridge", "blend"}),
+        ]  # fmt: skip
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path | None = "sparseeval.toml",
+        env: dict[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Defaults, then the TOML file (if present), then environment, then `overrides`."""
+        values: dict[str, Any] = {}
+        if path and Path(path).is_file():
+            values.update(read_toml(Path(path)))
+        env = os.environ if env is None else env
+        for f in fields(cls):
+            key = ENV_PREFIX + f.name.upper()
+            if key in env:
+                values[f.name] = env[key]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**_coerce(values))
+
+    @property
+    def budgets(self) -> tuple[int, ...]:
+        """The anchor budgets, ascending (`n_anchors` as a tuple)."""
+        n = self.n_anchors
+        return tuple(sorted({int(k) for k in n})) if isinstance(n, tuple | list) else (int(n),)
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **_coerce(changes))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view (paths as strings), written into every artifact."""
+        return {
+            k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()
+        }
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A settings file's table; ValueError naming the file (and line) when it is not UTF-8
+    text or not valid TOML (a UTF-8 BOM at the start is dropped)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line});"
+            " save the file as UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"^(.*?)\s*\(at line (\d+), column (\d+)\)\s*$", str(exc))
+        if found:
+            what, line, col = found.groups()
+            raise ValueError(
+                f"{path}: line {line}, column {col}: not valid TOML ({what})"
+            ) from None
+        raise ValueError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _coerce(values: dict[str, Any]) -> dict[str, Any]:
+    """Convert strings (from env or CLI) to each field's type; reject unknown keys."""
+    types = {f.name: f for f in fields(Settings)}
+    unknown = set(values) - set(types)
+    if unknown:
+        raise ValueError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        kind = str(types[name].type)
+        if "tuple" in kind:
+            value = _as_tuple(name, value, int if "int" in kind else str)
+        elif isinstance(value, str) and "Path" not in kind and "str" not in kind:
+            if "bool" in kind:
+                value = value.strip().lower() in {"1", "true", "yes", "on"}
+            elif "int" in kind:
+                value = int(value)
+            elif "float" in kind:
+                value = float(value)
+        out[name] = value
+    return out
+
+
+def _as_tuple(name: str, value: Any, kind: type) -> Any:
+    """A list setting from a list, a JSON list or a `;`-separated (for numbers also `,`) string.
+
+    A single number stays a number (`n_anchors = 100`).
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            value = json.loads(text)
+        else:
+            seps = ";," if kind is int else ";"
+            value = [p.strip() for p in re.split(f"[{seps}]", text) if p.strip()]
+            if kind is int and len(value) == 1:
+                return int(value[0])
+    if isinstance(value, int | float) and kind is int:
+        return int(value)
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"setting {name} must be a list, got {value!r}")
+    return tuple(kind(v) for v in value)
+
+
+__all__ = ["Settings"]

@@ -1,0 +1,26 @@
+"""The results store: DuckDB tables, ingest from four real sources, ±1 matrices."""
+
+from sparseeval.pipeline.store.build import BuildSummary, build_matrix
+from sparseeval.pipeline.store.db import Store, StoreError, StoreLockedError
+from sparseeval.pipeline.store.hub import OpenLLMLeaderboard, default_hub_client
+from sparseeval.pipeline.store.ingestion import IngestReport, Source, ingest, ingest_unit
+from sparseeval.pipeline.store.readers import LmEvalRun, LongTable, WideTable
+from sparseeval.pipeline.store.unit import SourceError
+
+__all__ = [
+    "BuildSummary",
+    "IngestReport",
+    "LmEvalRun",
+    "LongTable",
+    "OpenLLMLeaderboard",
+    "Source",
+    "SourceError",
+    "Store",
+    "StoreError",
+    "StoreLockedError",
+    "WideTable",
+    "build_matrix",
+    "default_hub_client",
+    "ingest",
+    "ingest_unit",
+]

@@ -1,0 +1,300 @@
+"""Transactional, idempotent ingest of one source into the store."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import duckdb
+import polars as pl
+
+from sparseeval.consume.hub import redact
+from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch, live_runs
+from sparseeval.pipeline.store.unit import Unit, _printable
+from sparseeval.pipeline.store.validate import (
+    check,
+    count_staged,
+    quarantine_bad,
+    resolve_duplicates,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Source(Protocol):
+    """Anything that yields units to ingest (files, directories, Hub repos)."""
+
+    def units(self, store: Store) -> Iterable[Unit]: ...
+
+
+@dataclass
+class IngestReport:
+    """What one unit's ingest did. `status` is ok, skipped or failed.
+
+    `message`: why it was skipped or failed; for an ok unit what it was read with (lm-eval:
+    the metric of each task, e.g. `metric arc_challenge=acc_norm; gsm8k=exact_match (filter
+    strict-match)`), also in `line()`. Stored as the run's `ingest_runs.message`.
+    """
+
+    run_id: int
+    kind: str
+    source: str
+    status: str
+    n_read: int = 0
+    n_new: int = 0
+    n_updated: int = 0
+    n_unchanged: int = 0
+    n_quarantined: int = 0
+    n_duplicates: int = 0
+    seconds: float = 0.0
+    message: str = ""
+
+    @property
+    def n_stored(self) -> int:
+        """Rows whose value is now in the store (new, updated or already there)."""
+        return self.n_new + self.n_updated + self.n_unchanged
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"n_stored": self.n_stored}
+
+    def line(self) -> str:
+        """One line for a user (control characters of file names and content escaped)."""
+        source = _printable(self.source)
+        if self.status != "ok":
+            return f"{source}: {self.status} ({_printable(self.message)})"
+        return (
+            f"{source}: read {self.n_read:,}; new {self.n_new:,}, updated {self.n_updated:,},"
+            f" unchanged {self.n_unchanged:,}, quarantined {self.n_quarantined:,},"
+            f" duplicates {self.n_duplicates:,} in {self.seconds:.1f}s"
+            + (f"; {_printable(self.message)}" if self.message else "")
+        )
+
+
+def ingest(
+    store: Store, source: Source, force: bool = False, keep_going: bool = False
+) -> list[IngestReport]:
+    """Ingest every unit of `source`; each unit is one transaction and one ingest run.
+
+    A unit whose content was already ingested successfully is skipped (`force` re-reads
+    it; unchanged rows then cost nothing but the comparison). A failing unit is rolled
+    back and recorded; with `keep_going` the next units still run, else the error raises.
+    With `keep_going`, an error while listing the source's units (a missing folder, a Hub
+    listing that failed) ends that source with one failed report after the units already
+    done. Every attempt is an `ingest_runs` row, that error too (kind `source`).
+    """
+    if store.read_only:
+        raise StoreError("store is open read-only")
+    reports = []
+    try:
+        units = iter(source.units(store))
+    except Exception as exc:
+        units = _raising(exc)
+    while True:
+        try:
+            unit = next(units)
+        except StopIteration:
+            break
+        except Exception as exc:
+            report = record_failed_source(store, source_label(source), exc)
+            if not keep_going:
+                raise
+            reports.append(report)
+            break
+        try:
+            reports.append(ingest_unit(store, unit, force))
+        except Exception as exc:
+            if not keep_going:
+                raise
+            run_id = getattr(exc, "sparseeval_run_id", -1)
+            reports.append(IngestReport(run_id, unit.kind, unit.label, "failed",
+                                        message=stored_message(exc)))  # fmt: skip
+    return reports
+
+
+def _raising(exc: Exception) -> Iterator[Unit]:
+    raise exc
+    yield  # a generator
+
+
+def stored_message(text: object) -> str:
+    """A message as it may be logged, stored and shown: tokens redacted, control characters
+    escaped, at most 500 characters (`str(exc)` of an error, or any text)."""
+    return _printable(redact(text))[:500]
+
+
+def record_failed_source(store: Store, label: str, exc: BaseException) -> IngestReport:
+    """Record a source that failed before any unit started (listing, Hub discovery) as a run."""
+    ((run_id, _),) = fetch(store.con, "next_ids", {})
+    report = IngestReport(run_id, "source", label, "failed", message=stored_message(exc))
+    params = {"run": run_id, "kind": "source", "source": label, "sha": None,
+              "ts": datetime.now(UTC)}  # fmt: skip
+    try:
+        with store.transaction() as con:
+            execute(con, "run_start", params | {"status": "failed"})
+            execute(con, "run_finish", _finish_params(report, run_id))
+    except duckdb.Error:
+        log.exception("could not record the failed source %s", _printable(label))
+        report.run_id = -1
+    log.info("ingest %s", report.line())  # the caller shows or raises the failure
+    return report
+
+
+def source_label(source: Source) -> str:
+    """A short name for a source object: its path, pattern or type."""
+    for name in ("path", "pattern"):
+        if (value := getattr(source, name, None)) is not None:
+            return str(value)
+    return type(source).__name__
+
+
+def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
+    """Ingest one unit atomically and record the run (ok, skipped or failed).
+
+    The run row is written first, as 'running', and committed before the data transaction
+    starts; the data and the run's finish (ok) commit together, a failure finishes it as
+    failed. A process killed in between leaves it 'running', and the next `Store.open` for
+    writing marks it 'interrupted' (its data never committed). An exception raised here
+    carries the run id as `sparseeval_run_id`.
+    """
+    t0 = time.perf_counter()
+    con = store.con
+    ts = datetime.now(UTC)
+    ((run_id, _),) = fetch(con, "next_ids", {})
+    params = {"run": run_id, "kind": unit.kind, "source": unit.label, "sha": unit.key, "ts": ts}
+    done = None if force else fetch(con, "run_done", {"sha": unit.key})[0][0]
+    if unit.skip or done is not None:
+        why = unit.skip or f"already ingested in run {done}; nothing changed (force to re-read)"
+        return _record_skip(store, params, why, t0)
+    live = live_runs(store.path)
+    with store.transaction():
+        execute(con, "run_start", params | {"status": "running"})
+    live.add(run_id)
+    try:
+        with store.transaction():
+            ((_, ref_base),) = fetch(con, "next_ids", {})
+            report = _load(con, unit, params | {"ref_base": ref_base})
+            report.seconds = time.perf_counter() - t0
+            execute(con, "run_finish", _finish_params(report, run_id))
+    except Exception as exc:
+        _drop_temp(con)
+        _record_failure(store, params, exc)
+        with contextlib.suppress(AttributeError, TypeError):
+            exc.sparseeval_run_id = run_id  # type: ignore[attr-defined]
+        raise
+    finally:
+        live.discard(run_id)
+    _drop_temp(con)
+    log.info("ingest %s", report.line())
+    return report
+
+
+def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) -> IngestReport:
+    """Stage, validate, de-duplicate and merge one unit (inside the caller's transaction)."""
+    unit.stage(con)
+    con.register(
+        "unit_refs", pl.DataFrame({"ref_no": range(len(unit.refs)), "source_ref": unit.refs})
+    )
+    execute(con, "refs_insert", params)
+    check(con)
+    n_read = count_staged(con)
+    n_bad = quarantine_bad(con, params)
+    execute(con, "ingest_models", params)
+    execute(con, "ingest_items", params)
+    execute(con, "ingest_batch", params)
+    n_dup, n_conflict = resolve_duplicates(con, params)
+    new, updated, unchanged = _merge(con, params)
+    if unit.record is not None:
+        unit.record(con, params["run"])
+    report = IngestReport(
+        params["run"], unit.kind, unit.label, "ok", n_read=n_read, n_new=new,
+        n_updated=updated, n_unchanged=unchanged, n_quarantined=n_bad + n_conflict,
+        n_duplicates=n_dup, message=_read_with(unit),
+    )  # fmt: skip
+    _assert_accounted(report)
+    return report
+
+
+def _read_with(unit: Unit) -> str:
+    """What the stager recorded, as `metric arc_challenge=acc_norm; gsm8k=exact_match
+    (filter strict-match); 57 tasks (mmlu_abstract_algebra ... mmlu_world_religions)=acc`."""
+    groups: dict[str, list[str]] = {}
+    for name, used in unit.read_with.items():
+        groups.setdefault(used, []).append(name)
+    parts = [
+        (
+            ", ".join(names)
+            if len(names) <= 3
+            else f"{len(names)} tasks ({names[0]} ... {names[-1]})"
+        )
+        + f"={used}"
+        for used, names in groups.items()
+    ]
+    return stored_message("metric " + "; ".join(parts)) if parts else ""
+
+
+def _merge(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> tuple[int, int, int]:
+    """Write the batch into `results`, history first; return (new, updated, unchanged)."""
+    ((n_batch,),) = fetch(con, "batch_count", {})
+    ((matched, changed),) = fetch(con, "ingest_compare", {})
+    if matched == 0:
+        execute(con, "ingest_insert_all", params)
+        return n_batch, 0, 0
+    if changed:
+        execute(con, "ingest_update", params)
+    if n_batch > matched:
+        execute(con, "ingest_insert_new", params)
+    return n_batch - matched, changed, matched - changed
+
+
+def _assert_accounted(r: IngestReport) -> None:
+    """Nothing silently dropped: read = stored + quarantined + duplicates."""
+    if r.n_read != r.n_stored + r.n_quarantined + r.n_duplicates:
+        raise AssertionError(
+            f"{r.source}: read {r.n_read} rows but stored {r.n_stored} + quarantined"
+            f" {r.n_quarantined} + duplicates {r.n_duplicates}"
+        )
+
+
+def _finish_params(r: IngestReport, run_id: int) -> dict[str, Any]:
+    return {
+        "run": run_id, "status": r.status, "n_read": r.n_read, "n_new": r.n_new,
+        "n_updated": r.n_updated, "n_unchanged": r.n_unchanged,
+        "n_quarantined": r.n_quarantined, "n_duplicates": r.n_duplicates,
+        "message": stored_message(r.message),
+    }  # fmt: skip
+
+
+def _record_skip(store: Store, params: dict[str, Any], why: str, t0: float) -> IngestReport:
+    """A skipped attempt: one row, written whole (there is no data transaction to wait for)."""
+    report = IngestReport(params["run"], params["kind"], params["source"], "skipped",
+                          message=stored_message(why))  # fmt: skip
+    with store.transaction() as con:
+        execute(con, "run_start", params | {"status": "skipped"})
+        execute(con, "run_finish", _finish_params(report, params["run"]))
+    report.seconds = time.perf_counter() - t0
+    log.info("ingest %s", report.line())
+    return report
+
+
+def _record_failure(store: Store, params: dict[str, Any], exc: Exception) -> None:
+    """Finish the attempt's run row as failed (its data changes were rolled back)."""
+    report = IngestReport(params["run"], params["kind"], params["source"], "failed",
+                          message=stored_message(exc))  # fmt: skip
+    try:
+        with store.transaction() as con:
+            execute(con, "run_finish", _finish_params(report, params["run"]))
+    except duckdb.Error:  # the row stays 'running'; the next open marks it interrupted
+        log.exception("could not record failed run %s", params["run"])
+    log.info("ingest %s", report.line())  # the caller shows or raises the failure
+
+
+def _drop_temp(con: duckdb.DuckDBPyConnection) -> None:
+    execute(con, "drop_temp", {})
+    for name in ("src_frame", "pre_bad_frame", "unit_refs", "wide_cols", "unit_hub_files"):
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(name)

@@ -1,0 +1,60 @@
+"""The one row validator every source shares (the rules live in sql/validate.sql).
+
+Bounded lengths (in characters) of the ids in a result row; a longer one is no id but a
+broken or hostile file, and its row is quarantined with the reason (`model id is 100,000
+characters long (at most 256)`), never stored as a good row:
+
+- `MAX_MODEL_LEN` (256): model ids. Hub ids are `org/name`, each part at most 96.
+- `MAX_ITEM_LEN` (256): item ids (`doc_id`, `subject:index`, a wide table's column name).
+- `MAX_BENCHMARK_LEN` (64): benchmark names, in rows and in `Store.add_benchmark`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from sparseeval.pipeline.store.db import (
+    MAX_BENCHMARK_LEN,
+    MAX_ITEM_LEN,
+    MAX_MODEL_LEN,
+    execute,
+    fetch,
+)
+
+
+def check(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the `checked` view over `src`: value as boolean, a reason when the row is bad."""
+    bounds = {"max_model": MAX_MODEL_LEN, "max_item": MAX_ITEM_LEN,
+              "max_benchmark": MAX_BENCHMARK_LEN}  # fmt: skip
+    execute(con, "validate", bounds)
+
+
+def count_staged(con: duckdb.DuckDBPyConnection) -> int:
+    """Rows staged by the reader, good or bad (the left side of the accounting)."""
+    ((n,),) = fetch(con, "count_staged", {})
+    return int(n)
+
+
+def quarantine_bad(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> int:
+    """Move rejected and unparseable rows to the quarantine table; return how many."""
+    ((before,),) = fetch(con, "count_quarantine", {})
+    execute(con, "ingest_quarantine", params)
+    ((after,),) = fetch(con, "count_quarantine", {})
+    return int(after - before)
+
+
+def resolve_duplicates(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> tuple[int, int]:
+    """Within the `batch` table: quarantine conflicting pairs, keep one row of agreeing ones.
+
+    Returns (redundant agreeing rows dropped as duplicates, conflicting rows quarantined).
+    """
+    ((n_repeats,),) = fetch(con, "dups_any", {})
+    if not n_repeats:
+        return 0, 0
+    execute(con, "ingest_dups", {})
+    ((n_dup, n_conflict),) = fetch(con, "dups_summary", {})
+    if n_dup or n_conflict:
+        execute(con, "ingest_resolve_dups", params)
+    return int(n_dup or 0), int(n_conflict or 0)

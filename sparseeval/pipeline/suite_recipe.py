@@ -1,0 +1,269 @@
+"""The suite's recipe: common models -> split -> `SuiteSparseEval` -> calibrate -> test -> publish.
+
+fit_suite     the models every benchmark has, split by model id as one benchmark is
+              (`recipe.split_step`), anchors per benchmark and joint readers, intervals
+              from calibration models, test metrics per benchmark and for the average
+write_suite   the fitted suite as `published/suite/vN/` (`sparseeval.consume.suite_set` reads it)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from sparseeval.consume.hashing import fingerprint
+from sparseeval.consume.suite_set import SUITE, joint_item
+from sparseeval.method import metrics
+from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.predictors import BlendPredictor
+from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
+from sparseeval.pipeline.recipe import NotEnoughModels, split_step
+from sparseeval.pipeline.settings import Settings
+
+MIN_BENCHMARKS = 2
+
+
+@dataclass
+class SuiteFit:
+    """A fitted suite with what publishing it needs."""
+
+    suite: SuiteSparseEval
+    data_fingerprint: str
+    split_sizes: dict[str, int]
+    test_pred: dict[str, np.ndarray]
+    test_true: dict[str, np.ndarray]
+    own_test_pred: dict[str, np.ndarray]
+    test_ids: list[str]
+
+    def test_metrics(self) -> dict[str, dict[str, float]]:
+        """Test metrics of each benchmark's joint reader, its own reader, and the average."""
+        out = {b: metrics.evaluate(self.test_pred[b], self.test_true[b]) for b in self.test_pred}
+        return out | {
+            f"{b} (own anchors only)": metrics.evaluate(p, self.test_true[b])
+            for b, p in self.own_test_pred.items()
+        }
+
+
+def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseMatrix]:
+    """Each matrix restricted to the models every benchmark has, in one sorted order.
+
+    Matrices already aligned (the same sorted model ids everywhere) come back as they are.
+    """
+    ids = [list(m.model_ids) for m in matrices.values()]
+    if all(i == ids[0] for i in ids) and ids[0] == sorted(set(ids[0])):
+        return dict(matrices)
+    models = sorted(set.intersection(*map(set, ids)))
+    out = {}
+    for b, m in matrices.items():
+        row = {name: i for i, name in enumerate(m.model_ids)}
+        out[b] = m.rows(np.array([row[name] for name in models], dtype=np.int64))
+    return out
+
+
+def fit_suite(
+    matrices: Mapping[str, ResponseMatrix],
+    settings: Settings,
+    progress: Callable[[str], None] | None = None,
+    data_fingerprint: str | None = None,
+) -> SuiteFit:
+    """Fit the suite on the models every benchmark has, at the largest anchor budget."""
+    from threadpoolctl import threadpool_limits
+
+    from sparseeval.method.estimator import SparseEval
+
+    if len(matrices) < MIN_BENCHMARKS:
+        raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
+    aligned = common_models(matrices)
+    first = next(iter(aligned.values()))
+    split_settings = replace(settings, calibration="split")  # the suite has no cross-fit
+    split = split_step(first, split_settings, f"suite ({len(aligned)} benchmarks, models in all)")
+    say = progress or (lambda s: None)
+    rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
+                      {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
+    est = SparseEval.from_settings(settings, n_anchors=max(settings.budgets), progress=say)
+    suite = SuiteSparseEval(max(settings.budgets), est, progress=say)
+    item_ids = {b: m.item_ids for b, m in aligned.items()}
+    with threadpool_limits(limits=1):
+        suite.fit(*rows(split.train), *rows(split.valid), item_ids=item_ids)
+    if len(split.calib):
+        suite.calibrate(*rows(split.calib))
+    X_test, y_test = rows(split.test)
+    pred = suite.predict(X_test)
+    own = {b: suite.estimators_[b].predict(X_test[b]) for b in suite.benchmarks_}
+    return SuiteFit(
+        suite,
+        data_fingerprint
+        or fingerprint(*(f"{b}:{m.fingerprint()}" for b, m in sorted(aligned.items()))),
+        split.sizes(),
+        pred,
+        y_test | {AVERAGE: suite_average(y_test)},
+        own,
+        [str(m) for m in first.model_ids[split.test]],
+    )
+
+
+def write_suite(root: str | Path, fit: SuiteFit, settings: Settings, signing_key=None) -> Path:
+    """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it)."""
+    from sparseeval.pipeline.versions import (
+        _anchor_means,
+        _derived_sources,
+        _interval,
+        write_version,
+    )
+
+    suite = fit.suite
+    items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
+    level = {"interval_level": settings.interval_level}
+
+    def reader(folder: str, predictor, residuals, b: str, own: bool) -> dict:
+        pred = (fit.own_test_pred if own else fit.test_pred)[b]
+        inputs = {"test_pred": pred, "test_true": fit.test_true[b]}
+        calib = SimpleNamespace(calibration_residuals_=residuals,
+                                calibration_source_=suite.calibration_source_)  # fmt: skip
+        k = len(suite.estimators_[b].anchors_) if own else len(items)
+        out = {"folder": folder, "interval": _interval(calib, level, inputs),
+               "anchor_means": _anchor_means(predictor, k)}  # fmt: skip
+        if own:
+            ids = [str(i) for i in suite.estimators_[b].anchor_ids_]
+            out["item_sources"] = _derived_sources(ids, b)
+        return out
+
+    members, described = {}, {}
+    for b in suite.benchmarks_:
+        joint, own = f"members/{b}/joint", f"members/{b}/own"
+        members[joint] = suite.readers_[b]
+        members[own] = suite.estimators_[b].predictor_
+        described[b] = {
+            "items": [str(i) for i in suite.estimators_[b].anchor_ids_],
+            "reader": suite.reader_names_[b],
+            "valid_mae": suite.valid_scores_[b],
+            "joint": reader(joint, suite.readers_[b], suite.calibration_residuals_[b], b, False),
+            "own": reader(own, members[own], suite.own_calibration_residuals_[b], b, True),
+        }
+    n = len(suite.benchmarks_)
+    average = SimpleNamespace(
+        anchor_ids_=items,
+        predictor_=BlendPredictor([suite.readers_[b] for b in suite.benchmarks_], [1 / n] * n),
+        predictor_name_="suite average (mean of the joint readers)",
+        calibration_residuals_=suite.calibration_residuals_[AVERAGE],
+        calibration_source_=suite.calibration_source_,
+    )
+    return write_version(
+        root, SUITE, average,
+        data_fingerprint=fit.data_fingerprint,
+        split_sizes=fit.split_sizes,
+        metrics={"test": metrics.evaluate(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])},
+        settings=settings,
+        report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]},
+        signing_key=signing_key,
+        members=members,
+        extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
+                         "test_metrics": fit.test_metrics()}},
+    )  # fmt: skip
+
+
+def refresh_suite(
+    matrices: Mapping[str, str | Path],
+    published_dir: str | Path,
+    settings: Settings,
+    progress: Callable[[str], None] | None = None,
+    mirror: Callable[[int], str] | None = None,
+) -> str:
+    """Refit and publish the suite when its data changed and the candidate is no worse.
+
+    matrices: {benchmark: matrix file}. Nothing is fitted when the live suite was built
+    from the same models (those every benchmark has), answers and settings. The gate:
+    the candidate's suite-average MAE on its test models must not exceed the live suite's
+    on the same models; a refused candidate is discarded (its tombstone keeps the reason).
+    `mirror(version)`, when given, pushes the accepted candidate to the Hub (returning the
+    commit sha) before it becomes live; if it fails the candidate is discarded and the live
+    suite stays. Returns one line saying what happened.
+    """
+    from sparseeval.consume.layout import latest_version
+    from sparseeval.method.estimator import SETTING_NAMES
+    from sparseeval.pipeline.artifacts import code_version, load_matrix, settings_subset
+    from sparseeval.pipeline.versions import discard_version, set_latest
+
+    loaded = common_models({b: load_matrix(path) for b, path in matrices.items()})
+    key = fingerprint(
+        *(f"{b}:{m.fingerprint()}" for b, m in sorted(loaded.items())),
+        str(settings_subset(settings, (*SETTING_NAMES, "n_test", "n_valid", "n_calib"))),
+        code_version(),
+    )
+    live_version = latest_version(published_dir, SUITE)
+    live = _live_suite(published_dir) if live_version else None
+    if live is not None and live.average.manifest.get("data_fingerprint") == key:
+        return f"suite: v{live_version} is up to date (same models, answers and settings)"
+    if refused := _refused_before(published_dir, key):
+        return f"suite: not published (this candidate was already refused: {refused})"
+    fit = fit_suite(loaded, settings, progress, data_fingerprint=key)
+    folder = write_suite(published_dir, fit, settings)
+    version = int(folder.name[1:])
+    cand_mae = metrics.mae_points(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])
+    live_mae = _live_average_mae(live, loaded, fit) if live is not None else None
+    if live_mae is not None and cand_mae > live_mae:
+        n_test = len(fit.test_true[AVERAGE])
+        reason = (f"refused: candidate suite-average MAE {cand_mae:.3f} > live v{live_version} "
+                  f"{live_mae:.3f} points on {n_test} test models (data {key})")  # fmt: skip
+        discard_version(published_dir, SUITE, version, reason)
+        return f"suite: not published ({reason})"
+    where = ""
+    if mirror is not None:
+        try:
+            where = f" and {mirror(version)[:12]} on the Hub"
+        except Exception as e:
+            reason = f"mirror to the Hub failed ({type(e).__name__}: {e}); live suite unchanged"
+            discard_version(published_dir, SUITE, version, reason)
+            return f"suite: not published ({reason})"
+    set_latest(published_dir, SUITE, version)
+    than = f" (live v{live_version}: {live_mae:.3f})" if live_mae is not None else ""
+    return (
+        f"suite: published v{version}{where}, {len(fit.suite.benchmarks_)} benchmarks, "
+        f"suite-average test MAE {cand_mae:.3f} points{than}"
+    )
+
+
+def _refused_before(published_dir, key: str) -> str | None:
+    """The reason a candidate from the same data was refused before (its tombstone), or None."""
+    import json
+
+    folder = Path(published_dir) / SUITE
+    for tomb in sorted(folder.glob(".discarded-v*")) if folder.is_dir() else []:
+        reason = json.loads(tomb.read_text()).get("reason", "")
+        if f"(data {key})" in reason:
+            return reason
+    return None
+
+
+def _live_suite(published_dir):
+    from sparseeval.consume.layout import AnchorSetError
+    from sparseeval.consume.suite_set import load_suite
+
+    try:
+        return load_suite(published_dir)
+    except AnchorSetError:
+        return None  # unreadable or tampered: the candidate replaces it
+
+
+def _live_average_mae(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit) -> float | None:
+    """The live suite's average MAE on the candidate's test models (None if it cannot read them).
+
+    `aligned`: the matrices over the models every benchmark has (`common_models`).
+    """
+    if set(live.benchmarks) != set(fit.suite.benchmarks_):
+        return None
+    test_ids = set(fit.test_ids)
+    first = next(iter(aligned.values()))
+    rows = np.array([i for i, m in enumerate(first.model_ids) if m in test_ids], dtype=np.int64)
+    values = np.hstack([aligned[b].values[rows] for b in live.benchmarks])
+    ids = [joint_item(b, i) for b in live.benchmarks for i in aligned[b].item_ids]
+    try:
+        pred = live.average.predict_matrix(values, ids)
+    except Exception:
+        return None  # the live anchors are not all in today's matrices
+    truth = suite_average({b: aligned[b].y[rows] for b in live.benchmarks})
+    return metrics.mae_points(pred, truth)

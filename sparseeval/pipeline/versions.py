@@ -1,0 +1,410 @@
+"""The version store: write a fitted estimator as a new version, promote it, or discard it.
+
+Publishing is three steps so that a caller (the refresh flow) can put a quality gate
+between them and roll back: `write_version` (a new folder appears whole, by rename, and
+nothing points at it yet), `set_latest` (atomic pointer swap) and, on failure,
+`discard_version`. Version numbers are never reused. `set_latest` records the promotion
+in `latest` (only promoted versions load); `clean_leftovers` removes what an interrupted
+run left (temporary folders, candidates never promoted). `sign_version` (or
+`write_version(signing_key=...)`) adds an Ed25519 `manifest.sig`. Layout and trust model:
+`sparseeval.consume.layout`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sparseeval._version import __version__
+from sparseeval.consume.anchorset import MISSING_POLICY
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.hashing import file_sha256
+from sparseeval.consume.layout import (
+    KIND,
+    LATEST,
+    MANIFEST,
+    PREDICTOR_DIR,
+    SCHEMA_VERSION,
+    SIGNATURE,
+    TOMBSTONE,
+    VERSION_DIR,
+    AnchorSetError,
+    latest_version,
+    list_budgets,
+    list_versions,
+    promoted_versions,
+    read_manifest,
+    read_pointer,
+    seal,
+    set_dir,
+    verify,
+)
+
+
+def write_version(
+    root: str | Path,
+    benchmark: str,
+    estimator,
+    *,
+    data_fingerprint: str,
+    split_sizes: Mapping[str, int],
+    metrics: Mapping[str, Mapping[str, float]],
+    settings,
+    item_sources: Mapping[str, Any] | None = None,
+    report_inputs: Mapping[str, Any] | None = None,
+    budget: int | None = None,
+    signing_key=None,
+    members: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
+
+    The folder is built under a temporary name in the same parent and renamed into
+    place, so readers never see half of it; N is the next free version number (a
+    concurrent writer that takes N first makes this one retry with N + 1). The
+    `latest` pointer is NOT moved: call `set_latest` after your quality gate.
+
+    estimator: a fitted `SparseEval` (needs `anchor_ids_`, `predictor_`,
+    `calibration_residuals_`; `predictor_name_` and `valid_scores_` are recorded if present).
+    metrics: {split: {metric: value}}, e.g. {"test": {"mae": 1.2, "kendall_tau": .9}}.
+    settings: a `Settings` (or a plain dict); `interval_level` sets the interval level.
+    item_sources: optional {item id: (task, doc_id)} for the lm-eval round trip; when absent
+    and every id maps by the rules of `sparseeval.consume.lm_eval` (e.g. "17", "gsm8k:17"), the
+    derived map is recorded.
+    report_inputs: optional dict for the report: `test_pred`, `test_true` (arrays on
+    the test models), `budget_rows` ([{method, n_anchors, mae, kendall_tau}]),
+    `drift_rows` ([{version, mae, n_models, ...}]).
+    budget: write into the budget's own set, `{root}/{benchmark}/k{budget}/v{N}/`.
+    signing_key: an Ed25519 private key (PEM bytes/str, a path to a PEM file, or an
+    `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
+    members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
+    per-benchmark readers); extra: optional entries added to the manifest (sealed with it).
+    Folders and files are created with the process umask (0755/0644 under umask 022).
+    """
+    _check_benchmark(benchmark)
+    from sparseeval.consume.signing import private_key
+
+    key = private_key(signing_key) if signing_key is not None else None
+    settings_dict = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
+    items = [str(i) for i in estimator.anchor_ids_]
+    if len(set(items)) != len(items):
+        raise ValueError("anchor item ids must be unique")
+    inputs = jsonable(dict(report_inputs or {}))
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "benchmark": benchmark,
+        "library_version": __version__,
+        "items": items,
+        "item_sources": _normalise_sources(item_sources, items)
+        or _derived_sources(items, benchmark),
+        "n_anchors": len(items),
+        "data_fingerprint": str(data_fingerprint),
+        "split_sizes": {k: int(v) for k, v in dict(split_sizes).items()},
+        "predictor": {
+            "name": getattr(estimator, "predictor_name_", None),
+            "valid_mae": jsonable(getattr(estimator, "valid_scores_", None)),
+            "folder": PREDICTOR_DIR,
+            "anchor_means": jsonable(_anchor_means(estimator.predictor_, len(items))),
+        },
+        "metrics": jsonable({k: dict(v) for k, v in dict(metrics).items()}),
+        "interval": jsonable(_interval(estimator, settings_dict, inputs)),
+        "settings": jsonable(settings_dict),
+    } | jsonable(dict(extra or {}))
+    predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
+    bench_dir = set_dir(root, benchmark, budget)
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    while True:
+        version = _next_version(bench_dir)
+        target = _write_folder(bench_dir, version, predictors, manifest, inputs, key)
+        if target is not None:
+            return target
+
+
+def _interval(estimator, settings: dict, inputs: dict) -> dict:
+    """Conformal calibration from the estimator's residuals, and its coverage on test models."""
+    residuals = np.asarray(estimator.calibration_residuals_, dtype=np.float64)
+    conformal = ConformalInterval.fit(residuals, float(settings.get("interval_level", 0.9)))
+    out = conformal.to_dict() | {
+        "calibration_coverage": float(np.mean(np.abs(residuals) <= conformal.halfwidth)),
+        "calibrated_on": getattr(estimator, "calibration_source_", "validation"),
+        "missing_answers": MISSING_POLICY,
+    }
+    if inputs.get("test_pred") is not None and inputs.get("test_true") is not None:
+        out["test_coverage"] = conformal.coverage(inputs["test_pred"], inputs["test_true"])
+        out["n_test"] = len(inputs["test_true"])
+    return out
+
+
+def _write_folder(
+    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None
+) -> Path | None:
+    """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
+    from sparseeval.consume.inference import save_predictor
+    from sparseeval.pipeline.reports.anchor_report import render_report
+
+    tmp = bench_dir / f".tmp-v{version}-{uuid.uuid4().hex}"
+    tmp.mkdir()  # honours the umask (mkdtemp would make it 0700: unreadable to others)
+    try:
+        for rel, predictor in predictors.items():
+            save_predictor(predictor, tmp / rel)
+        (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
+        manifest = manifest | {
+            "version": version,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        render_report(tmp, manifest, inputs)
+        files = sorted(p for p in tmp.rglob("*") if p.is_file())
+        manifest["files"] = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in files}
+        (tmp / MANIFEST).write_text(json.dumps(seal(manifest), indent=2, allow_nan=False))
+        if key is not None:
+            from sparseeval.consume.signing import signature
+
+            (tmp / SIGNATURE).write_bytes(signature(key, (tmp / MANIFEST).read_bytes()))
+        _fsync_tree(tmp)
+        target = bench_dir / f"v{version}"
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if target.exists():  # another writer took this number: try the next one
+                shutil.rmtree(tmp, ignore_errors=True)
+                return None
+            raise
+        return target
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def set_latest(root: str | Path, benchmark: str, version: int, budget: int | None = None) -> Path:
+    """Promote `v{version}`: point `{root}/{benchmark}/latest` at it (verifies it first).
+
+    The pointer also records every version ever promoted with its manifest seal
+    (`"promoted": {"1": sha, ...}`), in the same atomic replace: only those load.
+    Call it while holding the publishing lock (two concurrent promotions of one set can
+    lose a record, as they would race for `latest` itself).
+    """
+    version = int(version)
+    bench_dir = set_dir(root, benchmark, budget)
+    folder = bench_dir / f"v{version}"
+    manifest = read_manifest(folder)
+    verify(folder, manifest)
+    promoted = _promotion_record(bench_dir)
+    promoted[version] = manifest["manifest_sha256"]
+    pointer = {
+        "version": version,
+        "path": f"v{version}",
+        "manifest_sha256": manifest["manifest_sha256"],
+        "updated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "promoted": {str(v): promoted[v] for v in sorted(promoted)},
+    }
+    target = bench_dir / LATEST
+    tmp = target.with_name(f".{LATEST}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            json.dump(pointer, f, indent=2)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return target
+
+
+def _promotion_record(bench_dir: Path) -> dict[int, str | None]:
+    """{version: seal} promoted so far; a legacy pointer's versions get their seals pinned now."""
+    pointer = read_pointer(bench_dir)
+    if pointer is None:
+        return {}
+    record = promoted_versions(bench_dir)
+    if isinstance(pointer.get("promoted"), dict):
+        return record
+    on_disk = set(list_versions(bench_dir.parent, bench_dir.name))
+    out: dict[int, str | None] = {}
+    for v, sha in record.items():
+        if v not in on_disk or (bench_dir / f".discarded-v{v}").exists():
+            continue
+        if sha is None:
+            try:
+                sha = read_manifest(bench_dir / f"v{v}")["manifest_sha256"]
+            except AnchorSetError:
+                sha = None
+        out[v] = sha
+    return out
+
+
+def discard_version(
+    root: str | Path, benchmark: str, version: int, reason: str = "", budget: int | None = None
+) -> None:
+    """Remove `v{version}` (a transaction's rollback); refuses the version `latest` names.
+
+    The folder is first renamed away (so it disappears at once), then deleted; a
+    tombstone `.discarded-v{N}` keeps the number from being reused.
+    """
+    version = int(version)
+    if latest_version(root, benchmark, budget) == version:
+        raise AnchorSetError(
+            f"{benchmark} v{version} is the live (latest) version; point latest elsewhere first"
+        )
+    bench_dir = set_dir(root, benchmark, budget)
+    folder = bench_dir / f"v{version}"
+    tomb = {"version": version, "discarded": datetime.now(UTC).isoformat(), "reason": reason}
+    (bench_dir / f".discarded-v{version}").write_text(json.dumps(tomb))
+    _remove(folder, bench_dir, version)
+
+
+def _remove(folder: Path, bench_dir: Path, version: int) -> None:
+    if folder.exists() or folder.is_symlink():
+        trash = bench_dir / f".trash-v{version}-{uuid.uuid4().hex}"
+        os.rename(folder, trash)
+        if trash.is_symlink():
+            trash.unlink()
+        else:
+            shutil.rmtree(trash, ignore_errors=True)
+
+
+LEFTOVER_REASON = "left over by an interrupted run"
+_LEFTOVER = re.compile(r"^\.(tmp-v|trash-v|latest\..*\.tmp$|sig-.*\.tmp$)")
+
+
+def clean_leftovers(
+    root: str | Path, benchmark: str, budget: int | None = None, *, all_unpromoted: bool = False
+) -> list[str]:
+    """Remove what interrupted runs left in a benchmark's sets; the paths removed.
+
+    Removes `.tmp-v*` and `.trash-v*` folders (and stray pointer/signature temp files),
+    folders of versions that already have a tombstone, and turns never-promoted version
+    folders into tombstones (reason "left over by an interrupted run"). Never-promoted
+    versions older than the live one are leftovers for sure; newer ones may be a candidate
+    a caller still means to gate, so they go only with `all_unpromoted=True` (the pipeline
+    at the start of a run, when no candidate of its own exists yet). Call it holding the
+    publishing lock (the pipeline's run lock): a writer in progress would lose its
+    `.tmp-v*` folder. budget: one budget's set; None: the benchmark's set and every budget
+    set under it.
+    """
+    if budget is not None:
+        folders = [set_dir(root, benchmark, budget)]
+    else:
+        budgets = list_budgets(root, benchmark)
+        folders = [set_dir(root, benchmark)] + [set_dir(root, benchmark, b) for b in budgets]
+    removed: list[str] = []
+    for bench_dir in folders:
+        if not bench_dir.is_dir():
+            continue
+        for p in sorted(bench_dir.iterdir()):
+            if _LEFTOVER.match(p.name):
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+                removed.append(str(p))
+        live = latest_version(bench_dir.parent, bench_dir.name)
+        promoted = promoted_versions(bench_dir)
+        for v in list_versions(bench_dir.parent, bench_dir.name):
+            folder = bench_dir / f"v{v}"
+            if (bench_dir / f".discarded-v{v}").exists():
+                _remove(folder, bench_dir, v)  # a discard that was cut short
+            elif v in promoted or not (all_unpromoted or (live is not None and v < live)):
+                continue
+            else:
+                tomb = {"version": v, "discarded": datetime.now(UTC).isoformat(),
+                        "reason": LEFTOVER_REASON}  # fmt: skip
+                (bench_dir / f".discarded-v{v}").write_text(json.dumps(tomb))
+                _remove(folder, bench_dir, v)
+            removed.append(str(folder))
+    return removed
+
+
+def _next_version(bench_dir: Path) -> int:
+    used = [0]
+    for p in bench_dir.iterdir():
+        m = VERSION_DIR.match(p.name) or TOMBSTONE.match(p.name)
+        if m:
+            used.append(int(m.group(1)))
+    return max(used) + 1
+
+
+def _anchor_means(predictor, k: int) -> list[float] | None:
+    """The training mean of each anchor (+-1 scale), read from the predictor's state."""
+    try:
+        _, arrays = predictor.state()
+    except Exception:
+        return None
+    for key in ("mean", "m0/mean", "m1/mean", *(k for k in arrays if k.endswith("mean"))):
+        a = arrays.get(key)
+        if a is not None and np.asarray(a).shape == (k,):
+            return [float(v) for v in np.asarray(a)]
+    return None
+
+
+def _normalise_sources(item_sources, items) -> dict | None:
+    if not item_sources:
+        return None
+    out = {}
+    for item in items:
+        src = item_sources.get(item)
+        if src is None:
+            continue
+        task, doc = (src["task"], src["doc_id"]) if isinstance(src, Mapping) else src
+        out[item] = {"task": str(task), "doc_id": int(doc)}
+    return out or None
+
+
+def _derived_sources(items, benchmark) -> dict | None:
+    """(task, doc_id) of every anchor by the id rules of `consume.lm_eval`, if all map."""
+    from sparseeval.consume.lm_eval import LmEvalError, item_source
+
+    try:
+        pairs = {i: item_source(i, benchmark) for i in items}
+    except LmEvalError:
+        return None
+    return {i: {"task": t, "doc_id": d} for i, (t, d) in pairs.items()}
+
+
+def _fsync_tree(folder: Path) -> None:
+    for p in folder.rglob("*"):
+        if p.is_file():
+            with open(p, "rb") as f:
+                os.fsync(f.fileno())
+
+
+def jsonable(obj):
+    """Arrays to lists, numpy scalars to floats, non-finite floats to None, paths to str."""
+    if obj is None or isinstance(obj, bool | str | int):
+        return obj
+    if isinstance(obj, float | np.floating):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.ndarray):
+        return [jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    return str(obj)
+
+
+def _check_benchmark(benchmark: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", benchmark or ""):
+        raise ValueError(f"benchmark name {benchmark!r} must be letters, digits, '_', '-', '.'")
+
+
+def sign_version(folder: str | Path, private_key_pem) -> Path:
+    """Write `manifest.sig` into a version folder (see `consume.signing.sign_version`)."""
+    from sparseeval.consume.signing import sign_version as sign
+
+    return sign(folder, private_key_pem)

@@ -1,0 +1,1 @@
+"""DuckDB schema and queries as .sql files, read by `sparseeval.pipeline.store.db.sql`."""
