@@ -14,6 +14,7 @@ import sys
 
 from sparseeval._version import __version__
 from sparseeval.cli.anchors import add_anchors_command
+from sparseeval.cli.automations import add_automations_command
 from sparseeval.cli.common import EXIT_USER_ERROR, UserError, fail, first_line, missing_extra
 from sparseeval.cli.consumer import add_consumer_commands
 from sparseeval.cli.fit import add_fit_command
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_refresh_command(sub)
     add_consumer_commands(sub)
     add_anchors_command(sub)
+    add_automations_command(sub)
     return parser
 
 

@@ -1,0 +1,108 @@
+"""The automations kept as code (flows/automations.py), against a real Prefect test server:
+they install idempotently, a webhook receiver on 127.0.0.1 gets the alerts, and a flow run
+whose heartbeats stop is marked Crashed.
+
+The event and state names follow Prefect's "How to detect and respond to zombie flows"
+(`prefect.flow-run.heartbeat`, proactive trigger, `ChangeFlowRunState(CRASHED)`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.events import emit_event
+from prefect.states import Running
+from prefect.testing.utilities import prefect_test_harness
+from sparseeval.flows import automations
+
+
+@pytest.fixture(scope="module")
+def server():
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+@pytest.fixture
+def receiver():
+    """A webhook receiver on 127.0.0.1: the JSON bodies it was sent."""
+    got: list[dict] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self):
+            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}/hook", got
+    httpd.shutdown()
+
+
+def _wait(condition, seconds: float = 60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.5)
+    return condition()
+
+
+ALL = sorted(
+    automations.PREFIX + n
+    for n in ("crash-zombie-runs", "rerun-crashed-refresh", "alert-run-crashed-or-failed",
+              "alert-publish-refused", "alert-persistent-drift")
+)  # fmt: skip
+
+
+def test_install_creates_every_automation_once_and_alerts_reach_the_webhook(server, receiver):
+    url, got = receiver
+    assert automations.install(url) and automations.install(url)  # twice: replaced, not doubled
+    assert automations.installed() == ALL
+    emit_event(
+        event="sparseeval.publish.refused",
+        resource={
+            "prefect.resource.id": "sparseeval.benchmark.arc",
+            "prefect.resource.name": "arc",
+        },
+        payload={"reason": "candidate MAE 2.1 > live 1.9 points"},
+    )
+    assert _wait(lambda: got) == [
+        {"subject": "SparseEval: arc candidate refused",
+         "body": "candidate MAE 2.1 > live 1.9 points"}
+    ]  # fmt: skip
+
+
+def test_without_a_webhook_only_the_healing_automations_are_installed(server, monkeypatch):
+    monkeypatch.setattr(automations, "_existing_block", lambda: None)
+    names = automations.install()
+    assert names == [automations.PREFIX + "crash-zombie-runs",
+                     automations.PREFIX + "rerun-crashed-refresh"]  # fmt: skip
+
+
+@flow
+def _idle() -> None:
+    pass
+
+
+def test_a_run_whose_heartbeats_stop_is_marked_crashed(server):
+    zombie = automations.zombie_automation(after=timedelta(seconds=10))
+    automations._remove(zombie.name)
+    zombie.create()
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(_idle, state=Running())
+        emit_event(event="prefect.flow-run.heartbeat",
+                   resource={"prefect.resource.id": f"prefect.flow-run.{run.id}"})  # fmt: skip
+        state = _wait(lambda: (s := client.read_flow_run(run.id).state).is_crashed() and s, 90)
+    assert state and state.is_crashed()
+    assert state.message == "Flow run marked as crashed: its heartbeats stopped."
