@@ -1,0 +1,148 @@
+"""One writer per home: a lease file `{home}/.lease` naming the run that holds it.
+
+A refresh takes the lease before it touches the store or the published sets and gives it
+back when it ends, so a served and a deployed run on the same home never run at once: the
+second waits up to `wait` seconds, then refuses in one line naming the holder. A lease
+left by a crashed run is taken over: at once when its process is gone (same host), or
+when it has not been renewed for `stale_after` seconds (another host, or a hung one).
+The holder renews it from a daemon thread while it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+LEASE_FILE = ".lease"
+
+
+class LeaseHeld(RuntimeError):
+    """Another live run holds the home."""
+
+
+class HomeLease:
+    """`with HomeLease(home, "refresh 2026-12-01 03:00"):` — hold the home for one run."""
+
+    def __init__(self, home: str | Path, holder: str, *, wait: float = 0.0,
+                 stale_after: float = 600.0) -> None:  # fmt: skip
+        self.path = Path(home) / LEASE_FILE
+        self.holder, self.wait, self.stale_after = holder, wait, stale_after
+        self.token = uuid.uuid4().hex
+        self.took_over: dict | None = None  # the stale lease this one replaced, if any
+        self._stop = threading.Event()
+
+    def acquire(self) -> HomeLease:
+        """Take the lease (waiting up to `wait` s for a live holder), or raise `LeaseHeld`."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.wait
+        while not self._try():
+            if time.monotonic() >= deadline:
+                raise LeaseHeld(self._held_by(read_lease(self.path)))
+            time.sleep(min(1.0, max(0.05, self.wait / 20)))
+        threading.Thread(target=self._renew_loop, daemon=True).start()
+        return self
+
+    def release(self) -> None:
+        """Give the lease back (only if it is still ours)."""
+        self._stop.set()
+        current = read_lease(self.path)
+        if current and current.get("token") == self.token:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+    def __enter__(self) -> HomeLease:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def _record(self) -> dict:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        return {"holder": self.holder, "token": self.token, "pid": os.getpid(),
+                "host": socket.gethostname(), "since": now, "renewed": time.time()}  # fmt: skip
+
+    def _try(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            current = read_lease(self.path)
+            if current is not None and not is_stale(current, self.stale_after):
+                return False
+            self._set_aside(current)
+            return False if self.took_over is None else self._try()
+        with os.fdopen(fd, "w") as f:
+            json.dump(self._record(), f)
+        return True
+
+    def _set_aside(self, stale: dict | None) -> None:
+        """Move a stale lease out of the way (atomically: one taker wins the rename)."""
+        aside = self.path.with_name(f"{self.path.name}.stale-{self.token}")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return  # another run took it over first; try again
+        moved = read_lease(aside)
+        if (moved or {}).get("token") != (stale or {}).get("token"):
+            with contextlib.suppress(OSError):  # a fresh lease raced in: put it back
+                os.link(aside, self.path)
+        else:
+            self.took_over = stale or {}
+        aside.unlink(missing_ok=True)
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(max(1.0, self.stale_after / 4)):
+            current = read_lease(self.path)
+            if not current or current.get("token") != self.token:
+                return  # taken over (we were judged stale) or released
+            _write(self.path, current | {"renewed": time.time()})
+
+    def _held_by(self, current: dict | None) -> str:
+        if not current:
+            return f"home {self.path.parent} is busy (lease {self.path})"
+        return (
+            f"home {self.path.parent} is in use by {current.get('holder')!r} (pid"
+            f" {current.get('pid')} on {current.get('host')}, since {current.get('since')});"
+            f" waited {self.wait:g}s"
+        )
+
+
+def read_lease(path: str | Path) -> dict | None:
+    """The lease record, or None when there is none (or it is unreadable: treated as stale)."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def is_stale(record: dict, stale_after: float) -> bool:
+    """A lease whose process is gone (same host) or that was not renewed in time."""
+    if record.get("host") == socket.gethostname() and not _alive(record.get("pid")):
+        return True
+    renewed = record.get("renewed")
+    return not isinstance(renewed, int | float) or time.time() - renewed > stale_after
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write(path: Path, record: dict) -> None:
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, path)

@@ -1,0 +1,69 @@
+"""One writer per home (`sparseeval.pipeline.lease`): a second run waits then refuses naming
+the holder; a lease left by a dead process or never renewed is taken over."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sparseeval.pipeline.lease import LEASE_FILE, HomeLease, LeaseHeld, read_lease
+
+
+def test_a_second_run_refuses_naming_the_holder_and_gets_it_after_release(tmp_path):
+    first = HomeLease(tmp_path, "refresh 03:00").acquire()
+    start = time.monotonic()
+    with pytest.raises(LeaseHeld) as err:
+        HomeLease(tmp_path, "refresh (served)", wait=0.5).acquire()
+    assert time.monotonic() - start >= 0.5  # it waited
+    msg = str(err.value)
+    assert f"home {tmp_path} is in use by 'refresh 03:00' (pid {os.getpid()} on" in msg
+    assert msg.endswith("; waited 0.5s")
+    first.release()
+    assert not (tmp_path / LEASE_FILE).exists()
+    with HomeLease(tmp_path, "refresh (served)") as second:
+        assert read_lease(tmp_path / LEASE_FILE)["holder"] == "refresh (served)"
+        assert second.took_over is None
+    assert not (tmp_path / LEASE_FILE).exists()
+
+
+def _lease_of_a_dead_process(home) -> dict:
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    record = {"holder": "refresh (crashed)", "token": "dead", "pid": int(proc.stdout),
+              "host": socket.gethostname(), "since": "2026-12-01T03:00:00+00:00",
+              "renewed": time.time()}  # fmt: skip
+    (home / LEASE_FILE).write_text(json.dumps(record))
+    return record
+
+
+def test_a_crashed_runs_lease_is_taken_over_at_once(tmp_path):
+    dead = _lease_of_a_dead_process(tmp_path)
+    with HomeLease(tmp_path, "refresh 03:00") as lease:
+        assert lease.took_over == dead
+        assert read_lease(tmp_path / LEASE_FILE)["token"] == lease.token
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no stale copies left
+
+
+def test_a_lease_not_renewed_in_time_is_stale_even_on_another_host(tmp_path):
+    record = {"holder": "refresh (other host)", "token": "x", "pid": 1, "host": "elsewhere",
+              "renewed": time.time() - 601}  # fmt: skip
+    (tmp_path / LEASE_FILE).write_text(json.dumps(record))
+    with HomeLease(tmp_path, "refresh", stale_after=600) as lease:
+        assert lease.took_over["holder"] == "refresh (other host)"
+    record["renewed"] = time.time()
+    (tmp_path / LEASE_FILE).write_text(json.dumps(record))
+    with pytest.raises(LeaseHeld, match="in use by 'refresh \\(other host\\)'"):
+        HomeLease(tmp_path, "refresh", stale_after=600).acquire()
+
+
+def test_the_holder_renews_while_it_runs(tmp_path):
+    with HomeLease(tmp_path, "refresh", stale_after=4):
+        first = read_lease(tmp_path / LEASE_FILE)["renewed"]
+        time.sleep(1.5)
+        assert read_lease(tmp_path / LEASE_FILE)["renewed"] > first
