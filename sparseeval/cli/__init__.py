@@ -38,7 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help()  # `sparseeval` alone: what it can do
+        return 0
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     for handler in logging.getLogger().handlers:  # libraries' INFO lines propagate here too
         handler.setLevel(logging.WARNING)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 EXIT_PARTIAL = 1  # the command ran, but some inputs failed (the others landed); see the report
 EXIT_USER_ERROR = 2  # nothing done: a usage, settings or data error, said in one line
@@ -33,5 +34,13 @@ def missing_extra(exc: ModuleNotFoundError) -> str | None:
         return None
     return (
         f"this command needs the pipeline dependencies ({root} is not installed):"
-        " pip install 'sparseeval[pipeline]'"
+        f" {install_hint('pipeline')}"
     )
+
+
+def install_hint(extra: str) -> str:
+    """The install command for an extra that works here: from a checkout, the checkout."""
+    here = Path("pyproject.toml")
+    if here.is_file() and 'name = "sparseeval"' in here.read_text(errors="replace"):
+        return f"pip install '.[{extra}]'"
+    return f"pip install 'sparseeval[{extra}]'"

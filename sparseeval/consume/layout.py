@@ -139,7 +139,8 @@ def resolve_version_dir(
     else:
         n = parse_version(version)
     if not (folder / f"v{n}").is_dir():
-        raise AnchorSetError(f"{where} v{n} not found under {printable(root)}")
+        have = ", ".join(f"v{v}" for v in list_versions(root, benchmark, budget)) or "none"
+        raise AnchorSetError(f"{where} v{n} not found under {printable(root)} (versions: {have})")
     return folder / f"v{n}"
 
 
@@ -148,13 +149,25 @@ def _pick_budget(root: Path, benchmark: str, budget: int | None) -> int | None:
     budgets = list_budgets(root, benchmark)
     if budget is not None:
         if int(budget) not in budgets:
-            have = ", ".join(f"k{b}" for b in budgets) or "none"
+            have = ", ".join(f"k{b}" for b in budgets) or _single_set(root, benchmark)
             raise AnchorSetError(f"no {benchmark!r} set with {budget} anchors (budgets: {have})")
         return int(budget)
     if not budgets or (set_dir(root, benchmark) / LATEST).is_file():
         return None
     live = [b for b in budgets if (set_dir(root, benchmark, b) / LATEST).is_file()]
     return max(live or budgets)
+
+
+def _single_set(root: Path, benchmark: str) -> str:
+    """What a benchmark without budget sets has: `one set of 100 anchors`, or `none`."""
+    n = latest_version(root, benchmark)
+    if n is None:
+        return "none"
+    try:
+        k = read_manifest(set_dir(root, benchmark) / f"v{n}").get("n_anchors")
+    except AnchorSetError:
+        return "none readable"
+    return f"one set of {k} anchors, read it without --budget"
 
 
 def manifest_digest(manifest: dict) -> str:
