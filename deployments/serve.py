@@ -8,17 +8,25 @@ Served deployments are named `{name}-local` (nightly-local, manual-local, ...): 
 pool's deployments (`prefect deploy`, names without the suffix) are never replaced by
 serving, and stopping this script pauses only the `-local` ones.
 
-Environment: SPARSEEVAL_CRON (default "0 3 * * *", UTC), SPARSEEVAL_* settings as usual.
+Environment: SPARSEEVAL_HOME (required: where state lives), SPARSEEVAL_CONFIG (a settings
+file; default {home}/sparseeval.toml), SPARSEEVAL_CRON (default "0 3 * * *", UTC),
+SPARSEEVAL_* settings as usual.
 One run at a time per deployment (DuckDB has one writer; the store also waits for its lock).
 The deployments are defined in deployments/spec.py (which also generates prefect.yaml).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, when not installed
+
+from deployments.spec import HEARTBEAT_SECONDS
+
+# Heartbeats for the zombie automation; set before Prefect reads its settings.
+os.environ.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_SECONDS))
 
 from prefect import serve
 from prefect.client.schemas.objects import ConcurrencyLimitConfig

@@ -33,6 +33,20 @@ YAML_PATH = Path(__file__).resolve().with_name("prefect.yaml")
 # register the same name: neither replaces the other, and stopping serve.py pauses only
 # its own deployments, never the work pool's nightly.
 SERVE_SUFFIX = "-local"
+# Flow-run heartbeats (seconds) let the zombie automation (flows/automations.py) mark a run
+# whose worker or process died as Crashed, which frees its concurrency slot.
+HEARTBEAT_SECONDS = 30
+# Where a deployed run reads its settings: set these when you run `prefect deploy` (they
+# become job variables) or in serve.py's environment. A deployed run refuses to start
+# without SPARSEEVAL_HOME: the worker's working directory never decides where state lives.
+JOB_ENV = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_SECONDS),
+    "SPARSEEVAL_HOME": "{{ $SPARSEEVAL_HOME }}",
+    "SPARSEEVAL_CONFIG": "{{ $SPARSEEVAL_CONFIG }}",
+}
+# A deployment never fills an empty store from the built-in synthetic leaderboard.
+NO_DEMO = {"fill_if_empty": False}
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,7 @@ def specs(cron: str | None = None) -> list[DeploymentSpec]:
                 " publish a new anchor set where the live one drifts on newly arrived models."
             ),
             tags=("sparseeval", "nightly"),
+            parameters=NO_DEMO,
             cron=cron or nightly_cron(),
         ),
         DeploymentSpec(
@@ -71,6 +86,7 @@ def specs(cron: str | None = None) -> list[DeploymentSpec]:
                 "The same refresh, triggered by hand (`prefect deployment run 'refresh/manual'`)."
             ),
             tags=("sparseeval", "manual"),
+            parameters=NO_DEMO,
         ),
         DeploymentSpec(
             name="retrain-one",
@@ -138,6 +154,8 @@ HEADER = f"""\
 # UTC); the committed file uses the default.
 """
 
+_ENV_YAML = "\n".join(f"        {k}: {json.dumps(v)}" for k, v in JOB_ENV.items())
+
 STATIC = f"""\
 name: sparseeval
 prefect-version: {PREFECT_VERSION}
@@ -156,7 +174,7 @@ definitions:
     work_queue_name: default
     job_variables:
       env:
-        PREFECT_SERVER_ANALYTICS_ENABLED: "false"
+{_ENV_YAML}
   concurrency: &one_at_a_time
     limit: {CONCURRENCY_LIMIT}
     collision_strategy: {COLLISION_STRATEGY}

@@ -56,9 +56,7 @@ def test_prefect_yaml_matches_spec_and_prefects_schema(yaml_deployments):
         assert d["parameters"] == s.parameters
         assert d["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
         assert d["work_pool"]["name"] == "sparseeval-process"
-        assert d["work_pool"]["job_variables"]["env"] == {
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"
-        }
+        assert d["work_pool"]["job_variables"]["env"] == spec.JOB_ENV
         want = [{"cron": s.cron, "timezone": "UTC", "active": True}] if s.cron else []
         assert d["schedules"] == want
     assert yaml_deployments["nightly"]["schedules"][0]["cron"] == spec.DEFAULT_CRON
@@ -116,3 +114,17 @@ def test_render_quotes_what_yaml_would_misread():
         assert yaml.safe_load(f"v: {spec._scalar([value])}")["v"] == [value], value
     nested = {"sources": ["hub:org/model", "synthetic"], "n": 100, "on": True, "x": None}
     assert yaml.safe_load(f"v: {spec._scalar(nested)}")["v"] == nested
+
+
+def test_deployed_runs_send_heartbeats_the_zombie_automation_expects():
+    from sparseeval.flows import automations
+
+    assert spec.JOB_ENV["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == str(automations.HEARTBEAT_SECONDS)
+    assert automations.ZOMBIE_AFTER.total_seconds() == 3 * spec.HEARTBEAT_SECONDS
+
+
+def test_deployments_read_settings_from_the_environment_not_the_workers_folder():
+    assert spec.JOB_ENV["SPARSEEVAL_HOME"] == "{{ $SPARSEEVAL_HOME }}"
+    assert spec.JOB_ENV["SPARSEEVAL_CONFIG"] == "{{ $SPARSEEVAL_CONFIG }}"
+    refresh = [s for s in spec.specs() if s.entrypoint == "flows/refresh.py:refresh"]
+    assert refresh and all(s.parameters == {"fill_if_empty": False} for s in refresh)
