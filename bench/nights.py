@@ -21,6 +21,10 @@ Arrival order (`--data`):
     python bench/nights.py --data synthetic
     python bench/nights.py --data metabench --benchmarks arc,gsm8k
     python bench/nights.py --cold-ollm        # night 1 only: 6 benchmarks, 5,000 models
+    python bench/nights.py --scenario persistent-shift   # stronger models for 12 nights
+
+Nights in drift: per benchmark, the longest run of nights on which the live set was
+flagged as drifted and nothing new was published (target: at most 3).
 """
 
 from __future__ import annotations
@@ -39,10 +43,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, when not installed
 METABENCH = Path(__file__).resolve().parents[2] / "shared/data/metabench_reduced"
 POLICIES = {
-    "drift": {},
+    "drift": {},  # the paired gate: refuse only a candidate worse beyond noise
+    "drift-strict": {"gate": "strict"},  # the old gate: any worse MAE on held-out models refuses
     "every-night": {"drift_mae_points": 1e-9, "min_new_models": 1},
     "never": {"drift_mae_points": 0, "drift_mae_ratio": 0, "drift_out_of_range_frac": 0},
 }
+SCENARIOS = {"persistent-shift": {"nights": 12, "drift": 3.0, "per_night": 150}}
 
 
 def fmt(x, spec=".2f") -> str:
@@ -231,10 +237,31 @@ republishes (nights 2..N); quiet night < 30 s; cold first night at OLLM scale < 
         print(f"\ntarget drift MAE <= 1.10 x every-night: {dm:.2f} vs {1.1 * em:.2f}: "
               f"{'met' if dm <= 1.1 * em else 'NOT met'}; republishes {dp} <= {ep}/3: "
               f"{'met' if dp <= ep / 3 else 'NOT met'}")  # fmt: skip
+    print_nights_in_drift(args, rows)
     qs = [s[2] for s in summ.values() if s[2] is not None]
     if qs:
         print(f"target quiet night < 30 s: worst median {max(qs):.1f}s: "
               f"{'met' if max(qs) < 30 else 'NOT met'}")  # fmt: skip
+
+
+def nights_in_drift(rows, policy: str, benchmark: str) -> int:
+    """The longest run of nights the live set stayed drifted with nothing new published."""
+    longest = run = 0
+    for _, pol, _, b, _, _, _, drift, version, _ in sorted(rows, key=lambda r: r[0]):
+        if pol != policy or b != benchmark:
+            continue
+        run = run + 1 if drift == "yes" and version is None else 0
+        longest = max(longest, run)
+    return longest
+
+
+def print_nights_in_drift(args, rows) -> None:
+    print("\nnights in drift (longest run per benchmark; target <= 3)\n")
+    head = f"{'policy':<14}" + "".join(f"{b:>12}" for b in args.benchmarks) + f"{'worst':>8}"
+    print(head + "\n" + "-" * len(head))
+    for pol in args.policies:
+        n = [nights_in_drift(rows, pol, b) for b in args.benchmarks]
+        print(f"{pol:<14}" + "".join(f"{k:>12}" for k in n) + f"{max(n):>8}")
 
 
 def cold_ollm(args, root: Path) -> None:
@@ -277,7 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drift", type=float, default=1.5, help="synthetic: ability rise, SDs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cold-ollm", action="store_true", help="time night 1 at OLLM scale only")
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS), help="preset nights/drift")
     args = ap.parse_args(argv)
+    for key, value in SCENARIOS.get(args.scenario, {}).items():
+        setattr(args, key, value)
     args.first = args.first or (5000 if args.cold_ollm else 1500)
     args.anchors = args.anchors or (100 if args.cold_ollm else 30)
     args.benchmarks = args.benchmarks.split(",")
