@@ -18,7 +18,7 @@ import duckdb
 import polars as pl
 import yaml
 
-from sparseeval.consume.lm_eval import newest_samples
+from sparseeval.consume.lm_eval_samples import newest_samples
 from sparseeval.consume.taskmap import TaskMap, map_lm_eval_task, map_v1_config
 from sparseeval.pipeline.store.db import fetch
 from sparseeval.pipeline.store.lm_eval_run import read_samples

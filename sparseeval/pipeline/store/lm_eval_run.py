@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
-from sparseeval.consume.lm_eval import (
+from sparseeval.consume.lm_eval_samples import (
     RESULTS_FILE,
     BadSample,
     MissingMetric,
@@ -119,7 +119,7 @@ def read_samples(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rows of one `samples_*.jsonl` file (staging layout) and its unreadable lines.
 
-    Lines are read by `sparseeval.consume.lm_eval.SampleParser`; the ones it rejects are returned
+    Lines are read by `sparseeval.consume.lm_eval_samples.SampleParser`; the ones it rejects are returned
     with its reason (a doc id that is not a non-negative integer, 914.4 or 914.0 or "x",
     is one), and only the preferred filter's samples are kept (see `choose_filter`).
     `read_with`, when given, gets {task: the metric read} (`acc_norm`, `exact_match (filter
