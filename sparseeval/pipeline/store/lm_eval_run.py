@@ -119,9 +119,9 @@ def read_samples(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rows of one `samples_*.jsonl` file (staging layout) and its unreadable lines.
 
-    Lines are read by `sparseeval.consume.lm_eval_samples.SampleParser`; the ones it rejects are returned
-    with its reason (a doc id that is not a non-negative integer, 914.4 or 914.0 or "x",
-    is one), and only the preferred filter's samples are kept (see `choose_filter`).
+    Lines are read by `sparseeval.consume.lm_eval_samples.SampleParser`; the ones it rejects
+    are returned with its reason (a doc id that is not a non-negative integer, 914.4 or 914.0
+    or "x", is one), and only the preferred filter's samples are kept (see `choose_filter`).
     `read_with`, when given, gets {task: the metric read} (`acc_norm`, `exact_match (filter
     strict-match)`, or `none (no acc_norm in any sample; 2 quarantined)`), so no metric is
     chosen silently. A file that is not UTF-8 text is a SourceError naming the line.
