@@ -1,4 +1,4 @@
-"""The results store: DuckDB tables, ingest from four real sources, ±1 matrices."""
+"""The results store: DuckDB tables, ingest of every source kind (`kinds`), ±1 matrices."""
 
 from sparseeval.pipeline.store.build import BuildSummary, build_matrix
 from sparseeval.pipeline.store.db import Store, StoreError, StoreLockedError
