@@ -29,7 +29,7 @@ def test_refresh_reads_the_watched_sources_and_says_what_arrived(tmp_path):
     inbox.mkdir()
     shutil.copy(release(tmp_path, 0, 200), inbox / "night1.parquet")
     watched = {"sources": [f"inbox:{inbox}"]}
-    from sparseeval.pipeline.store import readers as store_sources
+    from sparseeval.pipeline.store import watched as store_sources
 
     store_sources.SETTLE_SECONDS = 0  # the files are complete
     first = run(home, None, **watched)

@@ -22,7 +22,8 @@ from sparseeval.pipeline.store import (
 )
 from sparseeval.pipeline.store import hub as hub_module
 from sparseeval.pipeline.store import retries as retries_module
-from sparseeval.pipeline.store.hub import card_latest, model_for, redact, repo_for
+from sparseeval.pipeline.store.hub import model_for, redact, repo_for
+from sparseeval.pipeline.store.hub_details import card_latest
 from sparseeval.pipeline.store.retries import HubError, retry_wait, with_retries
 
 TS1, TS2 = "2023-08-19T16-36-54.384542", "2023-10-01T09-00-00.000001"

@@ -14,8 +14,9 @@ from sparseeval.pipeline.records import IngestSummary
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.sources import ingest_sources, parse_source
 from sparseeval.pipeline.store import Store
-from sparseeval.pipeline.store import readers as file_sources
-from sparseeval.pipeline.store.readers import Inbox, LmEvalGlob
+from sparseeval.pipeline.store import tables as table_readers
+from sparseeval.pipeline.store import watched as file_sources
+from sparseeval.pipeline.store.watched import Inbox, LmEvalGlob
 
 SETTLE = 0.5
 STAMP = "2025-03-14T09-26-53.589793"
@@ -89,7 +90,7 @@ def test_inbox_night_by_night(store_path, tmp_path, monkeypatch):
 
     # night 2, nothing new: every file is only hashed (no reader runs) and skipped
     for reader in ("_stage_long_csv", "_stage_long_parquet", "_stage_wide"):
-        monkeypatch.setattr(file_sources, reader, _must_not_read)
+        monkeypatch.setattr(table_readers, reader, _must_not_read)
     second = night(store_path, spec)
     row = source_row(second)
     assert (row["units"], row["skipped"], row["new"], row["new_models"], row["failed"]) == (

@@ -59,22 +59,43 @@ def load_anchor_set(
     refuse the set unless its `manifest.sig` verifies with it (needs `cryptography`).
     Trust model: `sparseeval.consume.layout`.
     """
+    folder, source, hub = _fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
+    manifest = _checked_manifest(folder, benchmark, hub, public_key)
+    aset = AnchorSet(manifest=manifest, predictor=_predictor(folder, manifest), source=source,
+                     folder=folder)  # fmt: skip
+    aset.check_predictor()
+    return aset
+
+
+def _fetch(
+    path_or_repo: str | Path,
+    benchmark: str,
+    version: int | str,
+    hub_client,
+    revision: str | None,
+    budget: int | None,
+) -> tuple[Path, str, bool]:
+    """(version folder, where it came from, from the Hub?): a local folder, or a download."""
     p = Path(path_or_repo)
     hub = not p.exists() and _REPO_ID.match(str(path_or_repo))
     if hub:
         from sparseeval.consume.hub import download_version
 
         folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget)
-        source = f"hf://datasets/{hub.group(1)}"
-    elif not p.exists():
+        return folder, f"hf://datasets/{hub.group(1)}", True
+    if not p.exists():
         raise AnchorSetError(
             f"{printable(path_or_repo)}: no such folder (nor a Hub repo id owner/name); run"
             " `sparseeval refresh` to publish anchor sets there, or pass the folder that holds"
             " them (--anchor-set DIR)"
         )
-    else:
-        folder = resolve_version_dir(p, benchmark, version, budget)
-        source = str(folder)
+    folder = resolve_version_dir(p, benchmark, version, budget)
+    return folder, str(folder), False
+
+
+def _checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> dict[str, Any]:
+    """The folder's manifest, once it names `benchmark`, is promoted (locally) and every file,
+    the seal and (with `public_key`) the signature verify."""
     manifest = read_manifest(folder)
     if manifest.get("benchmark") != benchmark:
         raise AnchorSetError(
@@ -83,22 +104,24 @@ def load_anchor_set(
         )
     if not hub:  # a Hub commit moves `latest` with the version; pin it with `revision`
         check_promoted(folder, manifest)
-    verify(folder, manifest, follow_file_links=bool(hub))  # the Hub cache links to blobs
+    verify(folder, manifest, follow_file_links=hub)  # the Hub cache links to blobs
     if public_key is not None:
         from sparseeval.consume.signing import verify_signature
 
         verify_signature(folder, manifest, public_key)
+    return manifest
+
+
+def _predictor(folder: Path, manifest: dict[str, Any]):
+    """The NumPy predictor of a verified version folder."""
     from sparseeval.consume.inference import load_predictor
 
     try:
-        predictor = load_predictor(folder / manifest["predictor"]["folder"])
+        return load_predictor(folder / manifest["predictor"]["folder"])
     except Exception as e:
         raise AnchorSetError(
             f"{printable(folder)}: cannot load predictor weights ({printable(e)})"
         ) from e
-    aset = AnchorSet(manifest=manifest, predictor=predictor, source=source, folder=folder)
-    aset.check_predictor()
-    return aset
 
 
 @dataclass(frozen=True)

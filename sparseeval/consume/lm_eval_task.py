@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparseeval._version import __version__
-from sparseeval.consume.lm_eval import ITEM_FIELD, LmEvalError, item_source
+from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError, item_source
 
 TASK_PREFIX = "sparseeval_"
 

@@ -1,4 +1,7 @@
-"""Source specs, parsed in one place for the CLI and the flows, and the built-in synthetic source.
+"""Source specs, parsed in one place for the CLI and the flows, and the ingest of many sources.
+
+The spec forms are the source kinds of `sparseeval.pipeline.store.kinds.SOURCE_KINDS`
+(prefix -> source), plus plain paths:
 
 synthetic | synthetic:n_models=1000,seed=0,items=ollm,models=0-800,benchmarks=arc+gsm8k
 results.parquet | results.csv              a long table (model, benchmark, item, correct)
@@ -14,7 +17,7 @@ Watched sources, for the `sources` setting that the nightly job reads every nigh
 lm-eval:GLOB        every lm-eval output folder matching GLOB (`lm-eval:runs/*/*`; `**`
                     works); a run folder (one holding results_*.json) is read only when
                     complete: its results JSON is there and no file in it changed within
-                    `sparseeval.pipeline.store.readers.SETTLE_SECONDS` (60 s)
+                    `sparseeval.pipeline.store.watched.SETTLE_SECONDS` (60 s)
 inbox:DIR           a drop folder: long tables `DIR/*.csv`, `DIR/*.parquet`, and wide tables
                     `DIR/{benchmark}/*.csv`; a file changed within the settle time is left
                     for a later night
@@ -26,100 +29,22 @@ Relative paths are relative to the working directory of the process.
 
 from __future__ import annotations
 
-import csv
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from sparseeval.consume.hashing import fingerprint
-from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.method.synthetic import OLLM_V1_ITEMS, make_leaderboard
 from sparseeval.pipeline.records import IngestSummary
+from sparseeval.pipeline.store.kinds import FORMATS, source_from_spec
+from sparseeval.pipeline.store.synthetic import (
+    DEFAULT_SYNTHETIC_ITEMS,
+    DEFAULT_SYNTHETIC_MODELS,
+    SyntheticLeaderboard,
+)
+from sparseeval.pipeline.store.unit import SpecOptions
 
 log = logging.getLogger(__name__)
-
-# The built-in source that fills an empty store: six benchmarks, quick on a laptop.
-DEFAULT_SYNTHETIC_ITEMS = {
-    "arc": 600, "gsm8k": 500, "hellaswag": 1000, "mmlu": 1000, "truthfulqa": 400,
-    "winogrande": 600,
-}  # fmt: skip
-DEFAULT_SYNTHETIC_MODELS = 1000
-FORMATS = ("auto", "long", "wide", "lm-eval")
-
-
-@dataclass
-class SyntheticLeaderboard:
-    """A seeded synthetic leaderboard (`sparseeval.method.synthetic.make_leaderboard`) as a source.
-
-    All `n_models` models are generated with the same seed; `model_range` releases only
-    rows [lo, hi) and `benchmarks` only some benchmarks, so that a later run can add new
-    models of the same leaderboard. Each (benchmark, block of models) is one ingest unit,
-    keyed by its parameters: the same release is never ingested twice.
-    """
-
-    n_models: int = DEFAULT_SYNTHETIC_MODELS
-    items: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_SYNTHETIC_ITEMS))
-    seed: int = 0
-    model_range: tuple[int, int] | None = None
-    benchmarks: tuple[str, ...] | None = None
-    block_cells: int = 4_000_000
-
-    @cached_property
-    def leaderboard(self) -> dict[str, ResponseMatrix]:
-        return make_leaderboard(self.n_models, self.items, seed=self.seed)
-
-    def units(self, store) -> Iterator[Any]:
-        from sparseeval.pipeline.store.unit import Unit
-
-        lo, hi = self.model_range or (0, self.n_models)
-        if not 0 <= lo < hi <= self.n_models:
-            raise ValueError(f"model_range {lo}..{hi} outside 0..{self.n_models}")
-        for bench, n_items in self.items.items():
-            if self.benchmarks is not None and bench not in self.benchmarks:
-                continue
-            step = max(1, self.block_cells // max(n_items, 1))
-            for a in range(lo, hi, step):
-                b = min(hi, a + step)
-                label = f"synthetic:{bench}[{a}:{b}] (seed {self.seed}, {self.n_models} models)"
-                key = fingerprint("synthetic", "1", self.seed, self.n_models, self.items,
-                                  bench, a, b)  # fmt: skip
-                yield Unit("synthetic", label, key, [label], self._stager(bench, a, b))
-
-    def _stager(self, bench: str, a: int, b: int) -> Callable[[Any], None]:
-        def stage(con) -> None:
-            from sparseeval.pipeline.store.unit import stage_frames
-
-            stage_frames(con, self.frame(bench, a, b))
-
-        return stage
-
-    def frame(self, bench: str, a: int, b: int):
-        """Long rows (model, benchmark, item, correct, ord, line) of models [a, b)."""
-        import polars as pl
-
-        m = self.leaderboard[bench]
-        values = m.values[a:b]
-        n_rows, n_items = values.shape
-        models = pl.Series(np.asarray(m.model_ids[a:b], dtype=str))
-        items = pl.Series(np.asarray(m.item_ids, dtype=str))
-        ords = np.tile(np.arange(n_items, dtype=np.int64), n_rows)
-        return pl.DataFrame(
-            {
-                "model": models.gather(np.repeat(np.arange(n_rows), n_items)),
-                "benchmark": pl.Series([bench]).gather(np.zeros(values.size, dtype=np.int64)),
-                "item": items.gather(ords),
-                "correct": pl.Series(["0", "1"]).gather((values.reshape(-1) > 0).astype(np.int64)),
-                "ord": ords,
-                "line": np.arange(values.size, dtype=np.int64) + 1,
-                "ref_no": np.zeros(values.size, dtype=np.int32),
-            }
-        )
 
 
 def parse_source(spec: str, fmt: str = "auto", benchmark: str | None = None,
@@ -130,94 +55,7 @@ def parse_source(spec: str, fmt: str = "auto", benchmark: str | None = None,
     benchmark: the benchmark of a wide table; model: the model of an lm-eval folder;
     hub_max_repos: new Hub repos read per run.
     """
-    from sparseeval.pipeline.store import (
-        LmEvalRun,
-        LongTable,
-        OpenLLMLeaderboard,
-        WideTable,
-        default_hub_client,
-    )
-
-    spec = str(spec).strip()
-    if spec.startswith(("lm-eval:", "inbox:")):
-        return _watched(spec, model)
-    if spec == "synthetic" or spec.startswith("synthetic:"):
-        return _synthetic_from_spec(spec.partition(":")[2])
-    if spec.startswith("hub:"):
-        return OpenLLMLeaderboard.from_spec(spec[4:], default_hub_client(), max_repos=hub_max_repos)
-    if spec.startswith("wide:"):
-        benchmark, _, spec = spec[5:].partition("=")
-        if not benchmark or not spec:
-            raise ValueError("wide source must be wide:BENCHMARK=path.csv")
-        fmt = "wide"
-    path = Path(spec)
-    fmt = _guess_format(path) if fmt == "auto" else fmt
-    if fmt == "wide":
-        if not benchmark:
-            raise ValueError(f"{path} is a wide table (model + item columns); name its benchmark"
-                             " (--benchmark NAME, or wide:NAME=file.csv)")  # fmt: skip
-        return WideTable(path, benchmark)
-    if fmt == "lm-eval":
-        return LmEvalRun(path, model)
-    if fmt == "long":
-        return LongTable(path)
-    raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-
-
-def _watched(spec: str, model: str | None):
-    """`lm-eval:GLOB` or `inbox:DIR` (see the module docstring)."""
-    from sparseeval.pipeline.store.readers import Inbox, LmEvalGlob
-
-    kind, _, target = spec.partition(":")
-    target = target.strip()
-    if not target:
-        example = "lm-eval:runs/*/*" if kind == "lm-eval" else "inbox:drop/"
-        raise ValueError(f"{kind} source needs a {'glob' if kind == 'lm-eval' else 'folder'}"
-                         f" after the colon (e.g. {example})")  # fmt: skip
-    return LmEvalGlob(target, model) if kind == "lm-eval" else Inbox(Path(target))
-
-
-def _guess_format(path: Path) -> str:
-    """lm-eval for folders and results JSON, long for Parquet, wide or long by a CSV header."""
-    if path.is_dir() or path.name.startswith("results_") or path.suffix == ".json":
-        return "lm-eval"
-    if path.suffix.lower() in {".parquet", ".pq"}:
-        return "long"
-    if path.suffix.lower() != ".csv":
-        raise ValueError(
-            f"cannot tell what source {str(path)!r} is (a .csv/.parquet long table,"
-            " wide:B=file.csv, an lm-eval folder, hub:org/model or synthetic)"
-        )
-    if not path.is_file():
-        return "long"  # the reader names the missing file
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
-        header = {c.strip() for c in next(csv.reader(f), [])}
-    return "wide" if "model" in header and not {"benchmark", "item"} & header else "long"
-
-
-def _synthetic_from_spec(options: str) -> SyntheticLeaderboard:
-    """`n_models=5100,seed=0,items=ollm,models=0-5000,benchmarks=arc+gsm8k` (all optional)."""
-    kw: dict[str, Any] = {}
-    for part in filter(None, options.split(",")):
-        k, _, v = part.partition("=")
-        try:
-            if k in {"n_models", "seed"}:
-                kw[k] = int(v)
-            elif k == "items":
-                kw[k] = {"ollm": OLLM_V1_ITEMS, "default": DEFAULT_SYNTHETIC_ITEMS}[v]
-            elif k == "models":
-                lo, _, hi = v.partition("-")
-                kw["model_range"] = (int(lo), int(hi))
-            elif k == "benchmarks":
-                kw[k] = tuple(v.split("+"))
-            else:
-                raise ValueError(k)
-        except (KeyError, ValueError):
-            raise ValueError(
-                f"synthetic source: bad option {part!r} (n_models=N, seed=N, items=ollm|default,"
-                " models=LO-HI, benchmarks=a+b)"
-            ) from None
-    return SyntheticLeaderboard(**kw)
+    return source_from_spec(spec, SpecOptions(fmt, benchmark, model, hub_max_repos))
 
 
 def ingest_sources(
@@ -287,4 +125,11 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
     return row, reports
 
 
-__all__ = ["SyntheticLeaderboard", "ingest_sources", "parse_source"]
+__all__ = [
+    "DEFAULT_SYNTHETIC_ITEMS",
+    "DEFAULT_SYNTHETIC_MODELS",
+    "FORMATS",
+    "SyntheticLeaderboard",
+    "ingest_sources",
+    "parse_source",
+]

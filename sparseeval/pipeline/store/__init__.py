@@ -1,10 +1,11 @@
-"""The results store: DuckDB tables, ingest from four real sources, ±1 matrices."""
+"""The results store: DuckDB tables, ingest of every source kind (`kinds`), ±1 matrices."""
 
 from sparseeval.pipeline.store.build import BuildSummary, build_matrix
 from sparseeval.pipeline.store.db import Store, StoreError, StoreLockedError
 from sparseeval.pipeline.store.hub import OpenLLMLeaderboard, default_hub_client
 from sparseeval.pipeline.store.ingestion import IngestReport, Source, ingest, ingest_unit
-from sparseeval.pipeline.store.readers import LmEvalRun, LongTable, WideTable
+from sparseeval.pipeline.store.lm_eval_run import LmEvalRun
+from sparseeval.pipeline.store.tables import LongTable, WideTable
 from sparseeval.pipeline.store.unit import SourceError
 
 __all__ = [

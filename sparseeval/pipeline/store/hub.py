@@ -1,4 +1,5 @@
-"""Open LLM Leaderboard details on the Hugging Face Hub (v1 parquet, v2 jsonl), incremental.
+"""Open LLM Leaderboard details on the Hugging Face Hub (v1 parquet, v2 jsonl), incremental:
+which repos and revisions to read (reading one revision: `hub_details`).
 
 Discovery is one paginated `list_datasets(author=org, search=..., expand=["sha"])` listing:
 each listed repo carries its revision sha, so repos already ingested at that revision cost
@@ -15,31 +16,20 @@ import fnmatch
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import duckdb
-import polars as pl
-import yaml
 
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.consume.hub import redact
-from sparseeval.consume.lm_eval import newest_samples
-from sparseeval.consume.taskmap import TaskMap, map_lm_eval_task, map_v1_config
-from sparseeval.pipeline.store.db import Store, execute, fetch
-from sparseeval.pipeline.store.readers import read_samples
+from sparseeval.pipeline.store.db import Store, execute
+from sparseeval.pipeline.store.hub_details import HUB_FILES_FRAME, Revision, stage_revision
 from sparseeval.pipeline.store.retries import HubError, with_retries
-from sparseeval.pipeline.store.unit import (
-    BAD_SCHEMA,
-    SRC_SCHEMA,
-    SourceError,
-    Unit,
-    conform,
-    stage_frames,
-)
+from sparseeval.pipeline.store.unit import SpecOptions, Unit, no_stage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -169,6 +159,11 @@ class OpenLLMLeaderboard:
         globs = None if "*" in parts else parts
         return cls(client, None, version, org, globs=globs, max_repos=max_repos)
 
+    @classmethod
+    def from_source_spec(cls, body: str, options: SpecOptions) -> OpenLLMLeaderboard:
+        """The spec `hub:BODY` (see `from_spec`), read with the real Hub client."""
+        return cls.from_spec(body, default_hub_client(), max_repos=options.hub_max_repos)
+
     def __post_init__(self) -> None:
         if self.version not in {"v1", "v2"}:
             raise ValueError(f"leaderboard version must be v1 or v2, got {self.version!r}")
@@ -209,24 +204,53 @@ class OpenLLMLeaderboard:
     def _listed_units(self, store: Store) -> Iterator[Unit]:
         """One paginated listing of the org's details repos, with each repo's sha."""
         where = f"hub:{self.version}:{','.join(self.globs or ['*'])}@{self.org}"
-        search = "details_" if self.version == "v1" else "-details"
         try:
-            listed = self._call(
-                f"listing {self.org} datasets",
-                lambda: list(
-                    self.client.list_datasets(author=self.org, search=search, expand=["sha"])
-                ),
-            )
+            found = self._list_repos()
         except HubError as exc:
             yield self._failed(f"{where} (listing)", exc)
             return
+        todo: list[tuple[str, str, str]] = []
+        unchanged = yield from self._changed(store, found, todo)
+        cap = len(todo) if self.max_repos is None else self.max_repos
+        now, later = todo[:cap], todo[cap:]
+        log.info(
+            "%s: %d details repos match; %d unchanged, %d new or changed to read now, %d left"
+            " for the next run (hub_max_repos=%s)",
+            where, len(found), unchanged, len(now), len(later), self.max_repos,
+        )  # fmt: skip
+        stopped = yield from self._read_now(where, now)
+        if unchanged or later or stopped or not found:
+            summary = (
+                f"{len(found)} details repos match; {unchanged} unchanged, {len(now) - stopped}"
+                f" new or changed read now, {len(later) + stopped} left for the next run"
+                + (f" (hub_max_repos={self.max_repos})" if later else "")
+                + (f" (stopped: {BREAKER_FAILURES} repos in a row failed)" if stopped else "")
+            )
+            key = fingerprint(self.kind, "listing", where, summary)
+            yield Unit(self.kind, f"{where} (listing)", key, [], no_stage, skip=summary)
+
+    def _list_repos(self) -> dict[str, tuple[str, str | None]]:
+        """{repo: (model, sha or None)} of the org's details repos the globs want."""
+        search = "details_" if self.version == "v1" else "-details"
+        listed = self._call(
+            f"listing {self.org} datasets",
+            lambda: list(self.client.list_datasets(author=self.org, search=search, expand=["sha"])),
+        )
         found: dict[str, tuple[str, str | None]] = {}
         prefix = f"{self.org.lower()}/"
         for d in listed:
             model = model_for(d.id, self.version)
             if model and d.id.lower().startswith(prefix) and self._wanted(model):
                 found[d.id] = (model, getattr(d, "sha", None))
-        unchanged, todo = 0, []
+        return found
+
+    def _changed(
+        self, store: Store, found: dict[str, tuple[str, str | None]], todo: list
+    ) -> Generator[Unit, None, int]:
+        """Append (repo, model, sha) of new or changed repos to `todo`, in repo-name order;
+        yield a failed unit per repo whose sha could not be asked; return how many are
+        unchanged."""
+        unchanged = 0
         for repo in sorted(found):
             model, sha = found[repo]
             if sha is None:  # a listing without shas (a Hub that ignores expand): ask per repo
@@ -239,39 +263,31 @@ class OpenLLMLeaderboard:
                 unchanged += 1
             else:
                 todo.append((repo, model, sha))
-        cap = len(todo) if self.max_repos is None else self.max_repos
-        now, later = todo[:cap], todo[cap:]
-        log.info(
-            "%s: %d details repos match; %d unchanged, %d new or changed to read now, %d left"
-            " for the next run (hub_max_repos=%s)",
-            where, len(found), unchanged, len(now), len(later), self.max_repos,
-        )  # fmt: skip
-        breaker, stopped = _Breaker(), 0
+        return unchanged
+
+    def _read_now(self, where: str, now: list[tuple[str, str, str]]) -> Generator[Unit, None, int]:
+        """A unit per repo, until `BREAKER_FAILURES` in a row failed; return how many were
+        left for the next run by that stop."""
+        breaker = _Breaker()
         for i, (repo, model, sha) in enumerate(now):
             if BREAKER_FAILURES and breaker.fails >= BREAKER_FAILURES:
-                stopped = len(now) - i
                 log.warning(
                     "%s: %d repos in a row failed on Hub calls; %d left for the next run",
-                    where, breaker.fails, stopped,
+                    where, breaker.fails, len(now) - i,
                 )  # fmt: skip
-                break
+                return len(now) - i
             yield self._unit(repo, sha, model, breaker)
-        if unchanged or later or stopped or not found:
-            summary = (
-                f"{len(found)} details repos match; {unchanged} unchanged, {len(now) - stopped}"
-                f" new or changed read now, {len(later) + stopped} left for the next run"
-                + (f" (hub_max_repos={self.max_repos})" if later else "")
-                + (f" (stopped: {BREAKER_FAILURES} repos in a row failed)" if stopped else "")
-            )
-            key = fingerprint(self.kind, "listing", where, summary)
-            yield Unit(self.kind, f"{where} (listing)", key, [], _no_stage, skip=summary)
+        return 0
 
     def _wanted(self, model: str) -> bool:
         return self.globs is None or any(fnmatch.fnmatchcase(model, g) for g in self.globs)
 
     def _unit(self, repo: str, sha: str, model: str, breaker: _Breaker | None = None) -> Unit:
-        unit = Unit(self.kind, f"{repo}@{sha}", fingerprint(self.kind, repo, sha), [], _no_stage)
-        unit.stage = partial(self._stage, repo, sha, model, unit, breaker or _Breaker())
+        key = fingerprint(self.kind, repo, sha)
+        unit = Unit(self.kind, f"{repo}@{sha}", key, [], no_stage, frames=(HUB_FILES_FRAME,))
+        rev = Revision(repo, sha, model, self.version, partial(self._list_files, repo, sha),
+                       partial(self._download, repo, sha))  # fmt: skip
+        unit.stage = partial(self._stage, rev, unit, breaker or _Breaker())
         unit.record = partial(_record, repo, sha)
         return unit
 
@@ -286,6 +302,15 @@ class OpenLLMLeaderboard:
     def _call(self, what: str, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         return with_retries(what, fn, *args, secret=getattr(self.client, "token", None), **kw)
 
+    def _list_files(self, repo: str, sha: str) -> list[str]:
+        return self._call(
+            f"listing files of {repo}@{sha[:12]}",
+            self.client.list_repo_files,
+            repo,
+            repo_type="dataset",
+            revision=sha,
+        )
+
     def _download(self, repo: str, sha: str, path: str) -> Path:
         return Path(
             self._call(
@@ -298,127 +323,16 @@ class OpenLLMLeaderboard:
             )
         )
 
-    # -- reading ------------------------------------------------------------------------
-
     def _stage(
-        self,
-        repo: str,
-        sha: str,
-        model: str,
-        unit: Unit,
-        breaker: _Breaker,
-        con: duckdb.DuckDBPyConnection,
+        self, rev: Revision, unit: Unit, breaker: _Breaker, con: duckdb.DuckDBPyConnection
     ) -> None:
         try:
-            self._read(repo, sha, model, unit, con)
+            stage_revision(rev, unit, con)
         except HubError:
             breaker.fails += 1
             raise
         breaker.fails = 0
 
-    def _read(
-        self, repo: str, sha: str, model: str, unit: Unit, con: duckdb.DuckDBPyConnection
-    ) -> None:
-        files = self._call(
-            f"listing files of {repo}@{sha[:12]}",
-            self.client.list_repo_files,
-            repo,
-            repo_type="dataset",
-            revision=sha,
-        )
-        done = {row[0] for row in fetch(con, "hub_files", {"repo": repo})}
-        wanted = self._v1_files(repo, sha, files) if self.version == "v1" else _v2_files(files)
-        new = [(path, task) for path, task in wanted if path not in done]
-        rows = []
-        for ref_no, (path, task) in enumerate(new):
-            local = self._download(repo, sha, path)
-            unit.refs.append(f"{repo}@{sha}:{path}")
-            if self.version == "v1":
-                rows.append(read_v1_parquet(local, task, model, ref_no))
-            else:  # v2 samples: the metric read per task is recorded in the ingest report
-                rows.append(read_samples(local, task, model, ref_no, read_with=unit.read_with))
-        good = pl.concat([r[0] for r in rows]) if rows else None
-        bad = pl.concat([r[1] for r in rows]) if rows else None
-        stage_frames(con, good, bad)
-        con.register(
-            "unit_hub_files",
-            pl.DataFrame({"path": [p for p, _ in new]}, schema={"path": pl.String}),
-        )
-
-    def _v1_files(self, repo: str, sha: str, files: list[str]) -> list[tuple[str, TaskMap]]:
-        """The `latest` parquet file of each config we know, per the dataset card."""
-        card = self._download(repo, sha, "README.md")
-        out = []
-        for config, patterns in card_latest(card).items():
-            task = map_v1_config(config)
-            matches = sorted(f for f in files for p in patterns if fnmatch.fnmatchcase(f, p))
-            if task and matches:
-                out.append((matches[-1], task))
-        return out
-
-
-def card_latest(card: Path) -> dict[str, list[str]]:
-    """{config name: path patterns of its `latest` split} from a dataset card's YAML header."""
-    text = card.read_text(encoding="utf-8")
-    m = re.match(r"---\s*\n(.*?)\n---", text, flags=re.DOTALL)
-    if not m:
-        raise SourceError(f"{card}: dataset card has no YAML header")
-    meta = yaml.safe_load(m.group(1)) or {}
-    out: dict[str, list[str]] = {}
-    for cfg in meta.get("configs", []):
-        for split in cfg.get("data_files", []):
-            if split.get("split") == "latest":
-                paths = split.get("path")
-                out[cfg["config_name"]] = [paths] if isinstance(paths, str) else list(paths)
-    return out
-
-
-def _v2_files(files: list[str]) -> list[tuple[str, TaskMap]]:
-    """The newest samples file of each leaderboard task."""
-    latest = newest_samples(files)
-    return [
-        (f, map_lm_eval_task(task))
-        for task, f in sorted(latest.items())
-        if task.startswith("leaderboard_")
-    ]
-
-
-def read_v1_parquet(
-    path: Path, task: TaskMap, model: str, ref_no: int = 0
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Rows of one v1 details parquet file: one row per item, in the benchmark's order."""
-    try:
-        frame = pl.read_parquet(path)
-    except Exception as exc:
-        raise SourceError(f"{path}: not a Parquet file ({exc})") from exc
-    value = _metric_column(frame, task.metrics[0], path)
-    n = frame.height
-    rows = pl.DataFrame({
-        "model": [model] * n,
-        "benchmark": [task.benchmark] * n,
-        "item": [task.item(i) for i in range(n)],
-        "correct": frame.select(value.cast(pl.String)).to_series(),
-        "ord": pl.Series(range(n) if task.subject is None else [None] * n, dtype=pl.Int64),
-        "line": range(1, n + 1),
-    }).with_columns(ref_no=pl.lit(ref_no))  # fmt: skip
-    return conform(rows, SRC_SCHEMA), conform(None, BAD_SCHEMA)
-
-
-def _metric_column(frame: pl.DataFrame, metric: str, path: Path) -> pl.Expr:
-    """The metric as column `acc`, column `metrics.acc`, or field of a `metrics` struct."""
-    if metric in frame.columns:
-        return pl.col(metric)
-    if f"metrics.{metric}" in frame.columns:
-        return pl.col(f"metrics.{metric}")
-    dtype = frame.schema.get("metrics")
-    if isinstance(dtype, pl.Struct) and metric in [f.name for f in dtype.fields]:
-        return pl.col("metrics").struct.field(metric)
-    raise SourceError(f"{path}: no column {metric}, metrics.{metric} or metrics struct field")
-
 
 def _record(repo: str, sha: str, con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     execute(con, "hub_record", {"repo": repo, "revision": sha, "run": run_id})
-
-
-def _no_stage(con: duckdb.DuckDBPyConnection) -> None:
-    raise RuntimeError("skipped unit has nothing to stage")

@@ -181,14 +181,14 @@ def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
             report.seconds = time.perf_counter() - t0
             execute(con, "run_finish", _finish_params(report, run_id))
     except Exception as exc:
-        _drop_temp(con)
+        _drop_temp(con, unit)
         _record_failure(store, params, exc)
         with contextlib.suppress(AttributeError, TypeError):
             exc.sparseeval_run_id = run_id  # type: ignore[attr-defined]
         raise
     finally:
         live.discard(run_id)
-    _drop_temp(con)
+    _drop_temp(con, unit)
     log.info("ingest %s", report.line())
     return report
 
@@ -293,8 +293,8 @@ def _record_failure(store: Store, params: dict[str, Any], exc: Exception) -> Non
     log.info("ingest %s", report.line())  # the caller shows or raises the failure
 
 
-def _drop_temp(con: duckdb.DuckDBPyConnection) -> None:
+def _drop_temp(con: duckdb.DuckDBPyConnection, unit: Unit) -> None:
     execute(con, "drop_temp", {})
-    for name in ("src_frame", "pre_bad_frame", "unit_refs", "wide_cols", "unit_hub_files"):
+    for name in ("src_frame", "pre_bad_frame", "unit_refs", *unit.frames):
         with contextlib.suppress(duckdb.Error):
             con.unregister(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -52,6 +53,36 @@ class Unit:
     # What each part was read with, filled while staging (lm-eval: {task: "acc_norm"}); it
     # becomes the run's message, so `sparseeval ingest` and `ingest_runs` show it.
     read_with: dict[str, str] = field(default_factory=dict)
+    # Frames the stager registered on the connection besides `src_frame` / `pre_bad_frame`
+    # (e.g. `wide_cols`); they are unregistered after the unit, whatever happened.
+    frames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SpecOptions:
+    """What a source spec string leaves to its caller (`sources.parse_source`'s arguments).
+
+    fmt: a plain path's format (`auto`, `long`, `wide`, `lm-eval`); benchmark: a wide
+    table's benchmark; model: an lm-eval run's model; hub_max_repos: new Hub repos per run.
+    """
+
+    fmt: str = "auto"
+    benchmark: str | None = None
+    model: str | None = None
+    hub_max_repos: int = 200
+
+
+def no_stage(con: duckdb.DuckDBPyConnection) -> None:
+    """The stager of a unit that is skipped, or whose stager is set once the unit exists."""
+    raise RuntimeError("skipped unit has nothing to stage")
+
+
+def existing(path: Path | str) -> Path:
+    """`path` as a Path; a SourceError naming it when there is nothing there."""
+    path = Path(path)
+    if not path.exists():
+        raise SourceError(f"{path}: no such file or folder")
+    return path
 
 
 def stage_frames(

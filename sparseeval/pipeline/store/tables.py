@@ -1,0 +1,178 @@
+"""Table sources: long tables (CSV or Parquet: model, benchmark, item, correct) and wide CSV
+tables (`model` + one column per item, for one benchmark), staged by DuckDB.
+
+A CSV file must be UTF-8 text (a UTF-8 BOM is fine); rows DuckDB cannot parse become
+quarantined lines, a file that cannot be read as the format claimed is a SourceError
+naming the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.pipeline.store.db import Store, execute, fetch, relation
+from sparseeval.pipeline.store.unit import (
+    SourceError,
+    SpecOptions,
+    Unit,
+    _printable,
+    existing,
+    stage_no_bad,
+)
+
+LONG_COLUMNS = ("model", "benchmark", "item", "correct")
+LONG_SUFFIXES = (".csv", ".parquet", ".pq")
+# Columns that carry each CSV row's number and file line through staging (sql/stage_csv.sql,
+# sql/csv_lines.sql) start with this; a file's own column may not.
+RESERVED_PREFIX = "sparseeval$"
+SAVE_AS_UTF8 = "save the file as UTF-8"
+
+
+@dataclass
+class LongTable:
+    """A CSV or Parquet file with columns model, benchmark, item, correct."""
+
+    path: Path
+    format: str | None = None
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        path = existing(self.path)
+        fmt = self.format or ("parquet" if path.suffix.lower() in {".parquet", ".pq"} else "csv")
+        if fmt not in {"csv", "parquet"}:
+            raise SourceError(f"{path}: unknown long-table format {fmt!r} (csv or parquet)")
+        kind = f"long-{fmt}"
+        stage = _stage_long_parquet if fmt == "parquet" else _stage_long_csv
+        key = fingerprint(kind, file_sha256(path))
+        yield Unit(kind, str(path), key, [str(path)], partial(stage, path))
+
+
+@dataclass
+class WideTable:
+    """A CSV file with a `model` column and one column per item, for one benchmark."""
+
+    path: Path
+    benchmark: str
+
+    @classmethod
+    def from_spec(cls, body: str, options: SpecOptions) -> WideTable:
+        """`BENCHMARK=file.csv` (the spec `wide:BENCHMARK=file.csv`)."""
+        benchmark, _, path = body.partition("=")
+        if not benchmark or not path:
+            raise ValueError("wide source must be wide:BENCHMARK=path.csv")
+        return cls(Path(path), benchmark)
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        path = existing(self.path)
+        key = fingerprint("wide-csv", self.benchmark, file_sha256(path))
+        stage = partial(_stage_wide, path, self.benchmark)
+        yield Unit("wide-csv", str(path), key, [str(path)], stage, frames=("wide_cols",))
+
+
+def _stage_csv_raw(
+    con: duckdb.DuckDBPyConnection, path: Path, required: tuple[str, ...]
+) -> list[str]:
+    """Parse `path` into the temp table `src_raw` and the view `src_raw_lines` (with each
+    row's file line); rejected lines become `pre_bad`. A file that is not UTF-8 text (a
+    UTF-8 BOM is fine) is refused whole, naming the line of its first bad byte."""
+    header = _csv_header(path)
+    missing = [c for c in required if c not in header]
+    if missing:
+        shown = ", ".join(header[:8]) + (" ..." if len(header) > 8 else "")
+        raise SourceError(
+            _printable(f"{path}: line 1: missing column(s) {', '.join(missing)} (has: {shown})")
+        )
+    seen: set[str] = set()
+    repeated = [c for c in header if c in seen or seen.add(c)]
+    if repeated:
+        raise SourceError(
+            _printable(f"{path}: line 1: repeated column(s) {', '.join(repeated[:5])}")
+        )
+    reserved = [c for c in header if c.startswith(RESERVED_PREFIX)]
+    if reserved:
+        raise SourceError(_printable(f"{path}: line 1: column name {reserved[0]} is reserved"))
+    execute(con, "drop_csv_rejects", {})
+    try:
+        execute(con, "stage_csv", {"path": str(path), "cols": dict.fromkeys(header, "VARCHAR")})
+    except duckdb.Error as exc:
+        raise SourceError(
+            _printable(f"{path}: not a readable CSV file: {_first_line(exc)}")
+        ) from exc
+    ((encoding_line,),) = fetch(con, "csv_encoding_reject", {})
+    if encoding_line is not None:
+        raise SourceError(f"{path}: line {encoding_line}: not UTF-8 text; {SAVE_AS_UTF8}")
+    ((n_rows,),) = fetch(con, "count_src_raw", {})
+    first_bad, n_bad, msg = fetch(con, "csv_first_reject", {})[0]
+    if n_rows == 0 and n_bad:
+        raise SourceError(_printable(f"{path}: line {first_bad}: cannot be parsed as CSV ({msg})"))
+    execute(con, "stage_csv_bad", {})
+    execute(con, "csv_lines" if n_bad else "csv_lines_plain", {})
+    return header
+
+
+def _stage_long_csv(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    _stage_csv_raw(con, path, LONG_COLUMNS)
+    execute(con, "stage_long_csv", {})
+
+
+def _stage_long_parquet(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    if path.stat().st_size == 0:
+        raise SourceError(f"{path}: empty file")
+    try:
+        rel = relation(con, "read_parquet", {"path": str(path)})
+    except duckdb.Error as exc:
+        raise SourceError(f"{path}: not a Parquet file: {_first_line(exc)}") from exc
+    missing = [c for c in LONG_COLUMNS if c not in rel.columns]
+    if missing:
+        raise SourceError(f"{path}: missing column(s) {', '.join(missing)}")
+    rel.create_view("src_parquet", replace=True)
+    execute(con, "stage_long_parquet", {})
+    stage_no_bad(con)  # Parquet either reads or fails as a whole
+
+
+def _stage_wide(path: Path, benchmark: str, con: duckdb.DuckDBPyConnection) -> None:
+    header = _stage_csv_raw(con, path, ("model",))
+    items = [c for c in header if c != "model"]
+    con.register("wide_cols", pl.DataFrame({"item": items, "ord": range(len(items))}))
+    execute(con, "stage_wide", {"benchmark": benchmark})
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file's first line (a UTF-8 BOM before them is dropped)."""
+    if path.stat().st_size == 0:
+        raise SourceError(f"{path}: empty file")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            return [c.strip() for c in next(csv.reader(f))]
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None
+    except (csv.Error, StopIteration) as exc:
+        raise SourceError(_printable(f"{path}: line 1: not a CSV header ({exc})")) from exc
+
+
+def not_utf8(path: Path) -> SourceError:
+    """The error for a file that is not UTF-8 text, naming the line of its first bad byte.
+
+    Lines are decoded one by one: a newline byte never occurs inside a UTF-8 sequence.
+    """
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                byte = raw[exc.start]
+                return SourceError(
+                    f"{path}: line {n}: not UTF-8 text (byte 0x{byte:02x}); {SAVE_AS_UTF8}"
+                )
+    return SourceError(f"{path}: not UTF-8 text; {SAVE_AS_UTF8}")
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:200]

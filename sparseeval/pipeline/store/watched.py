@@ -1,0 +1,196 @@
+"""Watched sources, read again every night, taking only what is complete and new.
+
+`Inbox` (a folder people drop tables into) and `LmEvalGlob` (every lm-eval output folder
+matching a glob). A file or run folder changed within `SETTLE_SECONDS` is still being
+written: it is a skipped unit tonight and read on a later night. Content read before is
+skipped by its fingerprint (an unchanged file costs its hashing), and a file that cannot be
+read is one failed unit: the other files still land.
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from sparseeval.consume.hashing import fingerprint
+from sparseeval.consume.lm_eval_samples import samples_task
+from sparseeval.pipeline.store.db import Store
+from sparseeval.pipeline.store.lm_eval_run import LmEvalRun
+from sparseeval.pipeline.store.tables import LONG_SUFFIXES, LongTable, WideTable
+from sparseeval.pipeline.store.unit import (
+    SourceError,
+    SpecOptions,
+    Unit,
+    _printable,
+    existing,
+    no_stage,
+)
+
+# A watched file or run folder changed less than this many seconds ago is still being written.
+SETTLE_SECONDS = 60.0
+
+
+@dataclass
+class Inbox:
+    """A folder people drop tables into, read again every night.
+
+    Long tables (`*.csv`, `*.parquet`: model, benchmark, item, correct) lie directly in the
+    folder; wide tables (`model` + one column per item) in `{folder}/{benchmark}/*.csv`.
+    Hidden files and other suffixes are ignored.
+    """
+
+    path: Path
+    settle_seconds: float | None = None
+
+    @classmethod
+    def from_spec(cls, body: str, options: SpecOptions) -> Inbox:
+        """`DIR` (the spec `inbox:DIR`)."""
+        return cls(Path(_target("inbox", body, "a folder", "inbox:drop/")))
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        root = existing(self.path)
+        if not root.is_dir():
+            raise SourceError(f"{root}: an inbox must be a folder")
+        settle = SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
+        now = time.time()
+        for path, benchmark in _inbox_files(root):
+            kind = "wide-csv" if benchmark else "long-" + path.suffix.lower().lstrip(".")
+            age = _age([path], now)
+            if age < settle:
+                yield _pending(kind, path, f"modified {age:.1f}s ago", settle)
+            elif benchmark is None:
+                yield from _guarded(kind, path, LongTable(path), store)
+            elif path.suffix.lower() != ".csv":
+                why = f"wide tables are CSV; put long tables directly in {root}"
+                yield _failing(kind, path, SourceError(f"{path}: {why}"))
+            else:
+                yield from _guarded(kind, path, WideTable(path, benchmark), store)
+
+
+@dataclass
+class LmEvalGlob:
+    """Every lm-eval output folder matching a glob (`runs/*/*`), read like `LmEvalRun`.
+
+    A run folder is one holding `results_*.json` (or, while lm-eval is still running, only
+    `samples_*.jsonl`); it is read only once its results JSON is there and none of its files
+    changed within the settle time.
+    """
+
+    pattern: str
+    model: str | None = None
+    settle_seconds: float | None = None
+
+    @classmethod
+    def from_spec(cls, body: str, options: SpecOptions) -> LmEvalGlob:
+        """`GLOB` (the spec `lm-eval:GLOB`); the model from the options, else each run's."""
+        return cls(_target("lm-eval", body, "a glob", "lm-eval:runs/*/*"), options.model)
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        settle = SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
+        now = time.time()
+        for folder in _run_folders(self.pattern):
+            files = [p for p in folder.iterdir() if p.is_file()]
+            results = sorted(p for p in files if _is_results(p))
+            age = _age(files, now)
+            if not results:
+                yield _pending("lm-eval", folder, "no results_*.json yet", settle)
+            elif age < settle:
+                yield _pending("lm-eval", folder, f"a file changed {age:.1f}s ago", settle)
+            else:
+                for res in results:
+                    yield from _guarded("lm-eval", res, LmEvalRun(res, self.model), store)
+
+
+def _target(kind: str, body: str, what: str, example: str) -> str:
+    """The text after a watched source's colon, which may not be empty."""
+    target = body.strip()
+    if not target:
+        raise ValueError(f"{kind} source needs {what} after the colon (e.g. {example})")
+    return target
+
+
+def _inbox_files(root: Path) -> list[tuple[Path, str | None]]:
+    """(file, None) for long tables in `root`, (file, benchmark) in `root/{benchmark}/`."""
+    found: list[tuple[Path, str | None]] = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith((".", "~")):
+            continue
+        if entry.is_dir():
+            found += [
+                (f, entry.name) for f in sorted(entry.iterdir())
+                if f.is_file() and not f.name.startswith((".", "~"))
+                and f.suffix.lower() in LONG_SUFFIXES
+            ]  # fmt: skip
+        elif entry.is_file() and entry.suffix.lower() in LONG_SUFFIXES:
+            found.append((entry, None))
+    return found
+
+
+def _run_folders(pattern: str) -> list[Path]:
+    """Folders holding lm-eval results or samples, at or under the glob's matches."""
+    matches = [Path(m) for m in sorted(glob.glob(pattern, recursive=True))]
+    if not matches:
+        base = Path(*(list(_until_magic(Path(pattern).parts)) or ["."]))
+        if not base.is_dir():
+            raise SourceError(f"{pattern}: no such folder {base}")
+    folders: dict[Path, None] = {}
+    for m in matches:
+        if m.is_file() and (_is_results(m) or samples_task(m)):
+            folders[m.parent] = None
+        elif m.is_dir():
+            inside = [*m.rglob("results_*.json"), *m.rglob("samples_*.jsonl")]
+            folders.update(dict.fromkeys(sorted({p.parent for p in inside})))
+    return list(folders)
+
+
+def _is_results(path: Path) -> bool:
+    return path.name.startswith("results_") and path.suffix == ".json"
+
+
+def _until_magic(parts: Iterable[str]) -> Iterator[str]:
+    for part in parts:
+        if re.search(r"[*?[]", part):
+            return
+        yield part
+
+
+def _age(paths: list[Path], now: float) -> float:
+    """Seconds since the newest of `paths` changed (0 when one vanished meanwhile)."""
+    try:
+        return min((now - p.stat().st_mtime for p in paths), default=float("inf"))
+    except OSError:
+        return 0.0
+
+
+def _pending(kind: str, path: Path, why: str, settle: float) -> Unit:
+    """A skipped unit for something still being written (read on a later night)."""
+    reason = f"still being written ({why}; read once unchanged for {settle:g}s)"
+    key = fingerprint("pending", kind, str(path))
+    return Unit(kind, str(path), key, [str(path)], no_stage, skip=reason)
+
+
+def _guarded(kind: str, path: Path, source, store: Store) -> Iterator[Unit]:
+    """`source`'s units; an error while listing them becomes one failing unit."""
+    try:
+        units = list(source.units(store))
+    except Exception as exc:  # a bad file is a failed unit, never the end of the folder
+        yield _failing(kind, path, exc)
+        return
+    yield from units
+
+
+def _failing(kind: str, path: Path, exc: Exception) -> Unit:
+    """A unit whose staging raises `exc` (so that it is recorded as a failed run)."""
+    message = _printable(str(exc) if isinstance(exc, SourceError) else f"{path}: {exc}")
+
+    def stage(con: duckdb.DuckDBPyConnection) -> None:
+        raise SourceError(message) from exc
+
+    key = fingerprint("unreadable", kind, str(path), message)
+    return Unit(kind, str(path), key, [str(path)], stage)
