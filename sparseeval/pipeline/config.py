@@ -23,7 +23,9 @@ FILE_NAME = "sparseeval.toml"
 DEFAULT_HOME = Path(".sparseeval")
 
 
-def config_path(env: Mapping[str, str] | None = None, home: str | Path | None = None) -> Path | None:
+def config_path(
+    env: Mapping[str, str] | None = None, home: str | Path | None = None
+) -> Path | None:
     """The settings file this run reads, or None (see the module docstring).
 
     home: an explicit home (a flow parameter, `--home`); else SPARSEEVAL_HOME.
