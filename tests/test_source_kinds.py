@@ -11,7 +11,7 @@ from sparseeval.consume.hashing import fingerprint
 from sparseeval.pipeline.sources import ingest_sources, parse_source
 from sparseeval.pipeline.store import Store
 from sparseeval.pipeline.store import kinds as kinds_module
-from sparseeval.pipeline.store.kinds import SOURCE_KINDS, SourceKind, register
+from sparseeval.pipeline.store.kinds import SOURCE_KINDS, SourceKind, register, source_from_spec
 from sparseeval.pipeline.store.unit import SpecOptions, Unit, stage_frames
 
 
@@ -125,3 +125,22 @@ def test_a_plain_path_takes_its_format_from_the_options():
         ValueError, match=r"unknown format 'xml' \(one of auto, long, wide, lm-eval\)"
     ):
         parse_source("w.csv", fmt="xml")
+
+
+def test_a_plain_folder_without_lm_eval_output_is_refused_with_the_prefixes(tmp_path):
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "night.csv").write_text("model,benchmark,item,correct\n")
+    with pytest.raises(ValueError) as err:
+        source_from_spec(str(tmp_path / "tables"))
+    msg = str(err.value)
+    assert msg.startswith(f"{tmp_path / 'tables'} is a folder without lm-eval output")
+    assert f"use inbox:{tmp_path / 'tables'}" in msg and "wide:BENCHMARK=file.csv" in msg
+
+
+def test_a_pipe_is_refused_at_once_not_read(tmp_path):
+    import os
+
+    fifo = tmp_path / "results.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is not a regular file or folder"):
+        source_from_spec(str(fifo))

@@ -122,6 +122,8 @@ def read_responses_files(
     for f in map(Path, files):
         if not f.exists():
             raise ResponsesError(f"{printable(f)}: no such file or folder")
+        if not (f.is_file() or f.is_dir()):
+            raise ResponsesError(f"{printable(f)}: not a regular file or folder (a pipe?)")
         try:
             samples = f.is_dir() or is_samples_file(f)
         except UnicodeDecodeError:

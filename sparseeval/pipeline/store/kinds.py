@@ -91,6 +91,8 @@ def source_from_spec(spec: str, options: SpecOptions | None = None) -> Source:
 
 
 def _file_source(path: Path, options: SpecOptions) -> Source:
+    if path.exists() and not (path.is_file() or path.is_dir()):
+        raise ValueError(f"{path} is not a regular file or folder (a pipe or device?)")
     fmt = _guess_format(path) if options.fmt == "auto" else options.fmt
     if fmt not in FILE_FORMATS:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
@@ -106,7 +108,14 @@ def _benchmark_of(path: Path, options: SpecOptions) -> str:
 
 def _guess_format(path: Path) -> str:
     """lm-eval for folders and results JSON, long for Parquet, wide or long by a CSV header."""
-    if path.is_dir() or path.name.startswith("results_") or path.suffix == ".json":
+    if path.is_dir():
+        if not _has_lm_eval_output(path):
+            raise ValueError(
+                f"{path} is a folder without lm-eval output (results_*.json, samples_*.jsonl);"
+                f" to watch it for new tables use inbox:{path} ({usage()})"
+            )
+        return "lm-eval"
+    if path.name.startswith("results_") or path.suffix == ".json":
         return "lm-eval"
     if path.suffix.lower() in {".parquet", ".pq"}:
         return "long"
@@ -117,3 +126,13 @@ def _guess_format(path: Path) -> str:
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
         header = {c.strip() for c in next(csv.reader(f), [])}
     return "wide" if "model" in header and not {"benchmark", "item"} & header else "long"
+
+
+def _has_lm_eval_output(folder: Path, limit: int = 10_000) -> bool:
+    """Whether a folder (or one below it) holds lm-eval results or samples files."""
+    for i, p in enumerate(folder.rglob("*")):
+        if i >= limit:
+            return False
+        if p.name.startswith(("results_", "samples_")) and p.suffix in {".json", ".jsonl"}:
+            return True
+    return False

@@ -1,0 +1,52 @@
+"""`sparseeval config`: the effective settings and where each value came from."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+EPILOG = """examples:
+  sparseeval config                       # every setting, its value and its origin
+  SPARSEEVAL_CONFIG=/etc/sparseeval.toml sparseeval config --json
+
+Order: defaults < settings file < SPARSEEVAL_* environment < --set. The settings file is
+SPARSEEVAL_CONFIG if set, else {SPARSEEVAL_HOME}/sparseeval.toml, else ./sparseeval.toml.
+"""
+
+
+def add_config_command(subparsers: argparse._SubParsersAction) -> None:
+    """Register `config`."""
+    p = subparsers.add_parser(
+        "config",
+        help="show the effective settings and where each value came from",
+        description="Print every setting with its value and origin (default, file, env).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--home", help="state folder (default: SPARSEEVAL_HOME or .sparseeval)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting, as `refresh --set` does")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_config)
+
+
+def run_config(args: argparse.Namespace) -> int:
+    from sparseeval.cli.common import UserError
+    from sparseeval.pipeline.settings import Settings
+
+    overrides = {"home": args.home}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--set takes KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = value
+    settings, rows, path = Settings.explain(**overrides)
+    if args.json:
+        print(json.dumps({"file": str(path) if path else None,
+                          "settings": {n: {"value": v, "from": o} for n, v, o in rows}}))  # fmt: skip
+        return 0
+    print(f"settings file: {path or 'none'}")
+    width = max(len(n) for n, _, _ in rows)
+    for name, value, origin in rows:
+        print(f"  {name:<{width}}  {json.dumps(value)}  ({origin})")
+    return 0
