@@ -150,7 +150,19 @@ def test_interrupted_first_fill_completes_on_the_next_run(tmp_path, monkeypatch)
     assert set(recipe.benchmark_states(store)) == {"arc", "gsm8k"}
     quiet = sources.ingest_sources(store, [], fill_if_empty=True)
     assert not quiet.filled_with_synthetic and quiet.new == 0
+    mixed = tmp_path / "real-arc.csv"
+    mixed.write_text("model,benchmark,item,correct\nm1,arc,x1,1\n")
+    refused = sources.ingest_sources(store, [str(mixed)])
+    assert refused.failed == 1 and [r["message"] for r in refused.sources] == [
+        "benchmark(s) arc in this store hold the built-in synthetic demo data; the two are"
+        " never mixed: use another home (SPARSEEVAL_HOME) for real results"
+    ]
     table = tmp_path / "real.csv"
-    table.write_text("model,benchmark,item,correct\nm1,arc,x1,1\n")
-    sources.ingest_sources(store, [str(table)])
+    table.write_text("model,benchmark,item,correct\nm1,mmlu,x1,1\n")
+    assert sources.ingest_sources(store, [str(table)]).new == 1
     assert sources.ingest_sources(store, [], fill_if_empty=True).units == 0  # real data: no fill
+    filled = sources.ingest_sources(store, ["synthetic:n_models=20,benchmarks=mmlu"])
+    assert (
+        filled.failed == 1
+        and "mmlu in this store hold real results" in filled.sources[0]["message"]
+    )

@@ -15,7 +15,7 @@ import polars as pl
 
 from sparseeval.consume.hub import redact
 from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch, live_runs
-from sparseeval.pipeline.store.unit import Unit, _printable
+from sparseeval.pipeline.store.unit import SourceError, Unit, _printable
 from sparseeval.pipeline.store.validate import (
     check,
     count_staged,
@@ -201,6 +201,7 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     )
     execute(con, "refs_insert", params)
     check(con)
+    _refuse_demo_mixing(con, unit.kind)
     n_read = count_staged(con)
     n_bad = quarantine_bad(con, params)
     execute(con, "ingest_models", params)
@@ -217,6 +218,18 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     )  # fmt: skip
     _assert_accounted(report)
     return report
+
+
+def _refuse_demo_mixing(con: duckdb.DuckDBPyConnection, kind: str) -> None:
+    """Real results never join the built-in synthetic demo's benchmarks (nor the reverse)."""
+    names = [name for (name,) in fetch(con, "demo_mixing", {"kind": kind})]
+    if not names:
+        return
+    held = "real results" if kind == "synthetic" else "the built-in synthetic demo data"
+    raise SourceError(
+        f"benchmark(s) {', '.join(names)} in this store hold {held}; the two are never mixed:"
+        " use another home (SPARSEEVAL_HOME) for real results"
+    )
 
 
 def _read_with(unit: Unit) -> str:
