@@ -275,39 +275,6 @@ class MLPPredictor:
         return reader_from_state(config, arrays)
 
 
-class ZeroOneMLP(MLPPredictor):
-    """An MLP that reads 0/1 answers, uncentred, as the paper's released code feeds it.
-
-    Takes +-1 answers like every predictor here and gives the net `(x + 1) / 2`. Built and
-    trained by `sparseeval.method.estimator.PaperSparseEval` (which sets `net_`). `state()` folds
-    the 0/1 map into the first layer (its weights halved, `mean` = -1: `(x - mean) @ (W/2).T
-    = ((x + 1) / 2) @ W.T`), so the published MLP format reads it unchanged.
-    """
-
-    def __init__(
-        self, hidden: tuple[int, ...] = (128, 64, 32), dropout: float = 0.1, seed: int = 0
-    ) -> None:
-        super().__init__(hidden=hidden, dropout=dropout, seed=seed)
-
-    def build(self, k: int) -> nn.Sequential:
-        """A fresh, untrained net for k anchors (k-128-64-32-1, GELU, dropout, sigmoid)."""
-        self.mean_ = np.full(k, -1.0, dtype=np.float32)
-        self.net_ = self._build(k)
-        return self.net_
-
-    def fit(self, X, y, X_valid=None, y_valid=None) -> ZeroOneMLP:
-        raise NotImplementedError("ZeroOneMLP is trained by PaperSparseEval")
-
-    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None):
-        xt = torch.from_numpy((np.asarray(X, dtype=np.float32) + 1.0) / 2.0)
-        return (xt,) if y is None else (xt, torch.from_numpy(np.asarray(y, dtype=np.float32)))
-
-    def state(self):
-        config, arrays = super().state()
-        arrays["net.0.weight"] = arrays["net.0.weight"] / 2.0
-        return config, arrays
-
-
 def _hold_out(X, y, share: float, seed: int):
     """Split off `share` of the rows (at least one) for early stopping."""
     order = np.random.default_rng(seed).permutation(len(y))
