@@ -8,87 +8,22 @@ from collections.abc import Callable, Sequence
 from importlib import import_module
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
-from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
-from sparseeval.method.predictors import (
-    BlendPredictor,
-    MLPPredictor,
-    NonNegativeRidge,
-    RidgePredictor,
-    fit_all,
-)
+from sparseeval.method.anchor_estimator import AnchorEstimator, check_fit_input, check_item_ids
+from sparseeval.method.matrix import check_Xy
+from sparseeval.method.predictors import MLPPredictor, fit_all
+from sparseeval.method.registry import AUTO, PREDICTOR_CHOICES, fit_candidates
 from sparseeval.method.selection import AnchorSelector
 
 log = logging.getLogger("sparseeval")
 
 DEFAULT_INITS = ("kmeans", "random", "greedy")
-PREDICTORS = ("auto", "mlp", "ridge", "nnridge", "blend")
-LINEAR = {"ridge": RidgePredictor, "nnridge": NonNegativeRidge}
-AUTO = ("nnridge", "mlp", "blend")  # the candidates of predictor="auto"
 # `Settings` fields that configure the estimator (same names, same defaults).
 SETTING_NAMES = (
     "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
     "predictor", "refit", "lr", "epochs", "patience", "weight_decay", "dropout", "ensemble",
     "seed",
 )  # fmt: skip
-
-
-class AnchorEstimator(BaseEstimator):
-    """Base of every method: learned `anchors_` (item columns) and a reader of them.
-
-    Subclasses follow scikit-learn conventions: `__init__` only stores its arguments,
-    `fit` validates them and sets the learned attributes (trailing underscore).
-
-    Every `fit` checks its input with `sparseeval.method.matrix.check_Xy`: correctness `X` may be
-    -1/+1, 0/1 or boolean (0/1 and boolean are converted to -1/+1 explicitly); any other
-    value, NaN included, is refused naming its 1-based row and column; accuracies `y` must
-    lie in [0, 1] (scores in percent are refused with a message to divide by 100).
-
-    Attributes
-    ----------
-    anchors_ : ndarray of int
-        Column indices of the anchor items, set by `fit`.
-    """
-
-    anchors_: np.ndarray
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Estimated accuracy from the full-width correctness matrix (only anchors are read).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_models, n_items)
-            Correctness of each model on every item: -1/+1, or 0/1 / boolean (converted
-            to -1/+1).
-
-        Returns
-        -------
-        ndarray of shape (n_models,)
-            Estimated full-benchmark accuracy of each model.
-        """
-        return self.predict_anchors(to_signs(X, what="X")[:, self.anchors_])
-
-    def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
-        """Estimated accuracy from the +-1 anchor columns only, shape (n_models, n_anchors)."""
-        raise NotImplementedError
-
-
-def check_fit_input(X, y, X_valid=None, y_valid=None, need_valid: bool = False):
-    """`check_Xy` on the training rows and, when given, the validation rows.
-
-    Returns (X, y, X_valid, y_valid) with X as +-1 int8 and y as float64 (validation
-    entries None when not given). Raises MatrixError (a ValueError).
-    """
-    X, y = check_Xy(X, y, "training")
-    if X_valid is None or len(X_valid) == 0:
-        if need_valid:
-            raise MatrixError("SparseEval needs validation models to choose its predictor; got 0")
-        return X, y, None, None
-    Xv, yv = check_Xy(X_valid, y_valid, "validation")
-    if Xv.shape[1] != X.shape[1]:
-        raise MatrixError(f"X (validation) has {Xv.shape[1]} items, X (training) has {X.shape[1]}")
-    return X, y, Xv, yv
 
 
 class SparseEval(AnchorEstimator):
@@ -255,29 +190,33 @@ class SparseEval(AnchorEstimator):
         self : SparseEval
             The fitted estimator.
         """
-        if self.predictor not in PREDICTORS:
-            raise ValueError(f"predictor must be one of {PREDICTORS}, got {self.predictor!r}")
+        if self.predictor not in PREDICTOR_CHOICES:
+            raise ValueError(
+                f"predictor must be one of {PREDICTOR_CHOICES}, got {self.predictor!r}"
+            )
         X_train, y_train, X_valid, y_valid = check_fit_input(
             X_train, y_train, X_valid, y_valid, need_valid=True
         )
         say = self.progress or log.info
-        self.selector_ = AnchorSelector(
-            self.n_anchors,
-            self.init,
-            tuple(self.init_candidates),
-            self.refine_steps,
-            self.acceptance,
-            self.swap_candidates,
-            self.proxy,
-            self.judge,
-            seed=self.seed,
-            progress=say,
-        ).fit(X_train, y_train, X_valid, y_valid)
-        self.anchors_ = self.selector_.anchors_
-        ids = _item_ids(item_ids, X_train.shape[1])
-        self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)
+        self._select_anchors(X_train, y_train, X_valid, y_valid, item_ids, say)
         XA, XvA = np.asarray(X_train)[:, self.anchors_], np.asarray(X_valid)[:, self.anchors_]
         y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
+        self._choose_predictor(XA, y, XvA, yv, say)
+        return self
+
+    def _select_anchors(self, X, y, Xv, yv, item_ids, say: Callable[[str], None]) -> None:
+        """The anchor selection step: `selector_`, `anchors_` and `anchor_ids_`."""
+        self.selector_ = AnchorSelector(
+            self.n_anchors, self.init, tuple(self.init_candidates), self.refine_steps,
+            self.acceptance, self.swap_candidates, self.proxy, self.judge,
+            seed=self.seed, progress=say,
+        ).fit(X, y, Xv, yv)  # fmt: skip
+        self.anchors_ = self.selector_.anchors_
+        ids = check_item_ids(item_ids, X.shape[1])
+        self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)
+
+    def _choose_predictor(self, XA, y, XvA, yv, say: Callable[[str], None]) -> None:
+        """Fit the candidates on the anchors, keep the lowest validation MAE, then refit it."""
         candidates = self._candidates(XA, y)
         self.valid_scores_ = {
             name: float(np.mean(np.abs(p.predict(XvA) - yv))) for name, p in candidates.items()
@@ -296,7 +235,6 @@ class SparseEval(AnchorEstimator):
             name = self.predictor_name_
             both = np.vstack([XA, XvA]), np.concatenate([y, yv])
             self.predictor_ = self._candidates(*both, wanted=(name,))[name]
-        return self
 
     def calibrate(self, X_calib, y_calib) -> SparseEval:
         """Residuals for the prediction intervals, from models no selection step has seen.
@@ -398,34 +336,11 @@ class SparseEval(AnchorEstimator):
         ]
         return fit_all(members, X, y, self.n_jobs or min(self.ensemble, os.cpu_count() or 1))
 
-    def _mlp(self, XA, y):
-        members = self.fit_mlp_members(XA, y)
-        return (
-            members[0]
-            if len(members) == 1
-            else BlendPredictor(members, [1 / len(members)] * len(members))
-        )
-
     def _candidates(self, XA, y, wanted: Sequence[str] | None = None) -> dict:
-        """Fitted final-predictor candidates by name (the blend reuses its members)."""
+        """Fitted final-predictor candidates by name (`method.registry`: a blend reuses parts)."""
         if wanted is None:
             wanted = AUTO if self.predictor == "auto" else (self.predictor,)
-        needed = set(wanted) | ({"mlp", "nnridge"} if "blend" in wanted else set())
-        out = {name: cls().fit(XA, y) for name, cls in LINEAR.items() if name in needed}
-        if "mlp" in needed:
-            out["mlp"] = self._mlp(XA, y)
-        if "blend" in needed:
-            out["blend"] = BlendPredictor([out["mlp"], out["nnridge"]], [0.5, 0.5])
-        return {name: p for name, p in out.items() if name in wanted}
+        return fit_candidates(self, XA, y, tuple(wanted))
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
         return self.predictor_.predict(np.asarray(XA, dtype=np.float32))
-
-
-def _item_ids(item_ids, n_items: int) -> np.ndarray:
-    if item_ids is None:
-        return np.arange(n_items)
-    ids = np.asarray(item_ids)
-    if ids.shape != (n_items,):
-        raise MatrixError(f"item_ids has {ids.size} ids for {n_items} items")
-    return ids

@@ -16,7 +16,8 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin_min
 from torch import nn
 
-from sparseeval.method.estimator import SparseEval, _item_ids, check_fit_input
+from sparseeval.method.anchor_estimator import check_fit_input, check_item_ids
+from sparseeval.method.estimator import SparseEval
 from sparseeval.method.predictors import MLPPredictor
 from sparseeval.method.selection import Swap
 
@@ -199,7 +200,7 @@ class PaperSparseEval(SparseEval):
         n_items, k = X.shape[1], self.n_anchors
         if not 0 < k < n_items:
             raise ValueError(f"n_anchors must be in 1..{n_items - 1}, got {k}")
-        ids = _item_ids(item_ids, n_items)
+        ids = check_item_ids(item_ids, n_items)
         say = self.progress or log.info
         device = self._seeded_device()
         rng = np.random.default_rng(self.seed)

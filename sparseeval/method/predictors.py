@@ -69,6 +69,19 @@ class RidgePredictor:
         arrays = {"mean": self.mean_, "coef": self.coef_, "intercept": np.array([self.intercept_])}
         return config, arrays
 
+    @classmethod
+    def candidate(cls, estimator, XA, y, parts: list) -> RidgePredictor:
+        """This predictor as `SparseEval` trains it on anchor columns (`method.registry`)."""
+        return cls().fit(XA, y)
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict) -> RidgePredictor:
+        """The fitted predictor back from `state()` (predicts exactly as the saved one)."""
+        p = cls(alpha=config["alpha"])
+        p.alpha_, p.mean_, p.coef_ = config["alpha"], arrays["mean"], arrays["coef"]
+        p.intercept_ = arrays["intercept"][0]
+        return p
+
 
 def _thin_svd(Xc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """U, s, Vt of a tall matrix from the eigendecomposition of its k x k Gram matrix.
@@ -195,7 +208,9 @@ class MLPPredictor:
 
     def _build(self, k: int) -> nn.Sequential:
         """A fresh net: weights and its dropout generator's seed from torch's generator."""
-        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item()))
+        return self._layers(k, np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item())))
+
+    def _layers(self, k: int, rng: np.random.Generator) -> nn.Sequential:
         layers: list[nn.Module] = []
         for width in self.hidden:
             layers += [nn.Linear(k, width), nn.GELU(), Dropout(self.dropout, rng)]
@@ -264,6 +279,27 @@ class MLPPredictor:
         }
         return config, arrays
 
+    @classmethod
+    def candidate(cls, estimator, XA, y, parts: list):
+        """The estimator's MLP ensemble on anchor columns: one MLP, or the mean of several."""
+        members = estimator.fit_mlp_members(XA, y)
+        if len(members) == 1:
+            return members[0]
+        return BlendPredictor(members, [1 / len(members)] * len(members))
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict) -> MLPPredictor:
+        """The fitted net back from `state()` (same weights: predicts exactly as the saved one)."""
+        torch.set_num_threads(1)  # as `fit`: the saved net predicted with one thread
+        p = cls(hidden=tuple(config["hidden"]), dropout=config["dropout"],
+                sigmoid=config["sigmoid"])  # fmt: skip
+        p.mean_ = np.asarray(arrays["mean"], dtype=np.float32)
+        p.net_ = p._layers(int(config["n_inputs"]), np.random.default_rng(0))  # eval: no dropout
+        weights = {k[len("net.") :]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
+                   if k.startswith("net.")}  # fmt: skip
+        p.net_.load_state_dict(weights)
+        return p
+
     def output(self, j: int):
         """Output `j` of a multi-output MLP as a one-output NumPy reader (last layer sliced)."""
         from sparseeval.consume.inference import reader_from_state
@@ -325,6 +361,22 @@ class BlendPredictor:
         return sum(
             w * m.input_gradient(X, y) for w, m in zip(self.weights, self.members, strict=True)
         )
+
+    @classmethod
+    def candidate(cls, estimator, XA, y, parts: list) -> BlendPredictor:
+        """The equal-weight mean of the already fitted `parts` (`method.registry` uses)."""
+        return cls(parts, [1 / len(parts)] * len(parts))
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict) -> BlendPredictor:
+        from sparseeval.method.registry import predictor_from_state
+
+        members = [
+            predictor_from_state(c, {k[len(f"m{i}/") :]: v for k, v in arrays.items()
+                                     if k.startswith(f"m{i}/")})
+            for i, c in enumerate(config["members"])
+        ]  # fmt: skip
+        return cls(members, config["weights"])
 
     def state(self):
         configs, arrays = [], {}
