@@ -5,7 +5,10 @@ config, with a `kind`) and `weights.npz` (named arrays, read with `allow_pickle=
 `save_predictor` writes any object with `state() -> (config, arrays)`: the training
 classes in `sparseeval.method.predictors` as well as the readers here. `load_predictor`
 returns a reader whose `predict(X)` maps a +-1 matrix (models x anchors) to estimated
-accuracies in [0, 1], matching the trained predictor to within 1e-6.
+accuracies in [0, 1], matching the trained predictor to within 1e-6. `READERS` is the one
+table of published kinds; each reader also widens its own state (`Reader.widened`), so a
+new format is one `Reader` subclass and one line there (`sparseeval.method.registry` names
+the trainer that publishes each kind).
 """
 
 from __future__ import annotations
