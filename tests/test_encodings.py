@@ -12,8 +12,9 @@ from sparseeval.method.baselines import (
     RandomMean,
     RandomRidge,
 )
-from sparseeval.method.estimator import PaperSparseEval, SparseEval
+from sparseeval.method.estimator import SparseEval
 from sparseeval.method.matrix import check_Xy, check_y, to_signs
+from sparseeval.method.paper import PaperSparseEval
 
 
 def quiet(message: str) -> None:

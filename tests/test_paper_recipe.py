@@ -7,9 +7,8 @@ from torch import nn
 
 from sparseeval import make_synthetic, split_models
 from sparseeval.consume.inference import load_predictor, save_predictor
-from sparseeval.method.estimator import PaperSparseEval, SparseEval, _paper_final
-from sparseeval.method.predictors import ZeroOneMLP
-from sparseeval.method.selection import paper_kmeans_anchors
+from sparseeval.method.estimator import SparseEval
+from sparseeval.method.paper import PaperSparseEval, ZeroOneMLP, _paper_final, paper_kmeans_anchors
 
 
 def quiet(message: str) -> None:

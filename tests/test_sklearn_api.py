@@ -14,7 +14,8 @@ from sparseeval.method.baselines import (
     RandomMean,
     RandomRidge,
 )
-from sparseeval.method.estimator import SETTING_NAMES, PaperSparseEval, SparseEval
+from sparseeval.method.estimator import SETTING_NAMES, SparseEval
+from sparseeval.method.paper import PaperSparseEval
 from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.settings import Settings

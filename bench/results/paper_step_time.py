@@ -8,7 +8,7 @@ import time
 import numpy as np
 import torch
 
-from sparseeval.method.predictors import ZeroOneMLP
+from sparseeval.method.paper import ZeroOneMLP
 
 STEPS = 10 * 2000 + 20000  # 10 refinement rounds and the final MLP at most
 

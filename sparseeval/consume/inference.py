@@ -5,12 +5,16 @@ config, with a `kind`) and `weights.npz` (named arrays, read with `allow_pickle=
 `save_predictor` writes any object with `state() -> (config, arrays)`: the training
 classes in `sparseeval.method.predictors` as well as the readers here. `load_predictor`
 returns a reader whose `predict(X)` maps a +-1 matrix (models x anchors) to estimated
-accuracies in [0, 1], matching the trained predictor to within 1e-6.
+accuracies in [0, 1], matching the trained predictor to within 1e-6. `READERS` is the one
+table of published kinds; each reader also widens its own state (`Reader.widened`), so a
+new format is one `Reader` subclass and one line there (`sparseeval.method.registry` names
+the trainer that publishes each kind).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +76,12 @@ class Reader:
         """Estimated accuracies (float64, in [0, 1]) for the rows of a +-1 matrix."""
         raise NotImplementedError
 
+    @classmethod
+    def widened(cls, config: dict, arrays: dict, pad: Callable) -> tuple[dict, dict]:
+        """This kind's (config, arrays) reading a wider input: `pad(a, axis)` spreads an
+        array's input axis over the new width, zeros elsewhere (see `widen`)."""
+        raise NotImplementedError
+
     def _check(self, X: np.ndarray) -> None:
         k = self.arrays["mean"].size
         if X.ndim != 2 or X.shape[1] != k:
@@ -86,6 +96,10 @@ class LinearReader(Reader):
         self._check(X)
         a = self.arrays
         return np.clip((X - a["mean"]) @ a["coef"] + a["intercept"][0], 0.0, 1.0)
+
+    @classmethod
+    def widened(cls, config, arrays, pad):
+        return config, arrays | {"mean": pad(arrays["mean"]), "coef": pad(arrays["coef"])}
 
 
 class MLPReader(Reader):
@@ -120,6 +134,11 @@ class MLPReader(Reader):
             out = np.exp(-np.logaddexp(0.0, -out))
         return np.clip(out, 0.0, 1.0)
 
+    @classmethod
+    def widened(cls, config, arrays, pad):
+        first = {"mean": pad(arrays["mean"]), "net.0.weight": pad(arrays["net.0.weight"], 1)}
+        return config | {"n_inputs": len(first["mean"])}, arrays | first
+
 
 class BlendReader(Reader):
     """A weighted sum of member readers (their arrays are stored under `m{i}/`)."""
@@ -137,7 +156,19 @@ class BlendReader(Reader):
     def predict(self, X: np.ndarray) -> np.ndarray:
         return sum(w * m.predict(X) for w, m in zip(self.weights, self.members, strict=True))
 
+    @classmethod
+    def widened(cls, config, arrays, pad):
+        members, out = [], {}
+        for i, c in enumerate(config["members"]):
+            sub = {k[len(f"m{i}/") :]: v for k, v in arrays.items() if k.startswith(f"m{i}/")}
+            c2, a2 = _reader_class(c).widened(c, sub, pad)
+            members.append(c2)
+            out |= {f"m{i}/{k}": v for k, v in a2.items()}
+        return config | {"members": members}, out
 
+
+# The published predictor kinds and their NumPy readers (`sparseeval.method.registry` names
+# the trainer that publishes each kind; a new format is a `Reader` subclass plus one line).
 READERS: dict[str, type[Reader]] = {
     "ridge": LinearReader,
     "nnridge": LinearReader,
@@ -164,30 +195,19 @@ def _widened_state(config: dict, arrays: dict, columns: np.ndarray, width: int):
         np.moveaxis(out, axis, 0)[columns] = np.moveaxis(a, axis, 0)
         return out
 
+    return _reader_class(config).widened(config, arrays, pad)
+
+
+def _reader_class(config: dict[str, Any]) -> type[Reader]:
     kind = config.get("kind")
-    if kind == "blend":
-        members, out = [], {}
-        for i, c in enumerate(config["members"]):
-            sub = {k[len(f"m{i}/") :]: v for k, v in arrays.items() if k.startswith(f"m{i}/")}
-            c2, a2 = _widened_state(c, sub, columns, width)
-            members.append(c2)
-            out |= {f"m{i}/{k}": v for k, v in a2.items()}
-        return config | {"members": members}, out
-    arrays = dict(arrays) | {"mean": pad(arrays["mean"])}
-    if kind in ("ridge", "nnridge"):
-        return config, arrays | {"coef": pad(arrays["coef"])}
-    if kind == "mlp":
-        first = arrays["net.0.weight"]
-        return config | {"n_inputs": width}, arrays | {"net.0.weight": pad(first, axis=1)}
-    raise ValueError(f"unknown predictor kind {kind!r}")
+    if kind not in READERS:
+        raise ValueError(f"unknown predictor kind {kind!r}")
+    return READERS[kind]
 
 
 def reader_from_state(config: dict[str, Any], arrays: dict[str, np.ndarray]) -> Reader:
     """The reader for a predictor's (config, arrays); an unknown `kind` is a ValueError."""
-    kind = config.get("kind")
-    if kind not in READERS:
-        raise ValueError(f"unknown predictor kind {kind!r}")
-    return READERS[kind](config, arrays)
+    return _reader_class(config)(config, arrays)
 
 
 def save_predictor(predictor: Any, folder: str | Path) -> list[Path]:

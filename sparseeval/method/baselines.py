@@ -3,7 +3,7 @@
 Every baseline takes `n_anchors` and `seed` (scikit-learn conventions: the constructor
 only stores them) and is fitted on ±1 correctness `X` (models x items) and accuracies `y`
 in [0, 1]. Every `fit` checks its input with `sparseeval.method.matrix.check_Xy` (through
-`estimator.check_fit_input`): 0/1 or boolean `X` is converted to ±1 explicitly, any other
+`anchor_estimator.check_fit_input`): 0/1 or boolean `X` is converted to ±1 explicitly, any other
 value (NaN included) is refused naming its 1-based row and column, and `y` outside [0, 1]
 (e.g. percentages) is refused with a message to divide by 100.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparseeval.method.estimator import AnchorEstimator, check_fit_input
+from sparseeval.method.anchor_estimator import AnchorEstimator, check_fit_input
 from sparseeval.method.matrix import row_accuracy
 from sparseeval.method.predictors import MLPPredictor, RidgePredictor
 from sparseeval.method.selection import greedy_anchors, kmeans_clusters, random_anchors

@@ -5,90 +5,25 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
+from importlib import import_module
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
-from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
-from sparseeval.method.predictors import (
-    BlendPredictor,
-    MLPPredictor,
-    NonNegativeRidge,
-    RidgePredictor,
-    ZeroOneMLP,
-    fit_all,
-)
-from sparseeval.method.selection import AnchorSelector, Swap, paper_kmeans_anchors
+from sparseeval.method.anchor_estimator import AnchorEstimator, check_fit_input, check_item_ids
+from sparseeval.method.matrix import check_Xy
+from sparseeval.method.predictors import MLPPredictor, fit_all
+from sparseeval.method.registry import AUTO, PREDICTOR_CHOICES, fit_candidates
+from sparseeval.method.selection import AnchorSelector
 
 log = logging.getLogger("sparseeval")
 
 DEFAULT_INITS = ("kmeans", "random", "greedy")
-PREDICTORS = ("auto", "mlp", "ridge", "nnridge", "blend")
-LINEAR = {"ridge": RidgePredictor, "nnridge": NonNegativeRidge}
-AUTO = ("nnridge", "mlp", "blend")  # the candidates of predictor="auto"
 # `Settings` fields that configure the estimator (same names, same defaults).
 SETTING_NAMES = (
     "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
     "predictor", "refit", "lr", "epochs", "patience", "weight_decay", "dropout", "ensemble",
     "seed",
 )  # fmt: skip
-
-
-class AnchorEstimator(BaseEstimator):
-    """Base of every method: learned `anchors_` (item columns) and a reader of them.
-
-    Subclasses follow scikit-learn conventions: `__init__` only stores its arguments,
-    `fit` validates them and sets the learned attributes (trailing underscore).
-
-    Every `fit` checks its input with `sparseeval.method.matrix.check_Xy`: correctness `X` may be
-    -1/+1, 0/1 or boolean (0/1 and boolean are converted to -1/+1 explicitly); any other
-    value, NaN included, is refused naming its 1-based row and column; accuracies `y` must
-    lie in [0, 1] (scores in percent are refused with a message to divide by 100).
-
-    Attributes
-    ----------
-    anchors_ : ndarray of int
-        Column indices of the anchor items, set by `fit`.
-    """
-
-    anchors_: np.ndarray
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Estimated accuracy from the full-width correctness matrix (only anchors are read).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_models, n_items)
-            Correctness of each model on every item: -1/+1, or 0/1 / boolean (converted
-            to -1/+1).
-
-        Returns
-        -------
-        ndarray of shape (n_models,)
-            Estimated full-benchmark accuracy of each model.
-        """
-        return self.predict_anchors(to_signs(X, what="X")[:, self.anchors_])
-
-    def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
-        """Estimated accuracy from the +-1 anchor columns only, shape (n_models, n_anchors)."""
-        raise NotImplementedError
-
-
-def check_fit_input(X, y, X_valid=None, y_valid=None, need_valid: bool = False):
-    """`check_Xy` on the training rows and, when given, the validation rows.
-
-    Returns (X, y, X_valid, y_valid) with X as +-1 int8 and y as float64 (validation
-    entries None when not given). Raises MatrixError (a ValueError).
-    """
-    X, y = check_Xy(X, y, "training")
-    if X_valid is None or len(X_valid) == 0:
-        if need_valid:
-            raise MatrixError("SparseEval needs validation models to choose its predictor; got 0")
-        return X, y, None, None
-    Xv, yv = check_Xy(X_valid, y_valid, "validation")
-    if Xv.shape[1] != X.shape[1]:
-        raise MatrixError(f"X (validation) has {Xv.shape[1]} items, X (training) has {X.shape[1]}")
-    return X, y, Xv, yv
 
 
 class SparseEval(AnchorEstimator):
@@ -217,13 +152,16 @@ class SparseEval(AnchorEstimator):
         benchmark: str | None = None,
         init: str = "auto",
         **kw,
-    ) -> PaperSparseEval:
-        """The paper's released recipe, run as its code runs it (see `PaperSparseEval`).
+    ) -> SparseEval:
+        """The paper's released recipe, run as its code runs it (`method.paper.PaperSparseEval`).
 
         `init="random"`, or `benchmark` "mmlu" / "winogrande", starts from random items as
         the released code does for those benchmarks; otherwise k-means.
         """
-        return PaperSparseEval(n_anchors, init=init, benchmark=benchmark, seed=seed, **kw)
+        # A factory on the base of its own subclass: imported by name at call time, so the
+        # import graph keeps paper -> estimator one way (tests/test_layers.py forbids loops).
+        paper = import_module("sparseeval.method.paper")
+        return paper.PaperSparseEval(n_anchors, init=init, benchmark=benchmark, seed=seed, **kw)
 
     @classmethod
     def from_settings(cls, settings, **overrides) -> SparseEval:
@@ -252,29 +190,33 @@ class SparseEval(AnchorEstimator):
         self : SparseEval
             The fitted estimator.
         """
-        if self.predictor not in PREDICTORS:
-            raise ValueError(f"predictor must be one of {PREDICTORS}, got {self.predictor!r}")
+        if self.predictor not in PREDICTOR_CHOICES:
+            raise ValueError(
+                f"predictor must be one of {PREDICTOR_CHOICES}, got {self.predictor!r}"
+            )
         X_train, y_train, X_valid, y_valid = check_fit_input(
             X_train, y_train, X_valid, y_valid, need_valid=True
         )
         say = self.progress or log.info
-        self.selector_ = AnchorSelector(
-            self.n_anchors,
-            self.init,
-            tuple(self.init_candidates),
-            self.refine_steps,
-            self.acceptance,
-            self.swap_candidates,
-            self.proxy,
-            self.judge,
-            seed=self.seed,
-            progress=say,
-        ).fit(X_train, y_train, X_valid, y_valid)
-        self.anchors_ = self.selector_.anchors_
-        ids = _item_ids(item_ids, X_train.shape[1])
-        self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)
+        self._select_anchors(X_train, y_train, X_valid, y_valid, item_ids, say)
         XA, XvA = np.asarray(X_train)[:, self.anchors_], np.asarray(X_valid)[:, self.anchors_]
         y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
+        self._choose_predictor(XA, y, XvA, yv, say)
+        return self
+
+    def _select_anchors(self, X, y, Xv, yv, item_ids, say: Callable[[str], None]) -> None:
+        """The anchor selection step: `selector_`, `anchors_` and `anchor_ids_`."""
+        self.selector_ = AnchorSelector(
+            self.n_anchors, self.init, tuple(self.init_candidates), self.refine_steps,
+            self.acceptance, self.swap_candidates, self.proxy, self.judge,
+            seed=self.seed, progress=say,
+        ).fit(X, y, Xv, yv)  # fmt: skip
+        self.anchors_ = self.selector_.anchors_
+        ids = check_item_ids(item_ids, X.shape[1])
+        self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)
+
+    def _choose_predictor(self, XA, y, XvA, yv, say: Callable[[str], None]) -> None:
+        """Fit the candidates on the anchors, keep the lowest validation MAE, then refit it."""
         candidates = self._candidates(XA, y)
         self.valid_scores_ = {
             name: float(np.mean(np.abs(p.predict(XvA) - yv))) for name, p in candidates.items()
@@ -293,7 +235,6 @@ class SparseEval(AnchorEstimator):
             name = self.predictor_name_
             both = np.vstack([XA, XvA]), np.concatenate([y, yv])
             self.predictor_ = self._candidates(*both, wanted=(name,))[name]
-        return self
 
     def calibrate(self, X_calib, y_calib) -> SparseEval:
         """Residuals for the prediction intervals, from models no selection step has seen.
@@ -395,280 +336,11 @@ class SparseEval(AnchorEstimator):
         ]
         return fit_all(members, X, y, self.n_jobs or min(self.ensemble, os.cpu_count() or 1))
 
-    def _mlp(self, XA, y):
-        members = self.fit_mlp_members(XA, y)
-        return (
-            members[0]
-            if len(members) == 1
-            else BlendPredictor(members, [1 / len(members)] * len(members))
-        )
-
     def _candidates(self, XA, y, wanted: Sequence[str] | None = None) -> dict:
-        """Fitted final-predictor candidates by name (the blend reuses its members)."""
+        """Fitted final-predictor candidates by name (`method.registry`: a blend reuses parts)."""
         if wanted is None:
             wanted = AUTO if self.predictor == "auto" else (self.predictor,)
-        needed = set(wanted) | ({"mlp", "nnridge"} if "blend" in wanted else set())
-        out = {name: cls().fit(XA, y) for name, cls in LINEAR.items() if name in needed}
-        if "mlp" in needed:
-            out["mlp"] = self._mlp(XA, y)
-        if "blend" in needed:
-            out["blend"] = BlendPredictor([out["mlp"], out["nnridge"]], [0.5, 0.5])
-        return {name: p for name, p in out.items() if name in wanted}
+        return fit_candidates(self, XA, y, tuple(wanted))
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
         return self.predictor_.predict(np.asarray(XA, dtype=np.float32))
-
-
-def _item_ids(item_ids, n_items: int) -> np.ndarray:
-    if item_ids is None:
-        return np.arange(n_items)
-    ids = np.asarray(item_ids)
-    if ids.shape != (n_items,):
-        raise MatrixError(f"item_ids has {ids.size} ids for {n_items} items")
-    return ids
-
-
-# --------------------------------------------------------------------------- the paper's recipe
-
-PAPER_RANDOM_INIT = ("mmlu", "winogrande")  # the released code's random-init benchmarks
-PAPER_INIT_CHOICES = ("auto", "kmeans", "random")
-
-
-class PaperSparseEval(SparseEval):
-    """The paper's released recipe (`SparseEval/methods/gd_cluster_mlp.py`), run plainly.
-
-    1. **Inputs** are 0/1 answers, `(x + 1) / 2` of the +-1 matrix, not centred.
-    2. **Initial anchors**: k-means (`n_init='auto'`, `random_state=seed`) over the item
-       columns of the training models normalised to unit length, the item nearest each
-       centre, random unused items topping the set up when two centres share one
-       (`selection.paper_kmeans_anchors`). `init="random"` draws k items at random instead;
-       `init="auto"` is random for `benchmark` "mmlu" or "winogrande" (as the released code
-       does) and k-means otherwise.
-    3. **Refinement**, `refine_steps` rounds, no validation check: a proxy MLP
-       (k-128-64-32-1, GELU, dropout, sigmoid output) is trained from scratch on the
-       training models by `proxy_steps` full-batch Adam steps (lr, MSE); the anchor with
-       the smallest mean |d MSE / d input| (net in eval mode) is removed, and the non-anchor
-       item with the largest |(Y - 0.5)^T (prediction - target)| (Y the 0/1 training
-       matrix, predictions in eval mode) is always put in its place.
-    4. **Final MLP**, the same net, up to `steps` full-batch Adam steps at lr on the
-       training models; at every `check_every`-th step (from the first) the validation MSE
-       and Kendall tau are computed, and the state is kept when the MSE is <= the best so
-       far and tau >= the best so far (the released code's rule); training stops after
-       `patience` checks without a kept state.
-
-    Remaining differences from the released code:
-
-    - k-means sees the training models only (the released code clustered the item vectors
-      of all models, test models included);
-    - the target is the given full-benchmark accuracy `y_train` (the released code took
-      the row mean of its matrix, the same thing when the matrix holds every item);
-    - the kept state becomes the predictor (the released code only recorded the test
-      error at that state); if no check qualifies (validation tau undefined), the last
-      state is kept, where the released code reported no result;
-    - random draws come from generators seeded by `seed` (the released code seeds Python's
-      `random`, NumPy and torch globally with 42), so draws differ; the anchors are stored
-      sorted, with the first layer's weights permuted to match (same function);
-    - the test/validation split (200/200 in the released code) is the caller's.
-
-    Parameters
-    ----------
-    n_anchors : int, default=100
-    init : {"auto", "kmeans", "random"}, default="auto"
-    benchmark : str or None, default=None
-        Only read by `init="auto"`.
-    refine_steps : int, default=10
-    proxy_steps : int, default=2000
-        Full-batch steps of each refinement round's proxy MLP.
-    steps : int, default=20000
-        Maximum full-batch steps of the final MLP.
-    check_every : int, default=500
-    patience : int, default=30
-        Validation checks without a kept state before the final training stops.
-    lr : float, default=5e-4
-    dropout : float, default=0.1
-    seed : int, default=0
-    device : str, default="cpu"
-        Torch device of the training ("cuda" if you have one; the predictor ends on CPU).
-    progress : callable or None, default=None
-
-    Attributes
-    ----------
-    anchors_, anchor_ids_, predictor_, predictor_name_ ("mlp"), valid_scores_,
-    valid_residuals_, calibration_residuals_, calibration_source_ : as `SparseEval`.
-    init_ : {"kmeans", "random"}
-        The initialization used.
-    history_ : list of Swap
-        One entry per refinement round (every swap is applied; no MAE is measured).
-    steps_ : int
-        Final-MLP steps run; `best_step_` the step whose state was kept, `valid_mse_` its
-        validation MSE.
-    """
-
-    def __init__(
-        self,
-        n_anchors: int = 100,
-        init: str = "auto",
-        benchmark: str | None = None,
-        refine_steps: int = 10,
-        proxy_steps: int = 2000,
-        steps: int = 20000,
-        check_every: int = 500,
-        patience: int = 30,
-        lr: float = 5e-4,
-        dropout: float = 0.1,
-        seed: int = 0,
-        device: str = "cpu",
-        progress: Callable[[str], None] | None = None,
-    ) -> None:
-        self.n_anchors = n_anchors
-        self.init = init
-        self.benchmark = benchmark
-        self.refine_steps = refine_steps
-        self.proxy_steps = proxy_steps
-        self.steps = steps
-        self.check_every = check_every
-        self.patience = patience
-        self.lr = lr
-        self.dropout = dropout
-        self.seed = seed
-        self.device = device
-        self.progress = progress
-
-    def _init_name(self) -> str:
-        if self.init not in PAPER_INIT_CHOICES:
-            raise ValueError(f"init must be one of {PAPER_INIT_CHOICES}, got {self.init!r}")
-        if self.init != "auto":
-            return self.init
-        bench = (self.benchmark or "").lower()
-        return "random" if bench in PAPER_RANDOM_INIT else "kmeans"
-
-    def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> PaperSparseEval:
-        """Initialize, refine blindly, train the final MLP (see the class docstring).
-
-        Inputs as for `SparseEval.fit`; validation rows only stop the final training.
-        """
-        import torch
-
-        init = self._init_name()
-        X, y, Xv, yv = check_fit_input(X_train, y_train, X_valid, y_valid, need_valid=True)
-        n_items, k = X.shape[1], self.n_anchors
-        if not 0 < k < n_items:
-            raise ValueError(f"n_anchors must be in 1..{n_items - 1}, got {k}")
-        ids = _item_ids(item_ids, n_items)
-        say = self.progress or log.info
-        device = torch.device(self.device)
-        if device.type == "cpu":
-            torch.set_num_threads(1)  # as MLPPredictor: tiny nets, one thread is fastest
-        torch.manual_seed(self.seed)
-        rng = np.random.default_rng(self.seed)
-
-        if init == "kmeans":
-            anchors = [int(a) for a in paper_kmeans_anchors(X, k, self.seed, rng)]
-        else:
-            anchors = [int(a) for a in rng.choice(n_items, size=k, replace=False)]
-        say(f"paper recipe: {init} initialization of {k} anchors")
-        Y = torch.from_numpy((X.astype(np.float32) + 1.0) / 2.0).to(device)  # 0/1 answers
-        t = torch.from_numpy(y.astype(np.float32)).to(device)
-        centred = Y - 0.5
-        self.history_ = []
-        for step in range(self.refine_steps):
-            model = ZeroOneMLP(dropout=self.dropout, seed=self.seed)
-            net = model.build(k).to(device)
-            _paper_train(net, Y[:, anchors], t, self.proxy_steps, self.lr)
-            net.eval()
-            xa = Y[:, anchors].clone().requires_grad_(True)
-            torch.mean((net(xa).squeeze(1) - t) ** 2).backward()
-            ais = xa.grad.abs().mean(dim=0)
-            weakest = int(torch.argmin(ais))
-            with torch.no_grad():
-                error = net(Y[:, anchors]).squeeze(1) - t
-                cis = torch.abs(centred.T @ error)
-                cis[anchors] = -1.0
-                added = int(torch.argmax(cis))
-            removed = anchors[weakest]
-            nan = float("nan")  # no MAE is measured: every swap is applied
-            swap = Swap(
-                step, removed, added, float(ais[weakest]), float(cis[added]), nan, nan, True
-            )
-            self.history_.append(swap)
-            anchors[weakest] = added
-            say(f"paper refine round {step + 1}/{self.refine_steps}: swap {removed} -> {added}")
-
-        model = ZeroOneMLP(dropout=self.dropout, seed=self.seed)
-        net = model.build(k).to(device)
-        Yv = torch.from_numpy((Xv.astype(np.float32) + 1.0) / 2.0).to(device)
-        tv = torch.from_numpy(yv.astype(np.float32)).to(device)
-        self.steps_, self.best_step_, self.valid_mse_ = _paper_final(
-            net, Y[:, anchors], t, Yv[:, anchors], tv,
-            self.steps, self.lr, self.check_every, self.patience,
-        )  # fmt: skip
-        net.cpu().eval()
-        order = np.argsort(anchors)
-        with torch.no_grad():  # sorted anchors, same function: permute the first layer's inputs
-            net[0].weight.copy_(net[0].weight[:, torch.from_numpy(order)])
-        self.init_ = init
-        self.anchors_ = np.asarray(anchors, dtype=np.int64)[order]
-        self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)
-        self.predictor_ = model
-        self.predictor_name_ = "mlp"
-        self.valid_residuals_ = self.predict_anchors(Xv[:, self.anchors_]) - yv
-        self.valid_scores_ = {"mlp": float(np.mean(np.abs(self.valid_residuals_)))}
-        self.calibration_residuals_ = self.valid_residuals_
-        self.calibration_source_ = "validation"
-        say(
-            f"paper final MLP: {self.steps_} steps, state of step {self.best_step_} kept, "
-            f"validation MAE {100 * self.valid_scores_['mlp']:.3f} points"
-        )
-        return self
-
-
-def _paper_train(net, x, t, steps: int, lr: float) -> None:
-    """Full-batch Adam on MSE for `steps` steps, dropout on (the proxy of each round)."""
-    import torch
-
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    net.train()
-    for _ in range(steps):
-        opt.zero_grad()
-        torch.mean((net(x).squeeze(1) - t) ** 2).backward()
-        opt.step()
-
-
-def _paper_final(net, x, t, xv, tv, steps, lr, check_every, patience) -> tuple[int, int, float]:
-    """The final MLP's training with the released code's checks.
-
-    Returns (steps run, step whose state was kept, its validation MSE).
-
-    After step s (s = 0, check_every, 2 check_every, ...): validation MSE and Kendall tau;
-    the state is kept when MSE <= best and tau >= best tau, else patience counts one more.
-    """
-    import torch
-    from scipy.stats import kendalltau
-
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    best_loss, best_tau, waited = float("inf"), -2.0, 0
-    best_state, best_step, step = None, -1, -1
-    for step in range(steps):
-        net.train()
-        opt.zero_grad()
-        torch.mean((net(x).squeeze(1) - t) ** 2).backward()
-        opt.step()
-        if step % check_every:
-            continue
-        net.eval()
-        with torch.no_grad():
-            pred = net(xv).squeeze(1)
-            loss = float(torch.mean((pred - tv) ** 2))
-        tau = kendalltau(tv.cpu().numpy(), pred.cpu().numpy())[0]
-        if loss <= best_loss and tau >= best_tau:  # NaN tau never qualifies
-            best_loss, best_tau, waited, best_step = loss, float(tau), 0, step
-            best_state = {n: v.detach().clone() for n, v in net.state_dict().items()}
-        else:
-            waited += 1
-        if waited >= patience:
-            break
-    if best_state is not None:
-        net.load_state_dict(best_state)
-    else:
-        best_step = step
-    return step + 1, best_step, best_loss

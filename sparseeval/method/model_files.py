@@ -1,7 +1,9 @@
 """The one on-disk format of a fitted model: `anchors.json` plus the published `predictor/`.
 
     {folder}/anchors.json      item ids, column indices, predictor name, validation scores,
-                               calibration residuals (and which models they came from)
+                               calibration residuals (and which models they came from),
+                               validation residuals and the estimator's parameters (so the
+                               suite can reuse the fit: `load_estimator`)
     {folder}/predictor/        predictor.json + weights.npz (`sparseeval.consume.inference`)
 
 The pipeline's artifacts, `sparseeval fit --out` and published versions all hold this
@@ -56,6 +58,9 @@ def save_fitted(est, folder: str | Path) -> Path:
         "calibration_residuals": [float(r) for r in np.asarray(residuals, dtype=np.float64)],
         "calibration_source": getattr(est, "calibration_source_", "validation"),
     }
+    if hasattr(est, "valid_residuals_") and hasattr(est, "get_params"):
+        meta["valid_residuals"] = [float(r) for r in np.asarray(est.valid_residuals_)]
+        meta["estimator"] = estimator_params(est)
     (folder / ANCHORS_FILE).write_text(json.dumps(meta, indent=1))
     return folder
 
@@ -73,3 +78,42 @@ def load_fitted(folder: str | Path) -> FittedModel:
         meta.get("calibration_source", "validation"),
         dict(meta.get("valid_scores") or {}),
     )
+
+
+# Parameters that do not change what an estimator learns (threads, where messages go).
+RUNTIME_PARAMS = ("progress", "n_jobs")
+
+
+def estimator_params(est) -> dict[str, Any]:
+    """The estimator's parameters that shape its fit, as JSON values (tuples as lists)."""
+    params = {k: v for k, v in est.get_params(deep=False).items() if k not in RUNTIME_PARAMS}
+    return json.loads(json.dumps(params, default=lambda v: np.asarray(v).tolist()))
+
+
+def load_estimator(folder: str | Path, template):
+    """The saved fit as an estimator of `template`'s configuration, or None when it cannot be.
+
+    None when the fit was saved without the state a reuse needs (validation residuals and
+    parameters: fits saved before they were written) or with other parameters than the
+    template's. The predictor comes back trainer-side (`registry.predictor_from_state`), so
+    it predicts exactly as the saved one. It holds no `selector_`: nothing is selected.
+    """
+    from sklearn.base import clone
+
+    from sparseeval.method.registry import predictor_from_state
+
+    folder = Path(folder)
+    meta = json.loads((folder / ANCHORS_FILE).read_text())
+    if "valid_residuals" not in meta or meta.get("estimator") != estimator_params(template):
+        return None
+    reader = load_predictor(folder / PREDICTOR_DIR)
+    est = clone(template)
+    est.anchors_ = np.asarray(meta["anchors"], dtype=np.int64)
+    est.anchor_ids_ = np.asarray(meta["items"], dtype=object)
+    est.predictor_ = predictor_from_state(reader.config, reader.arrays)
+    est.predictor_name_ = meta["predictor"]
+    est.valid_scores_ = dict(meta["valid_scores"])
+    est.valid_residuals_ = np.asarray(meta["valid_residuals"], dtype=np.float64)
+    est.calibration_residuals_ = np.asarray(meta["calibration_residuals"], dtype=np.float64)
+    est.calibration_source_ = meta["calibration_source"]
+    return est

@@ -69,6 +69,19 @@ class RidgePredictor:
         arrays = {"mean": self.mean_, "coef": self.coef_, "intercept": np.array([self.intercept_])}
         return config, arrays
 
+    @classmethod
+    def candidate(cls, estimator, XA, y, parts: list) -> RidgePredictor:
+        """This predictor as `SparseEval` trains it on anchor columns (`method.registry`)."""
+        return cls().fit(XA, y)
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict) -> RidgePredictor:
+        """The fitted predictor back from `state()` (predicts exactly as the saved one)."""
+        p = cls(alpha=config["alpha"])
+        p.alpha_, p.mean_, p.coef_ = config["alpha"], arrays["mean"], arrays["coef"]
+        p.intercept_ = arrays["intercept"][0]
+        return p
+
 
 def _thin_svd(Xc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """U, s, Vt of a tall matrix from the eigendecomposition of its k x k Gram matrix.
@@ -195,7 +208,9 @@ class MLPPredictor:
 
     def _build(self, k: int) -> nn.Sequential:
         """A fresh net: weights and its dropout generator's seed from torch's generator."""
-        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item()))
+        return self._layers(k, np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item())))
+
+    def _layers(self, k: int, rng: np.random.Generator) -> nn.Sequential:
         layers: list[nn.Module] = []
         for width in self.hidden:
             layers += [nn.Linear(k, width), nn.GELU(), Dropout(self.dropout, rng)]
@@ -264,6 +279,27 @@ class MLPPredictor:
         }
         return config, arrays
 
+    @classmethod
+    def candidate(cls, estimator, XA, y, parts: list):
+        """The estimator's MLP ensemble on anchor columns: one MLP, or the mean of several."""
+        members = estimator.fit_mlp_members(XA, y)
+        if len(members) == 1:
+            return members[0]
+        return BlendPredictor(members, [1 / len(members)] * len(members))
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict) -> MLPPredictor:
+        """The fitted net back from `state()` (same weights: predicts exactly as the saved one)."""
+        torch.set_num_threads(1)  # as `fit`: the saved net predicted with one thread
+        p = cls(hidden=tuple(config["hidden"]), dropout=config["dropout"],
+                sigmoid=config["sigmoid"])  # fmt: skip
+        p.mean_ = np.asarray(arrays["mean"], dtype=np.float32)
+        p.net_ = p._layers(int(config["n_inputs"]), np.random.default_rng(0))  # eval: no dropout
+        weights = {k[len("net.") :]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
+                   if k.startswith("net.")}  # fmt: skip
+        p.net_.load_state_dict(weights)
+        return p
+
     def output(self, j: int):
         """Output `j` of a multi-output MLP as a one-output NumPy reader (last layer sliced)."""
         from sparseeval.consume.inference import reader_from_state
@@ -273,39 +309,6 @@ class MLPPredictor:
         for part in ("weight", "bias"):
             arrays[f"{last}.{part}"] = arrays[f"{last}.{part}"][j : j + 1]
         return reader_from_state(config, arrays)
-
-
-class ZeroOneMLP(MLPPredictor):
-    """An MLP that reads 0/1 answers, uncentred, as the paper's released code feeds it.
-
-    Takes +-1 answers like every predictor here and gives the net `(x + 1) / 2`. Built and
-    trained by `sparseeval.method.estimator.PaperSparseEval` (which sets `net_`). `state()` folds
-    the 0/1 map into the first layer (its weights halved, `mean` = -1: `(x - mean) @ (W/2).T
-    = ((x + 1) / 2) @ W.T`), so the published MLP format reads it unchanged.
-    """
-
-    def __init__(
-        self, hidden: tuple[int, ...] = (128, 64, 32), dropout: float = 0.1, seed: int = 0
-    ) -> None:
-        super().__init__(hidden=hidden, dropout=dropout, seed=seed)
-
-    def build(self, k: int) -> nn.Sequential:
-        """A fresh, untrained net for k anchors (k-128-64-32-1, GELU, dropout, sigmoid)."""
-        self.mean_ = np.full(k, -1.0, dtype=np.float32)
-        self.net_ = self._build(k)
-        return self.net_
-
-    def fit(self, X, y, X_valid=None, y_valid=None) -> ZeroOneMLP:
-        raise NotImplementedError("ZeroOneMLP is trained by PaperSparseEval")
-
-    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None):
-        xt = torch.from_numpy((np.asarray(X, dtype=np.float32) + 1.0) / 2.0)
-        return (xt,) if y is None else (xt, torch.from_numpy(np.asarray(y, dtype=np.float32)))
-
-    def state(self):
-        config, arrays = super().state()
-        arrays["net.0.weight"] = arrays["net.0.weight"] / 2.0
-        return config, arrays
 
 
 def _hold_out(X, y, share: float, seed: int):
@@ -358,6 +361,22 @@ class BlendPredictor:
         return sum(
             w * m.input_gradient(X, y) for w, m in zip(self.weights, self.members, strict=True)
         )
+
+    @classmethod
+    def candidate(cls, estimator, XA, y, parts: list) -> BlendPredictor:
+        """The equal-weight mean of the already fitted `parts` (`method.registry` uses)."""
+        return cls(parts, [1 / len(parts)] * len(parts))
+
+    @classmethod
+    def from_state(cls, config: dict, arrays: dict) -> BlendPredictor:
+        from sparseeval.method.registry import predictor_from_state
+
+        members = [
+            predictor_from_state(c, {k[len(f"m{i}/") :]: v for k, v in arrays.items()
+                                     if k.startswith(f"m{i}/")})
+            for i, c in enumerate(config["members"])
+        ]  # fmt: skip
+        return cls(members, config["weights"])
 
     def state(self):
         configs, arrays = [], {}

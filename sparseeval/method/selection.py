@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.cluster import KMeans
-from sklearn.metrics import pairwise_distances_argmin_min
 
 from sparseeval.method.predictors import MLPPredictor, RidgePredictor
 
@@ -54,28 +53,6 @@ def kmeans_clusters(X_train: np.ndarray, k: int, seed: int) -> tuple[np.ndarray,
 def kmeans_anchors(X_train: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     anchors, _ = kmeans_clusters(X_train, k, int(rng.integers(2**31)))
     return np.sort(anchors)
-
-
-def paper_kmeans_anchors(X_train: np.ndarray, k: int, seed: int, rng) -> np.ndarray:
-    """The paper's released k-means initialization, on training models only.
-
-    Item columns (+-1 over the training models) normalised to unit length, k-means with
-    `n_init='auto'` and `random_state=seed`, the item nearest each centre; when two centres
-    share an item, random unused items top the set up to k. Returns the anchors in the
-    released code's order (the distinct nearest items sorted, then the top-ups).
-    """
-    items = np.asarray(X_train, dtype=np.float64).T
-    norms = np.linalg.norm(items, axis=1, keepdims=True)
-    norms[norms == 0] = 1e-10
-    vectors = items / norms
-    km = KMeans(n_clusters=k, random_state=seed, n_init="auto").fit(vectors)
-    nearest, _ = pairwise_distances_argmin_min(km.cluster_centers_, vectors)
-    anchors = [int(j) for j in np.unique(nearest)]
-    while len(anchors) < k:
-        j = int(rng.integers(len(vectors)))
-        if j not in anchors:
-            anchors.append(j)
-    return np.array(anchors)
 
 
 def centred_columns(X: np.ndarray) -> np.ndarray:

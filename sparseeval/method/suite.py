@@ -21,8 +21,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from sparseeval.consume.inference import widen
+from sparseeval.method.anchor_estimator import check_item_ids
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
+from sparseeval.method.model_files import estimator_params
 from sparseeval.method.predictors import BlendPredictor
 
 AVERAGE = "average"
@@ -78,7 +80,9 @@ class SuiteSparseEval(BaseEstimator):
         self.estimator = estimator
         self.progress = progress
 
-    def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> SuiteSparseEval:
+    def fit(
+        self, X_train, y_train, X_valid, y_valid, item_ids=None, fitted=None
+    ) -> SuiteSparseEval:
         """Select each benchmark's anchors, then choose each benchmark's reader on validation.
 
         Parameters
@@ -90,28 +94,60 @@ class SuiteSparseEval(BaseEstimator):
             Full-benchmark accuracy per benchmark, in [0, 1].
         item_ids : mapping of str to array-like, default=None
             Item ids per benchmark (for each estimator's `anchor_ids_`).
+        fitted : mapping of str to SparseEval, default=None
+            Benchmarks' estimators already fitted on exactly these training and validation
+            rows and item ids (the caller vouches for the rows: `pipeline.suite_recipe`
+            compares model ids). Each is used as it is, selecting nothing, when its
+            parameters equal the per-benchmark template's and its anchors and validation
+            residuals fit these inputs; the result is the same as fitting it here.
         """
         say = self.progress or (lambda s: None)
+        X, y, Xv, yv = self._checked(X_train, y_train, X_valid, y_valid)
+        self.benchmarks_ = list(X)
+        self.estimators_, self.valid_scores_, self.reused_ = {}, {}, []
+        for b in self.benchmarks_:
+            ids = None if item_ids is None else item_ids[b]
+            self.estimators_[b] = self._benchmark_fit(b, X[b], y[b], Xv[b], yv[b], ids,
+                                                      (fitted or {}).get(b), say)  # fmt: skip
+        sizes = [len(self.estimators_[b].anchors_) for b in self.benchmarks_]
+        ends = np.cumsum(sizes)
+        self.columns_ = {
+            b: np.arange(e - n, e) for b, n, e in zip(self.benchmarks_, sizes, ends, strict=True)
+        }
+        self._fit_readers(self.joint_input(X), y, self.joint_input(Xv), yv, say)
+        self.own_calibration_residuals_ = {
+            b: self.estimators_[b].valid_residuals_ for b in self.benchmarks_
+        }
+        self.calibration_source_ = "validation"
+        return self
+
+    @staticmethod
+    def _checked(X_train, y_train, X_valid, y_valid) -> tuple[dict, dict, dict, dict]:
         X, y = check_suite(X_train, y_train, "training")
         Xv, yv = check_suite(X_valid, y_valid, "validation")
         if set(X) != set(Xv):
             raise MatrixError(f"validation benchmarks {sorted(Xv)} differ from {sorted(X)}")
         if len(X) < 2:
             raise MatrixError(f"a suite needs at least two benchmarks, got {sorted(X)}")
-        self.benchmarks_ = list(X)
-        self.estimators_, self.valid_scores_ = {}, {}
-        for b in self.benchmarks_:
-            say(f"selecting {b} anchors")
-            k = min(self.n_anchors, X[b].shape[1] - 1)
-            est = clone(self.estimator or SparseEval()).set_params(n_anchors=k)
-            ids = None if item_ids is None else item_ids[b]
-            self.estimators_[b] = est.fit(X[b], y[b], Xv[b], yv[b], item_ids=ids)
-        sizes = [len(self.estimators_[b].anchors_) for b in self.benchmarks_]
-        ends = np.cumsum(sizes)
-        self.columns_ = {
-            b: np.arange(e - n, e) for b, n, e in zip(self.benchmarks_, sizes, ends, strict=True)
-        }
-        XA, XvA = self.joint_input(X), self.joint_input(Xv)
+        return X, y, Xv, yv
+
+    def benchmark_template(self, n_items: int) -> SparseEval:
+        """The per-benchmark estimator, unfitted: the template with `n_anchors` capped."""
+        k = min(self.n_anchors, n_items - 1)
+        return clone(self.estimator or SparseEval()).set_params(n_anchors=k)
+
+    def _benchmark_fit(self, b: str, X, y, Xv, yv, ids, given, say) -> SparseEval:
+        """`given` when it can stand for this benchmark's fit (see `reusable`), else a fit."""
+        est = self.benchmark_template(X.shape[1])
+        if given is not None and reusable(given, est, X.shape[1], len(yv), ids):
+            say(f"{b}: anchors reused from the benchmark's own fit")
+            self.reused_.append(b)
+            return given
+        say(f"selecting {b} anchors")
+        return est.fit(X, y, Xv, yv, item_ids=ids)
+
+    def _fit_readers(self, XA, y, XvA, yv, say) -> None:
+        """Each benchmark's reader of every anchor (`readers_`), chosen on validation MAE."""
         say("training the shared reader (one output per benchmark)")
         shared = self._fit_shared(XA, _stack(y, self.benchmarks_))
         shared_valid = _blend_predict(shared, XvA)
@@ -136,11 +172,6 @@ class SuiteSparseEval(BaseEstimator):
             )  # fmt: skip
             self.reader_names_[b] = name
         self.calibration_residuals_ = _with_average({b: c[2] for b, c in choices.items()})
-        self.own_calibration_residuals_ = {
-            b: self.estimators_[b].valid_residuals_ for b in self.benchmarks_
-        }
-        self.calibration_source_ = "validation"
-        return self
 
     def _fit_shared(self, XA, Y) -> list:
         """MLPs over every anchor with one output per benchmark (a shared trunk), an ensemble."""
@@ -204,6 +235,24 @@ class SuiteSparseEval(BaseEstimator):
         }
         self.calibration_source_ = "calibration"
         return self
+
+
+def reusable(est, template: SparseEval, n_items: int, n_valid: int, item_ids=None) -> bool:
+    """Whether a fitted `est` can stand for `template` fitted on this benchmark's rows.
+
+    Explicit and cheap: the same parameters (threads and progress aside), anchors that are
+    these items' (ids at their columns) and one validation residual per validation row.
+    That the rows are the same models is the caller's to know.
+    """
+    ids = check_item_ids(item_ids, n_items)
+    anchors = np.asarray(getattr(est, "anchors_", []))
+    return (
+        estimator_params(est) == estimator_params(template)
+        and anchors.size == template.n_anchors
+        and bool(np.all((anchors >= 0) & (anchors < n_items)))
+        and [str(i) for i in ids[anchors]] == [str(i) for i in est.anchor_ids_]
+        and len(getattr(est, "valid_residuals_", ())) == n_valid
+    )
 
 
 def _stack(y: Mapping[str, np.ndarray], benchmarks: list[str]) -> np.ndarray:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from sparseeval.method.registry import PREDICTOR_CHOICES
+
 ENV_PREFIX = "SPARSEEVAL_"
 
 
@@ -110,8 +112,8 @@ class Settings:
             ("task_runner", "'thread' or 'dask'", self.task_runner in {"thread", "dask"}),
             ("judge", "'loo' or 'validation'", self.judge in {"loo", "validation"}),
             ("calibration", "'split' or 'cross'", self.calibration in {"split", "cross"}),
-            ("predictor", "one of auto, mlp, ridge, nnridge, blend",
-             self.predictor in {"auto", "mlp", "ridge", "nnridge", "blend"}),
+            ("predictor", "one of " + ", ".join(PREDICTOR_CHOICES),
+             self.predictor in PREDICTOR_CHOICES),
         ]  # fmt: skip
 
     @classmethod

@@ -1,8 +1,9 @@
 """The suite's recipe: common models -> split -> `SuiteSparseEval` -> calibrate -> test -> publish.
 
 fit_suite     the models every benchmark has, split by model id as one benchmark is
-              (`recipe.split_step`), anchors per benchmark and joint readers, intervals
-              from calibration models, test metrics per benchmark and for the average
+              (`recipe.split_step`), anchors per benchmark (each benchmark's own fit
+              reused when it saw the same inputs) and joint readers, intervals from
+              calibration models, test metrics per benchmark and for the average
 write_suite   the fitted suite as `published/suite/vN/` (`sparseeval.consume.suite_set` reads it)
 """
 
@@ -21,7 +22,7 @@ from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.predictors import BlendPredictor
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
-from sparseeval.pipeline.recipe import NotEnoughModels, split_step
+from sparseeval.pipeline.recipe import FitSplit, NotEnoughModels, split_step
 from sparseeval.pipeline.settings import Settings
 
 MIN_BENCHMARKS = 2
@@ -69,8 +70,15 @@ def fit_suite(
     settings: Settings,
     progress: Callable[[str], None] | None = None,
     data_fingerprint: str | None = None,
+    benchmark_fits: Mapping[str, str | Path] | None = None,
 ) -> SuiteFit:
-    """Fit the suite on the models every benchmark has, at the largest anchor budget."""
+    """Fit the suite on the models every benchmark has, at the largest anchor budget.
+
+    A benchmark's own fit (`recipe.fit_step`) is reused instead of selecting its anchors
+    again when it saw exactly the suite's inputs for that benchmark (`same_fit_inputs`):
+    the same result, bit for bit. benchmark_fits: {benchmark: its fit's model folder};
+    None looks each up in `settings.artifacts_dir` by its fit key.
+    """
     from threadpoolctl import threadpool_limits
 
     from sparseeval.method.estimator import SparseEval
@@ -84,11 +92,14 @@ def fit_suite(
     say = progress or (lambda s: None)
     rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
                       {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
-    est = SparseEval.from_settings(settings, n_anchors=max(settings.budgets), progress=say)
-    suite = SuiteSparseEval(max(settings.budgets), est, progress=say)
+    k = max(settings.budgets)
+    suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=say),
+                            progress=say)  # fmt: skip
+    prints = {b: m.fingerprint() for b, m in aligned.items()}
+    fitted = reusable_fits(matrices, aligned, prints, split, settings, suite, benchmark_fits)
     item_ids = {b: m.item_ids for b, m in aligned.items()}
     with threadpool_limits(limits=1):
-        suite.fit(*rows(split.train), *rows(split.valid), item_ids=item_ids)
+        suite.fit(*rows(split.train), *rows(split.valid), item_ids=item_ids, fitted=fitted)
     if len(split.calib):
         suite.calibrate(*rows(split.calib))
     X_test, y_test = rows(split.test)
@@ -96,13 +107,70 @@ def fit_suite(
     own = {b: suite.estimators_[b].predict(X_test[b]) for b in suite.benchmarks_}
     return SuiteFit(
         suite,
-        data_fingerprint
-        or fingerprint(*(f"{b}:{m.fingerprint()}" for b, m in sorted(aligned.items()))),
+        data_fingerprint or fingerprint(*(f"{b}:{fp}" for b, fp in sorted(prints.items()))),
         split.sizes(),
         pred,
         y_test | {AVERAGE: suite_average(y_test)},
         own,
         [str(m) for m in first.model_ids[split.test]],
+    )
+
+
+def reusable_fits(
+    matrices: Mapping[str, ResponseMatrix],
+    aligned: Mapping[str, ResponseMatrix],
+    prints: Mapping[str, str],
+    split: FitSplit,
+    settings: Settings,
+    suite: SuiteSparseEval,
+    folders: Mapping[str, str | Path] | None = None,
+) -> dict:
+    """{benchmark: its own saved fit as an estimator} for those whose inputs are the suite's.
+
+    prints: the aligned matrices' fingerprints. A fit saved without the state a reuse
+    needs, or with other estimator parameters, is not reused (`model_files.load_estimator`).
+    """
+    from sparseeval.method.model_files import load_estimator
+
+    out = {}
+    for b, m in aligned.items():
+        if folders is not None:
+            folder = folders.get(b)
+        elif m is matrices[b]:  # aligned unchanged: the benchmark's own matrix, maybe fitted
+            folder = _own_fit_folder(prints[b], settings)
+        else:
+            folder = None  # other models than the benchmark's own fit saw
+        if folder is None or not same_fit_inputs(folder, m, prints[b], split):
+            continue
+        est = load_estimator(folder, suite.benchmark_template(m.shape[1]))
+        if est is not None:
+            out[b] = est
+    return out
+
+
+def _own_fit_folder(matrix_fingerprint: str, settings: Settings) -> Path | None:
+    """Where `recipe.fit_step` saved this matrix's fit at the suite's budget, if it did."""
+    from sparseeval.pipeline.artifacts import artifact_path, fit_key
+
+    budget = settings.replace(n_anchors=max(settings.budgets))
+    folder = artifact_path(settings.artifacts_dir, "model", fit_key(matrix_fingerprint, budget))
+    return folder if (folder / "summary.json").is_file() else None
+
+
+def same_fit_inputs(folder: str | Path, matrix: ResponseMatrix, matrix_fingerprint: str,
+                    split: FitSplit) -> bool:  # fmt: skip
+    """Whether the fit in `folder` saw this matrix (same fingerprint: ids, answers, targets)
+    with these training and validation models (model ids compared in order)."""
+    from sparseeval.pipeline.recipe import load_evaluation
+    from sparseeval.pipeline.records import FitInfo
+
+    folder = Path(folder)
+    if FitInfo.load(folder / "summary.json").matrix_fingerprint != matrix_fingerprint:
+        return False
+    saved = load_evaluation(folder)
+    return all(
+        np.array_equal(saved[f"{part}_ids"], np.asarray(matrix.model_ids[rows], dtype=str))
+        for part, rows in (("train", split.train), ("valid", split.valid))
     )
 
 

@@ -1,0 +1,75 @@
+"""The base of every anchor method, and the input checks every `fit` shares."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
+
+
+class AnchorEstimator(BaseEstimator):
+    """Base of every method: learned `anchors_` (item columns) and a reader of them.
+
+    Subclasses follow scikit-learn conventions: `__init__` only stores its arguments,
+    `fit` validates them and sets the learned attributes (trailing underscore).
+
+    Every `fit` checks its input with `sparseeval.method.matrix.check_Xy`: correctness `X` may be
+    -1/+1, 0/1 or boolean (0/1 and boolean are converted to -1/+1 explicitly); any other
+    value, NaN included, is refused naming its 1-based row and column; accuracies `y` must
+    lie in [0, 1] (scores in percent are refused with a message to divide by 100).
+
+    Attributes
+    ----------
+    anchors_ : ndarray of int
+        Column indices of the anchor items, set by `fit`.
+    """
+
+    anchors_: np.ndarray
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Estimated accuracy from the full-width correctness matrix (only anchors are read).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_models, n_items)
+            Correctness of each model on every item: -1/+1, or 0/1 / boolean (converted
+            to -1/+1).
+
+        Returns
+        -------
+        ndarray of shape (n_models,)
+            Estimated full-benchmark accuracy of each model.
+        """
+        return self.predict_anchors(to_signs(X, what="X")[:, self.anchors_])
+
+    def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
+        """Estimated accuracy from the +-1 anchor columns only, shape (n_models, n_anchors)."""
+        raise NotImplementedError
+
+
+def check_fit_input(X, y, X_valid=None, y_valid=None, need_valid: bool = False):
+    """`check_Xy` on the training rows and, when given, the validation rows.
+
+    Returns (X, y, X_valid, y_valid) with X as +-1 int8 and y as float64 (validation
+    entries None when not given). Raises MatrixError (a ValueError).
+    """
+    X, y = check_Xy(X, y, "training")
+    if X_valid is None or len(X_valid) == 0:
+        if need_valid:
+            raise MatrixError("SparseEval needs validation models to choose its predictor; got 0")
+        return X, y, None, None
+    Xv, yv = check_Xy(X_valid, y_valid, "validation")
+    if Xv.shape[1] != X.shape[1]:
+        raise MatrixError(f"X (validation) has {Xv.shape[1]} items, X (training) has {X.shape[1]}")
+    return X, y, Xv, yv
+
+
+def check_item_ids(item_ids, n_items: int) -> np.ndarray:
+    """Item ids as an array of `n_items` (None: the column indices); MatrixError otherwise."""
+    if item_ids is None:
+        return np.arange(n_items)
+    ids = np.asarray(item_ids)
+    if ids.shape != (n_items,):
+        raise MatrixError(f"item_ids has {ids.size} ids for {n_items} items")
+    return ids
