@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import ITEMS, TINY, release, run
 
 from sparseeval.consume import anchorset, layout
 from sparseeval.consume.suite_set import load_suite
 from sparseeval.pipeline import drift
+from tests.helpers import ITEMS, TINY, release, run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -8,7 +8,6 @@ import os
 import numpy as np
 import polars as pl
 import pytest
-from helpers import publish_fit, tiny_fit
 
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.layout import SCHEMA_VERSION, AnchorSetError, latest_version, list_versions
@@ -19,6 +18,7 @@ from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.versions import discard_version, set_latest, write_version
+from tests.helpers import publish_fit, tiny_fit
 
 B = "gsm8k"
 

@@ -40,12 +40,6 @@ def counts(store: Store) -> dict[str, int]:
     return {t: store.con.sql(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store.open(tmp_path / "store.duckdb") as s:
-        yield s
-
-
 def test_same_file_twice_changes_nothing_and_says_so(store, tmp_path):
     path = write_long(tmp_path / "a.csv", grid(["org/a", "org/b"], 5))
     (first,) = ingest(store, LongTable(path))
