@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -168,29 +170,83 @@ def test_dask_runner_two_workers(tmp_path):
     assert out.n_trained == 2 and out.n_published == 2
 
 
-def test_cli_refresh(tmp_path, capsys):
+@pytest.fixture
+def cli_refresh(monkeypatch):
+    """`sparseeval refresh ARGS` in this process -> exit code; the environment variables and
+    the progress handler that the command sets up are undone afterwards."""
     import argparse
+    import logging
 
     from sparseeval.cli.refresh import add_refresh_command
 
+    for name, value in [("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+                        ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "ERROR")]:  # fmt: skip
+        monkeypatch.setenv(name, os.environ.get(name, value))  # restored, whatever it was
+    progress = logging.getLogger("sparseeval.progress")
+    for attribute in ("handlers", "propagate", "level"):
+        monkeypatch.setattr(progress, attribute, getattr(progress, attribute))
+    monkeypatch.setattr(progress, "handlers", [])  # a fresh list: the handler goes with it
     parser = argparse.ArgumentParser(prog="sparseeval")
     add_refresh_command(parser.add_subparsers())
+
+    def cli(*argv: str) -> int:
+        args = parser.parse_args(["refresh", *argv])
+        return args.func(args)
+
+    return cli
+
+
+def test_cli_refresh(tmp_path, capsys, cli_refresh):
     home = tmp_path / "home"
     sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
-    args = parser.parse_args(
-        ["refresh", "--home", str(home), "--source", release(tmp_path, 0, 200), *sets]
-    )
-    assert args.func(args) == 0
+    assert cli_refresh("--home", str(home), "--source", release(tmp_path, 0, 200), *sets) == 0
     out = capsys.readouterr().out
     assert "published 2" in out and "report:" in out
-    args = parser.parse_args(["refresh", "--home", str(home), *sets])
-    assert args.func(args) == 0
+    assert cli_refresh("--home", str(home), *sets) == 0
     assert "everything was cached" in capsys.readouterr().out
-    args = parser.parse_args(["refresh", "--home", str(home), "--benchmark", "nope", *sets])
-    assert args.func(args) == 2
-    err = capsys.readouterr().err.strip().splitlines()  # progress lines, then one error line
-    errors = [line for line in err if "error" in line]
-    assert len(errors) == 1 and "nope" in errors[0] and err[-1] == errors[0], err
+
+
+def test_cli_refresh_with_an_unknown_benchmark_says_so_in_one_line(tmp_path, capsys, cli_refresh):
+    home = str(tmp_path / "home")
+    assert cli_refresh("--no-fill", "--benchmark", "nope", "--home", home, "--json") == 2
+    out, err = capsys.readouterr()
+    message = "no results in the store for benchmark(s) nope (have: none)"
+    assert (out, err) == ("", f"sparseeval refresh: error: {message}\n")
+    assert cli_refresh("--no-fill", "--benchmark", "nope", "--home", home) == 2
+    *progress, last = capsys.readouterr().err.splitlines()  # progress lines, then the error
+    assert last == f"sparseeval refresh: error: {message}"
+    assert all(re.fullmatch(r"\d\d:\d\d:\d\d \w+: .+", line) for line in progress), progress
+
+
+def test_the_console_leaves_out_input_errors_only_while_the_flow_runs(capsys):
+    import logging
+
+    from sparseeval.cli.refresh import _input_errors_in_one_line
+
+    console = logging.StreamHandler()  # on stderr, as `sparseeval.cli.main` sets it up
+    log = logging.getLogger("tests.flow_runs")
+
+    def report(exc: Exception) -> None:  # as Prefect's flow engine logs an exception
+        try:
+            raise exc
+        except Exception:
+            log.exception("Encountered exception during execution: %r", exc)
+
+    logging.getLogger().addHandler(console)
+    try:
+        with _input_errors_in_one_line(verbose=False):
+            report(ValueError("unknown benchmark"))
+            report(RuntimeError("a bug"))
+        report(ValueError("after the run"))
+        with _input_errors_in_one_line(verbose=True):
+            report(ValueError("verbose"))
+    finally:
+        logging.getLogger().removeHandler(console)
+    shown = [x for x in capsys.readouterr().err.splitlines() if x.startswith("Encountered")]
+    assert [x.removeprefix("Encountered exception during execution: ") for x in shown] == [
+        "RuntimeError('a bug')", "ValueError('after the run')", "ValueError('verbose')",
+    ]  # fmt: skip
+    assert console.filters == []
 
 
 def test_stage_flows(tmp_path):
