@@ -149,7 +149,7 @@ def test_files_with_a_byte_order_mark_are_read(world, tmp_path, capsys):
 # --------------------------------------------------------------------------- 4 umask
 
 
-@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=oct)
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=lambda umask: f"{umask:03o}")
 def test_published_folders_honour_the_umask(tmp_path, fitted, umask):
     old = os.umask(umask)
     try:

@@ -204,7 +204,7 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
-    class Hub(FakeMirrorHub):
+    class RevisionedMirrorHub(FakeMirrorHub):  # commits answer with an oid, as HfApi's do
         def dataset_info(self, repo_id):
             return SimpleNamespace(sha=f"{len(self.commits):040d}")
 
@@ -212,7 +212,7 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
             super().create_commit(repo_id, operations, **kw)
             return SimpleNamespace(oid=f"{len(self.commits):040d}")
 
-    hub = Hub(tmp_path / "hub")
+    hub = RevisionedMirrorHub(tmp_path / "hub")
     paths = {}
     for b, m in leaderboard.items():
         paths[b] = tmp_path / f"{b}.npz"
