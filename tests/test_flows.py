@@ -178,13 +178,12 @@ def cli_refresh(monkeypatch):
 
     from sparseeval.cli.refresh import add_refresh_command
 
-    for name, value in [("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
-                        ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "ERROR")]:  # fmt: skip
-        monkeypatch.setenv(name, os.environ.get(name, value))  # restored, whatever it was
+    defaults = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "ERROR"}  # fmt: skip
+    for name, value in defaults.items():  # what the command sets, restored whatever it was
+        monkeypatch.setenv(name, os.environ.get(name, value))
     progress = logging.getLogger("sparseeval.progress")
-    for attribute in ("handlers", "propagate", "level"):
-        monkeypatch.setattr(progress, attribute, getattr(progress, attribute))
-    monkeypatch.setattr(progress, "handlers", [])  # a fresh list: the handler goes with it
+    saved = progress.handlers[:], progress.propagate, progress.level
     parser = argparse.ArgumentParser(prog="sparseeval")
     add_refresh_command(parser.add_subparsers())
 
@@ -192,7 +191,9 @@ def cli_refresh(monkeypatch):
         args = parser.parse_args(["refresh", *argv])
         return args.func(args)
 
-    return cli
+    yield cli
+    progress.handlers[:], progress.propagate = saved[:2]  # no handler left on capsys's stream
+    progress.setLevel(saved[2])  # setLevel also clears logging's cache of enabled levels
 
 
 def test_cli_refresh(tmp_path, capsys, cli_refresh):
