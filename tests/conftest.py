@@ -44,3 +44,12 @@ def prefect_harness(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An empty results store in the test's temporary folder, closed afterwards."""
+    from sparseeval.pipeline.store import Store
+
+    with Store.open(tmp_path / "store.duckdb") as s:
+        yield s

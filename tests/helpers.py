@@ -1,5 +1,8 @@
-"""Small builders shared by the tests."""
+"""Small builders and stand-ins shared by the tests."""
 
+import fnmatch
+import io
+import shutil
 from pathlib import Path
 
 from sparseeval.method.estimator import SparseEval
@@ -67,3 +70,69 @@ def run(home: Path, specs, **overrides):
     from sparseeval.flows.refresh import refresh
 
     return refresh(sources=specs, home=str(home), settings_overrides=TINY | overrides)
+
+
+# -- signing and the Hub mirror ----------------------------------------------------------
+
+
+def signing_keys() -> tuple[bytes, bytes]:
+    """A fresh Ed25519 key pair as PEM: (private PKCS8, public SubjectPublicKeyInfo)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    private = Ed25519PrivateKey.generate()
+    pem = private.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    public = private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return pem, public
+
+
+class FakeMirrorHub:
+    """Stands in for the HfApi calls of the anchor-set mirror: `create_commit` lands files in
+    a folder (all or nothing), `snapshot_download` copies the matching ones; both recorded."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.commits, self.downloads = root, [], []
+
+    def create_commit(self, repo_id, operations, *, commit_message, repo_type=None, **kw):
+        from huggingface_hub import CommitOperationAdd
+
+        ops = list(operations)
+        self.commits.append(
+            {"repo_id": repo_id, "ops": ops, "message": commit_message, "repo_type": repo_type}
+        )
+        staged = {}
+        for op in ops:  # stage everything first: all or nothing
+            assert isinstance(op, CommitOperationAdd)
+            src = op.path_or_fileobj
+            if isinstance(src, bytes):
+                data = src
+            elif isinstance(src, io.IOBase):
+                data = src.read()
+            else:
+                data = Path(src).read_bytes()
+            staged[op.path_in_repo] = data
+        for rel, data in staged.items():
+            dest = self.root / repo_id / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        return {"commit": len(self.commits)}
+
+    def snapshot_download(self, repo_id, *, repo_type=None, allow_patterns=None, **kw):
+        self.downloads.append({"repo_id": repo_id, "patterns": allow_patterns, "type": repo_type})
+        src = self.root / repo_id
+        if not src.is_dir():
+            raise FileNotFoundError(f"404 repository {repo_id} not found")
+        dest = self.root.parent / "cache" / f"snap{len(self.downloads)}"
+        for p in src.rglob("*"):
+            rel = p.relative_to(src).as_posix()
+            if p.is_file() and any(fnmatch.fnmatch(rel, pat) for pat in allow_patterns or ["*"]):
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(p, dest / rel)
+        dest.mkdir(parents=True, exist_ok=True)
+        return str(dest)

@@ -6,11 +6,11 @@ import csv
 import json
 
 import pytest
-from helpers import publish_fit, tiny_fit
 
 from sparseeval.cli import main
 from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.pipeline.versions import set_latest
+from tests.helpers import publish_fit, tiny_fit
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,11 @@ import argparse
 import json
 
 import pytest
-from helpers import publish_fit, tiny_fit
 
 from sparseeval.cli.consumer import add_consumer_commands
 from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.pipeline.versions import set_latest
+from tests.helpers import publish_fit, tiny_fit
 
 STAMP = "2025-05-02T10-11-12.131415"
 

@@ -16,7 +16,6 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import publish_fit, tiny_fit
 
 from sparseeval.cli import main
 from sparseeval.consume.anchorset import load_anchor_set
@@ -24,6 +23,7 @@ from sparseeval.consume.hashing import file_sha256
 from sparseeval.consume.layout import AnchorSetError, latest_version, list_versions, seal
 from sparseeval.consume.responses import ResponsesError, printable, read_responses_files
 from sparseeval.pipeline.versions import clean_leftovers, set_latest, sign_version, write_version
+from tests.helpers import FakeMirrorHub, publish_fit, signing_keys, tiny_fit
 
 B = "arc"
 STAMP = "2025-05-02T10-11-12.131415"
@@ -149,19 +149,21 @@ def test_files_with_a_byte_order_mark_are_read(world, tmp_path, capsys):
 # --------------------------------------------------------------------------- 4 umask
 
 
-def test_published_folders_honour_the_umask(tmp_path, fitted):
-    old = os.umask(0o022)
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=lambda umask: f"{umask:03o}")
+def test_published_folders_honour_the_umask(tmp_path, fitted, umask):
+    old = os.umask(umask)
     try:
         folder = publish_fit(tmp_path, B, fitted)
         set_latest(tmp_path, B, 1)
     finally:
         os.umask(old)
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
-    for p in [folder, *folder.rglob("*")]:
+    dir_mode, file_mode = 0o777 & ~umask, 0o666 & ~umask  # 755/644, 700/600, 775/664
+    assert stat.S_IMODE(folder.stat().st_mode) == dir_mode
+    for p in [tmp_path / B, folder, *folder.rglob("*")]:
         mode = stat.S_IMODE(p.stat().st_mode)
-        assert mode == (0o755 if p.is_dir() else 0o644), (p, oct(mode))
-        assert mode & stat.S_IROTH  # another account can read
-    assert stat.S_IMODE((tmp_path / B / "latest").stat().st_mode) == 0o644
+        assert mode == (dir_mode if p.is_dir() else file_mode), (p, oct(mode))
+        assert bool(mode & stat.S_IROTH) == (umask != 0o077)  # who else may read follows it
+    assert stat.S_IMODE((tmp_path / B / "latest").stat().st_mode) == file_mode
 
 
 # --------------------------------------------------------------------------- 5 non-UTF-8
@@ -240,32 +242,19 @@ def test_recomputed_manifest_is_caught_by_latest_and_by_a_signature(world, tmp_p
     # rewriting `latest` too gets through the hashes (documented: hashes detect damage, not
     # tampering) ...
     rewrite(root, lambda f, m: None)
-    assert load_anchor_set(root, B).predict(answers)  # zeroed weights, accepted
+    tampered = load_anchor_set(root, B)
+    estimate = tampered.predict(answers)  # zeroed weights, accepted: every estimate is 0
+    assert (estimate.value, estimate.low) == (0.0, 0.0)
+    assert estimate.high == tampered.conformal.halfwidth > 0
     # ... which is what the optional signature is for
     with pytest.raises(AnchorSetError, match=r"no manifest\.sig"):
-        load_anchor_set(root, B, public_key=keys()[1])
-
-
-def keys():
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    private = Ed25519PrivateKey.generate()
-    pem = private.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    public = private.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return pem, public
+        load_anchor_set(root, B, public_key=signing_keys()[1])
 
 
 def test_signed_sets_verify_and_tampering_is_refused(tmp_path, fitted):
     root = tmp_path / "published"
-    pem, public = keys()
-    _, other_public = keys()
+    pem, public = signing_keys()
+    _, other_public = signing_keys()
     key_file = tmp_path / "signer.pub"
     key_file.write_bytes(public)
     folder = publish_fit(root, B, fitted, signing_key=pem.decode())
@@ -296,19 +285,17 @@ def test_signed_sets_verify_and_tampering_is_refused(tmp_path, fitted):
 
 def test_signature_travels_through_the_hub(tmp_path, fitted, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from test_publish_hub import FakeHub
-
     from sparseeval.consume.hub import push_to_hub
 
     root = tmp_path / "published"
-    pem, public = keys()
+    pem, public = signing_keys()
     publish_fit(root, B, fitted, signing_key=pem)
     set_latest(root, B, 1)
-    hub = FakeHub(tmp_path / "hub")
+    hub = FakeMirrorHub(tmp_path / "hub")
     push_to_hub(root, B, "latest", "acme/sets", hub)
     assert load_anchor_set("acme/sets", B, hub_client=hub, public_key=public).version == 1
     with pytest.raises(AnchorSetError, match="does not verify"):
-        load_anchor_set("acme/sets", B, hub_client=hub, public_key=keys()[1])
+        load_anchor_set("acme/sets", B, hub_client=hub, public_key=signing_keys()[1])
 
 
 def test_consumer_path_without_a_key_imports_no_cryptography(world):

@@ -39,12 +39,6 @@ TS = "2024-05-01T12-00-00.123456"
 TOKEN = "hf_" + "Ab3" * 12
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store.open(tmp_path / "store.duckdb") as s:
-        yield s
-
-
 def write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):

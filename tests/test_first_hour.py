@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import publish_fit, tiny_fit
 
 from sparseeval.cli import main
 from sparseeval.pipeline.versions import set_latest, sign_version
+from tests.helpers import publish_fit, signing_keys, tiny_fit
 
 
 @pytest.fixture(scope="module")
@@ -82,11 +82,9 @@ def test_the_reports_commands_work_from_any_folder(published, tmp_path, capsys, 
 
 def test_predict_checks_the_publishers_signature(published, tmp_path, capsys):
     pytest.importorskip("cryptography")
-    from test_faults_consumer import keys
-
     root, folder, answers = published
-    private, public = keys()
-    _, other = keys()
+    private, public = signing_keys()
+    _, other = signing_keys()
     sign_version(folder, private)
     (tmp_path / "pub.pem").write_bytes(public)
     (tmp_path / "other.pem").write_bytes(other)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
-from helpers import ITEMS, TINY, release, run
 
 from sparseeval.consume import anchorset, layout
 from sparseeval.consume.suite_set import load_suite
 from sparseeval.pipeline import drift
+from tests.helpers import ITEMS, TINY, release, run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -168,29 +169,79 @@ def test_dask_runner_two_workers(tmp_path):
     assert out.n_trained == 2 and out.n_published == 2
 
 
-def test_cli_refresh(tmp_path, capsys):
+@pytest.fixture
+def cli_refresh(monkeypatch):
+    """`sparseeval refresh ARGS` in this process -> exit code; the environment variables and
+    the progress handler that the command sets up are undone afterwards."""
     import argparse
+    import logging
 
     from sparseeval.cli.refresh import add_refresh_command
 
+    defaults = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "ERROR"}  # fmt: skip
+    for name, value in defaults.items():  # what the command sets, restored whatever it was
+        monkeypatch.setenv(name, os.environ.get(name, value))
+    progress = logging.getLogger("sparseeval.progress")
+    saved = progress.handlers[:], progress.propagate, progress.level
     parser = argparse.ArgumentParser(prog="sparseeval")
     add_refresh_command(parser.add_subparsers())
+
+    def cli(*argv: str) -> int:
+        args = parser.parse_args(["refresh", *argv])
+        return args.func(args)
+
+    yield cli
+    progress.handlers[:], progress.propagate = saved[:2]  # no handler left on capsys's stream
+    progress.setLevel(saved[2])  # setLevel also clears logging's cache of enabled levels
+
+
+def test_cli_refresh(tmp_path, capsys, cli_refresh):
     home = tmp_path / "home"
     sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
-    args = parser.parse_args(
-        ["refresh", "--home", str(home), "--source", release(tmp_path, 0, 200), *sets]
-    )
-    assert args.func(args) == 0
+    assert cli_refresh("--home", str(home), "--source", release(tmp_path, 0, 200), *sets) == 0
     out = capsys.readouterr().out
     assert "published 2" in out and "report:" in out
-    args = parser.parse_args(["refresh", "--home", str(home), *sets])
-    assert args.func(args) == 0
+    assert cli_refresh("--home", str(home), *sets) == 0
     assert "everything was cached" in capsys.readouterr().out
-    args = parser.parse_args(["refresh", "--home", str(home), "--benchmark", "nope", *sets])
-    assert args.func(args) == 2
-    err = capsys.readouterr().err.strip().splitlines()  # progress lines, then one error line
-    errors = [line for line in err if "error" in line]
-    assert len(errors) == 1 and "nope" in errors[0] and err[-1] == errors[0], err
+
+
+def test_cli_refresh_with_an_unknown_benchmark_says_so_in_one_line(tmp_path, capsys, cli_refresh):
+    home = str(tmp_path / "home")  # --json: no progress lines, so stderr is the error alone
+    assert cli_refresh("--no-fill", "--benchmark", "nope", "--home", home, "--json") == 2
+    message = "no results in the store for benchmark(s) nope (have: none)"
+    assert capsys.readouterr() == ("", f"sparseeval refresh: error: {message}\n")
+
+
+def test_the_console_leaves_out_input_errors_only_while_the_flow_runs(capsys):
+    import logging
+
+    from sparseeval.cli.refresh import _input_errors_in_one_line
+
+    console = logging.StreamHandler()  # on stderr, as `sparseeval.cli.main` sets it up
+    log = logging.getLogger("tests.flow_runs")
+
+    def report(exc: Exception) -> None:  # as Prefect's flow engine logs an exception
+        try:
+            raise exc
+        except Exception:
+            log.exception("Encountered exception during execution: %r", exc)
+
+    logging.getLogger().addHandler(console)
+    try:
+        with _input_errors_in_one_line(verbose=False):
+            report(ValueError("unknown benchmark"))
+            report(RuntimeError("a bug"))
+        report(ValueError("after the run"))
+        with _input_errors_in_one_line(verbose=True):
+            report(ValueError("verbose"))
+    finally:
+        logging.getLogger().removeHandler(console)
+    shown = [x for x in capsys.readouterr().err.splitlines() if x.startswith("Encountered")]
+    assert [x.removeprefix("Encountered exception during execution: ") for x in shown] == [
+        "RuntimeError('a bug')", "ValueError('after the run')", "ValueError('verbose')",
+    ]  # fmt: skip
+    assert console.filters == []
 
 
 def test_stage_flows(tmp_path):

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import release, run
 
 from sparseeval.consume import anchorset, layout
+from tests.helpers import release, run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -24,14 +24,14 @@ def events(monkeypatch):
     return seen
 
 
-def test_refresh_reads_the_watched_sources_and_says_what_arrived(tmp_path):
+def test_refresh_reads_the_watched_sources_and_says_what_arrived(tmp_path, monkeypatch):
     home, inbox = tmp_path / "home", tmp_path / "inbox"
     inbox.mkdir()
     shutil.copy(release(tmp_path, 0, 200), inbox / "night1.parquet")
     watched = {"sources": [f"inbox:{inbox}"]}
     from sparseeval.pipeline.store import watched as store_sources
 
-    store_sources.SETTLE_SECONDS = 0  # the files are complete
+    monkeypatch.setattr(store_sources, "SETTLE_SECONDS", 0)  # the files are complete
     first = run(home, None, **watched)
     (row,) = first.ingest.sources
     assert row["new_models"] == 200 and first.n_published == 2
@@ -104,7 +104,7 @@ def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path)
 
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200, ["arc"])])
-    from helpers import TINY
+    from tests.helpers import TINY
 
     (r,) = retrain_benchmark("arc", home=str(home), settings_overrides=TINY)
     assert r.fit.trained and not r.fit_cached  # really retrained, not a cache hit
@@ -113,9 +113,8 @@ def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path)
 
 
 def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, monkeypatch):
-    from hub_standin import serve_hub
-
     from sparseeval.consume import hub as hub_mirror
+    from tests.hub_standin import serve_hub
 
     home, repo = tmp_path / "home", "acme/anchor-sets"
     with serve_hub(monkeypatch, tmp_path) as hub:

@@ -21,7 +21,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from helpers import publish_fit, tiny_fit
 
 import sparseeval
 from sparseeval.cli import main
@@ -29,6 +28,7 @@ from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.consume.lm_eval import LmEvalError, samples_task
 from sparseeval.consume.lm_eval_task import ITEM_FIELD, write_task
 from sparseeval.pipeline.versions import set_latest
+from tests.helpers import publish_fit, tiny_fit
 
 LM_EVAL = importlib.util.find_spec("lm_eval")
 needs_lm_eval = pytest.mark.skipif(

@@ -8,9 +8,8 @@ import os
 import numpy as np
 import polars as pl
 import pytest
-from helpers import publish_fit, tiny_fit
 
-from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.layout import SCHEMA_VERSION, AnchorSetError, latest_version, list_versions
 from sparseeval.consume.layout import seal as _seal
 from sparseeval.consume.responses import ResponsesError
@@ -19,6 +18,7 @@ from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.versions import discard_version, set_latest, write_version
+from tests.helpers import publish_fit, tiny_fit
 
 B = "gsm8k"
 
@@ -204,11 +204,43 @@ def test_predict_matrix_and_compare(tmp_path, fitted):
         aset.predict_matrix(X[:, 1:], m.item_ids[1:])
     a, b = answers(m, est, int(sp.test[0])), answers(m, est, int(sp.test[1]))
     diff = aset.compare(a, b)
-    assert diff.value == pytest.approx(aset.predict(a).value - aset.predict(b).value)
-    assert diff.high - diff.value == pytest.approx(diff.resolvable)
-    assert diff.resolvable > aset.conformal.halfwidth
-    assert diff.significant == (diff.low > 0 or diff.high < 0)
-    assert json.dumps(diff.to_dict())
+    assert (diff.a, diff.b) == (aset.predict(a), aset.predict(b))
+    assert diff.resolvable == aset.conformal.diff_halfwidth > aset.conformal.halfwidth
+
+
+class ShareCorrect:
+    """A predictor known by hand: the share of anchors answered right."""
+
+    def predict(self, XA):
+        return (np.asarray(XA).mean(axis=1) + 1) / 2
+
+
+def hand_set(halfwidth: float, diff_halfwidth: float | None) -> AnchorSet:
+    interval = {"level": 0.9, "halfwidth": halfwidth, "diff_halfwidth": diff_halfwidth}
+    manifest = {"benchmark": B, "version": 3, "items": ["q1", "q2", "q3", "q4"]}
+    return AnchorSet(manifest | {"interval": interval, "predictor": {}}, ShareCorrect())
+
+
+def test_compare_known_answer():
+    diff = hand_set(0.125, 0.25).compare({"q1": 1, "q2": 1, "q3": 1, "q4": 0}, [1, 0, 0, 0])
+    a = {"value": 0.75, "low": 0.625, "high": 0.875, "level": 0.9, "benchmark": B, "version": 3,
+         "n_anchors": 4, "n_answered": 4, "missing": [], "imputed": False}  # fmt: skip
+    b = a | {"value": 0.25, "low": 0.125, "high": 0.375}
+    assert json.loads(json.dumps(diff.to_dict())) == {
+        "value": 0.5, "low": 0.25, "high": 0.75, "level": 0.9, "resolvable": 0.25,
+        "significant": True, "a": a, "b": b,
+    }  # fmt: skip
+    assert str(diff) == (
+        "+50.0 points (90% interval +25.0 to +75.0); smallest resolvable difference 25.0 points"
+    )
+
+
+def test_compare_without_a_difference_halfwidth_is_unbounded_and_not_significant():
+    diff = hand_set(0.125, None).compare([1, 1, 0, 0], [1, 0, 0, 0])
+    d = json.loads(json.dumps(diff.to_dict()))
+    assert {k: d[k] for k in ("value", "low", "high", "resolvable", "significant")} == {
+        "value": 0.25, "low": -1.0, "high": 1.0, "resolvable": None, "significant": False,
+    }  # fmt: skip
 
 
 def test_mlp_predictor_round_trips(tmp_path):

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import fnmatch
-import io
 import json
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import publish_fit, tiny_fit
-from huggingface_hub import CommitOperationAdd
 
 from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.consume.hub import push_to_hub
 from sparseeval.consume.layout import AnchorSetError
 from sparseeval.pipeline.versions import set_latest
+from tests.helpers import FakeMirrorHub, publish_fit, tiny_fit
 
 REPO = "acme/anchor-sets"
 
@@ -24,49 +19,6 @@ REPO = "acme/anchor-sets"
 @pytest.fixture(autouse=True)
 def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
-class FakeHub:
-    """Stands in for HfApi: commits land in a folder; downloads copy matching files."""
-
-    def __init__(self, root: Path) -> None:
-        self.root, self.commits, self.downloads = root, [], []
-
-    def create_commit(self, repo_id, operations, *, commit_message, repo_type=None, **kw):
-        ops = list(operations)
-        self.commits.append(
-            {"repo_id": repo_id, "ops": ops, "message": commit_message, "repo_type": repo_type}
-        )
-        staged = {}
-        for op in ops:  # stage everything first: all or nothing
-            assert isinstance(op, CommitOperationAdd)
-            src = op.path_or_fileobj
-            if isinstance(src, bytes):
-                data = src
-            elif isinstance(src, io.IOBase):
-                data = src.read()
-            else:
-                data = Path(src).read_bytes()
-            staged[op.path_in_repo] = data
-        for rel, data in staged.items():
-            dest = self.root / repo_id / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
-        return {"commit": len(self.commits)}
-
-    def snapshot_download(self, repo_id, *, repo_type=None, allow_patterns=None, **kw):
-        self.downloads.append({"repo_id": repo_id, "patterns": allow_patterns, "type": repo_type})
-        src = self.root / repo_id
-        if not src.is_dir():
-            raise FileNotFoundError(f"404 repository {repo_id} not found")
-        dest = self.root.parent / "cache" / f"snap{len(self.downloads)}"
-        for p in src.rglob("*"):
-            rel = p.relative_to(src).as_posix()
-            if p.is_file() and any(fnmatch.fnmatch(rel, pat) for pat in allow_patterns or ["*"]):
-                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(p, dest / rel)
-        dest.mkdir(parents=True, exist_ok=True)
-        return str(dest)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +32,7 @@ def pushed(tmp_path, fitted):
     for _ in range(2):
         publish_fit(root, "arc", fitted)
     set_latest(root, "arc", 2)
-    hub = FakeHub(tmp_path / "hub")
+    hub = FakeMirrorHub(tmp_path / "hub")
     push_to_hub(root, "arc", 1, REPO, hub, update_latest=False)
     push_to_hub(root, "arc", "latest", REPO, hub)
     return root, hub

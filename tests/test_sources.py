@@ -22,12 +22,6 @@ from sparseeval.pipeline.store import (
 HEADER = "model,benchmark,item,correct\n"
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store.open(tmp_path / "store.duckdb") as s:
-        yield s
-
-
 def one(store: Store, source):
     (report,) = ingest(store, source)
     assert report.n_read == report.n_stored + report.n_quarantined + report.n_duplicates

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
 import httpx2
 import polars as pl
 import pytest
-from hub_standin import card_for, parquet_bytes, v1_card, v1_files
 from huggingface_hub.errors import HfHubHTTPError
 
 from sparseeval.pipeline.store import (
     OpenLLMLeaderboard,
-    Store,
     build_matrix,
     default_hub_client,
     ingest,
@@ -25,15 +24,19 @@ from sparseeval.pipeline.store import retries as retries_module
 from sparseeval.pipeline.store.hub import model_for, redact, repo_for
 from sparseeval.pipeline.store.hub_details import card_latest
 from sparseeval.pipeline.store.retries import HubError, retry_wait, with_retries
+from tests.hub_standin import card_for, parquet_bytes, v1_card, v1_files
 
 TS1, TS2 = "2023-08-19T16-36-54.384542", "2023-10-01T09-00-00.000001"
 
 
-class FakeHub:
-    """Serves files written by the test in the Hub's repo layout; records downloads."""
+class FakeDetailsHub:
+    """Stands in for the HfApi calls that read leaderboard details repos: serves files written
+    by the test in the Hub's repo layout; records downloads. Holds `token` as HfApi does; a
+    download of a file in `echo_token_on` fails with an error echoing it (a broken backend)."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path, token: str | None = None) -> None:
+        self.root, self.token = root, token
+        self.echo_token_on: set[str] = set()
         self.head: dict[str, str] = {}
         self.trees: dict[tuple[str, str], dict[str, Path]] = {}
         self.downloads: list[str] = []
@@ -60,6 +63,10 @@ class FakeHub:
     def hf_hub_download(self, repo_id, filename, *, repo_type=None, revision=None) -> str:
         assert repo_type == "dataset"
         self.downloads.append(filename)
+        if filename in self.echo_token_on:
+            raise OSError(
+                f"500 for {filename} (request headers: Authorization: Bearer {self.token})"
+            )
         return str(self.trees[(repo_id, revision or self.head[repo_id])][filename])
 
     def list_datasets(self, *, author=None, search=None, expand=None):
@@ -76,14 +83,8 @@ def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store.open(tmp_path / "store.duckdb") as s:
-        yield s
-
-
 def test_v1_ingest_then_only_new_revisions_and_files(store, tmp_path):
-    hub = FakeHub(tmp_path / "hub")
+    hub = FakeDetailsHub(tmp_path / "hub")
     repo = "open-llm-leaderboard/details_org__model"
     files = v1_files(TS1, [1.0, 0.0, 1.0, 1.0])
     all_ts1 = dict.fromkeys(
@@ -121,7 +122,7 @@ def test_v1_ingest_then_only_new_revisions_and_files(store, tmp_path):
 
 
 def test_v1_missing_metric_fails_the_repo_not_the_store(store, tmp_path):
-    hub = FakeHub(tmp_path / "hub")
+    hub = FakeDetailsHub(tmp_path / "hub")
     repo = "open-llm-leaderboard/details_org__bad"
     name = f"{TS1}/details_harness|arc:challenge|25_{TS1}.parquet"
     card = v1_card(
@@ -142,7 +143,7 @@ def test_v1_missing_metric_fails_the_repo_not_the_store(store, tmp_path):
 
 
 def test_v2_latest_samples_per_task_and_listing(store, tmp_path):
-    hub = FakeHub(tmp_path / "hub")
+    hub = FakeDetailsHub(tmp_path / "hub")
     repo = "open-llm-leaderboard/org__m2-details"
     old = "org__m2/samples_leaderboard_bbh_navigate_2024-06-01T00-00-00.000000.jsonl"
     new = "org__m2/samples_leaderboard_bbh_navigate_2024-07-01T00-00-00.000000.jsonl"
@@ -186,18 +187,34 @@ def test_card_latest_reads_string_or_list_paths(tmp_path):
     assert card_latest(card) == {"a": ["x.parquet"]}
 
 
-def test_token_comes_from_env_and_is_never_logged(store, tmp_path, monkeypatch, caplog):
-    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
-    assert default_hub_client().token == "hf_secret_value"
-    hub = FakeHub(tmp_path / "hub")
-    hub.commit("open-llm-leaderboard/org__m-details", "f" * 40, {})
+def test_token_comes_from_env_and_is_never_logged_stored_or_raised(
+    store, tmp_path, monkeypatch, caplog
+):
+    secret = "hf_secret_value"
+    monkeypatch.setenv("HF_TOKEN", secret)
+    hub = FakeDetailsHub(tmp_path / "hub", token=default_hub_client().token)
+    assert hub.token == secret  # the client holds the token, as HfApi(token=...) does
+    samples = "org__m/samples_leaderboard_ifeval_2024-07-01T00-00-00.000000.jsonl"
+    hub.commit("open-llm-leaderboard/org__m-details", "f" * 40, {samples: ""})
+    hub.echo_token_on.add(samples)
+    source = OpenLLMLeaderboard(hub, ["org/m"], "v2")
     with caplog.at_level(logging.DEBUG):
-        ingest(store, OpenLLMLeaderboard(hub, ["org/m"], "v2"))
-    assert "hf_secret_value" not in caplog.text
+        (report,) = ingest(store, source, keep_going=True)
+        with pytest.raises(HubError) as raised:
+            ingest(store, source)
+    assert hub.downloads == [samples, samples]  # the failing call was made, twice
+    assert report.status == "failed"
+    assert "Authorization: Bearer ***" in report.message  # the echo arrived, redacted
+    runs = str(store.runs().to_dicts())
+    raised_text = "".join(traceback.format_exception(raised.value))
+    for where, text in [("log", caplog.text), ("report", report.message), ("runs", runs),
+                        ("exception", raised_text)]:  # fmt: skip
+        assert "secret_value" not in text, where
+    assert "download open-llm-leaderboard/org__m-details" in caplog.text
 
 
 def test_spec_syntax():
-    hub = FakeHub(Path("."))
+    hub = FakeDetailsHub(Path("."))
     named = OpenLLMLeaderboard.from_spec("org/a, org/b", hub)
     assert (named.models, named.version, named.org, named.globs) == (
         ["org/a", "org/b"], "v1", "open-llm-leaderboard", None,
@@ -214,7 +231,7 @@ def test_spec_syntax():
 
 
 def test_listing_carries_shas_globs_filter_and_cap_spreads_over_runs(store, tmp_path):
-    hub = FakeHub(tmp_path / "hub")
+    hub = FakeDetailsHub(tmp_path / "hub")
     for i, name in enumerate(["zeta__m", "acme__b", "acme__a", "other__x"]):
         repo = f"open-llm-leaderboard/{name}-details"
         hub.commit(repo, f"{i}" * 40, {"org/samples_leaderboard_ifeval_2024.jsonl": ""})

@@ -9,11 +9,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 
 from sparseeval.method.matrix import MatrixError
-from sparseeval.pipeline.store import LongTable, Store, StoreLockedError, build_matrix, ingest
+from sparseeval.pipeline.store import (
+    LongTable,
+    Store,
+    StoreError,
+    StoreLockedError,
+    build_matrix,
+    ingest,
+)
 from sparseeval.pipeline.store import ingestion as ingest_module
 from sparseeval.pipeline.store.build import missing_policy
 
@@ -32,12 +38,6 @@ def grid(models: list[str], n_items: int, value=lambda m, i: (m + i) % 2) -> lis
 
 def counts(store: Store) -> dict[str, int]:
     return {t: store.con.sql(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store.open(tmp_path / "store.duckdb") as s:
-        yield s
 
 
 def test_same_file_twice_changes_nothing_and_says_so(store, tmp_path):
@@ -161,15 +161,24 @@ def test_missing_policy_unit():
 
 
 def test_read_only_open_of_missing_store_is_clear(tmp_path):
-    with pytest.raises(Exception, match="no store"):
-        Store.open(tmp_path / "none.duckdb", read_only=True)
+    path = tmp_path / "none.duckdb"
+    with pytest.raises(StoreError) as caught:
+        Store.open(path, read_only=True)
+    assert str(caught.value) == f"no store at {path} (ingest something first)"
+    assert not path.exists() and not isinstance(caught.value, StoreLockedError)
 
 
 def test_runs_record_counts(store, tmp_path):
     ingest(store, LongTable(write_long(tmp_path / "a.csv", grid(["org/a"], 4))))
-    run = store.runs().row(0, named=True)
-    assert run["status"] == "ok" and run["n_read"] == 4 and run["n_new"] == 4
-    assert isinstance(store.benchmarks(), pl.DataFrame)
+    (run,) = store.runs().to_dicts()
+    counted = ("status", "n_read", "n_new", "n_updated", "n_unchanged", "n_quarantined")
+    assert {k: run[k] for k in counted} == {
+        "status": "ok", "n_read": 4, "n_new": 4, "n_updated": 0, "n_unchanged": 0,
+        "n_quarantined": 0,
+    }  # fmt: skip
+    benchmarks = store.benchmarks().select("benchmark", "n_items", "n_models", "n_results")
+    assert benchmarks.row(0) == ("arc", 4, 1, 4)
+    assert benchmarks["n_results"].sum() == 4  # the other known benchmarks are empty
 
 
 def test_result_signatures_change_with_results(store, tmp_path):

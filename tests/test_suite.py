@@ -18,6 +18,7 @@ from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.suite_recipe import common_models, fit_suite, refresh_suite, write_suite
 from sparseeval.pipeline.versions import set_latest
+from tests.helpers import FakeMirrorHub
 
 QUIET = {"progress": lambda s: None}
 FAST = dict(refine_steps=2, epochs=60, patience=10, ensemble=1, **QUIET)
@@ -198,14 +199,12 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
 ):
     from types import SimpleNamespace
 
-    from test_publish_hub import FakeHub
-
     from sparseeval.consume.hub import mirror_version
     from sparseeval.pipeline.artifacts import save_matrix
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
-    class Hub(FakeHub):
+    class RevisionedMirrorHub(FakeMirrorHub):  # commits answer with an oid, as HfApi's do
         def dataset_info(self, repo_id):
             return SimpleNamespace(sha=f"{len(self.commits):040d}")
 
@@ -213,7 +212,7 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
             super().create_commit(repo_id, operations, **kw)
             return SimpleNamespace(oid=f"{len(self.commits):040d}")
 
-    hub = Hub(tmp_path / "hub")
+    hub = RevisionedMirrorHub(tmp_path / "hub")
     paths = {}
     for b, m in leaderboard.items():
         paths[b] = tmp_path / f"{b}.npz"

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sparseeval.cli.common import EXIT_PARTIAL, fail, first_line, missing_extra
+from sparseeval.cli.common import EXIT_PARTIAL, UserError, fail, first_line, missing_extra
+
+# What the flow raises for a bad input (an unknown benchmark, a bad setting): the CLI says it
+# in one line, so Prefect's console copy of it (an ERROR line and a traceback) is left out.
+INPUT_ERRORS = (ValueError, UserError)
 
 REFRESH_EPILOG = """examples:
   sparseeval refresh                       # first run: fills an empty store from the built-in
@@ -84,7 +91,7 @@ def run_refresh(args: argparse.Namespace) -> int:
         from sparseeval.cli.tempserver import temporary_server
         from sparseeval.flows.refresh import refresh
 
-        with temporary_server():
+        with temporary_server(), _input_errors_in_one_line(args.verbose):
             state = refresh(
                 sources=args.source or None,
                 benchmarks=args.benchmark or None,
@@ -113,9 +120,37 @@ def run_refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+class _DropInputErrors(logging.Filter):
+    """Drops log records that carry one of INPUT_ERRORS (Prefect logs them with a traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, INPUT_ERRORS)
+
+
+@contextlib.contextmanager
+def _input_errors_in_one_line(verbose: bool) -> Iterator[None]:
+    """While the flow runs, the console shows no log record of an input error (unless
+    `verbose`): the CLI says it in one line, and the run's log on the Prefect server keeps it,
+    traceback included. The console: the root logger's stream handlers (`main`'s and
+    Prefect's), files aside."""
+    consoles = [] if verbose else logging.getLogger().handlers
+    consoles = [
+        h for h in consoles
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]  # fmt: skip
+    drop = _DropInputErrors()
+    for handler in consoles:
+        handler.addFilter(drop)
+    try:
+        yield
+    finally:
+        for handler in consoles:
+            handler.removeFilter(drop)
+
+
 def _show_progress(quiet: bool) -> None:
     """Print the flow's progress lines (`sparseeval.progress`) on stderr, plain."""
-    import logging
     import sys
 
     log = logging.getLogger("sparseeval.progress")
