@@ -298,7 +298,7 @@ def test_signature_travels_through_the_hub(tmp_path, fitted, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from test_publish_hub import FakeHub
 
-    from sparseeval.consume.hub import push_to_hub
+    from sparseeval.pipeline.mirror import push_to_hub
 
     root = tmp_path / "published"
     pem, public = keys()

@@ -115,7 +115,7 @@ def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path)
 def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, monkeypatch):
     from hub_standin import serve_hub
 
-    from sparseeval.consume import hub as hub_mirror
+    from sparseeval.pipeline import mirror as hub_mirror
 
     home, repo = tmp_path / "home", "acme/anchor-sets"
     with serve_hub(monkeypatch, tmp_path) as hub:

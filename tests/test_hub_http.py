@@ -15,7 +15,7 @@ from helpers import publish_fit, tiny_fit
 from hub_standin import V1_TAGS, card_for, serve_hub, v1_files, v1_repo
 
 from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.hub import MirrorConflictError, head_revision, push_to_hub
+from sparseeval.pipeline.mirror import MirrorConflictError, head_revision, push_to_hub
 from sparseeval.pipeline.store import Store, build_matrix, default_hub_client, ingest
 from sparseeval.pipeline.store import hub as hub_module
 from sparseeval.pipeline.store import retries as retries_module

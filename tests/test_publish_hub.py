@@ -14,7 +14,7 @@ from helpers import publish_fit, tiny_fit
 from huggingface_hub import CommitOperationAdd
 
 from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.hub import push_to_hub
+from sparseeval.pipeline.mirror import push_to_hub
 from sparseeval.consume.layout import AnchorSetError
 from sparseeval.pipeline.versions import set_latest
 
