@@ -115,17 +115,21 @@ def save_matrix(
 
 
 _LOADED: dict[tuple[str, str, str], Any] = {}
-_LOADED_LOCK = threading.Lock()
+_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_LOCKS_LOCK = threading.Lock()
 
 
 def read_once(kind: str, path: str | Path, content_key: str, load: Callable[[], Any]) -> Any:
     """`load()`, run once per process for one content-keyed file (a night's steps share it).
 
     `content_key` (a fingerprint or fit key) names the content, so a changed file is read
-    again; `forget_loaded` drops everything held. Callers must not modify what they get.
+    again; `forget_loaded` drops everything held. Different files load concurrently.
+    Callers must not modify what they get.
     """
     key = (kind, str(Path(path).resolve()), content_key)
-    with _LOADED_LOCK:
+    with _LOCKS_LOCK:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock:
         if key not in _LOADED:
             _LOADED[key] = load()
         return _LOADED[key]
@@ -133,8 +137,9 @@ def read_once(kind: str, path: str | Path, content_key: str, load: Callable[[], 
 
 def forget_loaded() -> None:
     """Drop what `read_once` holds (at the end of a run)."""
-    with _LOADED_LOCK:
+    with _LOCKS_LOCK:
         _LOADED.clear()
+        _LOCKS.clear()
 
 
 def matrix_of(info: MatrixInfo) -> ResponseMatrix:
