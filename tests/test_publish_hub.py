@@ -14,8 +14,8 @@ from helpers import publish_fit, tiny_fit
 from huggingface_hub import CommitOperationAdd
 
 from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.pipeline.mirror import push_to_hub
 from sparseeval.consume.layout import AnchorSetError
+from sparseeval.pipeline.mirror import push_to_hub
 from sparseeval.pipeline.versions import set_latest
 
 REPO = "acme/anchor-sets"

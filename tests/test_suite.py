@@ -200,8 +200,8 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
 
     from test_publish_hub import FakeHub
 
-    from sparseeval.pipeline.mirror import mirror_version
     from sparseeval.pipeline.artifacts import save_matrix
+    from sparseeval.pipeline.mirror import mirror_version
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
