@@ -11,7 +11,9 @@ from sparseeval.flows._support import resolve_settings, stamp
 from sparseeval.flows.refresh import assess_and_publish, fit_benchmarks
 
 from sparseeval import tasks
+from sparseeval.pipeline.artifacts import forget_loaded
 from sparseeval.pipeline.records import BenchmarkResult, IngestSummary
+from sparseeval.pipeline.settings import Settings
 
 
 @flow(name="ingest-only", log_prints=True, flow_run_name=lambda: f"ingest {stamp()}")
@@ -42,18 +44,23 @@ def retrain_benchmark(
     states = tasks.store_state(settings)
     if benchmark not in states:
         raise ValueError(f"no results for benchmark {benchmark!r} (have: {', '.join(states)})")
-    fitted = fit_benchmarks(settings, [benchmark], {benchmark: states[benchmark]}, True)
-    out = []
-    for r in fitted:
-        if r.error:
-            raise RuntimeError(f"{r.label}: {r.error}")
-        if r.fit is None:  # too few models yet
-            raise ValueError(f"{r.label}: {r.outcome}")
-        if publish:
-            r = assess_and_publish(settings, r, "retrain requested")
-        print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")
-        out.append(r)
-    return out
+    try:
+        fitted = fit_benchmarks(settings, [benchmark], {benchmark: states[benchmark]}, True)
+        return [_retrained(settings, r, publish) for r in fitted]
+    finally:
+        forget_loaded()  # the matrices and models this run read
+
+
+def _retrained(settings: Settings, r: BenchmarkResult, publish: bool) -> BenchmarkResult:
+    """One retrained budget, published through the gate when asked; a failed one raises."""
+    if r.error:
+        raise RuntimeError(f"{r.label}: {r.error}")
+    if r.fit is None:  # too few models yet
+        raise ValueError(f"{r.label}: {r.outcome}")
+    if publish:
+        r = assess_and_publish(settings, r, "retrain requested")
+    print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")
+    return r
 
 
 @flow(name="evaluate-published", log_prints=True, flow_run_name="evaluate-{benchmark}")

@@ -107,10 +107,10 @@ def refresh(
         say(f"cleaned up {len(cleaned)} leftover(s) of interrupted runs", logging.WARNING)
     say(f"fit: {len(names)} benchmark(s) ({', '.join(names)}), {settings.workers} at a time")
     runner = task_runner_for(settings, dask_processes)
-    fitted = fit_benchmarks.with_options(task_runner=runner)(
-        settings, names, {b: states[b] for b in names}
-    )
     try:
+        fitted = fit_benchmarks.with_options(task_runner=runner)(
+            settings, names, {b: states[b] for b in names}
+        )
         results = [publish_step(settings, r) for r in with_sibling_budgets(fitted)]
         suite = suite_step(settings, results, left_out=sorted(set(states) - set(names)))
     finally:

@@ -221,7 +221,7 @@ def _history_path(artifacts_dir: str | Path, name: str) -> Path:
 def record_drift(artifacts_dir: str | Path, name: str, live: LiveSet | None, figures: dict) -> None:
     """Append one drift check (live version, MAE on fresh models) to the set's history.
 
-    name: the set's name (`release.set_name`: the benchmark, or `arc-k50` for one budget).
+    name: the set's name (`records.set_name`: the benchmark, or `arc-k50` for one budget).
     """
     if not live or not figures.get("n_fresh") or figures.get("fresh_mae") is None:
         return
