@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
-from sparseeval.flows.refresh import _stamp, check_and_publish, fit_benchmarks, resolve_settings
+from sparseeval.flows._support import resolve_settings, stamp
+from sparseeval.flows.refresh import assess_and_publish, fit_benchmarks
 
 from sparseeval import tasks
+from sparseeval.pipeline.artifacts import forget_loaded
 from sparseeval.pipeline.records import BenchmarkResult, IngestSummary
+from sparseeval.pipeline.settings import Settings
 
 
-@flow(name="ingest-only", log_prints=True, flow_run_name=lambda: f"ingest {_stamp()}")
+@flow(name="ingest-only", log_prints=True, flow_run_name=lambda: f"ingest {stamp()}")
 def ingest_only(
     sources: list[str] | None = None, home: str | None = None, fill_if_empty: bool = False
 ) -> IngestSummary:
     """Ingest sources (default: the watched `sources` setting); nothing is trained or published."""
     settings = resolve_settings(home)
-    specs = list(sources or settings.sources)
-    out = tasks.ingest(str(settings.store_path), specs, fill_if_empty, settings.hub_max_repos)
+    out = tasks.ingest(settings, list(sources or settings.sources), fill_if_empty)
     print(f"ingested {out.units} unit(s): {out.new:,} new results")
     return out
 
@@ -37,23 +40,27 @@ def retrain_benchmark(
     No drift is needed, but the quality gate applies and a set fit on the data the live
     set was fit on is never published. One result per budget.
     """
-    s = resolve_settings(home, n_anchors, settings_overrides)
-    sd, store, arts = s.to_dict(), str(s.store_path), str(s.artifacts_dir)
-    states = tasks.store_state(store)
+    settings = resolve_settings(home, n_anchors, settings_overrides)
+    states = tasks.store_state(settings)
     if benchmark not in states:
         raise ValueError(f"no results for benchmark {benchmark!r} (have: {', '.join(states)})")
-    fitted = fit_benchmarks(store, [benchmark], {benchmark: states[benchmark]}, sd, arts, True)
-    out = []
-    for r in fitted:
-        if r.error:
-            raise RuntimeError(f"{r.label}: {r.error}")
-        if r.fit is None:  # too few models yet
-            raise ValueError(f"{r.label}: {r.outcome}")
-        if publish:
-            r = check_and_publish(store, str(s.published_dir), r, sd, "retrain requested")
-        print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")
-        out.append(r)
-    return out
+    try:
+        fitted = fit_benchmarks(settings, [benchmark], {benchmark: states[benchmark]}, True)
+        return [_retrained(settings, r, publish) for r in fitted]
+    finally:
+        forget_loaded()  # the matrices and models this run read
+
+
+def _retrained(settings: Settings, r: BenchmarkResult, publish: bool) -> BenchmarkResult:
+    """One retrained budget, published through the gate when asked; a failed one raises."""
+    if r.error:
+        raise RuntimeError(f"{r.label}: {r.error}")
+    if r.fit is None:  # too few models yet
+        raise ValueError(f"{r.label}: {r.outcome}")
+    if publish:
+        r = assess_and_publish(settings, r, "retrain requested")
+    print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")
+    return r
 
 
 @flow(name="evaluate-published", log_prints=True, flow_run_name="evaluate-{benchmark}")
@@ -69,19 +76,16 @@ def evaluate_published(
     models: model ids to score; since: an ISO time, scoring models first seen after it;
     neither: the models that arrived after the set was published.
     """
-    from dataclasses import replace
-
-    s = resolve_settings(home)
-    store, pub, arts = str(s.store_path), str(s.published_dir), str(s.artifacts_dir)
-    live = tasks.live_set(pub, benchmark, arts)
+    settings = resolve_settings(home)
+    live = tasks.live_set(settings, benchmark)
     if live is None:
-        raise ValueError(f"nothing published for {benchmark!r} under {pub}")
+        raise ValueError(f"nothing published for {benchmark!r} under {settings.published_dir}")
     if models is None:
         since_live = replace(live, created=since, last_run=None) if since else live
-        models = tasks.fresh_models(store, benchmark, since_live)
-    states = tasks.store_state(store)
-    matrix = tasks.build_matrix(store, benchmark, states[benchmark], arts, s.to_dict())
-    scores = tasks.evaluate_published(pub, benchmark, matrix, models, version)
+        models = tasks.fresh_models(settings, benchmark, since_live)
+    states = tasks.store_state(settings)
+    matrix = tasks.build_matrix(settings, benchmark, states[benchmark])
+    scores = tasks.evaluate_published(settings, matrix, models, version)
     rows = [{"benchmark": benchmark, "version": version, **scores}]
     create_table_artifact(rows, key="sparseeval-evaluation", description="published set on models")
     get_run_logger().info("%s %s on %d models: %s", benchmark, version, scores.get("n", 0), scores)

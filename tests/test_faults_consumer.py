@@ -285,7 +285,7 @@ def test_signed_sets_verify_and_tampering_is_refused(tmp_path, fitted):
 
 def test_signature_travels_through_the_hub(tmp_path, fitted, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from sparseeval.consume.hub import push_to_hub
+    from sparseeval.pipeline.mirror import push_to_hub
 
     root = tmp_path / "published"
     pem, public = signing_keys()

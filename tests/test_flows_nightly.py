@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 @pytest.fixture
 def events(monkeypatch):
-    module = importlib.import_module("sparseeval.flows.refresh")  # `flows.refresh` is also the flow
+    module = importlib.import_module("sparseeval.flows._support")  # where events are emitted
     seen = []
     real = module.emit_event
     monkeypatch.setattr(module, "emit_event", lambda **kw: seen.append(kw) or real(**kw))
@@ -113,7 +113,7 @@ def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path)
 
 
 def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, monkeypatch):
-    from sparseeval.consume import hub as hub_mirror
+    from sparseeval.pipeline import mirror as hub_mirror
     from tests.hub_standin import serve_hub
 
     home, repo = tmp_path / "home", "acme/anchor-sets"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.hub import push_to_hub
 from sparseeval.consume.layout import AnchorSetError
+from sparseeval.pipeline.mirror import push_to_hub
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import FakeMirrorHub, publish_fit, tiny_fit
 

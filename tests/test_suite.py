@@ -140,13 +140,13 @@ def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
         paths[b] = tmp_path / f"{b}.npz"
         save_matrix(m, paths[b], fingerprint=m.fingerprint())
     pub = tmp_path / "published"
-    first = refresh_suite(paths, pub, settings)
+    first = refresh_suite(paths, settings)
     assert first.startswith("suite: published v1, 3 benchmarks")
-    assert refresh_suite(paths, pub, settings).startswith("suite: v1 is up to date")
+    assert refresh_suite(paths, settings).startswith("suite: v1 is up to date")
     worse = Settings(home=tmp_path, **(SETTINGS | {"n_anchors": 2}))  # two anchors: worse
-    third = refresh_suite(paths, pub, worse)
+    third = refresh_suite(paths, worse)
     assert "refused: candidate suite-average MAE" in third, third
-    again = refresh_suite(paths, pub, worse)  # the same candidate is not fitted again
+    again = refresh_suite(paths, worse)  # the same candidate is not fitted again
     assert again.startswith("suite: not published (this candidate was already refused"), again
     assert load_suite(pub).version == 1 and (pub / SUITE / ".discarded-v2").exists()
 
@@ -199,8 +199,8 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
 ):
     from types import SimpleNamespace
 
-    from sparseeval.consume.hub import mirror_version
     from sparseeval.pipeline.artifacts import save_matrix
+    from sparseeval.pipeline.mirror import mirror_version
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
@@ -223,12 +223,12 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
     def broken(version):
         raise ConnectionError("hub unreachable")
 
-    line = refresh_suite(paths, pub, settings, mirror=broken)
+    line = refresh_suite(paths, settings, mirror=broken)
     assert line.startswith("suite: not published (mirror to the Hub failed"), line
     with pytest.raises(AnchorSetError):
         load_suite(pub)  # nothing went live
     push = lambda v: mirror_version(pub, SUITE, v, "acme/sets", client=hub)  # noqa: E731
-    line = refresh_suite(paths, pub, settings, mirror=push)
+    line = refresh_suite(paths, settings, mirror=push)
     assert line.startswith("suite: published v2 and "), line
     from_hub = load_suite("acme/sets", hub_client=hub)  # the consumer reads it from the Hub
     assert from_hub.version == 2 and from_hub.benchmarks == list(ITEMS)

@@ -1,6 +1,7 @@
-"""Mirror published versions to a Hugging Face Hub dataset repo, and fetch them back.
+"""Fetch published versions back from a Hugging Face Hub dataset repo (the consumer's side).
 
-Also home of `redact`, the one place that scrubs Hub tokens from text (dependency-free,
+The pipeline pushes them with `sparseeval.pipeline.mirror`. Also home of `redact`, the
+one place that scrubs Hub tokens from text (dependency-free,
 so the light install can use it too).
 """
 
@@ -14,13 +15,9 @@ from pathlib import Path
 from sparseeval.consume.layout import (
     LATEST,
     MANIFEST,
-    SIGNATURE,
     AnchorSetError,
     parse_version,
-    read_manifest,
-    resolve_version_dir,
     set_dir,
-    verify,
 )
 
 _BEARER = re.compile(r"(?i)\b(bearer\s+|token\s*[:=]\s*)[^\s'\",;)}\]]+")
@@ -44,107 +41,13 @@ def redact(text: object, *secrets: object) -> str:
     return _HF_TOKEN.sub(f"hf_{REDACTED}", out)
 
 
-class MirrorError(RuntimeError):
-    """A push to the Hub mirror failed (message redacted)."""
-
-
-class MirrorConflictError(MirrorError):
-    """The mirror repo moved past `parent_commit`: someone else committed first."""
-
-
-def _client(client):
+def hub_client(client=None):
+    """`client`, or a new `huggingface_hub.HfApi` (imported only when needed)."""
     if client is not None:
         return client
     from huggingface_hub import HfApi
 
     return HfApi()
-
-
-def head_revision(repo_id: str, client=None) -> str:
-    """The commit sha the Hub dataset repo's main branch points to now."""
-    api = _client(client)
-    try:
-        return api.dataset_info(repo_id).sha
-    except Exception as e:
-        raise MirrorError(
-            redact(f"could not read hub repo {repo_id}: {e}", getattr(api, "token", None))
-        ) from None
-
-
-def push_to_hub(
-    root: str | Path,
-    benchmark: str,
-    version: int | str,
-    repo_id: str,
-    client=None,
-    *,
-    update_latest: bool = True,
-    commit_message: str | None = None,
-    parent_commit: str | None = None,
-    budget: int | None = None,
-):
-    """Mirror one version to a Hub dataset repo in ONE commit (all files or none).
-
-    Files land at `{benchmark}/v{N}/...`; with `update_latest` the commit also
-    rewrites `{benchmark}/latest`. `client` is an `huggingface_hub.HfApi` (or any
-    object with `create_commit`). With `parent_commit` (the head sha this push was
-    prepared against, e.g. from `head_revision`) the Hub refuses the commit if the repo
-    moved meanwhile: `MirrorConflictError`, nothing written. A `manifest.sig` goes along
-    (consumers check it with `load_anchor_set(..., public_key=...)`). Returns the commit info;
-    its `oid` is the new revision, to pin consumers to
-    (`load_anchor_set(repo_id, benchmark, revision=oid)`).
-    """
-    from huggingface_hub import CommitOperationAdd
-
-    folder = resolve_version_dir(root, benchmark, version, budget)
-    manifest = read_manifest(folder)
-    verify(folder, manifest)
-    n = manifest["version"]
-    where = set_dir("", benchmark, budget).as_posix()  # `arc`, or `arc/k50`
-    prefix = f"{where}/v{n}"
-    ops = [
-        CommitOperationAdd(path_in_repo=f"{prefix}/{rel}", path_or_fileobj=str(folder / rel))
-        for rel in [*sorted(manifest["files"]), MANIFEST]
-        + ([SIGNATURE] if (folder / SIGNATURE).is_file() else [])
-    ]
-    if update_latest:
-        pointer = {"version": n, "path": f"v{n}", "manifest_sha256": manifest["manifest_sha256"]}
-        ops.append(
-            CommitOperationAdd(
-                path_in_repo=f"{where}/{LATEST}",
-                path_or_fileobj=json.dumps(pointer, indent=2).encode(),
-            )
-        )
-    api = _client(client)
-    try:
-        return api.create_commit(
-            repo_id=repo_id,
-            operations=ops,
-            commit_message=commit_message or f"Publish {benchmark} anchor set v{n}",
-            repo_type="dataset",
-            parent_commit=parent_commit,
-        )
-    except Exception as e:
-        status = getattr(getattr(e, "response", None), "status_code", None)
-        if status in (409, 412):
-            msg = f"hub repo {repo_id} moved past parent commit {parent_commit}; not pushed"
-            raise MirrorConflictError(redact(f"{msg} ({e})", getattr(api, "token", None))) from None
-        msg = f"could not push {benchmark} v{n} to hub repo {repo_id}: {e}"
-        raise MirrorError(redact(msg, getattr(api, "token", None))) from None
-
-
-def mirror_version(
-    root: str | Path, benchmark: str, version: int, repo_id: str, budget: int | None = None,
-    client=None,
-) -> str:  # fmt: skip
-    """Push one version (and its `latest`) on top of the repo's current head; the new sha.
-
-    A commit that lands on the repo in between is refused (`MirrorConflictError`).
-    """
-    head = head_revision(repo_id, client)
-    info = push_to_hub(root, benchmark, version, repo_id, client, parent_commit=head,
-                       budget=budget)  # fmt: skip
-    return str(info.oid)
 
 
 def download_version(
@@ -155,7 +58,7 @@ def download_version(
     `revision` pins a commit sha (or branch); by default the repo's main branch. `budget`
     picks one of several published budgets (`{benchmark}/k{budget}/` in the repo).
     """
-    client = _client(client)
+    client = hub_client(client)
     kw = {"repo_type": "dataset", "revision": revision}
     where = set_dir("", benchmark, budget).as_posix()
     try:

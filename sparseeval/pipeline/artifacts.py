@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -21,15 +22,12 @@ import numpy as np
 from sparseeval._version import __version__
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.settings import Settings
 
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
-MATRIX_FIELDS = ("max_missing_model_frac",)
-TRAINING_FIELDS = (
-    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
-    "predictor", "refit", "ensemble", "lr", "epochs", "patience", "weight_decay", "dropout",
-    "n_test", "n_valid", "n_calib", "calibration", "stable_split", "seed",
-)  # fmt: skip
+MATRIX_FIELDS = Settings.fields_of("matrix")
+TRAINING_FIELDS = Settings.fields_of("selection", "predictor", "splits")
 # What a cached result depends on: the whole method package (and the NumPy readers it
 # uses), plus the pipeline modules that turn a store into a matrix and a fit into files.
 CODE_PACKAGES = ("method", "consume")
@@ -114,6 +112,39 @@ def save_matrix(
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+_LOADED: dict[tuple[str, str, str], Any] = {}
+_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_LOCKS_LOCK = threading.Lock()
+
+
+def read_once(kind: str, path: str | Path, content_key: str, load: Callable[[], Any]) -> Any:
+    """`load()`, run once per process for one content-keyed file (a night's steps share it).
+
+    `content_key` (a fingerprint or fit key) names the content, so a changed file is read
+    again; `forget_loaded` drops everything held. Different files load concurrently.
+    Callers must not modify what they get.
+    """
+    key = (kind, str(Path(path).resolve()), content_key)
+    with _LOCKS_LOCK:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        if key not in _LOADED:
+            _LOADED[key] = load()
+        return _LOADED[key]
+
+
+def forget_loaded() -> None:
+    """Drop what `read_once` holds (at the end of a run)."""
+    with _LOCKS_LOCK:
+        _LOADED.clear()
+        _LOCKS.clear()
+
+
+def matrix_of(info: MatrixInfo) -> ResponseMatrix:
+    """The matrix a `MatrixInfo` names, read once per process (see `read_once`)."""
+    return read_once("matrix", info.path, info.fingerprint, lambda: load_matrix(info.path))
 
 
 def load_matrix(path: str | Path) -> ResponseMatrix:

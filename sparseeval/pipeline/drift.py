@@ -19,9 +19,16 @@ import numpy as np
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.pipeline.artifacts import artifact_path, load_matrix
-from sparseeval.pipeline.records import DriftDecision, FitInfo, GateResult, LiveSet, MatrixInfo
-from sparseeval.pipeline.release import set_name
+from sparseeval.pipeline.artifacts import artifact_path, load_matrix, matrix_of
+from sparseeval.pipeline.publish import already_refused, live_anchor_set
+from sparseeval.pipeline.records import (
+    DriftDecision,
+    FitInfo,
+    GateResult,
+    LiveSet,
+    MatrixInfo,
+    set_name,
+)
 from sparseeval.pipeline.settings import Settings
 
 
@@ -153,15 +160,14 @@ def compare_candidate(
     live set never trained on them either). The fresh ones among them (arrived since the
     live set was published) are compared too; the candidate must not be worse on either.
     """
-    from sparseeval.method.model_files import load_fitted
-    from sparseeval.pipeline.recipe import load_evaluation
+    from sparseeval.pipeline.recipe import evaluation_of, fitted_of
 
     if aset is None:
         return GateResult(True, "no live set to compare with")
-    test_ids = sorted(load_evaluation(fit.model_dir)["test_ids"].tolist())
+    test_ids = sorted(evaluation_of(fit)["test_ids"].tolist())
     fresh_ids = sorted(set(map(str, fresh)) & set(test_ids))
     figures: dict[str, Any] = {"n_heldout": len(test_ids), "n_fresh_heldout": len(fresh_ids)}
-    candidate = load_fitted(fit.model_dir)
+    candidate = fitted_of(fit)
     accept, reasons = True, []
     for name, ids in (("heldout", test_ids), ("fresh_heldout", fresh_ids)):
         if not ids:
@@ -177,30 +183,34 @@ def compare_candidate(
 
 
 def assess(
-    published_dir: str | Path,
+    settings: Settings,
     matrix_info: MatrixInfo,
     fit: FitInfo,
     live: LiveSet | None,
     fresh: Sequence[str],
-    settings: Settings,
     requested: str | None = None,
     budget: int | None = None,
 ) -> tuple[DriftDecision, GateResult | None]:
     """Drift decision and, when a candidate may be published, its gate (one read of each file).
 
     requested: a reason to publish regardless of drift (a retrain by hand); the gate and
-    the same-data rule still apply. budget: one of several published budgets.
+    the same-data rule still apply: a candidate fit on the live set's data, or one the
+    gate refused before (the set's ledger), is not published, and the decision says why.
+    budget: one of several published budgets.
     """
     bench = matrix_info.benchmark
-    matrix = load_matrix(matrix_info.path)
-    aset = load_anchor_set(published_dir, bench, live.version, budget=budget) if live else None
+    matrix = matrix_of(matrix_info)
+    aset = live_anchor_set(settings.published_dir, bench, live.version, budget) if live else None
     figures = drift_figures(aset, matrix, fresh) if aset is not None and fresh else {}
     record_drift(settings.artifacts_dir, set_name(bench, budget), live, figures)
     decision = drift_decision(bench, live, figures, settings)
     if requested and live is not None:
         decision = DriftDecision(bench, decision.drift, True, requested, figures)
-    if not decision.publish or same_data(live, fit):
+    if not decision.publish:
         return decision, None
+    name = set_name(bench, budget)
+    if why := same_data(live, fit) or already_refused(settings.artifacts_dir, name, fit.key):
+        return DriftDecision(bench, decision.drift, False, why, figures), None
     return decision, compare_candidate(aset, fit, matrix, fresh)
 
 
@@ -211,7 +221,7 @@ def _history_path(artifacts_dir: str | Path, name: str) -> Path:
 def record_drift(artifacts_dir: str | Path, name: str, live: LiveSet | None, figures: dict) -> None:
     """Append one drift check (live version, MAE on fresh models) to the set's history.
 
-    name: the set's name (`release.set_name`: the benchmark, or `arc-k50` for one budget).
+    name: the set's name (`records.set_name`: the benchmark, or `arc-k50` for one budget).
     """
     if not live or not figures.get("n_fresh") or figures.get("fresh_mae") is None:
         return

@@ -26,7 +26,8 @@ from sparseeval.pipeline.artifacts import (
     artifact_path,
     code_version,
     fit_key,
-    load_matrix,
+    matrix_of,
+    read_once,
     save_matrix,
 )
 from sparseeval.pipeline.records import FitInfo, MatrixInfo
@@ -59,16 +60,14 @@ def benchmark_states(store_path: str | Path) -> dict[str, str]:
     return {name: fingerprint(str(path.resolve()), *sig) for name, sig in signatures.items()}
 
 
-def matrix_step(
-    store_path: str | Path, benchmark: str, artifacts_dir: str | Path, settings: Settings
-) -> MatrixInfo:
+def matrix_step(settings: Settings, benchmark: str) -> MatrixInfo:
     """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`."""
     from sparseeval.pipeline.store import Store, build_matrix
 
-    with Store.open(store_path, read_only=True) as store:
+    with Store.open(settings.store_path, read_only=True) as store:
         last_run = store.last_run_id()
         matrix, summary = build_matrix(store, benchmark, settings.max_missing_model_frac)
-    path = artifact_path(artifacts_dir, "matrix", summary.fingerprint + ".npz")
+    path = artifact_path(settings.artifacts_dir, "matrix", summary.fingerprint + ".npz")
     if not path.exists():
         save_matrix(matrix, path, fingerprint=summary.fingerprint)
     return MatrixInfo(
@@ -161,7 +160,6 @@ def test_step(est, matrix: ResponseMatrix, split: FitSplit, seed: int):
 def fit_step(
     matrix_info: MatrixInfo,
     settings: Settings,
-    artifacts_dir: str | Path,
     progress: Callable[[str], None] | None = None,
     force: bool = False,
 ) -> FitInfo:
@@ -170,13 +168,13 @@ def fit_step(
     An existing artifact with the same key is reused (`trained=False`) unless `force`.
     """
     key = fit_key(matrix_info.fingerprint, settings)
-    folder = artifact_path(artifacts_dir, "model", key)
+    folder = artifact_path(settings.artifacts_dir, "model", key)
     if (folder / "summary.json").exists() and not force:
         return FitInfo.load(folder / "summary.json")
     bench = matrix_info.benchmark
     say = progress or (lambda msg: log.info("%s: %s", bench, msg))
     t0 = time.perf_counter()
-    matrix = load_matrix(matrix_info.path)
+    matrix = matrix_of(matrix_info)
     split = split_step(matrix, settings, bench)
     est = select_step(matrix, split, settings, say)
     pred, test, curve = test_step(est, matrix, split, settings.seed)
@@ -211,6 +209,18 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
         os.replace(tmp, folder)
     except OSError:  # another worker finished the same key first
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fitted_of(fit: FitInfo):
+    """The fitted estimator of a fit, read once per process (`artifacts.read_once`)."""
+    from sparseeval.method.model_files import load_fitted
+
+    return read_once("fitted", fit.model_dir, fit.key, lambda: load_fitted(fit.model_dir))
+
+
+def evaluation_of(fit: FitInfo) -> dict[str, np.ndarray]:
+    """`load_evaluation` of a fit, read once per process (`artifacts.read_once`)."""
+    return read_once("evaluation", fit.model_dir, fit.key, lambda: load_evaluation(fit.model_dir))
 
 
 def load_evaluation(model_dir: str | Path) -> dict[str, np.ndarray]:

@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import Any
 
 
+def set_name(benchmark: str, budget: int | None = None) -> str:
+    """`arc`, or `arc-k50` for one of several budgets: names the set in artifact files."""
+    return benchmark if budget is None else f"{benchmark}-k{int(budget)}"
+
+
 @dataclass(frozen=True)
 class Record:
     """Base: `to_dict()` for JSON, `from_dict()` that ignores unknown keys."""
@@ -177,13 +182,22 @@ class GateResult(Record):
 
 @dataclass(frozen=True)
 class Candidate(Record):
-    """A written, not yet live, published version."""
+    """A written, not yet live, published version; `key` names it in the ledger of refusals.
+
+    key: what the candidate was built from (a benchmark's fit key, the suite's data key).
+    """
 
     benchmark: str
     published_dir: str
     path: str
     version: int
     budget: int | None = None
+    key: str = ""
+
+    @property
+    def name(self) -> str:
+        """The set's name in artifact files (`set_name`)."""
+        return set_name(self.benchmark, self.budget)
 
 
 @dataclass(frozen=True)

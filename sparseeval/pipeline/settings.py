@@ -7,13 +7,24 @@ import json
 import os
 import re
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from sparseeval.method.registry import PREDICTOR_CHOICES
 
 ENV_PREFIX = "SPARSEEVAL_"
+# The sections of the settings, each field in one (its `section` metadata).
+SECTIONS = ("paths", "sources", "selection", "predictor", "splits", "matrix", "drift", "runner")
+
+
+def _in(section: str, default: Any) -> Any:
+    """A settings field of `section`, with its default."""
+    assert section in SECTIONS, section
+    return field(default=default, metadata={"section": section})
+
+
+_PATHS = {"section": "paths"}
 
 
 @dataclass(frozen=True)
@@ -21,55 +32,61 @@ class Settings:
     """Every knob of the pipeline, with the paper's defaults where the paper has one."""
 
     # where state lives
-    home: Path = Path(".sparseeval")
-    store_path: Path | None = None
-    artifacts_dir: Path | None = None
-    published_dir: Path | None = None
-    reports_dir: Path | None = None
+    home: Path = field(default=Path(".sparseeval"), metadata=_PATHS)
+    store_path: Path | None = field(default=None, metadata=_PATHS)
+    artifacts_dir: Path | None = field(default=None, metadata=_PATHS)
+    published_dir: Path | None = field(default=None, metadata=_PATHS)
+    reports_dir: Path | None = field(default=None, metadata=_PATHS)
     # what the nightly job pulls when no sources are passed (specs: pipeline.sources)
-    sources: tuple[str, ...] = ()
-    hub_max_repos: int = 200  # new Hub details repos read per run; the rest wait for the next
-    hub_repo: str | None = None  # mirror each published version to this Hub dataset repo
+    sources: tuple[str, ...] = _in("sources", ())
+    # new Hub details repos read per run; the rest wait for the next
+    hub_max_repos: int = _in("sources", 200)
+    # mirror each published version to this Hub dataset repo
+    hub_repo: str | None = _in("sources", None)
     # anchor selection
-    n_anchors: int | tuple[int, ...] = 100  # one budget, or several (each published on its own)
-    init: str = "adaptive"
-    refine_steps: int = 40  # at most; refinement stops at the first rejected swap
-    acceptance: str = "validated"
-    swap_candidates: int = 3
-    proxy: str = "ridge"
-    judge: str = "loo"
+    # one budget, or several (each published on its own)
+    n_anchors: int | tuple[int, ...] = _in("selection", 100)
+    init: str = _in("selection", "adaptive")
+    # at most; refinement stops at the first rejected swap
+    refine_steps: int = _in("selection", 40)
+    acceptance: str = _in("selection", "validated")
+    swap_candidates: int = _in("selection", 3)
+    proxy: str = _in("selection", "ridge")
+    judge: str = _in("selection", "loo")
     # predictor
-    predictor: str = "auto"
-    refit: bool = True
-    ensemble: int = 3
-    lr: float = 3e-3
-    epochs: int = 2000
-    patience: int = 50
-    weight_decay: float = 0.0
-    dropout: float = 0.1
+    predictor: str = _in("predictor", "auto")
+    refit: bool = _in("predictor", True)
+    ensemble: int = _in("predictor", 3)
+    lr: float = _in("predictor", 3e-3)
+    epochs: int = _in("predictor", 2000)
+    patience: int = _in("predictor", 50)
+    weight_decay: float = _in("predictor", 0.0)
+    dropout: float = _in("predictor", 0.1)
     # splits
-    n_test: float = 200
-    n_valid: float = 200
-    n_calib: float = 200  # taken from training models; only calibrates the intervals
+    n_test: float = _in("splits", 200)
+    n_valid: float = _in("splits", 200)
+    # taken from training models; only calibrates the intervals
+    n_calib: float = _in("splits", 200)
     # "split": intervals from the n_calib held-out models; "cross": from 5 cross-fits of the
     # whole procedure over every training and validation model (5 extra fits; no models set
     # aside; single-run coverage closer to nominal)
-    calibration: str = "split"
-    stable_split: bool = True
-    seed: int = 0
+    calibration: str = _in("splits", "split")
+    stable_split: bool = _in("splits", True)
+    seed: int = _in("splits", 0)
     # matrices
-    max_missing_model_frac: float = 0.0
+    max_missing_model_frac: float = _in("matrix", 0.0)
     # drift and publishing
-    drift_mae_points: float = 3.0
-    drift_mae_ratio: float = 1.5
-    drift_out_of_range_frac: float = 0.2
-    min_new_models: int = 20
-    interval_level: float = 0.9
-    suite: bool = True  # also publish the suite (every benchmark read jointly, `published/suite`)
+    drift_mae_points: float = _in("drift", 3.0)
+    drift_mae_ratio: float = _in("drift", 1.5)
+    drift_out_of_range_frac: float = _in("drift", 0.2)
+    min_new_models: int = _in("drift", 20)
+    interval_level: float = _in("drift", 0.9)
+    # also publish the suite (every benchmark read jointly, `published/suite`)
+    suite: bool = _in("drift", True)
     # orchestration
-    task_runner: str = "thread"
-    dask_address: str | None = None
-    workers: int = 2  # benchmarks fitted at once: threads, or local Dask workers
+    task_runner: str = _in("runner", "thread")
+    dask_address: str | None = _in("runner", None)
+    workers: int = _in("runner", 2)  # benchmarks fitted at once: threads, or local Dask workers
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home))
@@ -134,6 +151,19 @@ class Settings:
                 values[f.name] = env[key]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**_coerce(values))
+
+    @classmethod
+    def fields_of(cls, *sections: str) -> tuple[str, ...]:
+        """The names of the fields in the given sections, in definition order."""
+        unknown = set(sections) - set(SECTIONS)
+        if unknown:
+            raise ValueError(f"unknown settings section(s): {', '.join(sorted(unknown))}")
+        return tuple(f.name for f in fields(cls) if f.metadata["section"] in sections)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """One section's fields and their values (JSON-ready, as in `to_dict`)."""
+        full = self.to_dict()
+        return {n: full[n] for n in self.fields_of(name)}
 
     @property
     def budgets(self) -> tuple[int, ...]:

@@ -5,6 +5,8 @@ fit_suite     the models every benchmark has, split by model id as one benchmark
               reused when it saw the same inputs) and joint readers, intervals from
               calibration models, test metrics per benchmark and for the average
 write_suite   the fitted suite as `published/suite/vN/` (`sparseeval.consume.suite_set` reads it)
+suite_status, suite_candidate, suite_gate
+              publishing it as one set of `pipeline.publish` (one gate rule, one ledger)
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.predictors import BlendPredictor
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
+from sparseeval.pipeline import publish, versions
+from sparseeval.pipeline.artifacts import (
+    TRAINING_FIELDS,
+    code_version,
+    matrix_of,
+    read_once,
+    settings_subset,
+)
+from sparseeval.pipeline.manifest import anchor_means, derived_sources, interval
 from sparseeval.pipeline.recipe import FitSplit, NotEnoughModels, split_step
+from sparseeval.pipeline.records import Candidate, GateResult, MatrixInfo
 from sparseeval.pipeline.settings import Settings
 
 MIN_BENCHMARKS = 2
@@ -174,15 +186,14 @@ def same_fit_inputs(folder: str | Path, matrix: ResponseMatrix, matrix_fingerpri
     )
 
 
-def write_suite(root: str | Path, fit: SuiteFit, settings: Settings, signing_key=None) -> Path:
-    """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it)."""
-    from sparseeval.pipeline.versions import (
-        _anchor_means,
-        _derived_sources,
-        _interval,
-        write_version,
-    )
+def write_suite(
+    root: str | Path, fit: SuiteFit, settings: Settings, signing_key=None, matrices_key: str = ""
+) -> Path:
+    """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
 
+    matrices_key: `matrices_key` of the matrices it was fit on (lets a later run see it is
+    up to date without reading them).
+    """
     suite = fit.suite
     items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
     level = {"interval_level": settings.interval_level}
@@ -193,11 +204,11 @@ def write_suite(root: str | Path, fit: SuiteFit, settings: Settings, signing_key
         calib = SimpleNamespace(calibration_residuals_=residuals,
                                 calibration_source_=suite.calibration_source_)  # fmt: skip
         k = len(suite.estimators_[b].anchors_) if own else len(items)
-        out = {"folder": folder, "interval": _interval(calib, level, inputs),
-               "anchor_means": _anchor_means(predictor, k)}  # fmt: skip
+        out = {"folder": folder, "interval": interval(calib, level, inputs),
+               "anchor_means": anchor_means(predictor, k)}  # fmt: skip
         if own:
             ids = [str(i) for i in suite.estimators_[b].anchor_ids_]
-            out["item_sources"] = _derived_sources(ids, b)
+            out["item_sources"] = derived_sources(ids, b)
         return out
 
     members, described = {}, {}
@@ -220,7 +231,7 @@ def write_suite(root: str | Path, fit: SuiteFit, settings: Settings, signing_key
         calibration_residuals_=suite.calibration_residuals_[AVERAGE],
         calibration_source_=suite.calibration_source_,
     )
-    return write_version(
+    return versions.write_version(
         root, SUITE, average,
         data_fingerprint=fit.data_fingerprint,
         split_sizes=fit.split_sizes,
@@ -230,89 +241,145 @@ def write_suite(root: str | Path, fit: SuiteFit, settings: Settings, signing_key
         signing_key=signing_key,
         members=members,
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
-                         "test_metrics": fit.test_metrics()}},
+                         "test_metrics": fit.test_metrics(), "matrices_key": matrices_key}},
     )  # fmt: skip
 
 
+def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
+    """Every benchmark's matrix (by fingerprint), the training settings and the code."""
+    return fingerprint(
+        *(f"{b}:{m.fingerprint}" for b, m in sorted(matrices.items())),
+        str(settings_subset(settings, TRAINING_FIELDS)),
+        code_version(),
+    )
+
+
+def aligned_matrices(
+    matrices: Mapping[str, MatrixInfo], settings: Settings
+) -> dict[str, ResponseMatrix]:
+    """The matrices over the models every benchmark has (`common_models`), made once a run."""
+    key = matrices_key(matrices, settings)
+    load = lambda: common_models({b: matrix_of(m) for b, m in matrices.items()})  # noqa: E731
+    return read_once("suite-aligned", settings.artifacts_dir, key, load)
+
+
+def suite_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
+    """What a suite is built from: the models every benchmark has, their answers, settings, code.
+
+    New models in one benchmark only leave it unchanged. Keys the ledger of refusals.
+    """
+    key = matrices_key(matrices, settings)
+    aligned = lambda: aligned_matrices(matrices, settings)  # noqa: E731
+    make = lambda: fingerprint(  # noqa: E731
+        *(f"{b}:{m.fingerprint()}" for b, m in sorted(aligned().items())),
+        str(settings_subset(settings, TRAINING_FIELDS)), code_version(),
+    )  # fmt: skip
+    return read_once("suite-key", settings.artifacts_dir, key, make)
+
+
+def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str | None:
+    """Why nothing is to be fitted (the live suite is up to date, or this one was refused).
+
+    Unchanged matrices are recognised without reading them (the live suite's `matrices_key`).
+    """
+    live = _live_suite(settings.published_dir)
+    manifest = live.average.manifest if live is not None else {}
+    same = (manifest.get("suite") or {}).get("matrices_key") == matrices_key(matrices, settings)
+    if live is not None and (
+        same or manifest.get("data_fingerprint") == suite_key(matrices, settings)
+    ):
+        return f"suite: v{live.version} is up to date (same models, answers and settings)"
+    if why := publish.already_refused(settings.artifacts_dir, SUITE, suite_key(matrices, settings)):
+        return f"suite: not published ({why})"
+    return None
+
+
+def suite_candidate(
+    matrices: Mapping[str, MatrixInfo],
+    settings: Settings,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Candidate, GateResult]:
+    """Fit the suite and write it as a candidate; its gate against the live suite.
+
+    The gate: the candidate's suite-average MAE on its test models must not exceed the
+    live suite's on the same models.
+    """
+    key, aligned = suite_key(matrices, settings), aligned_matrices(matrices, settings)
+    fit = fit_suite(aligned, settings, progress, data_fingerprint=key)
+    folder = write_suite(settings.published_dir, fit, settings,
+                         matrices_key=matrices_key(matrices, settings))  # fmt: skip
+    return publish.candidate(folder, SUITE, key), suite_gate(
+        _live_suite(settings.published_dir), aligned, fit
+    )
+
+
+def suite_gate(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit) -> GateResult:
+    """The candidate's suite-average test MAE against the live suite's on the same models."""
+    cand_mae = metrics.mae_points(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])
+    live_mae = _live_average_mae(live, aligned, fit) if live is not None else None
+    figures = {"candidate_mae": cand_mae, "live_mae": live_mae,
+               "n_benchmarks": len(fit.suite.benchmarks_)}  # fmt: skip
+    if live_mae is None:
+        return GateResult(True, "no live suite to compare with", figures)
+    n_test = len(fit.test_true[AVERAGE])
+    if cand_mae > live_mae:
+        why = (f"refused: candidate suite-average MAE {cand_mae:.3f} > live v{live.version}"
+               f" {live_mae:.3f} points on {n_test} test models")  # fmt: skip
+        return GateResult(False, why, figures)
+    return GateResult(True, f"live v{live.version}: {live_mae:.3f}", figures)
+
+
+def suite_line(outcome: publish.Outcome, gate: GateResult) -> str:
+    """The suite step's line: what was published (and how it compares), or why not."""
+    if outcome.version is None:
+        return f"suite: {outcome.line}"
+    on_hub = f" and {outcome.hub_commit[:12]} on the Hub" if outcome.hub_commit else ""
+    than = f" ({gate.reason})" if gate.figures.get("live_mae") is not None else ""
+    return (
+        f"suite: published v{outcome.version}{on_hub}, {gate.figures['n_benchmarks']} benchmarks, "
+        f"suite-average test MAE {gate.figures['candidate_mae']:.3f} points{than}"
+    )
+
+
 def refresh_suite(
-    matrices: Mapping[str, str | Path],
-    published_dir: str | Path,
+    matrices: Mapping[str, MatrixInfo | str | Path],
     settings: Settings,
     progress: Callable[[str], None] | None = None,
     mirror: Callable[[int], str] | None = None,
 ) -> str:
     """Refit and publish the suite when its data changed and the candidate is no worse.
 
-    matrices: {benchmark: matrix file}. Nothing is fitted when the live suite was built
-    from the same models (those every benchmark has), answers and settings. The gate:
-    the candidate's suite-average MAE on its test models must not exceed the live suite's
-    on the same models; a refused candidate is discarded (its tombstone keeps the reason).
-    `mirror(version)`, when given, pushes the accepted candidate to the Hub (returning the
-    commit sha) before it becomes live; if it fails the candidate is discarded and the live
-    suite stays. Returns one line saying what happened.
+    matrices: {benchmark: `MatrixInfo` or matrix file}. The steps of the refresh flow in
+    plain Python (`suite_status`, `suite_candidate`, `publish.publish_now`): nothing is
+    fitted when the live suite was built from the same matrices and settings, or this
+    candidate was refused before (the ledger); `mirror(version)`, when given, pushes the
+    accepted candidate to the Hub before it becomes live. Returns one line.
     """
-    from sparseeval.consume.layout import latest_version
-    from sparseeval.method.estimator import SETTING_NAMES
-    from sparseeval.pipeline.artifacts import code_version, load_matrix, settings_subset
-    from sparseeval.pipeline.versions import discard_version, set_latest
-
-    loaded = common_models({b: load_matrix(path) for b, path in matrices.items()})
-    key = fingerprint(
-        *(f"{b}:{m.fingerprint()}" for b, m in sorted(loaded.items())),
-        str(settings_subset(settings, (*SETTING_NAMES, "n_test", "n_valid", "n_calib"))),
-        code_version(),
-    )
-    live_version = latest_version(published_dir, SUITE)
-    live = _live_suite(published_dir) if live_version else None
-    if live is not None and live.average.manifest.get("data_fingerprint") == key:
-        return f"suite: v{live_version} is up to date (same models, answers and settings)"
-    if refused := _refused_before(published_dir, key):
-        return f"suite: not published (this candidate was already refused: {refused})"
-    fit = fit_suite(loaded, settings, progress, data_fingerprint=key)
-    folder = write_suite(published_dir, fit, settings)
-    version = int(folder.name[1:])
-    cand_mae = metrics.mae_points(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])
-    live_mae = _live_average_mae(live, loaded, fit) if live is not None else None
-    if live_mae is not None and cand_mae > live_mae:
-        n_test = len(fit.test_true[AVERAGE])
-        reason = (f"refused: candidate suite-average MAE {cand_mae:.3f} > live v{live_version} "
-                  f"{live_mae:.3f} points on {n_test} test models (data {key})")  # fmt: skip
-        discard_version(published_dir, SUITE, version, reason)
-        return f"suite: not published ({reason})"
-    where = ""
-    if mirror is not None:
-        try:
-            where = f" and {mirror(version)[:12]} on the Hub"
-        except Exception as e:
-            reason = f"mirror to the Hub failed ({type(e).__name__}: {e}); live suite unchanged"
-            discard_version(published_dir, SUITE, version, reason)
-            return f"suite: not published ({reason})"
-    set_latest(published_dir, SUITE, version)
-    than = f" (live v{live_version}: {live_mae:.3f})" if live_mae is not None else ""
-    return (
-        f"suite: published v{version}{where}, {len(fit.suite.benchmarks_)} benchmarks, "
-        f"suite-average test MAE {cand_mae:.3f} points{than}"
-    )
+    infos = {b: m if isinstance(m, MatrixInfo) else matrix_info(b, m) for b, m in matrices.items()}
+    if line := suite_status(infos, settings):
+        return line
+    cand, gate = suite_candidate(infos, settings, progress)
+    push = (lambda c: mirror(c.version)) if mirror is not None else None
+    return suite_line(publish.publish_now(settings, cand, gate, push), gate)
 
 
-def _refused_before(published_dir, key: str) -> str | None:
-    """The reason a candidate from the same data was refused before (its tombstone), or None."""
-    import json
-
-    folder = Path(published_dir) / SUITE
-    for tomb in sorted(folder.glob(".discarded-v*")) if folder.is_dir() else []:
-        reason = json.loads(tomb.read_text()).get("reason", "")
-        if f"(data {key})" in reason:
-            return reason
-    return None
+def matrix_info(benchmark: str, path: str | Path) -> MatrixInfo:
+    """The record of a matrix file written by `save_matrix` (its stored fingerprint)."""
+    with np.load(path, allow_pickle=False) as npz:
+        fp, (n_models, n_items) = str(npz["fingerprint"]), npz["values"].shape
+    return MatrixInfo(benchmark, str(path), fp, int(n_models), int(n_items), 0, "")
 
 
 def _live_suite(published_dir):
-    from sparseeval.consume.layout import AnchorSetError
+    from sparseeval.consume.layout import AnchorSetError, latest_version
     from sparseeval.consume.suite_set import load_suite
 
+    version = latest_version(published_dir, SUITE)
+    if version is None:
+        return None
     try:
-        return load_suite(published_dir)
+        return read_once("suite", Path(published_dir) / SUITE, f"v{version}",
+                         lambda: load_suite(published_dir))  # fmt: skip
     except AnchorSetError:
         return None  # unreadable or tampered: the candidate replaces it
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 import shutil
@@ -24,18 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from sparseeval._version import __version__
-from sparseeval.consume.anchorset import MISSING_POLICY
-from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.hashing import file_sha256
 from sparseeval.consume.layout import (
-    KIND,
     LATEST,
     MANIFEST,
     PREDICTOR_DIR,
-    SCHEMA_VERSION,
     SIGNATURE,
     TOMBSTONE,
     VERSION_DIR,
@@ -50,6 +42,12 @@ from sparseeval.consume.layout import (
     set_dir,
     verify,
 )
+from sparseeval.pipeline.manifest import jsonable, version_manifest
+
+__all__ = [
+    "clean_leftovers", "discard_version", "jsonable", "set_latest", "sign_version",
+    "write_folder", "write_version",
+]  # fmt: skip
 
 
 def write_version(
@@ -92,59 +90,31 @@ def write_version(
     per-benchmark readers); extra: optional entries added to the manifest (sealed with it).
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
-    _check_benchmark(benchmark)
     from sparseeval.consume.signing import private_key
 
     key = private_key(signing_key) if signing_key is not None else None
-    settings_dict = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
-    items = [str(i) for i in estimator.anchor_ids_]
-    if len(set(items)) != len(items):
-        raise ValueError("anchor item ids must be unique")
-    inputs = jsonable(dict(report_inputs or {}))
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": KIND,
-        "benchmark": benchmark,
-        "library_version": __version__,
-        "items": items,
-        "item_sources": _normalise_sources(item_sources, items)
-        or _derived_sources(items, benchmark),
-        "n_anchors": len(items),
-        "data_fingerprint": str(data_fingerprint),
-        "split_sizes": {k: int(v) for k, v in dict(split_sizes).items()},
-        "predictor": {
-            "name": getattr(estimator, "predictor_name_", None),
-            "valid_mae": jsonable(getattr(estimator, "valid_scores_", None)),
-            "folder": PREDICTOR_DIR,
-            "anchor_means": jsonable(_anchor_means(estimator.predictor_, len(items))),
-        },
-        "metrics": jsonable({k: dict(v) for k, v in dict(metrics).items()}),
-        "interval": jsonable(_interval(estimator, settings_dict, inputs)),
-        "settings": jsonable(settings_dict),
-    } | jsonable(dict(extra or {}))
+    manifest, inputs = version_manifest(
+        benchmark, estimator, data_fingerprint=data_fingerprint, split_sizes=split_sizes,
+        metrics=metrics, settings=settings, item_sources=item_sources,
+        report_inputs=report_inputs, extra=extra,
+    )  # fmt: skip
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
-    bench_dir = set_dir(root, benchmark, budget)
+    return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key)
+
+
+def write_folder(
+    bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None
+) -> Path:
+    """Write a version folder under the next free number of a set's folder; that folder.
+
+    A concurrent writer that takes the number first makes this one retry with the next.
+    """
     bench_dir.mkdir(parents=True, exist_ok=True)
     while True:
         version = _next_version(bench_dir)
-        target = _write_folder(bench_dir, version, predictors, manifest, inputs, key)
+        target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key)
         if target is not None:
             return target
-
-
-def _interval(estimator, settings: dict, inputs: dict) -> dict:
-    """Conformal calibration from the estimator's residuals, and its coverage on test models."""
-    residuals = np.asarray(estimator.calibration_residuals_, dtype=np.float64)
-    conformal = ConformalInterval.fit(residuals, float(settings.get("interval_level", 0.9)))
-    out = conformal.to_dict() | {
-        "calibration_coverage": float(np.mean(np.abs(residuals) <= conformal.halfwidth)),
-        "calibrated_on": getattr(estimator, "calibration_source_", "validation"),
-        "missing_answers": MISSING_POLICY,
-    }
-    if inputs.get("test_pred") is not None and inputs.get("test_true") is not None:
-        out["test_coverage"] = conformal.coverage(inputs["test_pred"], inputs["test_true"])
-        out["n_test"] = len(inputs["test_true"])
-    return out
 
 
 def _write_folder(
@@ -336,71 +306,11 @@ def _next_version(bench_dir: Path) -> int:
     return max(used) + 1
 
 
-def _anchor_means(predictor, k: int) -> list[float] | None:
-    """The training mean of each anchor (+-1 scale), read from the predictor's state."""
-    try:
-        _, arrays = predictor.state()
-    except Exception:
-        return None
-    for key in ("mean", "m0/mean", "m1/mean", *(k for k in arrays if k.endswith("mean"))):
-        a = arrays.get(key)
-        if a is not None and np.asarray(a).shape == (k,):
-            return [float(v) for v in np.asarray(a)]
-    return None
-
-
-def _normalise_sources(item_sources, items) -> dict | None:
-    if not item_sources:
-        return None
-    out = {}
-    for item in items:
-        src = item_sources.get(item)
-        if src is None:
-            continue
-        task, doc = (src["task"], src["doc_id"]) if isinstance(src, Mapping) else src
-        out[item] = {"task": str(task), "doc_id": int(doc)}
-    return out or None
-
-
-def _derived_sources(items, benchmark) -> dict | None:
-    """(task, doc_id) of every anchor by the id rules of `consume.lm_eval`, if all map."""
-    from sparseeval.consume.lm_eval import LmEvalError, item_source
-
-    try:
-        pairs = {i: item_source(i, benchmark) for i in items}
-    except LmEvalError:
-        return None
-    return {i: {"task": t, "doc_id": d} for i, (t, d) in pairs.items()}
-
-
 def _fsync_tree(folder: Path) -> None:
     for p in folder.rglob("*"):
         if p.is_file():
             with open(p, "rb") as f:
                 os.fsync(f.fileno())
-
-
-def jsonable(obj):
-    """Arrays to lists, numpy scalars to floats, non-finite floats to None, paths to str."""
-    if obj is None or isinstance(obj, bool | str | int):
-        return obj
-    if isinstance(obj, float | np.floating):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.ndarray):
-        return [jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, Mapping):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [jsonable(v) for v in obj]
-    return str(obj)
-
-
-def _check_benchmark(benchmark: str) -> None:
-    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", benchmark or ""):
-        raise ValueError(f"benchmark name {benchmark!r} must be letters, digits, '_', '-', '.'")
 
 
 def sign_version(folder: str | Path, private_key_pem) -> Path:

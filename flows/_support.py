@@ -1,0 +1,143 @@
+"""What the flows need besides the diagram: settings, task runners, logging, result records."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import get_run_logger
+from prefect.events import emit_event
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from sparseeval.pipeline.recipe import NotEnoughModels
+from sparseeval.pipeline.records import BenchmarkResult, FitInfo
+from sparseeval.pipeline.settings import Settings
+
+PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
+
+
+def say(message: str, level: int = logging.INFO) -> None:
+    """One line for a person: to the run's log (the Prefect UI) and to the console."""
+    get_run_logger().log(level, message)
+    PROGRESS.log(level, message)
+
+
+def resolve_settings(
+    home: str | None = None,
+    n_anchors: int | list[int] | None = None,
+    settings_overrides: dict[str, Any] | None = None,
+) -> Settings:
+    """Defaults < sparseeval.toml < SPARSEEVAL_* env < flow parameters."""
+    overrides = dict(settings_overrides or {})
+    if home is not None:
+        overrides["home"] = home
+    if n_anchors is not None:
+        overrides["n_anchors"] = n_anchors
+    return Settings.load(**overrides)
+
+
+def task_runner_for(settings: Settings, dask_processes: bool = True):
+    """The task runner named by `settings.task_runner`: threads here, or a Dask cluster."""
+    if settings.task_runner == "thread":
+        return ThreadPoolTaskRunner(max_workers=max(1, settings.workers))
+    if settings.task_runner == "dask":
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError as exc:  # the `dask` extra
+            raise RuntimeError(
+                "task_runner = 'dask' needs prefect-dask: pip install 'sparseeval[dask]'"
+            ) from exc
+        if settings.dask_address:
+            return DaskTaskRunner(address=settings.dask_address)
+        return DaskTaskRunner(
+            cluster_kwargs={
+                "n_workers": settings.workers,
+                "threads_per_worker": 1,
+                "processes": dask_processes,
+                "dashboard_address": None,
+            }
+        )
+    raise ValueError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")
+
+
+def error_of(state) -> str:
+    """A failed state's exception as one line."""
+    exc = state.result(raise_on_failure=False)
+    return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
+
+
+def stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def benchmarks_to_run(wanted: list[str] | None, states: dict[str, str]) -> list[str]:
+    """The benchmarks named (all in the store when none); an unknown name is an error."""
+    names = list(wanted or states)
+    unknown = [b for b in names if b not in states]
+    if unknown:
+        raise ValueError(
+            f"no results in the store for benchmark(s) {', '.join(unknown)}"
+            f" (have: {', '.join(states) or 'none'})"
+        )
+    return names
+
+
+def collect(benchmark: str, matrix_state, fit_state, budget: int | None) -> BenchmarkResult:
+    """One benchmark's (and budget's) result from its matrix and fit task states."""
+    r = BenchmarkResult(benchmark, budget=budget)
+    if not matrix_state.is_completed():
+        return replace(r, error=f"matrix: {error_of(matrix_state)}")
+    r = replace(r, matrix=matrix_state.result(), matrix_cached=matrix_state.name == "Cached")
+    if not fit_state.is_completed():
+        exc = fit_state.result(raise_on_failure=False)
+        if isinstance(exc, NotEnoughModels):  # a benchmark still filling up: wait, not fail
+            return replace(r, fit_state="waiting", outcome=f"waiting for more models ({exc})")
+        return replace(r, error=f"fit: {error_of(fit_state)}")
+    fit: FitInfo = fit_state.result()
+    cached = fit_state.name == "Cached" or not fit.trained
+    return replace(r, fit=fit, fit_cached=cached, fit_state=fit_state.name)
+
+
+def files_exist(r: BenchmarkResult) -> bool:
+    """Whether a fitted result's matrix and model files are still there."""
+    return Path(r.matrix.path).is_file() and Path(r.fit.model_dir).is_dir()
+
+
+def fit_said(r: BenchmarkResult) -> str:
+    """What a fit came to, for the progress line."""
+    if r.error or r.fit is None:
+        return r.error or r.outcome
+    test, fit = r.fit.test_metrics, r.fit
+    how = "cached" if r.fit_cached else f"trained in {fit.seconds:.0f}s"
+    return (
+        f"{r.matrix.n_models:,} models x {r.matrix.n_items:,} items, {fit.n_anchors} anchors,"
+        f" test MAE {test['mae']:.2f} points ({how})"
+    )
+
+
+def with_sibling_budgets(results: list[BenchmarkResult]) -> list[BenchmarkResult]:
+    """Each fit's budget table also shows SparseEval at the run's other budgets."""
+    own = {(r.benchmark, r.budget): [row for row in r.fit.budget_rows
+                                     if row["method"] == "sparseeval"]
+           for r in results if r.fit and r.budget is not None}  # fmt: skip
+    out = []
+    for r in results:
+        extra = [row for (b, k), rows in own.items() if b == r.benchmark and k != r.budget
+                 for row in rows]  # fmt: skip
+        if extra:
+            r = replace(r, fit=replace(r.fit, budget_rows=[*r.fit.budget_rows, *extra]))
+        out.append(r)
+    return out
+
+
+def event(name: str, r: BenchmarkResult, payload: dict[str, Any]) -> None:
+    """A Prefect event about one benchmark (`sparseeval.{name}`)."""
+    emit_event(
+        event=f"sparseeval.{name}",
+        resource={"prefect.resource.id": f"sparseeval.benchmark.{r.benchmark}",
+                  "prefect.resource.name": r.benchmark},
+        payload={"budget": r.budget, **payload},
+    )  # fmt: skip

@@ -1,0 +1,142 @@
+"""What a published version's manifest says: items, sources, predictor, metrics, intervals.
+
+`version_manifest` builds it (without the version number, time and file hashes, which
+`versions.write_folder` adds); `interval`, `anchor_means` and `derived_sources` are the
+pieces a suite's member readers reuse.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from sparseeval._version import __version__
+from sparseeval.consume.anchorset import MISSING_POLICY
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.layout import KIND, PREDICTOR_DIR, SCHEMA_VERSION
+
+
+def version_manifest(
+    benchmark: str,
+    estimator,
+    *,
+    data_fingerprint: str,
+    split_sizes: Mapping[str, int],
+    metrics: Mapping[str, Mapping[str, float]],
+    settings,
+    item_sources: Mapping[str, Any] | None = None,
+    report_inputs: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The manifest of a fitted estimator as a version of `benchmark`, and the report inputs.
+
+    Arguments as `versions.write_version`'s.
+    """
+    check_benchmark(benchmark)
+    settings_dict = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
+    items = [str(i) for i in estimator.anchor_ids_]
+    if len(set(items)) != len(items):
+        raise ValueError("anchor item ids must be unique")
+    inputs = jsonable(dict(report_inputs or {}))
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "benchmark": benchmark,
+        "library_version": __version__,
+        "items": items,
+        "item_sources": normalise_sources(item_sources, items) or derived_sources(items, benchmark),
+        "n_anchors": len(items),
+        "data_fingerprint": str(data_fingerprint),
+        "split_sizes": {k: int(v) for k, v in dict(split_sizes).items()},
+        "predictor": {
+            "name": getattr(estimator, "predictor_name_", None),
+            "valid_mae": jsonable(getattr(estimator, "valid_scores_", None)),
+            "folder": PREDICTOR_DIR,
+            "anchor_means": jsonable(anchor_means(estimator.predictor_, len(items))),
+        },
+        "metrics": jsonable({k: dict(v) for k, v in dict(metrics).items()}),
+        "interval": jsonable(interval(estimator, settings_dict, inputs)),
+        "settings": jsonable(settings_dict),
+    } | jsonable(dict(extra or {}))
+    return manifest, inputs
+
+
+def check_benchmark(benchmark: str) -> None:
+    """Refuse a set name that is not letters, digits, '_', '-', '.'."""
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", benchmark or ""):
+        raise ValueError(f"benchmark name {benchmark!r} must be letters, digits, '_', '-', '.'")
+
+
+def interval(estimator, settings: dict, inputs: dict) -> dict:
+    """Conformal calibration from the estimator's residuals, and its coverage on test models."""
+    residuals = np.asarray(estimator.calibration_residuals_, dtype=np.float64)
+    conformal = ConformalInterval.fit(residuals, float(settings.get("interval_level", 0.9)))
+    out = conformal.to_dict() | {
+        "calibration_coverage": float(np.mean(np.abs(residuals) <= conformal.halfwidth)),
+        "calibrated_on": getattr(estimator, "calibration_source_", "validation"),
+        "missing_answers": MISSING_POLICY,
+    }
+    if inputs.get("test_pred") is not None and inputs.get("test_true") is not None:
+        out["test_coverage"] = conformal.coverage(inputs["test_pred"], inputs["test_true"])
+        out["n_test"] = len(inputs["test_true"])
+    return out
+
+
+def anchor_means(predictor, k: int) -> list[float] | None:
+    """The training mean of each anchor (+-1 scale), read from the predictor's state."""
+    try:
+        _, arrays = predictor.state()
+    except Exception:
+        return None
+    for key in ("mean", "m0/mean", "m1/mean", *(k for k in arrays if k.endswith("mean"))):
+        a = arrays.get(key)
+        if a is not None and np.asarray(a).shape == (k,):
+            return [float(v) for v in np.asarray(a)]
+    return None
+
+
+def normalise_sources(item_sources, items) -> dict | None:
+    """{item: {task, doc_id}} from a map of (task, doc_id) pairs or dicts (None if empty)."""
+    if not item_sources:
+        return None
+    out = {}
+    for item in items:
+        src = item_sources.get(item)
+        if src is None:
+            continue
+        task, doc = (src["task"], src["doc_id"]) if isinstance(src, Mapping) else src
+        out[item] = {"task": str(task), "doc_id": int(doc)}
+    return out or None
+
+
+def derived_sources(items, benchmark) -> dict | None:
+    """(task, doc_id) of every anchor by the id rules of `consume.lm_eval`, if all map."""
+    from sparseeval.consume.lm_eval import LmEvalError, item_source
+
+    try:
+        pairs = {i: item_source(i, benchmark) for i in items}
+    except LmEvalError:
+        return None
+    return {i: {"task": t, "doc_id": d} for i, (t, d) in pairs.items()}
+
+
+def jsonable(obj):
+    """Arrays to lists, numpy scalars to floats, non-finite floats to None, paths to str."""
+    if obj is None or isinstance(obj, bool | str | int):
+        return obj
+    if isinstance(obj, float | np.floating):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.ndarray):
+        return [jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    return str(obj)

@@ -1,0 +1,261 @@
+"""Publishing one set (a benchmark's, one budget's, or the suite): what it means, in one place.
+
+A candidate is written as a new version nobody points at (`write_candidate`, or a suite's
+`suite_recipe.write_suite` wrapped by `candidate`). The quality gate (`drift.assess` for a
+benchmark, `suite_recipe.suite_gate` for the suite) gives a `GateResult`. Then:
+
+    refused      the candidate is discarded with `refused_reason`, and its key goes into
+                 the set's ledger of refusals (`roll_back(..., refusal=)`), so an
+                 unchanged candidate is never fitted or gated again (`refused_before`)
+    mirror       pushed to the Hub repo (`mirror`) before it goes live; on failure it is
+                 discarded (`mirror_rollback_reason`) and the live set stays everywhere
+    promote      `latest` swaps to it (`promote`); a crash there discards it too
+
+The orchestration runs these steps inside a Prefect transaction (`flows/publish.py`);
+`publish_now` runs the same steps in plain Python. The ledger
+`artifacts/published/{name}-v{N}.json` also notes what each version was built from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.hub import redact
+from sparseeval.consume.layout import latest_version, set_dir
+from sparseeval.pipeline import mirror as hub_mirror
+from sparseeval.pipeline import versions
+from sparseeval.pipeline.artifacts import artifact_path, read_once
+from sparseeval.pipeline.recipe import evaluation_of, fitted_of
+from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
+from sparseeval.pipeline.settings import Settings
+
+
+class Refused(Exception):
+    """The gate refused the candidate: the unit of work rolls back."""
+
+    def __init__(self, gate: GateResult) -> None:
+        super().__init__(gate.reason)
+        self.gate = gate
+
+
+class MirrorFailed(Exception):
+    """The Hub mirror refused or failed: roll back, the live set stays live everywhere."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What publishing one candidate came to: one line, and the version when it went live."""
+
+    line: str
+    version: int | None = None
+    path: str | None = None
+    hub_commit: str | None = None
+
+
+# -- the live set -------------------------------------------------------------------------
+
+
+def live_anchor_set(
+    published_dir: str | Path, benchmark: str, version: int, budget: int | None = None
+) -> AnchorSet:
+    """One published version, loaded and verified once per process."""
+    where = set_dir(published_dir, benchmark, budget)
+    load = lambda: load_anchor_set(published_dir, benchmark, version, budget=budget)  # noqa: E731
+    return read_once("anchor-set", where, f"v{int(version)}", load)
+
+
+def live_set(
+    published_dir: str | Path, benchmark: str, artifacts_dir: str | Path | None = None,
+    budget: int | None = None,
+) -> LiveSet | None:  # fmt: skip
+    """The live published version of a benchmark (version, created, metrics), or None."""
+    version = latest_version(published_dir, benchmark, budget)
+    if version is None:
+        return None
+    man = live_anchor_set(published_dir, benchmark, version, budget).manifest
+    built = artifact_path(
+        artifacts_dir, "published", f"{set_name(benchmark, budget)}-v{version}.json"
+    )
+    noted = json.loads(built.read_text()) if artifacts_dir and built.is_file() else {}
+    if noted.get("data_fingerprint") != man.get("data_fingerprint"):
+        noted = {}  # not ours (e.g. another home published it)
+    return LiveSet(
+        version, man.get("created"), man.get("data_fingerprint"), _test_mae(man),
+        man.get("n_anchors"), noted.get("last_run"),
+    )  # fmt: skip
+
+
+def _test_mae(manifest: dict[str, Any]) -> float | None:
+    """The test MAE (points) from a manifest's metrics, whatever its nesting."""
+    m = manifest.get("metrics") or {}
+    for path in (("test", "mae"), ("test_mae",), ("mae",)):
+        cur: Any = m
+        for k in path:
+            cur = cur.get(k) if isinstance(cur, dict) else None
+        if isinstance(cur, int | float):
+            return float(cur)
+    return None
+
+
+# -- the candidate ------------------------------------------------------------------------
+
+
+def candidate(folder: str | Path, benchmark: str, key: str, budget: int | None = None) -> Candidate:
+    """The record of a written version folder `{published}/{benchmark}[/k{budget}]/v{N}`."""
+    folder = Path(folder)
+    root = folder.parent.parent if budget is None else folder.parent.parent.parent
+    return Candidate(benchmark, str(root), str(folder), int(folder.name[1:]), budget, key)
+
+
+def write_candidate(
+    settings: Settings, fit: FitInfo, budget: int | None = None, drift_rows: Sequence[dict] = ()
+) -> Candidate:
+    """Write the fitted model as a new (not yet live) version; note what it was built from."""
+    evaluation = evaluation_of(fit)
+    path = versions.write_version(
+        settings.published_dir, fit.benchmark, fitted_of(fit),
+        data_fingerprint=fit.matrix_fingerprint, split_sizes=fit.split_sizes,
+        metrics={"test": fit.test_metrics, "valid": {"mae": fit.valid_scores.get(fit.predictor)}},
+        settings=settings.to_dict() | {"code_version": fit.code_version},
+        report_inputs={
+            "test_pred": evaluation["test_pred"].tolist(),
+            "test_true": evaluation["test_true"].tolist(),
+            "drift_rows": list(drift_rows), "budget_rows": fit.budget_rows,
+        },
+        budget=budget,
+    )  # fmt: skip
+    cand = candidate(path, fit.benchmark, fit.key, budget)
+    built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")
+    built.parent.mkdir(parents=True, exist_ok=True)
+    built.write_text(
+        json.dumps({"data_fingerprint": fit.matrix_fingerprint, "last_run": fit.last_run})
+    )
+    return cand
+
+
+# -- the ledger of refusals ---------------------------------------------------------------
+
+
+def _refusals(artifacts_dir: str | Path, name: str) -> Path:
+    return artifact_path(artifacts_dir, "published", f"{name}-refused.json")
+
+
+def refused_before(artifacts_dir: str | Path, name: str, key: str) -> str | None:
+    """The gate's reason if this very candidate (same key) of set `name` was refused before."""
+    path = _refusals(artifacts_dir, name)
+    return json.loads(path.read_text()).get(key) if path.is_file() else None
+
+
+def already_refused(artifacts_dir: str | Path, name: str, key: str) -> str | None:
+    """Why not to gate this candidate again: the ledger's line for it, or None."""
+    before = refused_before(artifacts_dir, name, key)
+    return f"this candidate was already refused: {before}" if before is not None else None
+
+
+def note_refusal(artifacts_dir: str | Path, name: str, key: str, reason: str) -> None:
+    """Remember a refused candidate, so later runs with nothing new do not gate it again."""
+    path = _refusals(artifacts_dir, name)
+    seen = json.loads(path.read_text()) if path.is_file() else {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(seen | {key: reason}))
+    tmp.replace(path)
+
+
+# -- the steps after the gate -------------------------------------------------------------
+
+
+def refused_reason(gate: GateResult) -> str:
+    """The tombstone's reason for a candidate the gate refused."""
+    return f"refused by the quality gate: {gate.reason}"
+
+
+def mirror_rollback_reason(hub_repo: str | None) -> str:
+    """The tombstone's reason when mirroring the candidate fails."""
+    return f"rolled back: mirror to {hub_repo or 'the Hub'} failed"
+
+
+def promote_rollback_reason(cand: Candidate, hub_repo: str | None, sha: str | None) -> str:
+    """The tombstone's reason when promoting the (already mirrored) candidate fails."""
+    hub = f"; {hub_repo} already has v{cand.version} as latest ({sha})" if sha else ""
+    return f"rolled back: promoting v{cand.version} failed{hub}"
+
+
+def mirror(cand: Candidate, hub_repo: str, client=None) -> str:
+    """Push the candidate (and its `latest`) to the Hub repo in one commit; the commit sha."""
+    return hub_mirror.mirror_version(cand.published_dir, cand.benchmark, cand.version, hub_repo,
+                                     budget=cand.budget, client=client)  # fmt: skip
+
+
+def mirror_failed(hub_repo: str | None, exc: BaseException) -> MirrorFailed:
+    """The failure of a mirror as the outcome's reason (tokens redacted)."""
+    why = redact(f"{type(exc).__name__}: {exc}")
+    return MirrorFailed(f"mirror to {hub_repo or 'the Hub'} failed ({why}); live set unchanged")
+
+
+def promote(cand: Candidate) -> None:
+    """Make the candidate the live version (`latest`, atomically)."""
+    versions.set_latest(cand.published_dir, cand.benchmark, cand.version, cand.budget)
+
+
+def discard(cand: Candidate, reason: str) -> None:
+    """Remove the candidate; its tombstone keeps `reason`."""
+    versions.discard_version(cand.published_dir, cand.benchmark, cand.version, reason, cand.budget)
+
+
+def roll_back(
+    artifacts_dir: str | Path, cand: Candidate, reason: str, refusal: str | None = None
+) -> None:
+    """Discard the candidate with `reason`; a gate's `refusal` also goes into the ledger."""
+    discard(cand, reason)
+    if refusal is not None:
+        note_refusal(artifacts_dir, cand.name, cand.key, refusal)
+
+
+def refused(gate: GateResult) -> Outcome:
+    """The outcome of a candidate the gate refused."""
+    return Outcome(f"not published: candidate refused ({gate.reason})")
+
+
+def not_mirrored(failure: MirrorFailed) -> Outcome:
+    """The outcome of a candidate whose mirror failed."""
+    return Outcome(f"not published ({failure})")
+
+
+def published(cand: Candidate, hub_repo: str | None, sha: str | None) -> Outcome:
+    where = f" and {hub_repo}@{sha[:12]}" if sha and hub_repo else ""
+    return Outcome(f"published v{cand.version} (local{where})", cand.version, cand.path, sha)
+
+
+def publish_now(
+    settings: Settings,
+    cand: Candidate,
+    gate: GateResult,
+    push: Callable[[Candidate], str] | None = None,
+) -> Outcome:
+    """Gate -> mirror (`push`, when given) -> promote in plain Python, discarding on failure.
+
+    The same steps and reasons as the refresh flow's transaction (`flows/publish.py`).
+    """
+    arts = settings.artifacts_dir
+    if not gate.accept:
+        roll_back(arts, cand, refused_reason(gate), refusal=gate.reason)
+        return refused(gate)
+    sha = None
+    if push is not None:
+        try:
+            sha = push(cand)
+        except Exception as exc:
+            roll_back(arts, cand, mirror_rollback_reason(settings.hub_repo))
+            return not_mirrored(mirror_failed(settings.hub_repo, exc))
+    try:
+        promote(cand)
+    except BaseException:
+        roll_back(arts, cand, promote_rollback_reason(cand, settings.hub_repo, sha))
+        raise
+    return published(cand, settings.hub_repo, sha)

@@ -1,0 +1,95 @@
+"""Tasks of the publish step: candidates (rolled back with their reason), mirror, promote.
+
+The refresh flow runs them inside one Prefect transaction (`flows/publish.py`) and says,
+before each step, why the candidate would be rolled back: `txn.set("reason", ...)` (and
+`txn.set("refusal", gate reason)` for a refused gate). A failing step rolls the
+transaction back, and `discard_candidate` writes that reason into the candidate's
+tombstone and a refusal into the set's ledger.
+"""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.transactions import Transaction, get_transaction
+from sparseeval.tasks.policies import transient
+
+from sparseeval.pipeline import drift, publish, suite_recipe
+from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
+from sparseeval.pipeline.settings import Settings
+
+ROLLED_BACK = "rolled back"  # the tombstone's reason when the flow named none
+
+
+@task(
+    name="write-candidate", cache_policy=NO_CACHE, task_run_name="write-candidate-{fit.benchmark}"
+)
+def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None) -> Candidate:
+    """Write the new version's folder (not live yet); rolled back if the unit of work fails."""
+    history = drift.drift_history(settings.artifacts_dir, publish.set_name(fit.benchmark, budget))
+    out = publish.write_candidate(settings, fit, budget, history)
+    _hold(out, settings)
+    get_run_logger().info("%s: wrote candidate v%s at %s", fit.benchmark, out.version, out.path)
+    return out
+
+
+@task(name="write-suite-candidate", cache_policy=NO_CACHE)
+def write_suite_candidate(
+    settings: Settings, matrices: dict[str, MatrixInfo]
+) -> tuple[Candidate, GateResult]:
+    """Fit the suite over every benchmark and write it as a candidate; its gate."""
+    log = get_run_logger()
+    say = lambda m: log.info("suite: %s", m)  # noqa: E731
+    cand, gate = suite_recipe.suite_candidate(matrices, settings, say)
+    _hold(cand, settings)
+    log.info("suite: wrote candidate v%s; gate: %s", cand.version, gate.reason)
+    return cand, gate
+
+
+@task(name="suite-status", cache_policy=NO_CACHE)
+def suite_status(settings: Settings, matrices: dict[str, MatrixInfo]) -> str | None:
+    """Why the suite needs no fit tonight (up to date, or refused before), or None."""
+    return suite_recipe.suite_status(matrices, settings)
+
+
+def _hold(cand: Candidate, settings: Settings) -> None:
+    """Put the candidate in the unit of work's transaction (what its rollback removes)."""
+    txn = get_transaction()
+    txn.set("candidate", cand)
+    txn.set("artifacts_dir", str(settings.artifacts_dir))
+
+
+@write_candidate.on_rollback
+@write_suite_candidate.on_rollback
+def discard_candidate(txn: Transaction) -> None:
+    """Remove the candidate with the reason the flow set on the transaction (`reason`).
+
+    A refusal by the gate (`refusal`: the gate's reason) also goes into the set's ledger.
+    """
+    cand = txn.get("candidate", None)
+    if cand:
+        publish.roll_back(txn.get("artifacts_dir"), cand, txn.get("reason", ROLLED_BACK),
+                          txn.get("refusal", None))  # fmt: skip
+
+
+@task(
+    name="mirror-to-hub",
+    retries=2,
+    retry_delay_seconds=[10, 60],
+    retry_condition_fn=transient,
+    cache_policy=NO_CACHE,
+    task_run_name="mirror-to-hub-{candidate.benchmark}",
+)
+def mirror_to_hub(settings: Settings, candidate: Candidate) -> str:
+    """Mirror the candidate to the `hub_repo` dataset repo in one commit; the commit sha."""
+    sha = publish.mirror(candidate, settings.hub_repo)
+    get_run_logger().info("%s: mirrored v%s to %s at %s", candidate.benchmark, candidate.version,
+                          settings.hub_repo, sha)  # fmt: skip
+    return sha
+
+
+@task(name="promote", cache_policy=NO_CACHE, task_run_name="promote-{candidate.benchmark}")
+def promote(candidate: Candidate) -> None:
+    """Swap the `latest` pointer to the new version (atomically)."""
+    publish.promote(candidate)
+    get_run_logger().info("%s: v%s is now live", candidate.name, candidate.version)

@@ -1,0 +1,126 @@
+"""The one publish unit: one ledger for benchmarks and the suite, reasons in the transaction."""
+
+import json
+
+import pytest
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.transactions import get_transaction
+
+from sparseeval.consume.suite_set import SUITE
+from sparseeval.method.synthetic import make_leaderboard
+from sparseeval.pipeline import publish, suite_recipe
+from sparseeval.pipeline.artifacts import save_matrix
+from sparseeval.pipeline.records import GateResult
+from sparseeval.pipeline.settings import Settings
+from tests.helpers import publish_fit, tiny_fit
+
+SUITE_SETTINGS = dict(n_anchors=8, n_test=60, n_valid=60, n_calib=60, refine_steps=2,
+                      epochs=60, patience=10, ensemble=1)  # fmt: skip
+
+
+def test_settings_sections_name_the_cache_fields():
+    from sparseeval.pipeline.artifacts import MATRIX_FIELDS, TRAINING_FIELDS
+
+    assert MATRIX_FIELDS == ("max_missing_model_frac",)
+    assert TRAINING_FIELDS[:3] == ("n_anchors", "init", "refine_steps")
+    assert TRAINING_FIELDS[-3:] == ("calibration", "stable_split", "seed")
+    assert "drift_mae_points" not in TRAINING_FIELDS and "home" not in TRAINING_FIELDS
+    assert Settings.fields_of("runner") == ("task_runner", "dask_address", "workers")
+    with pytest.raises(ValueError, match="unknown settings section"):
+        Settings.fields_of("nope")
+
+
+def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
+    tmp_path, monkeypatch
+):
+    settings = Settings(home=tmp_path, **SUITE_SETTINGS)
+    paths = {}
+    for b, m in make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4).items():
+        paths[b] = tmp_path / f"{b}.npz"
+        save_matrix(m, paths[b], fingerprint=m.fingerprint())
+    assert suite_recipe.refresh_suite(paths, settings).startswith("suite: published v1")
+    worse = settings.replace(n_anchors=2)
+    line = suite_recipe.refresh_suite(paths, worse)
+    assert line.startswith("suite: not published: candidate refused (refused: candidate"), line
+    infos = {b: suite_recipe.matrix_info(b, p) for b, p in paths.items()}
+    key = suite_recipe.suite_key(infos, worse)
+    ledger = tmp_path / "artifacts" / "published" / "suite-refused.json"
+    reason = json.loads(ledger.read_text())[key]  # the file `publish.note_refusal` keeps
+    assert reason.startswith("refused: candidate suite-average MAE") and reason in line
+    assert publish.refused_before(settings.artifacts_dir, SUITE, key) == reason
+    tomb = json.loads((tmp_path / "published" / SUITE / ".discarded-v2").read_text())
+    assert tomb["reason"] == f"refused by the quality gate: {reason}"
+
+    def no_fit(*a, **k):
+        raise AssertionError("a refused suite candidate was fitted again")
+
+    monkeypatch.setattr(suite_recipe, "fit_suite", no_fit)
+    again = suite_recipe.refresh_suite(paths, worse)
+    assert again == f"suite: not published (this candidate was already refused: {reason})"
+
+
+@task(cache_policy=NO_CACHE)
+def _hold(cand, artifacts_dir: str):
+    """Stands in for `tasks.write_candidate`: puts a written version into the transaction."""
+    get_transaction().set("candidate", cand)
+    get_transaction().set("artifacts_dir", artifacts_dir)
+    return cand
+
+
+def _held(tmp_path, gate: GateResult):
+    from sparseeval import tasks
+
+    _hold.on_rollback_hooks[:] = [tasks.discard_candidate]
+    folder = publish_fit(tmp_path / "published", "arc", tiny_fit())
+    cand = publish.candidate(folder, "arc", "fit-key-1")
+    return lambda: (_hold(cand, str(tmp_path / "artifacts")), gate)
+
+
+def _run_unit(settings: Settings, write):
+    from sparseeval.flows.publish import publish_unit
+
+    @flow(name="publish-unit-test")
+    def unit():
+        return publish_unit(settings, write)
+
+    return unit()
+
+
+def _tomb(tmp_path) -> str:
+    return json.loads((tmp_path / "published" / "arc" / ".discarded-v1").read_text())["reason"]
+
+
+def test_a_refused_gate_rolls_back_with_its_reason_and_notes_the_ledger(tmp_path):
+    settings = Settings(home=tmp_path)
+    write = _held(tmp_path, GateResult(False, "refused: candidate MAE 3.000 > live 2.000 points"))
+    out, _ = _run_unit(settings, write)
+    assert (
+        out.line
+        == "not published: candidate refused (refused: candidate MAE 3.000 > live 2.000 points)"
+    )
+    assert _tomb(tmp_path) == (
+        "refused by the quality gate: refused: candidate MAE 3.000 > live 2.000 points"
+    )
+    assert publish.refused_before(settings.artifacts_dir, "arc", "fit-key-1") == (
+        "refused: candidate MAE 3.000 > live 2.000 points"
+    )
+    from sparseeval import tasks
+
+    assert not hasattr(tasks, "ROLLBACK_REASONS") and not hasattr(tasks, "if_rolled_back")
+
+
+def test_a_failed_mirror_rolls_back_with_its_reason_and_no_refusal(tmp_path, monkeypatch):
+    def unreachable(cand, hub_repo, client=None):
+        raise ValueError("hub unreachable")
+
+    monkeypatch.setattr(publish, "mirror", unreachable)
+    settings = Settings(home=tmp_path, hub_repo="acme/sets")
+    write = _held(tmp_path, GateResult(True, "no live set to compare with"))
+    out, _ = _run_unit(settings, write)
+    assert out.version is None and out.line == (
+        "not published (mirror to acme/sets failed (ValueError: hub unreachable);"
+        " live set unchanged)"
+    )
+    assert _tomb(tmp_path) == "rolled back: mirror to acme/sets failed"
+    assert publish.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
