@@ -101,7 +101,7 @@ def benchmark_fits(lb: dict, settings: Settings) -> dict:
         fp = m.fingerprint()
         path = save_matrix(m, settings.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
         info = MatrixInfo(b, str(path), fp, m.shape[0], m.shape[1], 1, "")
-        fit_step(info, settings, settings.artifacts_dir, progress=lambda s: None)
+        fit_step(info, settings, progress=lambda s: None)
         loaded[b] = load_matrix(path)
     return loaded
 
