@@ -40,10 +40,10 @@ def run_config(args: argparse.Namespace) -> int:
         if not sep:
             raise UserError(f"--set takes KEY=VALUE, got {item!r}")
         overrides[key.strip()] = value
-    settings, rows, path = Settings.explain(**overrides)
+    _, rows, path = Settings.explain(**overrides)
     if args.json:
-        print(json.dumps({"file": str(path) if path else None,
-                          "settings": {n: {"value": v, "from": o} for n, v, o in rows}}))  # fmt: skip
+        table = {name: {"value": value, "from": origin} for name, value, origin in rows}
+        print(json.dumps({"file": str(path) if path else None, "settings": table}))
         return 0
     print(f"settings file: {path or 'none'}")
     width = max(len(n) for n, _, _ in rows)

@@ -53,7 +53,7 @@ def origins(
         key = "SPARSEEVAL_" + f.name.upper()
         if overrides.get(f.name) is not None:
             out[f.name] = "override"
-        elif key in env:
+        elif env.get(key, "").strip():
             out[f.name] = f"env {key}"
         elif f.name in file_values:
             out[f.name] = f"file {path}"

@@ -7,13 +7,16 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from sparseeval.method.registry import PREDICTOR_CHOICES
+from sparseeval.pipeline import config
 
 ENV_PREFIX = "SPARSEEVAL_"
+FIND_CONFIG = "<find the settings file>"  # Settings.load: see pipeline.config
 # The sections of the settings, each field in one (its `section` metadata).
 SECTIONS = ("paths", "sources", "selection", "predictor", "splits", "matrix", "drift", "runner")
 
@@ -136,21 +139,42 @@ class Settings:
     @classmethod
     def load(
         cls,
-        path: str | Path | None = "sparseeval.toml",
-        env: dict[str, str] | None = None,
+        path: str | Path | None = FIND_CONFIG,
+        env: Mapping[str, str] | None = None,
         **overrides: Any,
     ) -> Settings:
-        """Defaults, then the TOML file (if present), then environment, then `overrides`."""
-        values: dict[str, Any] = {}
-        if path and Path(path).is_file():
-            values.update(read_toml(Path(path)))
+        """Defaults, then the settings file, then environment, then `overrides`.
+
+        path: a TOML file; FIND_CONFIG (the default): `pipeline.config.config_path`
+        (SPARSEEVAL_CONFIG, else the home's sparseeval.toml, else ./sparseeval.toml);
+        None: no file.
+        """
+        return cls._resolve(path, env, overrides)[0]
+
+    @classmethod
+    def explain(
+        cls, path: str | Path | None = FIND_CONFIG, env: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> tuple[Settings, list[tuple[str, Any, str]], Path | None]:  # fmt: skip
+        """The settings, (name, value, origin) rows, and the file read (`sparseeval config`)."""
+        settings, origin, file = cls._resolve(path, env, overrides)
+        return settings, config.explain(settings, origin), file
+
+    @classmethod
+    def _resolve(cls, path, env, overrides) -> tuple[Settings, dict[str, str], Path | None]:
         env = os.environ if env is None else env
+        if path == FIND_CONFIG:
+            path = config.config_path(env, overrides.get("home"))
+        file = Path(path) if path and Path(path).is_file() else None
+        from_file = read_toml(file) if file else {}
+        values: dict[str, Any] = dict(from_file)
         for f in fields(cls):
             key = ENV_PREFIX + f.name.upper()
-            if key in env:
+            if env.get(key, "").strip():  # an empty variable (an unset job variable) is unset
                 values[f.name] = env[key]
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**_coerce(values))
+        origin = config.origins(cls, file, env, overrides, from_file)
+        return cls(**_coerce(values)), origin, file
 
     @classmethod
     def fields_of(cls, *sections: str) -> tuple[str, ...]:
