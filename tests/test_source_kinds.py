@@ -80,7 +80,9 @@ def test_an_unknown_prefix_is_refused_with_the_known_ones():
 
 
 def test_the_list_of_prefixes_comes_from_the_table(const_kind):
-    with pytest.raises(ValueError, match=r"one of: synthetic, hub, wide, lm-eval, inbox, scores, const;"):
+    with pytest.raises(
+        ValueError, match=r"one of: synthetic, hub, wide, lm-eval, inbox, scores, const;"
+    ):
         parse_source("nope:x")
     with pytest.raises(ValueError, match=r"cannot tell what source 'notes\.txt' is .*const:MODEL"):
         parse_source("notes.txt")
