@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
+from test_lm_eval_harness import arc_doc, lm_eval, needs_lm_eval, original_arc_task
 
 from sparseeval.method.matrix import MatrixError
 from sparseeval.pipeline.store import (
@@ -236,3 +237,23 @@ def test_a_store_from_before_the_table_keeps_working(tmp_path):
         (r,) = ingest(s, ScoresFile(tmp_path / "scores.csv"), force=True)
         assert r.scores.n_new == 12
         assert build_matrix(s, "arc", target="auto")[1].target == "reported"
+
+
+@needs_lm_eval
+def test_the_real_lm_eval_cli_results_json_gives_the_reported_score(store, tmp_path):
+    """lm-eval 0.4.13's own output (dummy model, local ARC-like data): the stored score is
+    the results JSON's `acc,none`, the mean of the samples' `acc` read as items."""
+    data, train = tmp_path / "arc_test.jsonl", tmp_path / "arc_train.jsonl"
+    write_jsonl(data, [arc_doc(j) for j in range(12)])
+    write_jsonl(train, [arc_doc(100 + j) for j in range(5)])
+    original_arc_task(tmp_path / "tasks", data, train)
+    results, _, _ = lm_eval(tmp_path, "--tasks", "arc_local", "--include_path",
+                            tmp_path / "tasks", "--num_fewshot", "1")  # fmt: skip
+    store.add_benchmark("arc_local")
+    (r,) = ingest(store, LmEvalRun(tmp_path / "out", model="dummy"))
+    assert (r.n_new, r.scores.n_new) == (12, 1)
+    ((mean,),) = store.con.execute("SELECT avg(correct::INT) FROM results_view").fetchall()
+    assert scores(store) == {
+        ("dummy", "arc_local"): (results["arc_local"]["acc,none"], "lm-eval arc_local acc")
+    }
+    assert results["arc_local"]["acc,none"] == pytest.approx(mean)
