@@ -257,3 +257,39 @@ def test_the_real_lm_eval_cli_results_json_gives_the_reported_score(store, tmp_p
         ("dummy", "arc_local"): (results["arc_local"]["acc,none"], "lm-eval arc_local acc")
     }
     assert results["arc_local"]["acc,none"] == pytest.approx(mean)
+
+
+def test_a_score_column_in_a_wide_or_long_table_is_a_reported_score_not_an_item(store, tmp_path):
+    wide = tmp_path / "arc_wide.csv"
+    wide.write_text("model,0,1,score\norg/a,1,0,55.5\norg/b,0,0,\norg/c,1,1,x\n")
+    (r,) = ingest(store, source_from_spec(f"wide:arc={wide}"))
+    assert (r.n_new, r.scores.n_new, r.scores.n_quarantined) == (6, 1, 1)
+    assert build_matrix(store, "arc")[0].item_ids.tolist() == ["0", "1"]
+    long = tmp_path / "long.csv"
+    long.write_text(
+        "model,benchmark,item,correct,score\n"
+        "org/d,gsm8k,0,1,40\norg/d,gsm8k,1,0,40\n"  # repeated on each item row: one score
+        "org/e,gsm8k,0,1,10\norg/e,gsm8k,1,1,20\n"  # two values for one pair: refused
+    )
+    (r,) = ingest(store, LongTable(long))
+    assert (r.n_new, r.scores.n_new, r.scores.n_quarantined) == (4, 1, 2)
+    definition = "as reported in {} (definition not given)"
+    assert scores(store) == {
+        ("org/a", "arc"): (0.555, definition.format("arc_wide.csv")),
+        ("org/d", "gsm8k"): (0.4, definition.format("long.csv")),
+    }
+    reasons = {reason for _, reason in quarantined(store)}
+    assert reasons == {
+        "reported score is not a number: x",
+        "conflicting reported scores for this model and benchmark in one source",
+    }
+
+
+def test_a_score_column_in_a_parquet_long_table(store, tmp_path):
+    import polars as pl
+
+    path = tmp_path / "long.parquet"
+    pl.DataFrame({"model": ["a", "a"], "benchmark": ["arc", "arc"], "item": ["0", "1"],
+                  "correct": [1, 0], "score": [62.5, 62.5]}).write_parquet(path)  # fmt: skip
+    (r,) = ingest(store, LongTable(path))
+    assert (r.n_new, r.scores.n_new) == (2, 1) and scores(store)[("a", "arc")][0] == 0.625
