@@ -1,6 +1,9 @@
 """Reported vs item-mean targets on the metabench data: MAE against the leaderboard's value.
 
-Per benchmark, 400 random models (of those with responses and a leaderboard value) are held
+The responses (`wide:BM={bm}_responses_train.csv`) and the leaderboard's values
+(`scores:open-llm-leaderboard.csv`) are ingested into a fresh store in a temporary folder;
+the items come from `build_matrix`, the reported values from `reported_scores`. Per
+benchmark, 400 random models (of those with responses and a leaderboard value) are held
 out; a ridge reader (`sparseeval.method.predictors.RidgePredictor`, alpha by leave-one-out)
 is fitted on every stored item of the rest twice: on the `items` target (metabench's
 full-benchmark score, the mean over all of the benchmark's items under the binary metric;
@@ -15,27 +18,40 @@ items, used as the estimate itself. Data: ../shared/data/metabench_reduced (neve
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from sparseeval.method.predictors import RidgePredictor
+from sparseeval.pipeline.store import Store, build_matrix, ingest, reported_scores
+from sparseeval.pipeline.store.kinds import source_from_spec
 
 DATA = Path("/work/shared/data/metabench_reduced")
 BENCHMARKS = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 N_HELD_OUT = 400
 
 
-def load(data: Path, bm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(0/1 responses, items target, reported target), targets in percent, for joined models."""
-    responses = pd.read_csv(data / f"{bm}_responses_train.csv", index_col="model")
+def ingest_all(store: Store, data: Path) -> list[str]:
+    """Ingest every benchmark's responses and the leaderboard's scores; the report lines."""
+    sources = [source_from_spec(f"wide:{bm}={data / f'{bm}_responses_train.csv'}")
+               for bm in BENCHMARKS]  # fmt: skip
+    sources.append(source_from_spec(f"scores:{data / 'open-llm-leaderboard.csv'}"))
+    return [r.line() for src in sources for r in ingest(store, src)]
+
+
+def load(store: Store, data: Path, bm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """(0/1 responses, items target, reported target, build line), targets in percent."""
+    matrix, summary = build_matrix(store, bm, target="auto")
+    responses = pd.DataFrame((matrix.values > 0).astype(np.float64), index=matrix.model_ids)
     scores = pd.read_csv(data / f"{bm}_scores.csv").drop_duplicates("model").set_index("model")
-    board = pd.read_csv(data / "open-llm-leaderboard.csv").drop_duplicates("name")
-    board = board.set_index("name")[bm]
-    models = responses.index.intersection(scores.index).intersection(board.dropna().index)
-    X = responses.loc[models].to_numpy(dtype=np.float64)
-    return X, scores.loc[models, "score"].to_numpy(float), board.loc[models].to_numpy(float)
+    board = reported_scores(store, bm).to_pandas().set_index("model")["score"] * 100.0
+    order = pd.read_csv(data / f"{bm}_responses_train.csv", usecols=["model"])["model"]
+    models = pd.Index(order).intersection(scores.index).intersection(board.index)  # file order
+    X = responses.loc[models].to_numpy()
+    items, reported = scores.loc[models, "score"].to_numpy(float), board.loc[models].to_numpy()
+    return X, items, reported, summary.line()
 
 
 def mae_pair(X, items, reported, seed: int) -> tuple[float, float, float]:
@@ -63,14 +79,18 @@ def main() -> None:
         f"{'benchmark':<11} {'models':>6} {'items':>5} {'items-target':>16}"
         f" {'reported-target':>16} {'subset-mean':>12}",
     ]
-    for bm in BENCHMARKS:
-        X, items, reported = load(args.data, bm)
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "store.duckdb") as store:
+        ingested = ingest_all(store, args.data)
+        loaded = {bm: load(store, args.data, bm) for bm in BENCHMARKS}
+    for bm, (X, items, reported, _) in loaded.items():
         runs = np.array([mae_pair(X, items, reported, s) for s in range(args.seeds)])
         mean, first = runs.mean(axis=0), runs[0]
         lines.append(
             f"{bm:<11} {len(X):>6} {X.shape[1]:>5} {mean[0]:>7.2f} [{first[0]:>6.2f}]"
             f" {mean[1]:>7.2f} [{first[1]:>6.2f}] {mean[2]:>12.2f}"
         )
+    lines += ["", "ingest:", *ingested, "", "build_matrix(target='auto'):"]
+    lines += [loaded[bm][3] for bm in BENCHMARKS]
     text = "\n".join(lines)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)

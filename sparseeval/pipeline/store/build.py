@@ -119,13 +119,13 @@ def choose_target(store: Store, bid: int, model_ids: np.ndarray, target: str) ->
     by_id = dict(zip(stored["model_id"].to_list(), stored["score"].to_list(), strict=True))
     missing = [int(i) for i in model_ids if int(i) not in by_id]
     if missing:
-        why = f"{len(missing):,} of {len(model_ids):,} models have no reported score"
+        why = f"models without a reported score: {len(missing):,} of {len(model_ids):,}"
         if target == "reported":
             names = fetch(store.con, "build_score_missing", {"ids": missing})
             shown = ", ".join(name for (name,) in names)
             raise MatrixError(f"target reported: {why} (e.g. {shown}); ingest their scores"
                               " (scores:FILE.csv) or use target items")  # fmt: skip
-        return ChosenTarget("items", note=f"auto: {why}, so the target is the item mean")
+        return ChosenTarget("items", note=f"auto: {why}, so the target is the items' mean")
     used = set(model_ids.tolist())
     defs = stored.filter(pl.col("model_id").is_in(used))["definition"].value_counts(sort=True)
     definition = "; ".join(
