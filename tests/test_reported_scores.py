@@ -29,7 +29,10 @@ from sparseeval.pipeline.store import (
 )
 from sparseeval.pipeline.store.kinds import source_from_spec
 
-GROUP = "(group aggregate, as lm-eval reports it)"
+GROUP = (
+    "(group aggregate, as lm-eval reports it: subjects weighted by size, the mean over all"
+    " questions)"
+)
 TS = "2024-05-01T12-00-00.123456"
 METABENCH = Path("/work/shared/data/metabench_reduced/open-llm-leaderboard.csv")
 

@@ -7,7 +7,9 @@ lm-eval 0.4 writes (`lm_eval/evaluator.py` `simple_evaluate`, saved by
 "acc_norm,none": 0.6, ...}}`. A benchmark's score is its task's entry under the metric its
 samples are read with (`taskmap`: arc_challenge `acc_norm`, gsm8k `exact_match` with the
 `strict-match` filter, ...); a benchmark read from subtasks (MMLU subjects) takes the
-entry of its group (`mmlu`) when the file has one, as lm-eval aggregates it, else none.
+entry of its group (`mmlu`) when the file has one, as lm-eval aggregates it (for lm-eval's
+own mmlu group: weighted by subject size, not the leaderboard's mean of 57 subject
+accuracies), else none.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ import polars as pl
 from sparseeval.consume.lm_eval_samples import choose_filter
 from sparseeval.consume.taskmap import map_lm_eval_task
 from sparseeval.pipeline.store.scores import SCORE_SCHEMA
+
+GROUP = "group aggregate, as lm-eval reports it"
+# What a group's aggregate is, where lm-eval's own group config says it (0.4.13:
+# lm_eval/tasks/mmlu/default/_mmlu.yaml, `aggregate_metric_list: acc, weight_by_size: True`).
+GROUP_NOTES = {"mmlu": f"{GROUP}: subjects weighted by size, the mean over all questions"}
 
 
 def results_scores(data: dict, tasks: list[str], model: str, ref_no: int) -> pl.DataFrame:
@@ -37,7 +44,7 @@ def results_scores(data: dict, tasks: list[str], model: str, ref_no: int) -> pl.
         if found is None:
             continue
         metric, filt = found
-        kind = "" if mapped.subject is None else " (group aggregate, as lm-eval reports it)"
+        kind = "" if mapped.subject is None else f" ({GROUP_NOTES.get(name, GROUP)})"
         shown = "" if filt in ("none", "") else f" (filter {filt})"
         rows[mapped.benchmark] = {
             "model": model,
