@@ -11,4 +11,7 @@ DROP TABLE IF EXISTS src_long;
 DROP TABLE IF EXISTS csv_gaps;
 DROP VIEW IF EXISTS src_parquet;
 DROP TABLE IF EXISTS csv_rejects;
-DROP TABLE IF EXISTS csv_reject_scans
+DROP TABLE IF EXISTS csv_reject_scans;
+DROP VIEW IF EXISTS scores_checked;
+DROP TABLE IF EXISTS score_batch;
+DROP TABLE IF EXISTS score_changed

@@ -71,6 +71,26 @@ CREATE TABLE IF NOT EXISTS result_history (
     replaced_by_ref INTEGER NOT NULL
 );
 
+-- Each model's reported score per benchmark (the number its source reports, as an
+-- accuracy in [0, 1]) with its definition in words; provenance as for results.
+CREATE TABLE IF NOT EXISTS reported_scores (
+    benchmark_id SMALLINT NOT NULL,
+    model_id INTEGER NOT NULL,
+    score DOUBLE NOT NULL,
+    definition VARCHAR NOT NULL,
+    ref_id INTEGER NOT NULL
+);
+
+-- Reported scores that a newer ingest replaced.
+CREATE TABLE IF NOT EXISTS reported_score_history (
+    benchmark_id SMALLINT NOT NULL,
+    model_id INTEGER NOT NULL,
+    score DOUBLE NOT NULL,
+    definition VARCHAR NOT NULL,
+    ref_id INTEGER NOT NULL,
+    replaced_by_ref INTEGER NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS quarantine (
     run_id INTEGER NOT NULL,
     source VARCHAR NOT NULL,
@@ -99,5 +119,13 @@ SELECT m.model, b.name AS benchmark, i.item, r.correct,
 FROM results r
 JOIN models m USING (model_id)
 JOIN items i USING (item_id)
+JOIN benchmarks b ON b.benchmark_id = r.benchmark_id
+JOIN source_refs s USING (ref_id);;
+
+CREATE OR REPLACE VIEW reported_scores_view AS
+SELECT m.model, b.name AS benchmark, r.score, r.definition,
+       s.source, s.source_ref, s.ingested_at, s.run_id
+FROM reported_scores r
+JOIN models m USING (model_id)
 JOIN benchmarks b ON b.benchmark_id = r.benchmark_id
 JOIN source_refs s USING (ref_id);

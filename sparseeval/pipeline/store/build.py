@@ -7,14 +7,19 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import duckdb
 import numpy as np
 import polars as pl
 
 from sparseeval.method.matrix import MatrixError, ResponseMatrix
-from sparseeval.pipeline.store.db import Store, sql
+from sparseeval.pipeline.store.db import Store, fetch, sql
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 4_000_000
+# What a matrix's targets are: `items` the row mean over the kept items (the paper's
+# uniform target), `reported` each model's stored reported score (every kept model must
+# have one), `auto` reported when every kept model has one, else items.
+TARGETS = ("auto", "reported", "items")
 
 
 @dataclass
@@ -32,6 +37,9 @@ class BuildSummary:
     fingerprint: str
     seconds: float
     dropped_model_examples: list[str] = field(default_factory=list)
+    target: str = "items"  # what the targets are: `items` or `reported`
+    target_definition: str = ""  # the target in words, for the manifest and the report
+    target_note: str = ""  # why `auto` fell back to items ('' otherwise)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -43,18 +51,23 @@ class BuildSummary:
             f" {self.items_stored:,}, {self.cells_missing:,} missing cells; dropped"
             f" {self.models_dropped:,} models missing > {self.max_missing_model_frac:.0%} of"
             f" items and {self.items_dropped:,} items) fingerprint {self.fingerprint[:12]}"
-            f" in {self.seconds:.1f}s"
+            f" in {self.seconds:.1f}s; target {self.target}: {self.target_definition}"
+            + (f" ({self.target_note})" if self.target_note else "")
         )
 
 
 def build_matrix(
-    store: Store, benchmark: str, max_missing_model_frac: float = 0.0
+    store: Store, benchmark: str, max_missing_model_frac: float = 0.0, target: str = "items"
 ) -> tuple[ResponseMatrix, BuildSummary]:
     """The models x items ±1 matrix of one benchmark, in stored item order.
 
     Missing results: models missing more than `max_missing_model_frac` of the items are
     dropped, then items missing for any remaining model. Raises MatrixError if nothing is left.
+    `target` (one of `TARGETS`) chooses the matrix's targets; the summary's `target`,
+    `target_definition` and `target_note` say what they are.
     """
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r} (one of {', '.join(TARGETS)})")
     t0 = time.perf_counter()
     bid = store.benchmark_id(benchmark)
     items = store.con.sql(sql("build_items"), params={"bid": bid}).pl()
@@ -67,19 +80,69 @@ def build_matrix(
     values = values[np.ix_(keep_rows, keep_cols)] if not keep_cols.all() else values[keep_rows]
     if values.size == 0:
         raise MatrixError(f"{benchmark}: no complete models x items left after the missing policy")
+    chosen = choose_target(store, bid, models["model_id"].to_numpy()[keep_rows], target)
     matrix = ResponseMatrix(
         values,
         models["model"].to_numpy().astype(object)[keep_rows],
         items["item"].to_numpy().astype(object)[keep_cols],
+        chosen.scores,
     )
+    if chosen.scores is None:
+        chosen.definition = f"mean over the {matrix.shape[1]:,} stored items"
     summary = BuildSummary(
         benchmark, len(models), len(items), cells_missing, max_missing_model_frac,
         int((~keep_rows).sum()), int((~keep_cols).sum()), matrix.shape, matrix.fingerprint(),
         time.perf_counter() - t0,
         models["model"].filter(pl.Series(~keep_rows)).head(5).to_list(),
+        chosen.target, chosen.definition, chosen.note,
     )  # fmt: skip
     log.info("matrix %s", summary.line())
     return matrix, summary
+
+
+@dataclass
+class ChosenTarget:
+    """The targets of a build: reported scores per kept model, or None for the row mean."""
+
+    target: str
+    scores: np.ndarray | None = None
+    definition: str = ""
+    note: str = ""
+
+
+def choose_target(store: Store, bid: int, model_ids: np.ndarray, target: str) -> ChosenTarget:
+    """The reported scores of `model_ids` (in order) when `target` asks for them and every
+    model has one; `reported` refuses with a MatrixError otherwise, `auto` falls back."""
+    if target == "items":
+        return ChosenTarget("items")
+    stored = _stored_scores(store, bid)
+    by_id = dict(zip(stored["model_id"].to_list(), stored["score"].to_list(), strict=True))
+    missing = [int(i) for i in model_ids if int(i) not in by_id]
+    if missing:
+        why = f"models without a reported score: {len(missing):,} of {len(model_ids):,}"
+        if target == "reported":
+            names = fetch(store.con, "build_score_missing", {"ids": missing})
+            shown = ", ".join(name for (name,) in names)
+            raise MatrixError(f"target reported: {why} (e.g. {shown}); ingest their scores"
+                              " (scores:FILE.csv) or use target items")  # fmt: skip
+        return ChosenTarget("items", note=f"auto: {why}, so the target is the items' mean")
+    used = set(model_ids.tolist())
+    defs = stored.filter(pl.col("model_id").is_in(used))["definition"].value_counts(sort=True)
+    definition = "; ".join(
+        d if len(defs) == 1 else f"{d} ({n:,} models)" for d, n in defs.iter_rows()
+    )
+    scores = np.array([by_id[int(i)] for i in model_ids], dtype=np.float64)
+    return ChosenTarget("reported", scores, definition)
+
+
+def _stored_scores(store: Store, bid: int) -> pl.DataFrame:
+    """(model_id, score, definition) of the benchmark; none in a store older than the table
+    (opened read-only, its schema was not brought up to date)."""
+    try:
+        return store.con.sql(sql("build_scores"), params={"bid": bid}).pl()
+    except duckdb.CatalogException:
+        return pl.DataFrame(schema={"model_id": pl.Int32, "score": pl.Float64,
+                                    "definition": pl.String})  # fmt: skip
 
 
 def _scatter(store: Store, bid: int, model_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -15,6 +15,7 @@ import polars as pl
 
 from sparseeval.consume.hub import redact
 from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch, live_runs
+from sparseeval.pipeline.store.scores import SCORE_FRAME, ScoreCounts, merge_scores
 from sparseeval.pipeline.store.unit import SourceError, Unit, _printable
 from sparseeval.pipeline.store.validate import (
     check,
@@ -53,6 +54,9 @@ class IngestReport:
     n_duplicates: int = 0
     seconds: float = 0.0
     message: str = ""
+    # The unit's reported scores (lm-eval results JSON, `scores:FILE`); their note is part
+    # of `message`, so `ingest_runs` shows it too.
+    scores: ScoreCounts = field(default_factory=ScoreCounts)
 
     @property
     def n_stored(self) -> int:
@@ -209,12 +213,14 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     execute(con, "ingest_batch", params)
     n_dup, n_conflict = resolve_duplicates(con, params)
     new, updated, unchanged = _merge(con, params)
+    scores = merge_scores(con, params) if SCORE_FRAME in unit.frames else ScoreCounts()
     if unit.record is not None:
         unit.record(con, params["run"])
     report = IngestReport(
         params["run"], unit.kind, unit.label, "ok", n_read=n_read, n_new=new,
         n_updated=updated, n_unchanged=unchanged, n_quarantined=n_bad + n_conflict,
-        n_duplicates=n_dup, message=_read_with(unit),
+        n_duplicates=n_dup, message="; ".join(filter(None, [_read_with(unit), scores.note()])),
+        scores=scores,
     )  # fmt: skip
     _assert_accounted(report)
     return report

@@ -18,6 +18,7 @@ from pathlib import Path
 from sparseeval.pipeline.store.hub import OpenLLMLeaderboard
 from sparseeval.pipeline.store.ingestion import Source
 from sparseeval.pipeline.store.lm_eval_run import LmEvalRun
+from sparseeval.pipeline.store.score_files import ScoresFile
 from sparseeval.pipeline.store.synthetic import SyntheticLeaderboard
 from sparseeval.pipeline.store.tables import LongTable, WideTable
 from sparseeval.pipeline.store.unit import SpecOptions
@@ -46,6 +47,7 @@ SOURCE_KINDS: dict[str, SourceKind] = {
         SourceKind("wide", WideTable.from_spec, "wide:BENCHMARK=file.csv"),
         SourceKind("lm-eval", LmEvalGlob.from_spec, "lm-eval:GLOB"),
         SourceKind("inbox", Inbox.from_spec, "inbox:DIR"),
+        SourceKind("scores", ScoresFile.from_spec, "scores:FILE.csv"),
     ]
 }
 

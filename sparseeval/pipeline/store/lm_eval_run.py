@@ -29,6 +29,8 @@ from sparseeval.consume.lm_eval_samples import (
 )
 from sparseeval.consume.taskmap import TaskMap, map_lm_eval_task
 from sparseeval.pipeline.store.db import Store
+from sparseeval.pipeline.store.lm_eval_scores import results_scores
+from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores
 from sparseeval.pipeline.store.tables import SAVE_AS_UTF8, not_utf8
 from sparseeval.pipeline.store.unit import (
     BAD_SCHEMA,
@@ -73,14 +75,16 @@ def _lm_eval_unit(results: Path, model: str | None) -> Unit:
     )  # fmt: skip
     if not samples:
         raise SourceError(f"{results}: no samples_*.jsonl beside it (run with --log_samples)")
-    key = fingerprint("lm-eval", name, *(f"{p.name}:{file_sha256(p)}" for p in samples))
-    refs = [str(p) for p in samples]
-    unit = Unit("lm-eval", str(results), key, refs, no_stage)
-    unit.stage = partial(_stage_samples, samples, name, unit)
+    files = [*samples, results]
+    key = fingerprint("lm-eval", name, *(f"{p.name}:{file_sha256(p)}" for p in files))
+    refs = [str(p) for p in files]  # the results JSON last: its ref is the scores' provenance
+    unit = Unit("lm-eval", str(results), key, refs, no_stage, frames=(SCORE_FRAME,))
+    unit.stage = partial(_stage_samples, samples, name, unit, results)
     return unit
 
 
-def _lm_eval_model(results: Path) -> str:
+def _results_json(results: Path) -> dict:
+    """The results file's JSON object; a SourceError naming the file otherwise."""
     try:
         data = json.loads(results.read_bytes().decode("utf-8-sig"))
     except UnicodeDecodeError:
@@ -89,6 +93,11 @@ def _lm_eval_model(results: Path) -> str:
         raise SourceError(f"{results}: not a JSON results file ({exc})") from exc
     if not isinstance(data, dict):
         raise SourceError(f"{results}: not an lm-eval results file (not a JSON object)")
+    return data
+
+
+def _lm_eval_model(results: Path) -> str:
+    data = _results_json(results)
     name = data.get("model_name") or ""
     if not name:
         args = str(data.get("config", {}).get("model_args", ""))
@@ -100,7 +109,7 @@ def _lm_eval_model(results: Path) -> str:
 
 
 def _stage_samples(
-    paths: list[Path], model: str, unit: Unit, con: duckdb.DuckDBPyConnection
+    paths: list[Path], model: str, unit: Unit, results: Path, con: duckdb.DuckDBPyConnection
 ) -> None:
     rows, bad = [], []
     unit.read_with.clear()
@@ -112,6 +121,8 @@ def _stage_samples(
         rows.append(good)
         bad.append(rejected)
     stage_frames(con, pl.concat(rows), pl.concat(bad))
+    tasks = [samples_task(p)[0] for p in paths]  # type: ignore[index]
+    stage_scores(con, results_scores(_results_json(results), tasks, model, len(paths)))
 
 
 def read_samples(

@@ -1,6 +1,10 @@
 """Table sources: long tables (CSV or Parquet: model, benchmark, item, correct) and wide CSV
 tables (`model` + one column per item, for one benchmark), staged by DuckDB.
 
+A column `score` is no item: it is each model's reported score in percent (0 to 100), per
+row of a wide table, per model and benchmark of a long one (repeated on its rows; blank is
+none), stored by `scores` with the definition `as reported in FILE (definition not given)`.
+
 A CSV file must be UTF-8 text (a UTF-8 BOM is fine); rows DuckDB cannot parse become
 quarantined lines, a file that cannot be read as the format claimed is a SourceError
 naming the file and line.
@@ -19,6 +23,7 @@ import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
 from sparseeval.pipeline.store.db import Store, execute, fetch, relation
+from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores
 from sparseeval.pipeline.store.unit import (
     SourceError,
     SpecOptions,
@@ -29,6 +34,7 @@ from sparseeval.pipeline.store.unit import (
 )
 
 LONG_COLUMNS = ("model", "benchmark", "item", "correct")
+SCORE = "score"  # a table's column of reported scores (percent), never an item
 LONG_SUFFIXES = (".csv", ".parquet", ".pq")
 # Columns that carry each CSV row's number and file line through staging (sql/stage_csv.sql,
 # sql/csv_lines.sql) start with this; a file's own column may not.
@@ -51,7 +57,7 @@ class LongTable:
         kind = f"long-{fmt}"
         stage = _stage_long_parquet if fmt == "parquet" else _stage_long_csv
         key = fingerprint(kind, file_sha256(path))
-        yield Unit(kind, str(path), key, [str(path)], partial(stage, path))
+        yield Unit(kind, str(path), key, [str(path)], partial(stage, path), frames=(SCORE_FRAME,))
 
 
 @dataclass
@@ -73,7 +79,8 @@ class WideTable:
         path = existing(self.path)
         key = fingerprint("wide-csv", self.benchmark, file_sha256(path))
         stage = partial(_stage_wide, path, self.benchmark)
-        yield Unit("wide-csv", str(path), key, [str(path)], stage, frames=("wide_cols",))
+        frames = ("wide_cols", SCORE_FRAME)
+        yield Unit("wide-csv", str(path), key, [str(path)], stage, frames=frames)
 
 
 def _stage_csv_raw(
@@ -118,8 +125,20 @@ def _stage_csv_raw(
 
 
 def _stage_long_csv(path: Path, con: duckdb.DuckDBPyConnection) -> None:
-    _stage_csv_raw(con, path, LONG_COLUMNS)
+    header = _stage_csv_raw(con, path, LONG_COLUMNS)
     execute(con, "stage_long_csv", {})
+    _stage_table_scores(con, path, "table_scores_long" if SCORE in header else None, {})
+
+
+def _stage_table_scores(
+    con: duckdb.DuckDBPyConnection, path: Path, query: str | None, params: dict
+) -> None:
+    """Stage the table's `score` column as reported scores (none when `query` is None)."""
+    if query is None:
+        stage_scores(con, None)
+        return
+    definition = f"as reported in {path.name} (definition not given)"
+    stage_scores(con, relation(con, query, params | {"definition": definition}).pl())
 
 
 def _stage_long_parquet(path: Path, con: duckdb.DuckDBPyConnection) -> None:
@@ -135,13 +154,17 @@ def _stage_long_parquet(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     rel.create_view("src_parquet", replace=True)
     execute(con, "stage_long_parquet", {})
     stage_no_bad(con)  # Parquet either reads or fails as a whole
+    query = "table_scores_parquet" if SCORE in rel.columns else None
+    _stage_table_scores(con, path, query, {})
 
 
 def _stage_wide(path: Path, benchmark: str, con: duckdb.DuckDBPyConnection) -> None:
     header = _stage_csv_raw(con, path, ("model",))
-    items = [c for c in header if c != "model"]
+    items = [c for c in header if c not in ("model", SCORE)]
     con.register("wide_cols", pl.DataFrame({"item": items, "ord": range(len(items))}))
     execute(con, "stage_wide", {"benchmark": benchmark})
+    query = "table_scores_wide" if SCORE in header else None
+    _stage_table_scores(con, path, query, {"benchmark": benchmark})
 
 
 def _csv_header(path: Path) -> list[str]:

@@ -1,0 +1,125 @@
+"""`scores:FILE`: a CSV file of reported scores, in percent (0 to 100), as a store source.
+
+Two layouts, told apart by the header:
+
+- long: columns `model, benchmark, score` and optionally `definition` (the score's
+  definition in words; without one it is `as reported in FILE (definition not given)`);
+- leaderboard: a `model` or `name` column and one column per Open LLM Leaderboard v1
+  benchmark (`arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k`; others such as
+  `avg` or `params` are ignored), as metabench's `open-llm-leaderboard.csv`; each value
+  gets that benchmark's leaderboard definition (`scores.OLLM_V1_DEFINITIONS`). An empty
+  cell is no score (the model was not evaluated there), not a bad one.
+
+Scores are percent, as leaderboards publish them; a fraction such as 0.62 would be read
+as 0.62 percent, so a file of fractions must be multiplied by 100 first. A score that is
+not a number or lies outside 0..100 is quarantined with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.pipeline.store.db import Store
+from sparseeval.pipeline.store.scores import OLLM_V1_DEFINITIONS, SCORE_FRAME, stage_scores
+from sparseeval.pipeline.store.tables import not_utf8
+from sparseeval.pipeline.store.unit import (
+    SourceError,
+    SpecOptions,
+    Unit,
+    _printable,
+    existing,
+    stage_frames,
+)
+
+LONG_SCORE_COLUMNS = ("model", "benchmark", "score")
+
+
+@dataclass
+class ScoresFile:
+    """A CSV file of reported scores in percent (long or leaderboard layout, see module)."""
+
+    path: Path
+
+    @classmethod
+    def from_spec(cls, body: str, options: SpecOptions) -> ScoresFile:
+        """`FILE` (the spec `scores:FILE`)."""
+        if not body.strip():
+            raise ValueError("scores source must be scores:FILE.csv")
+        return cls(Path(body))
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        path = existing(self.path)
+        key = fingerprint("scores-csv", file_sha256(path))
+        stage = partial(_stage_scores_file, path)
+        yield Unit("scores-csv", str(path), key, [str(path)], stage, frames=(SCORE_FRAME,))
+
+
+def _stage_scores_file(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    stage_frames(con, None)  # no per-item rows
+    stage_scores(con, read_scores_csv(path))
+
+
+def read_scores_csv(path: Path) -> pl.DataFrame:
+    """The file's scores in the `scores.SCORE_SCHEMA` layout (percent, scale 100)."""
+    frame = _read_strings(path)
+    cols = set(frame.columns)
+    if set(LONG_SCORE_COLUMNS) <= cols:
+        long = frame.with_row_index("line", offset=2)
+        if "definition" not in cols:
+            long = long.with_columns(
+                definition=pl.lit(f"as reported in {path.name} (definition not given)")
+            )
+        return long.select(*LONG_SCORE_COLUMNS, "definition", "line").with_columns(
+            scale=pl.lit(100.0), ref_no=pl.lit(0)
+        )
+    model = next((c for c in ("model", "name") if c in cols), None)
+    benchmarks = [c for c in OLLM_V1_DEFINITIONS if c in cols]
+    if model is None or not benchmarks:
+        shown = ", ".join(frame.columns[:8]) + (" ..." if len(frame.columns) > 8 else "")
+        raise SourceError(
+            _printable(
+                f"{path}: line 1: not a scores table: need columns model, benchmark, score"
+                f" (optional definition), or model/name and leaderboard columns"
+                f" ({', '.join(OLLM_V1_DEFINITIONS)}); has: {shown}"
+            )
+        )
+    return _melt_leaderboard(frame, model, benchmarks)
+
+
+def _melt_leaderboard(frame: pl.DataFrame, model: str, benchmarks: list[str]) -> pl.DataFrame:
+    """One row per (model, leaderboard column) with a non-empty cell."""
+    long = (
+        frame.with_row_index("line", offset=2)
+        .select(pl.col(model).alias("model"), "line", *benchmarks)
+        .unpivot(index=["model", "line"], variable_name="benchmark", value_name="score")
+        .filter(pl.col("score").is_not_null() & (pl.col("score").str.strip_chars() != ""))
+    )
+    return long.with_columns(
+        definition=pl.col("benchmark").replace_strict(OLLM_V1_DEFINITIONS),
+        scale=pl.lit(100.0),
+        ref_no=pl.lit(0),
+    ).sort("line", "benchmark")
+
+
+def _read_strings(path: Path) -> pl.DataFrame:
+    """Every column as text (a UTF-8 BOM is fine); a SourceError naming the file otherwise."""
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise SourceError(f"{path}: empty file")
+    try:
+        raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None
+    try:
+        frame = pl.read_csv(raw.removeprefix(b"\xef\xbb\xbf"), infer_schema=False)
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).strip().splitlines()[0][:200]
+        raise SourceError(_printable(f"{path}: not a readable CSV file: {first}")) from exc
+    return frame.rename({c: c.strip() for c in frame.columns})

@@ -1,0 +1,86 @@
+"""Reported scores: the number a source itself reports per (model, benchmark), as a target.
+
+Stored in `reported_scores` (an accuracy in [0, 1], its definition in words, a `ref_id`
+into `source_refs`), with replaced values in `reported_score_history`; newer ingests
+replace older values. A unit stages its scores as the frame `score_frame` (`SCORE_SCHEMA`,
+listed in `Unit.frames`) in the same transaction as its per-item rows; `merge_scores`
+validates them (sql/scores_validate.sql: a score that is not a number, below 0 or above
+its scale, of an unknown benchmark, or conflicting within one source is quarantined with
+its reason, never stored) and merges them (sql/scores_merge.sql).
+
+Sources of reported scores: lm-eval results JSON (`lm_eval_run`) and `scores:FILE`
+(`ScoresFile`, below).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from sparseeval.pipeline.store.db import Store, execute, fetch
+from sparseeval.pipeline.store.unit import conform
+
+SCORE_FRAME = "score_frame"
+SCORE_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "score": pl.String,
+    "scale": pl.Float64,  # 100: the score is in percent; 1: a fraction
+    "definition": pl.String,
+    "line": pl.Int64,
+    "ref_no": pl.Int32,
+}
+# The Open LLM Leaderboard v1's reported score per benchmark (DESIGN.md, "Reported score").
+OLLM_V1_DEFINITIONS = {
+    "arc": "Open LLM Leaderboard v1 ARC-Challenge (25-shot): acc_norm",
+    "hellaswag": "Open LLM Leaderboard v1 HellaSwag (10-shot): acc_norm",
+    "mmlu": "Open LLM Leaderboard v1 MMLU (5-shot): mean of 57 subject accuracies",
+    "truthfulqa": "Open LLM Leaderboard v1 TruthfulQA (0-shot): mc2",
+    "winogrande": "Open LLM Leaderboard v1 Winogrande (5-shot): acc",
+    "gsm8k": "Open LLM Leaderboard v1 GSM8K (5-shot): acc (exact match)",
+}
+
+
+@dataclass
+class ScoreCounts:
+    """What a unit's reported scores did: read = stored + quarantined + duplicates."""
+
+    n_read: int = 0
+    n_new: int = 0
+    n_updated: int = 0
+    n_unchanged: int = 0
+    n_quarantined: int = 0
+    n_duplicates: int = 0
+
+    def note(self) -> str:
+        """`reported scores: read 6; new 5, ..., quarantined 1` ('' when none were read)."""
+        if not self.n_read:
+            return ""
+        return (
+            f"reported scores: read {self.n_read:,}; new {self.n_new:,}, updated"
+            f" {self.n_updated:,}, unchanged {self.n_unchanged:,}, quarantined"
+            f" {self.n_quarantined:,}, duplicates {self.n_duplicates:,}"
+        )
+
+
+def stage_scores(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame | None) -> None:
+    """Register `frame` (the `SCORE_SCHEMA` layout; missing columns null) as `score_frame`."""
+    con.register(SCORE_FRAME, conform(frame, SCORE_SCHEMA))
+
+
+def merge_scores(con: duckdb.DuckDBPyConnection, params: dict) -> ScoreCounts:
+    """Validate, quarantine and merge the staged `score_frame` (inside the unit's transaction)."""
+    execute(con, "scores_validate", {})
+    ((n_read, n_bad, n_dup, n_matched, n_changed),) = fetch(con, "scores_counts", {})
+    if n_read:
+        execute(con, "scores_merge", params)
+    n_good = n_read - n_bad - n_dup
+    return ScoreCounts(n_read, n_good - n_matched, n_changed, n_matched - n_changed, n_bad, n_dup)
+
+
+def reported_scores(store: Store, benchmark: str | None = None) -> pl.DataFrame:
+    """The stored reported scores (model, benchmark, score in [0, 1], definition, source,
+    source_ref, run_id) of one benchmark, or of all."""
+    return store.query("reported_scores", {"benchmark": benchmark})
