@@ -36,13 +36,12 @@ def test_the_file_is_sparseeval_config_then_the_homes_then_the_working_directory
     assert Settings.load(env={}, home=str(home)).n_anchors == 50  # a flow's `home` parameter
     assert Settings.load(env={"SPARSEEVAL_CONFIG": str(other)}).n_anchors == 70
     with pytest.raises(
-        ValueError, match="SPARSEEVAL_CONFIG names .*nope.toml, which is not a file"
+        ValueError, match=r"SPARSEEVAL_CONFIG names .*nope\.toml, which is not a file"
     ):
         Settings.load(env={"SPARSEEVAL_CONFIG": str(home / "nope.toml")})
 
 
 def test_an_empty_variable_is_unset_as_a_deployment_passes_one(folders):
-    work, home = folders
     s = Settings.load(env={"SPARSEEVAL_HOME": "", "SPARSEEVAL_CONFIG": "", "SPARSEEVAL_SEED": " "})
     assert str(s.home) == ".sparseeval" and s.n_anchors == 30 and s.seed == 0
 

@@ -13,41 +13,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-import sparseeval
 from sparseeval.cli import main
 from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.lm_eval import LmEvalError, samples_task
+from sparseeval.consume.lm_eval import LmEvalError
 from sparseeval.consume.lm_eval_task import ITEM_FIELD, write_task
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit, tiny_fit
+from tests.lm_eval_cli import LM_EVAL, arc_doc, lm_eval, needs_lm_eval, original_arc_task
 
-LM_EVAL = importlib.util.find_spec("lm_eval")
-needs_lm_eval = pytest.mark.skipif(
-    LM_EVAL is None, reason="lm-eval is not installed (pip install 'sparseeval[test]')"
-)
 N_DOCS = 60
-
-
-def arc_doc(j: int) -> dict:
-    """Doc j of a tiny dataset in ARC's schema (question, choices.text/label, answerKey)."""
-    return {
-        "id": f"q{j}",
-        "question": f"What is {j} plus one?",
-        "choices": {
-            "text": [str(j + k) for k in range(4 - j % 2)],
-            "label": list("ABCD")[: 4 - j % 2],
-        },
-        "answerKey": "B",
-    }
 
 
 @pytest.fixture(scope="module")
@@ -150,43 +130,8 @@ def test_prompts_match_the_original_tasks(tmp_path):
 # --------------------------------------------------------------------------- end to end
 
 
-def lm_eval(tmp: Path, *args) -> tuple[dict, dict[str, Path], str]:
-    """Run the lm-eval CLI offline with the dummy model: (results, {task: samples file}, stdout)."""
-    out = tmp / "out"
-    env = os.environ | {
-        "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp / "hf"),
-        "PYTHONPATH": os.pathsep.join([str(Path(sparseeval.__file__).parents[1]),
-                                       os.environ.get("PYTHONPATH", "")]),
-    }  # fmt: skip
-    cmd = [sys.executable, "-m", "lm_eval", "--model", "dummy", "--log_samples",
-           "--output_path", str(out), *map(str, args)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (results,) = out.rglob("results_*.json")
-    samples = {samples_task(f)[0]: f for f in out.rglob("samples_*.jsonl")}
-    return json.loads(results.read_text())["results"], samples, proc.stdout
-
-
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def original_arc_task(folder: Path, data: Path, train: Path) -> None:
-    """lm-eval's own ARC task YAML (as installed), pointed at the local splits: `arc_local`."""
-    import yaml
-
-    yaml_file = Path(LM_EVAL.submodule_search_locations[0]) / "tasks/arc/arc_easy.yaml"
-    original = yaml.safe_load(yaml_file.read_text())
-    for key in ("tag", "dataset_name", "validation_split"):
-        original.pop(key, None)
-    files = {"test": str(data), "train": str(train)}
-    original |= {
-        "task": "arc_local",
-        "dataset_path": "json",
-        "dataset_kwargs": {"data_files": files},
-    }
-    folder.mkdir()
-    (folder / "arc_local.yaml").write_text(yaml.safe_dump(original))
 
 
 @needs_lm_eval

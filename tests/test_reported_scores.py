@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 
 import pytest
-from test_lm_eval_harness import arc_doc, lm_eval, needs_lm_eval, original_arc_task
 
 from sparseeval.method.matrix import MatrixError
 from sparseeval.pipeline.store import (
@@ -28,6 +27,7 @@ from sparseeval.pipeline.store import (
     reported_scores,
 )
 from sparseeval.pipeline.store.kinds import source_from_spec
+from tests.lm_eval_cli import arc_doc, lm_eval, needs_lm_eval, original_arc_task
 
 GROUP = (
     "(group aggregate, as lm-eval reports it: subjects weighted by size, the mean over all"

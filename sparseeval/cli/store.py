@@ -152,7 +152,7 @@ def run_matrix(args: argparse.Namespace) -> int:
             if not args.benchmark:
                 return _print_benchmarks(store, args.json)
             frac = settings.max_missing_model_frac if args.max_missing is None else args.max_missing
-            matrix, summary = build_matrix(store, args.benchmark, frac)
+            matrix, summary = build_matrix(store, args.benchmark, frac, target=settings.target)
         if args.export:
             export_matrix(matrix, args.export, summary.fingerprint)
     except _user_errors() as exc:

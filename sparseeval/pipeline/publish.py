@@ -127,7 +127,7 @@ def write_candidate(
             "test_true": evaluation["test_true"].tolist(),
             "drift_rows": list(drift_rows), "budget_rows": fit.budget_rows,
         },
-        budget=budget,
+        budget=budget, extra={"target": fit.target, "provenance": fit.provenance},
     )  # fmt: skip
     cand = candidate(path, fit.benchmark, fit.key, budget)
     built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")

@@ -66,14 +66,23 @@ def matrix_step(settings: Settings, benchmark: str) -> MatrixInfo:
 
     with Store.open(settings.store_path, read_only=True) as store:
         last_run = store.last_run_id()
-        matrix, summary = build_matrix(store, benchmark, settings.max_missing_model_frac)
+        matrix, summary = build_matrix(
+            store, benchmark, settings.max_missing_model_frac, target=settings.target
+        )
+        provenance = store.provenance(benchmark)
     path = artifact_path(settings.artifacts_dir, "matrix", summary.fingerprint + ".npz")
     if not path.exists():
         save_matrix(matrix, path, fingerprint=summary.fingerprint)
     return MatrixInfo(
         benchmark, str(path), summary.fingerprint, int(matrix.shape[0]), int(matrix.shape[1]),
-        int(last_run), summary.line(),
+        int(last_run), summary.line(), target_of(summary), provenance,
     )  # fmt: skip
+
+
+def target_of(summary) -> dict[str, str]:
+    """What a matrix's targets are, in words: {"kind", "definition", "note"}."""
+    return {"kind": summary.target, "definition": summary.target_definition,
+            "note": summary.target_note}  # fmt: skip
 
 
 # -- the fit step -------------------------------------------------------------------------
@@ -184,7 +193,7 @@ def fit_step(
         len(est.anchors_), est.predictor_name_,
         {k: 100 * v for k, v in est.valid_scores_.items()}, split.sizes(), test, curve,
         [float(y_train.min()), float(y_train.max())], round(time.perf_counter() - t0, 2),
-        code_version(),
+        code_version(), True, matrix_info.target, matrix_info.provenance,
     )  # fmt: skip
     _save_fit(folder, est, info, matrix, split, pred)
     return info

@@ -117,6 +117,9 @@ class MatrixInfo(Record):
     n_items: int
     last_run: int
     summary: str
+    # what the targets are and where the results came from (published in the manifest)
+    target: dict[str, str] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,8 @@ class FitInfo(Record):
     seconds: float
     code_version: str
     trained: bool = True
+    target: dict[str, str] = field(default_factory=dict)  # MatrixInfo.target
+    provenance: dict[str, Any] = field(default_factory=dict)  # MatrixInfo.provenance
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_dict(), indent=2))

@@ -16,6 +16,7 @@ from sparseeval.method.registry import PREDICTOR_CHOICES
 from sparseeval.pipeline import config
 
 ENV_PREFIX = "SPARSEEVAL_"
+TARGETS = ("auto", "reported", "items")  # store.build.TARGETS
 FIND_CONFIG = "<find the settings file>"  # Settings.load: see pipeline.config
 # The sections of the settings, each field in one (its `section` metadata).
 SECTIONS = ("paths", "sources", "selection", "predictor", "splits", "matrix", "drift", "runner")
@@ -78,6 +79,9 @@ class Settings:
     seed: int = _in("splits", 0)
     # matrices
     max_missing_model_frac: float = _in("matrix", 0.0)
+    # what a set estimates: "reported" (the score the source reports, e.g. the leaderboard's),
+    # "items" (the mean over the stored items), "auto" (reported when every model has one)
+    target: str = _in("matrix", "auto")
     # drift and publishing
     drift_mae_points: float = _in("drift", 3.0)
     drift_mae_ratio: float = _in("drift", 1.5)
@@ -126,6 +130,7 @@ class Settings:
             ("weight_decay", "0 or more", self.weight_decay >= 0),
             ("interval_level", "in (0, 1), e.g. 0.9", 0 < self.interval_level < 1),
             ("max_missing_model_frac", "in [0, 1]", 0 <= self.max_missing_model_frac <= 1),
+            ("target", "one of auto, reported, items", self.target in TARGETS),
             ("min_new_models", "at least 1", self.min_new_models >= 1),
             ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),
             ("workers", "at least 1", self.workers >= 1),

@@ -1,0 +1,68 @@
+"""The real lm-eval CLI with its dummy model, on a tiny local ARC-like dataset (tests share it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sparseeval
+from sparseeval.consume.lm_eval import samples_task
+
+LM_EVAL = importlib.util.find_spec("lm_eval")
+needs_lm_eval = pytest.mark.skipif(
+    LM_EVAL is None, reason="lm-eval is not installed (pip install 'sparseeval[test]')"
+)
+
+
+def arc_doc(j: int) -> dict:
+    """Doc j of a tiny dataset in ARC's schema (question, choices.text/label, answerKey)."""
+    return {
+        "id": f"q{j}",
+        "question": f"What is {j} plus one?",
+        "choices": {
+            "text": [str(j + k) for k in range(4 - j % 2)],
+            "label": list("ABCD")[: 4 - j % 2],
+        },
+        "answerKey": "B",
+    }
+
+
+def lm_eval(tmp: Path, *args) -> tuple[dict, dict[str, Path], str]:
+    """Run the lm-eval CLI offline with the dummy model: (results, {task: samples file}, stdout)."""
+    out = tmp / "out"
+    env = os.environ | {
+        "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp / "hf"),
+        "PYTHONPATH": os.pathsep.join([str(Path(sparseeval.__file__).parents[1]),
+                                       os.environ.get("PYTHONPATH", "")]),
+    }  # fmt: skip
+    cmd = [sys.executable, "-m", "lm_eval", "--model", "dummy", "--log_samples",
+           "--output_path", str(out), *map(str, args)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (results,) = out.rglob("results_*.json")
+    samples = {samples_task(f)[0]: f for f in out.rglob("samples_*.jsonl")}
+    return json.loads(results.read_text())["results"], samples, proc.stdout
+
+
+def original_arc_task(folder: Path, data: Path, train: Path) -> None:
+    """lm-eval's own ARC task YAML (as installed), pointed at the local splits: `arc_local`."""
+    import yaml
+
+    yaml_file = Path(LM_EVAL.submodule_search_locations[0]) / "tasks/arc/arc_easy.yaml"
+    original = yaml.safe_load(yaml_file.read_text())
+    for key in ("tag", "dataset_name", "validation_split"):
+        original.pop(key, None)
+    files = {"test": str(data), "train": str(train)}
+    original |= {
+        "task": "arc_local",
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": files},
+    }
+    folder.mkdir()
+    (folder / "arc_local.yaml").write_text(yaml.safe_dump(original))
