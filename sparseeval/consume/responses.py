@@ -97,6 +97,14 @@ def as_pairs(responses: Any) -> list[tuple[Any, Any]] | None:
     return None
 
 
+def item_id(item: object, where: str) -> str:
+    """An answered item's id in canonical form (`consume.ids`); ResponsesError if it has none."""
+    try:
+        return canonical_id(item, "item id")
+    except IdError as exc:
+        raise ResponsesError(f"{printable(where)}: {exc}") from None
+
+
 def missing_message(missing: list[str], k: int, what: str) -> str:
     """`3 of 50 anchors missing from the answers: a, b, c` (at most ten named)."""
     more = f", ... (+{len(missing) - 10} more)" if len(missing) > 10 else ""
@@ -180,10 +188,7 @@ class MergedAnswers:
         self.conflicts: dict[str, list[str]] = {}
 
     def add(self, item: object, value: object, where: str) -> None:
-        try:
-            item = canonical_id(item, "item id")
-        except IdError as exc:
-            raise ResponsesError(f"{printable(where)}: {exc}") from None
+        item = item_id(item, where)
         if item not in self.values:
             self.values[item] = value
             self.seen[item] = (value, where)
