@@ -60,7 +60,7 @@ def test_every_bad_line_is_quarantined_and_the_good_rows_land(store, tmp_path):
     (r,) = ingest(store, LmEvalRun(tmp_path / "run"))
     assert (r.status, r.n_read, r.n_new, r.n_quarantined) == ("ok", len(lines), 5, len(BAD))
     q = store.quarantine().sort("line")
-    reasons = [x[:len(want)] for x, (_, want) in zip(q["reason"], BAD, strict=True)]
+    reasons = [x[: len(want)] for x, (_, want) in zip(q["reason"], BAD, strict=True)]
     assert reasons == [want for _, want in BAD]
     expected = [2 + k for k in range(9)] + [13 + k for k in range(len(BAD) - 9)]
     assert q["line"].to_list() == expected
