@@ -148,7 +148,7 @@ def test_predict_refuses_a_benchmark_name_in_one_line(world, tmp_path, capsys, n
 
 @pytest.mark.parametrize("bad", ["{a} ", "{a}\n", "{a}\u200b"])
 def test_a_published_set_with_non_canonical_item_ids_is_refused(world, bad):
-    root, aset = world
+    root, _ = world
     folder = root / B / "v1"
     man = json.loads((folder / "manifest.json").read_text())
     man["items"][0] = bad.format(a=man["items"][0])

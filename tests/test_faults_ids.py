@@ -168,3 +168,17 @@ def test_long_ids_after_canonicalization(store, tmp_path):
     rows = [("org/a", "arc", " " + "i" * MAX_ITEM_LEN + " ", "1"), ("org/a", "arc", "2", "1")]
     (report,) = ingest(store, LongTable(long_csv(tmp_path, rows)))
     assert (report.n_new, report.n_quarantined) == (2, 0)  # trimmed, it fits
+
+
+@pytest.mark.parametrize("name", ["my bench", "../../x", "x/y", "..", "it's"])
+def test_ingest_refuses_a_new_benchmark_name_in_one_line(tmp_path, monkeypatch, capsys, name):
+    from sparseeval.cli import main
+
+    monkeypatch.setenv("SPARSEEVAL_HOME", str(tmp_path / "home"))
+    path = long_csv(tmp_path, [("org/a", name, "1", "1")])
+    rc = main(["ingest", "--new-benchmark", name, str(path)])
+    out, err = capsys.readouterr()
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, (rc, out, err)
+    assert "benchmark name must be 1 to 64 characters" in err
+    with Store.open(tmp_path / "home" / "store.duckdb", read_only=True) as s:
+        assert name not in s.benchmarks()["benchmark"].to_list()

@@ -126,3 +126,19 @@ def test_nested_parquet_columns_are_refused_in_one_line(store, tmp_path, column,
     assert str(err.value).startswith(f"{path}: column {column} is {kind}")
     assert str(err.value).endswith(", not text or a number")
     assert store.models().height == 0
+
+
+@pytest.mark.parametrize(
+    ("results", "why"),
+    [
+        ("[" * 100_000, "not a JSON results file (nested too deeply)"),
+        ('{"model_name": ["org/m"]}', "model_name is not a string; pass the model name"),
+        ('{"config": "x"}', "no model_name or pretrained= in it; pass the model name"),
+    ],
+)
+def test_a_bad_results_file_is_one_line(store, tmp_path, results, why):
+    samples_file(tmp_path / "run", GOOD)
+    (tmp_path / "run" / f"results_{TS}.json").write_text(results)
+    with pytest.raises(SourceError) as err:
+        ingest(store, LmEvalRun(tmp_path / "run"))
+    assert str(err.value) == f"{tmp_path / 'run' / f'results_{TS}.json'}: {why}"
