@@ -36,7 +36,7 @@ def loads(text: str | bytes) -> object:
     try:
         return json.loads(text, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
-        raise JsonTextError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        raise JsonTextError(exc.msg) from None
     except RecursionError:
         raise JsonTextError("nested too deeply") from None
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
