@@ -1,11 +1,13 @@
 -- Canonical forms of the distinct ids of `src` (the rule of sparseeval/consume/ids.py, which
 -- passes the patterns): a printable ASCII id is trimmed of spaces; any other has zero-width
 -- characters dropped, edge spaces trimmed and is NFC-normalized; one with a control or
--- format character gets a problem instead. One scan of `src` for all three columns.
+-- format character gets a problem instead, and so does a benchmark name that cannot be
+-- published. One scan of `src` for all three columns.
 SET VARIABLE id_control = $id_control;
 SET VARIABLE id_drop = $id_drop;
 SET VARIABLE id_format = $id_format;
 SET VARIABLE id_edges = $id_edges;
+SET VARIABLE benchmark_rule = $benchmark_rule;
 
 CREATE OR REPLACE TEMP MACRO sparseeval_canonical(x) AS
     CASE WHEN NOT regexp_matches(x, '[^ -~]') THEN trim(x)
@@ -24,6 +26,14 @@ CREATE OR REPLACE TEMP MACRO sparseeval_id_problem(x, what) AS
     END;
 
 CREATE OR REPLACE TEMP TABLE id_map AS
+SELECT what, raw, canon,
+       coalesce(problem,
+                CASE WHEN what = 'benchmark name' AND canon <> ''
+                          AND NOT regexp_full_match(canon, getvariable('benchmark_rule'))
+                     THEN 'benchmark name cannot be published (letters, digits, ''_'', ''-'','
+                          || ' ''.''): ' || left(canon, 60)
+                END) AS problem
+FROM (
 SELECT what, raw, sparseeval_canonical(raw) AS canon,
        sparseeval_id_problem(raw, what) AS problem
 FROM (
@@ -32,5 +42,5 @@ FROM (
            coalesce(model, benchmark, item) AS raw
     FROM src
     GROUP BY GROUPING SETS ((model), (benchmark), (item))
-)
+))
 WHERE raw IS NOT NULL

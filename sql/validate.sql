@@ -6,11 +6,10 @@
 -- id is trimmed of spaces; any other has zero-width characters dropped, edge spaces trimmed
 -- and is NFC-normalized, and one with a control or format character is refused (its raw
 -- text, `raw_*`, goes to quarantine). Ids longer than the bounds (MAX_*_LEN, in characters)
--- are refused; a benchmark name must be one that can be published.
+-- are refused; a benchmark name must be one that can be published (id_maps.sql).
 SET VARIABLE max_model_len = $max_model;
 SET VARIABLE max_item_len = $max_item;
 SET VARIABLE max_benchmark_len = $max_benchmark;
-SET VARIABLE benchmark_rule = $benchmark_rule;
 
 CREATE OR REPLACE TEMP VIEW checked AS
 WITH c AS (
@@ -37,9 +36,6 @@ SELECT *,
             WHEN length(item) > getvariable('max_item_len')
                 THEN format('item id is {:,} characters long (at most {})',
                             length(item), getvariable('max_item_len'))
-            WHEN NOT regexp_full_match(benchmark, getvariable('benchmark_rule'))
-                THEN 'benchmark name cannot be published (letters, digits, ''_'', ''-'', ''.''): '
-                     || left(benchmark, 60)
             WHEN benchmark_id IS NULL THEN 'unknown benchmark: ' || left(benchmark, 60)
             WHEN value IS NULL THEN 'not a correctness value: ' || left(correct, 60)
        END AS reason
