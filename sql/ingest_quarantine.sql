@@ -6,8 +6,8 @@ SELECT $run, $source, r.source_ref, c.line,
        c.reason
 FROM (
     SELECT line, ref_no, reason,
-           concat_ws(',', coalesce(model, ''), coalesce(benchmark, ''), coalesce(item, ''),
-                     coalesce(correct, '')) AS raw
+           concat_ws(',', coalesce(raw_model, ''), coalesce(raw_benchmark, ''),
+                     coalesce(raw_item, ''), coalesce(correct, '')) AS raw
     FROM checked
     WHERE reason IS NOT NULL
 ) c LEFT JOIN unit_refs r ON r.ref_no = c.ref_no

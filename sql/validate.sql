@@ -2,24 +2,31 @@
 -- (model, benchmark, item, correct VARCHAR, ord BIGINT, line BIGINT, ref_no INTEGER);
 -- `checked` adds benchmark_id, the boolean value and a reason when the row is bad.
 -- Correctness accepts 0/1, true/false and -1/+1 (case-insensitive, 1.0/0.0 too).
--- Ids longer than the bounds of store/validate.py (MAX_*_LEN, in characters) are refused.
+-- Ids are canonical (sparseeval/consume/ids.py, which passes the patterns): a printable ASCII
+-- id is trimmed of spaces; any other has zero-width characters dropped, edge spaces trimmed
+-- and is NFC-normalized, and one with a control or format character is refused (its raw
+-- text, `raw_*`, goes to quarantine). Ids longer than the bounds (MAX_*_LEN, in characters)
+-- are refused; a benchmark name must be one that can be published (id_maps.sql).
 SET VARIABLE max_model_len = $max_model;
 SET VARIABLE max_item_len = $max_item;
 SET VARIABLE max_benchmark_len = $max_benchmark;
 
 CREATE OR REPLACE TEMP VIEW checked AS
-WITH v AS (
-    SELECT s.model, s.benchmark, s.item, s.correct, s.ord, s.line, s.ref_no, b.benchmark_id,
-           CASE WHEN lower(trim(s.correct)) IN ('1', '1.0', '+1', '+1.0', 'true', 't') THEN true
-                WHEN lower(trim(s.correct)) IN ('0', '0.0', '-1', '-1.0', 'false', 'f') THEN false
+WITH c AS (
+    SELECT * FROM src_ids
+), v AS (
+    SELECT c.*, b.benchmark_id,
+           CASE WHEN lower(trim(c.correct)) IN ('1', '1.0', '+1', '+1.0', 'true', 't') THEN true
+                WHEN lower(trim(c.correct)) IN ('0', '0.0', '-1', '-1.0', 'false', 'f') THEN false
            END AS value
-    FROM src s LEFT JOIN benchmarks b ON b.name = s.benchmark
+    FROM c LEFT JOIN benchmarks b ON b.name = c.benchmark
 )
 SELECT *,
-       CASE WHEN model IS NULL OR trim(model) = '' THEN 'missing model'
-            WHEN benchmark IS NULL OR trim(benchmark) = '' THEN 'missing benchmark'
-            WHEN item IS NULL OR trim(item) = '' THEN 'missing item'
+       CASE WHEN raw_model IS NULL OR model = '' THEN 'missing model'
+            WHEN raw_benchmark IS NULL OR benchmark = '' THEN 'missing benchmark'
+            WHEN raw_item IS NULL OR item = '' THEN 'missing item'
             WHEN correct IS NULL OR trim(correct) = '' THEN 'missing correctness value'
+            WHEN id_problem IS NOT NULL THEN id_problem
             WHEN length(model) > getvariable('max_model_len')
                 THEN format('model id is {:,} characters long (at most {})',
                             length(model), getvariable('max_model_len'))

@@ -250,8 +250,13 @@ def _predict_suite(args) -> int:
 
 
 def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
-    """{benchmark: {item: correct}} from `B=FILE` specs and files of suite ids (`B/item`)."""
+    """{benchmark: {item: correct}} from `B=FILE` specs and files of suite ids (`B/item`).
+
+    An anchor answered differently by two of them (`arc=arc.csv` and a joint file) is
+    refused naming the anchors (`SuiteAnchorSet.merge`).
+    """
     from sparseeval.consume.responses import read_responses_files
+    from sparseeval.consume.suite_set import joint_item
 
     named: dict[str, list[str]] = {}
     for spec in specs:
@@ -260,14 +265,15 @@ def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
             named.setdefault(bench, []).append(path)
         elif sep and not Path(spec).exists():
             suite.items(bench)  # refused, naming the suite's benchmarks
-    answers = {b: read_responses_files(f, suite.own[b], options) for b, f in named.items()}
+    sources = []
+    for b, files in named.items():
+        own = read_responses_files(files, suite.own[b], options)
+        sources.append((f"{b}={','.join(files)}", [(joint_item(b, i), v) for i, v in own.items()]))
     joint_files = [s for s in specs if s.partition("=")[0] not in named]
     if joint_files:  # e.g. the template of `sparseeval anchors --benchmark suite`
         joint = read_responses_files(joint_files, suite.average, options)
-        for key, value in joint.items():
-            bench, _, item = key.partition("/")
-            answers.setdefault(bench, {})[item] = value
-    return answers
+        sources.append((",".join(joint_files), joint.items()))
+    return suite.split(suite.merge(sources))
 
 
 def cmd_export_lm_eval(args) -> int:

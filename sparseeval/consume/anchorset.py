@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.ids import IdError, check_benchmark_name, is_canonical
 from sparseeval.consume.layout import (
     LATEST,
     AnchorSetError,
@@ -23,7 +24,14 @@ from sparseeval.consume.layout import (
     resolve_version_dir,
     verify,
 )
-from sparseeval.consume.responses import ResponsesError, as_pairs, missing_message, printable, sign
+from sparseeval.consume.responses import (
+    ResponsesError,
+    as_pairs,
+    item_id,
+    missing_message,
+    printable,
+    sign,
+)
 
 N_COMPLETIONS = 256
 _REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
@@ -59,6 +67,10 @@ def load_anchor_set(
     refuse the set unless its `manifest.sig` verifies with it (needs `cryptography`).
     Trust model: `sparseeval.consume.layout`.
     """
+    try:
+        check_benchmark_name(benchmark)
+    except IdError as exc:
+        raise AnchorSetError(str(exc)) from None
     folder, source, hub = _fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
     manifest = _checked_manifest(folder, benchmark, hub, public_key)
     aset = AnchorSet(manifest=manifest, predictor=_predictor(folder, manifest), source=source,
@@ -109,7 +121,22 @@ def _checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> di
         from sparseeval.consume.signing import verify_signature
 
         verify_signature(folder, manifest, public_key)
+    _check_items(folder, manifest.get("items"))
     return manifest
+
+
+def _check_items(folder: Path, items: object) -> None:
+    """A published set's item ids are a list of distinct canonical ids (`consume.ids`)."""
+    if not isinstance(items, list) or not items:
+        raise AnchorSetError(f"{printable(folder)}: manifest has no list of items")
+    bad = next((i for i in items if not is_canonical(i)), None)
+    if bad is not None:
+        raise AnchorSetError(
+            f"{printable(folder)}: manifest item id {printable(repr(bad))[:80]} is not canonical"
+            " (trimmed, NFC, no control or format characters)"
+        )
+    if len(set(items)) != len(items):
+        raise AnchorSetError(f"{printable(folder)}: manifest lists an item id twice")
 
 
 def _predictor(folder: Path, manifest: dict[str, Any]):
@@ -353,7 +380,7 @@ class AnchorSet:
             return np.array([sign(v, f"anchor #{j}") for j, v in enumerate(arr)], dtype=float)
         x = np.full(k, np.nan)
         for item, v in pairs:
-            j = self._index.get(str(item))
+            j = self._index.get(item_id(item, "answers"))
             if j is not None:
                 s = sign(v, str(item))
                 if not np.isnan(x[j]) and not np.isnan(s) and x[j] != s:

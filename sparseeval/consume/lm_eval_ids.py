@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from sparseeval.consume.jsontext import short_repr
 from sparseeval.consume.taskmap import BENCHMARK_TASKS, mmlu_subject
 
 # The field of an exported lm-eval task's docs that carries the anchor item id.
@@ -19,16 +20,22 @@ class LmEvalError(ValueError):
     """lm-eval files or anchor ids that cannot be mapped or read."""
 
 
+MAX_DOC_ID = 2**63 - 1
+
+
 def doc_id(value: object) -> int:
     """A doc id as an int: a non-negative int or a string of ASCII digits, nothing else.
 
-    914.4, "914.4", 914.0, True and -1 raise ValueError: a doc id is never rounded.
+    914.4, "914.4", 914.0, True and -1 raise ValueError: a doc id is never rounded; one
+    above `MAX_DOC_ID` (2**63 - 1, what the store holds) is out of range.
     """
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        return int(value.strip())
+        value = int(value.strip()) if len(value.strip()) <= 19 else MAX_DOC_ID + 1
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        if value > MAX_DOC_ID:
+            raise ValueError(f"doc_id is out of range (more than {MAX_DOC_ID:,})")
         return value
-    raise ValueError(f"doc_id {value!r} is not a non-negative integer")
+    raise ValueError(f"doc_id {short_repr(value)} is not a non-negative integer")
 
 
 def item_source(

@@ -8,12 +8,12 @@ is fine); any other encoding is an error naming the file and line.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path, PurePath
 from typing import NamedTuple, TypeVar
 
+from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys, short_repr
 from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError, doc_id
 from sparseeval.consume.taskmap import task_metrics
 
@@ -54,8 +54,8 @@ def is_samples_file(path: str | Path) -> bool:
     with open(p, encoding="utf-8-sig", errors="replace") as f:  # a sniff: the reader is strict
         first = f.readline()
     try:
-        rec = json.loads(first)
-    except json.JSONDecodeError:
+        rec = loads(first)
+    except JsonTextError:
         return False
     return isinstance(rec, dict) and "doc_id" in rec and ("metrics" in rec or "filter" in rec)
 
@@ -95,9 +95,9 @@ def json_lines(path, error: type[Exception] = ValueError):
             if not line.strip():
                 continue
             try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise error(f"{path}:{n}: not valid JSON ({e.msg})") from None
+                yield n, loads(line)
+            except JsonTextError as e:
+                raise error(f"{path}:{n}: not valid JSON ({e})") from None
 
 
 class Sample(NamedTuple):
@@ -130,28 +130,34 @@ class SampleParser:
     def line(self, text: str) -> Sample:
         """A JSON text line (lines that are not JSON are bad)."""
         try:
-            rec = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BadSample(f"malformed JSON line: {exc.msg}") from None
+            rec = loads(text)
+        except JsonTextError as exc:
+            raise BadSample(f"malformed JSON line: {exc}") from None
         return self.record(rec)
 
     def record(self, rec: object) -> Sample:
-        """An already parsed JSON line."""
-        if not isinstance(rec, dict) or "doc_id" not in rec:
+        """An already parsed JSON line (from `jsontext.loads`: repeated keys are refused)."""
+        if not isinstance(rec, dict):
+            raise BadSample(f"not a JSON object ({type(rec).__name__}), not an lm-eval sample")
+        if "doc_id" not in rec:
             raise BadSample("no doc_id (not an lm-eval sample)")
+        if repeated := repeated_keys(rec):
+            raise BadSample(f"repeated key(s) {', '.join(map(short_repr, repeated))} in sample")
         try:
             doc = doc_id(rec["doc_id"])
         except ValueError as exc:
             raise BadSample(str(exc)) from None
         name = next((m for m in self.metrics if m in rec), None)
         if name is None:
-            has = rec.get("metrics") or sorted(rec)
-            raise MissingMetric(f"no binary metric {' / '.join(self.metrics)} in sample ({has!r})")
+            has = short_repr(rec.get("metrics") or sorted(rec), 200)
+            raise MissingMetric(f"no binary metric {' / '.join(self.metrics)} in sample ({has})")
         self.metrics = (name,)
-        value = rec[name]
+        value, filt = rec[name], rec.get("filter") or "none"
+        if not isinstance(filt, str):
+            raise BadSample(f"filter is {short_repr(filt)}, not a string")
         if isinstance(value, bool) or (isinstance(value, int | float) and value in (0, 1)):
-            return Sample(doc, int(value), str(rec.get("filter") or "none"))
-        raise BadSample(f"{name} is {value!r}, not a 0/1 result")
+            return Sample(doc, int(value), filt)
+        raise BadSample(f"{name} is {short_repr(value)}, not a 0/1 result")
 
 
 def choose_filter(filters: Iterable[str], wanted: str | None = None) -> str | None:
@@ -218,5 +224,8 @@ def generated_task_items(path: str | Path) -> dict[int, str]:
         doc = rec.get("doc") if isinstance(rec, dict) else None
         if not isinstance(doc, dict) or ITEM_FIELD not in doc:
             return {}
-        out[int(rec["doc_id"])] = str(doc[ITEM_FIELD])
+        try:
+            out[doc_id(rec.get("doc_id"))] = str(doc[ITEM_FIELD])
+        except ValueError as exc:
+            raise LmEvalError(f"{path}: {exc}") from None
     return out

@@ -21,6 +21,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from sparseeval.consume.ids import IdError, canonical_id
+from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys
+
 _TEXT_SIGNS = {"1": 1.0, "1.0": 1.0, "true": 1.0, "+1": 1.0,
                "0": -1.0, "0.0": -1.0, "false": -1.0, "-1": -1.0, "-1.0": -1.0}  # fmt: skip
 _NOT_ANSWERED = {"", "nan", "none", "null", "na"}
@@ -94,6 +97,14 @@ def as_pairs(responses: Any) -> list[tuple[Any, Any]] | None:
     return None
 
 
+def item_id(item: object, where: str) -> str:
+    """An answered item's id in canonical form (`consume.ids`); ResponsesError if it has none."""
+    try:
+        return canonical_id(item, "item id")
+    except IdError as exc:
+        raise ResponsesError(f"{printable(where)}: {exc}") from None
+
+
 def missing_message(missing: list[str], k: int, what: str) -> str:
     """`3 of 50 anchors missing from the answers: a, b, c` (at most ten named)."""
     more = f", ... (+{len(missing) - 10} more)" if len(missing) > 10 else ""
@@ -117,7 +128,7 @@ def read_responses_files(
     """
     from sparseeval.consume.lm_eval import is_samples_file
 
-    merged = _Merged(set(anchor_set.items))
+    merged = MergedAnswers(set(anchor_set.items))
     lm_eval_paths = []
     for f in map(Path, files):
         if not f.exists():
@@ -162,8 +173,13 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
         raise type(e)(printable(e)) from None
 
 
-class _Merged:
-    """Answers from several sources; conflicting answers on an anchor are collected."""
+class MergedAnswers:
+    """Answers from several sources; conflicting answers on an anchor are collected.
+
+    Item ids are canonicalized (`consume.ids`), so `'1 '` and `'1'` are one item; an id
+    that has no canonical form (a control character) is refused naming where it was read.
+    `check()` raises the `ResponsesError` naming every conflicting anchor and its sources.
+    """
 
     def __init__(self, anchors: set[str]) -> None:
         self.anchors = anchors
@@ -172,7 +188,7 @@ class _Merged:
         self.conflicts: dict[str, list[str]] = {}
 
     def add(self, item: object, value: object, where: str) -> None:
-        item = str(item)
+        item = item_id(item, where)
         if item not in self.values:
             self.values[item] = value
             self.seen[item] = (value, where)
@@ -248,6 +264,11 @@ def _read_csv(path: Path) -> Iterator[tuple[str, object, str]]:
         raise ResponsesError(
             f"{printable(path)}: needs a header with columns item,correct (got {printable(cols)})"
         )
+    twice = [c for c in ("item", "correct") if cols.count(c) > 1]
+    if twice:
+        raise ResponsesError(
+            f"{printable(path)}: line 1: repeated column(s) {', '.join(twice)}; keep one"
+        )
     reader.fieldnames = cols
     for row in reader:
         yield str(row["item"]).strip(), row["correct"], f"{printable(path)}:{reader.line_num}"
@@ -258,12 +279,20 @@ def _read_jsonl(path: Path) -> Iterator[tuple[str, object, str]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ResponsesError(f"{printable(path)}:{n}: not valid JSON ({e.msg})") from None
+            rec = loads(line)
+        except JsonTextError as e:
+            raise ResponsesError(f"{printable(path)}:{n}: not valid JSON ({e})") from None
         if not isinstance(rec, dict) or "item" not in rec or "correct" not in rec:
             raise ResponsesError(f"{printable(path)}:{n}: expected an object with item and correct")
+        _refuse_twice(repeated_keys(rec) * 2, f"{printable(path)}:{n}")
         yield str(rec["item"]), rec["correct"], f"{printable(path)}:{n}"
+
+
+def _refuse_twice(keys: list[str], where: str) -> None:
+    """A record naming `item` or `correct` twice has two answers: refused."""
+    twice = [k for k in ("item", "correct") if keys.count(k) > 1]
+    if twice:
+        raise ResponsesError(f"{where}: repeated key(s) {', '.join(twice)}; keep one")
 
 
 class _Pairs(list):
@@ -277,6 +306,9 @@ def _read_json(path: Path) -> Iterator[tuple[str, object, str]]:
         raise ResponsesError(
             f"{printable(path)}: not valid JSON ({e.msg}, line {e.lineno})"
         ) from None
+    except (RecursionError, ValueError) as e:  # deep nesting, a 5,000-digit number
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e).splitlines()[0]
+        raise ResponsesError(f"{printable(path)}: not valid JSON ({why[:120]})") from None
     where = printable(path)
     if isinstance(data, _Pairs):
         for k, v in data:
@@ -285,7 +317,8 @@ def _read_json(path: Path) -> Iterator[tuple[str, object, str]]:
     if isinstance(data, list) and all(isinstance(r, _Pairs) for r in data):
         records = [dict(r) for r in data]
         if all("item" in r for r in records):
-            for n, r in enumerate(records):
+            for n, (pairs, r) in enumerate(zip(data, records, strict=True)):
+                _refuse_twice([k for k, _ in pairs], f"{where}[{n}]")
                 yield str(r["item"]), r.get("correct"), f"{where}[{n}]"
             return
     raise ResponsesError(f"{where}: expected {{item: correct}} or a list of {{item, correct}}")

@@ -14,14 +14,14 @@ and `own` (reads only b's anchors: the fallback when b is answered alone).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set
 from sparseeval.consume.inference import load_predictor
 from sparseeval.consume.layout import LATEST, AnchorSetError
-from sparseeval.consume.responses import ResponsesError, as_pairs, printable
+from sparseeval.consume.responses import MergedAnswers, ResponsesError, as_pairs, printable
 
 SUITE = "suite"
 AVERAGE = "average"
@@ -64,15 +64,36 @@ class SuiteAnchorSet:
             self._known(b)
         if set(answers) != set(self.benchmarks):
             return {b: self.own[b].predict(r, allow_missing) for b, r in answers.items()}
-        joint = {
-            joint_item(b, item): v
+        joint = self.merge(
+            (b, [(joint_item(b, item), v) for item, v in self._pairs(b, r)])
             for b, r in answers.items()
-            for item, v in self._pairs(b, r)
-        }  # fmt: skip
+        )
         out: dict[str, Estimate] = {
             b: self.joint[b].predict(joint, allow_missing) for b in self.benchmarks
         }
         return out | {AVERAGE: self.average.predict(joint, allow_missing)}
+
+    def merge(self, sources: Iterable[tuple[str, Iterable[tuple[str, object]]]]) -> dict:
+        """{suite id: correct} from (where, (suite id `B/item`, correct) pairs) sources.
+
+        One anchor answered differently by two sources (a benchmark's own file and a joint
+        file, or two rows) is refused with a `ResponsesError` naming the anchors.
+        """
+        anchors = {joint_item(b, i) for b, own in self.own.items() for i in own.items}
+        merged = MergedAnswers(anchors | set(self.average.items))
+        for where, pairs in sources:
+            for key, value in pairs:
+                merged.add(key, value, where)
+        merged.check()
+        return merged.values
+
+    def split(self, joint: Mapping[str, object]) -> dict[str, dict]:
+        """{benchmark: {item: correct}} of answers keyed by suite ids (`B/item`)."""
+        out: dict[str, dict] = {}
+        for key, value in joint.items():
+            bench, _, item = str(key).partition("/")
+            out.setdefault(bench, {})[item] = value
+        return out
 
     def _pairs(self, benchmark: str, responses) -> list:
         pairs = as_pairs(responses)

@@ -16,15 +16,18 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
+    MAX_BENCHMARK_LEN,
+    MAX_ITEM_LEN,
+    MAX_MODEL_LEN,
+    IdError,
+    check_benchmark_name,
+)
 from sparseeval.consume.taskmap import KNOWN_BENCHMARKS
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
-# Bounded id lengths in characters (see `validate`).
-MAX_MODEL_LEN = 256
-MAX_ITEM_LEN = 256
-MAX_BENCHMARK_LEN = 64
 _LOCK_PATTERNS = ("could not set lock", "conflicting lock")
 INTERRUPTED = (
     "interrupted: the process ended before this ingest finished, so none of its rows were"
@@ -151,11 +154,14 @@ class Store:
 
     # -- benchmarks ---------------------------------------------------------------
     def add_benchmark(self, name: str, description: str = "") -> None:
-        """Register a benchmark so that its rows are accepted (known ones are built in)."""
-        if not name.strip() or len(name) > MAX_BENCHMARK_LEN:
-            raise StoreError(
-                f"benchmark name must be 1 to {MAX_BENCHMARK_LEN} characters, got {len(name):,}"
-            )
+        """Register a benchmark so that its rows are accepted (known ones are built in).
+
+        The name must be one that can be published (`consume.ids.check_benchmark_name`).
+        """
+        try:
+            check_benchmark_name(name)
+        except IdError as exc:
+            raise StoreError(str(exc)) from None
         self.con.execute(sql("benchmark_add"), [name, description])
 
     def benchmarks(self) -> pl.DataFrame:

@@ -8,7 +8,6 @@ run's message.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import duckdb
 import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.consume.jsontext import JsonTextError, loads
 from sparseeval.consume.lm_eval_samples import (
     RESULTS_FILE,
     BadSample,
@@ -86,11 +86,11 @@ def _lm_eval_unit(results: Path, model: str | None) -> Unit:
 def _results_json(results: Path) -> dict:
     """The results file's JSON object; a SourceError naming the file otherwise."""
     try:
-        data = json.loads(results.read_bytes().decode("utf-8-sig"))
+        data = loads(results.read_bytes().decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise not_utf8(results) from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SourceError(f"{results}: not a JSON results file ({exc})") from exc
+    except (OSError, JsonTextError) as exc:
+        raise SourceError(f"{results}: not a JSON results file ({exc})") from None
     if not isinstance(data, dict):
         raise SourceError(f"{results}: not an lm-eval results file (not a JSON object)")
     return data
@@ -99,8 +99,11 @@ def _results_json(results: Path) -> dict:
 def _lm_eval_model(results: Path) -> str:
     data = _results_json(results)
     name = data.get("model_name") or ""
+    if not isinstance(name, str):
+        raise SourceError(f"{results}: model_name is not a string; pass the model name")
     if not name:
-        args = str(data.get("config", {}).get("model_args", ""))
+        config = data.get("config")
+        args = str(config.get("model_args", "")) if isinstance(config, dict) else ""
         found = re.search(r"pretrained=([^,]+)", args)
         name = found.group(1) if found else ""
     if not name:

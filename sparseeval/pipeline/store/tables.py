@@ -151,11 +151,26 @@ def _stage_long_parquet(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     missing = [c for c in LONG_COLUMNS if c not in rel.columns]
     if missing:
         raise SourceError(f"{path}: missing column(s) {', '.join(missing)}")
+    _refuse_nested(path, dict(zip(rel.columns, map(str, rel.types), strict=True)))
     rel.create_view("src_parquet", replace=True)
     execute(con, "stage_long_parquet", {})
     stage_no_bad(con)  # Parquet either reads or fails as a whole
     query = "table_scores_parquet" if SCORE in rel.columns else None
     _stage_table_scores(con, path, query, {})
+
+
+# Parquet column types that are no id or answer: their text (`[1, 2]`, `{'a': 1}`) is not.
+_NOT_SCALAR = ("STRUCT", "MAP", "UNION", "BLOB", "BIT")
+
+
+def _refuse_nested(path: Path, types: dict[str, str]) -> None:
+    """A SourceError naming the first of model/benchmark/item/correct that is not scalar."""
+    for col in LONG_COLUMNS:
+        kind = types[col]
+        if kind.startswith(_NOT_SCALAR) or kind.endswith("]"):  # `INTEGER[]`: a list
+            raise SourceError(
+                _printable(f"{path}: column {col} is {kind[:60]}, not text or a number")
+            )
 
 
 def _stage_wide(path: Path, benchmark: str, con: duckdb.DuckDBPyConnection) -> None:

@@ -2,7 +2,10 @@
 
 Bounded lengths (in characters) of the ids in a result row; a longer one is no id but a
 broken or hostile file, and its row is quarantined with the reason (`model id is 100,000
-characters long (at most 256)`), never stored as a good row:
+characters long (at most 256)`), never stored as a good row. Ids are canonicalized
+first, by the rule of `sparseeval.consume.ids` (trimmed, zero-width characters dropped,
+NFC); one with a control or format character is quarantined (`item id has a control
+character`), and a benchmark name must be one that can be published:
 
 - `MAX_MODEL_LEN` (256): model ids. Hub ids are `org/name`, each part at most 96.
 - `MAX_ITEM_LEN` (256): item ids (`doc_id`, `subject:index`, a wide table's column name).
@@ -15,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from sparseeval.consume.ids import SQL_PATTERNS
 from sparseeval.pipeline.store.db import (
     MAX_BENCHMARK_LEN,
     MAX_ITEM_LEN,
@@ -28,7 +32,10 @@ def check(con: duckdb.DuckDBPyConnection) -> None:
     """Create the `checked` view over `src`: value as boolean, a reason when the row is bad."""
     bounds = {"max_model": MAX_MODEL_LEN, "max_item": MAX_ITEM_LEN,
               "max_benchmark": MAX_BENCHMARK_LEN}  # fmt: skip
-    execute(con, "validate", bounds)
+    execute(con, "id_maps", SQL_PATTERNS)
+    ((n_changed,),) = fetch(con, "id_changes", {})
+    execute(con, "ids_mapped" if n_changed else "ids_plain", {})
+    execute(con, "validate", bounds | SQL_PATTERNS)
 
 
 def count_staged(con: duckdb.DuckDBPyConnection) -> int:
