@@ -8,13 +8,13 @@ import json
 
 import numpy as np
 import pytest
-from helpers import publish_fit, tiny_fit
 
 from sparseeval.cli import main
 from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.consume.layout import AnchorSetError, seal
 from sparseeval.consume.responses import ResponsesError, read_responses_files
 from sparseeval.pipeline.versions import set_latest
+from tests.helpers import publish_fit, tiny_fit
 
 B = "arc"
 

@@ -88,9 +88,8 @@ def test_the_consumer_reader_names_file_line_and_reason(tmp_path, line, reason):
 
 
 def test_predict_on_a_bad_samples_file_is_one_line(tmp_path, capsys):
-    from helpers import publish_fit, tiny_fit
-
     from sparseeval.pipeline.versions import set_latest
+    from tests.helpers import publish_fit, tiny_fit
 
     fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(60)])
     publish_fit(tmp_path / "pub", "arc", fitted)

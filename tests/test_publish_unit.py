@@ -22,7 +22,7 @@ SUITE_SETTINGS = dict(n_anchors=8, n_test=60, n_valid=60, n_calib=60, refine_ste
 def test_settings_sections_name_the_cache_fields():
     from sparseeval.pipeline.artifacts import MATRIX_FIELDS, TRAINING_FIELDS
 
-    assert MATRIX_FIELDS == ("max_missing_model_frac",)
+    assert MATRIX_FIELDS == ("max_missing_model_frac", "target")
     assert TRAINING_FIELDS[:3] == ("n_anchors", "init", "refine_steps")
     assert TRAINING_FIELDS[-3:] == ("calibration", "stable_split", "seed")
     assert "drift_mae_points" not in TRAINING_FIELDS and "home" not in TRAINING_FIELDS

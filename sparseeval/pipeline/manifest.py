@@ -8,7 +8,6 @@ pieces a suite's member readers reuse.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 from sparseeval._version import __version__
 from sparseeval.consume.anchorset import MISSING_POLICY
 from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.ids import check_benchmark_name
 from sparseeval.consume.layout import KIND, PREDICTOR_DIR, SCHEMA_VERSION
 
 
@@ -36,7 +36,7 @@ def version_manifest(
 
     Arguments as `versions.write_version`'s.
     """
-    check_benchmark(benchmark)
+    check_benchmark_name(benchmark)
     settings_dict = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
     items = [str(i) for i in estimator.anchor_ids_]
     if len(set(items)) != len(items):
@@ -63,12 +63,6 @@ def version_manifest(
         "settings": jsonable(settings_dict),
     } | jsonable(dict(extra or {}))
     return manifest, inputs
-
-
-def check_benchmark(benchmark: str) -> None:
-    """Refuse a set name that is not letters, digits, '_', '-', '.'."""
-    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", benchmark or ""):
-        raise ValueError(f"benchmark name {benchmark!r} must be letters, digits, '_', '-', '.'")
 
 
 def interval(estimator, settings: dict, inputs: dict) -> dict:
