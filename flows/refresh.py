@@ -15,10 +15,13 @@ from prefect import flow
 from prefect.runtime import flow_run
 from sparseeval.flows._support import (
     benchmarks_to_run,
+    check_not_empty,
     collect,
+    deployed,
     event,
     files_exist,
     fit_said,
+    hold_home,
     resolve_settings,
     say,
     stamp,
@@ -90,18 +93,37 @@ def refresh(
 
     sources: specs such as `results.parquet`, `wide:arc=arc.csv`, `inbox:DIR`,
     `lm-eval:GLOB`, `hub:v1:*` or `synthetic`; none -> the `sources` setting (the watched
-    sources); none there and an empty store -> the built-in synthetic leaderboard.
+    sources); none there and an empty store -> the built-in synthetic leaderboard (never
+    in a deployment: there an empty store fails the run, saying how to set sources).
+    One run per home at a time (a lease; the second waits `lease_wait_seconds`, then
+    refuses naming the holder).
     n_anchors: a budget or a list of budgets. settings_overrides: any `Settings` field.
     """
     started = datetime.now(UTC).isoformat(timespec="seconds")
     settings = resolve_settings(home, n_anchors, settings_overrides)
-    specs = list(sources or settings.sources)
-    say(f"ingest: reading {len(specs)} source(s)" if specs else "ingest: no sources given")
-    ingested = tasks.ingest(settings, specs, fill_if_empty)
-    say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
+    fill = fill_if_empty and not deployed(home)  # a deployment never fills the demo
+    with hold_home(settings):
+        specs = list(sources or settings.sources)
+        say(f"ingest: reading {len(specs)} source(s)" if specs else "ingest: no sources given")
+        ingested = tasks.ingest(settings, specs, fill)
+        say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
+        states = tasks.store_state(settings)
+        names = benchmarks_to_run(benchmarks, states)
+        check_not_empty(states, settings)
+        results, suite, runner = fit_and_publish(settings, names, states, dask_processes)
+        run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite)
+        run = tasks.report(settings, run)
+    if run.failed:
+        raise PipelineError(
+            f"refresh failed for {', '.join(run.failed)}; report at {run.report_path}"
+        )
+    return run
 
-    states = tasks.store_state(settings)
-    names = benchmarks_to_run(benchmarks, states)
+
+def fit_and_publish(
+    settings: Settings, names: list[str], states: dict[str, str], dask_processes: bool
+) -> tuple[list[BenchmarkResult], str, str]:
+    """Clean leftovers, fit the benchmarks, assess and publish each, then the suite."""
     sets = [*names, "suite"] if settings.suite else names  # a crashed suite step leaves one too
     if cleaned := tasks.clean_leftovers(settings, sets):
         say(f"cleaned up {len(cleaned)} leftover(s) of interrupted runs", logging.WARNING)
@@ -115,14 +137,7 @@ def refresh(
         suite = suite_step(settings, results, left_out=sorted(set(states) - set(names)))
     finally:
         forget_loaded()  # the matrices and models this run read
-    run = RunSummary(started, type(runner).__name__, settings.to_dict(), ingested, results,
-                     suite=suite)  # fmt: skip
-    run = tasks.report(settings, run)
-    if run.failed:
-        raise PipelineError(
-            f"refresh failed for {', '.join(run.failed)}; report at {run.report_path}"
-        )
-    return run
+    return results, suite, type(runner).__name__
 
 
 def publish_step(settings: Settings, r: BenchmarkResult) -> BenchmarkResult:

@@ -197,6 +197,7 @@ def _next_steps(run, settings) -> str:
 def _json_summary(run) -> dict[str, Any]:
     keep = ("started", "n_trained", "n_cached", "n_published", "report_path", "failed")
     out = {k: getattr(run, k) for k in keep}
+    out["ingest"] = {"line": run.ingest.line(), "sources": list(run.ingest.sources)}
     out["benchmarks"] = [
         {
             "benchmark": r.benchmark,

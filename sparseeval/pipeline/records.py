@@ -262,4 +262,6 @@ class RunSummary(Record):
 
     @property
     def failed(self) -> list[str]:
-        return [r.benchmark for r in self.results if r.error]
+        """What failed: benchmarks, and sources that failed (`source SPEC`)."""
+        bad_sources = [f"source {s['source']}" for s in self.ingest.sources if s.get("failed")]
+        return [r.benchmark for r in self.results if r.error] + bad_sources

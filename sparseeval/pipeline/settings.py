@@ -93,6 +93,7 @@ class Settings:
     # orchestration
     task_runner: str = _in("runner", "thread")
     dask_address: str | None = _in("runner", None)
+    lease_wait_seconds: float = _in("runner", 300.0)  # a second run on the home waits, then refuses
     workers: int = _in("runner", 2)  # benchmarks fitted at once: threads, or local Dask workers
 
     def __post_init__(self) -> None:
@@ -134,6 +135,7 @@ class Settings:
             ("min_new_models", "at least 1", self.min_new_models >= 1),
             ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),
             ("workers", "at least 1", self.workers >= 1),
+            ("lease_wait_seconds", "0 or more", self.lease_wait_seconds >= 0),
             ("task_runner", "'thread' or 'dask'", self.task_runner in {"thread", "dask"}),
             ("judge", "'loo' or 'validation'", self.judge in {"loo", "validation"}),
             ("calibration", "'split' or 'cross'", self.calibration in {"split", "cross"}),

@@ -114,7 +114,9 @@ def notable(r: BenchmarkResult) -> str | None:
 def summary_line(run: RunSummary) -> str:
     """`everything was cached ...` or `N benchmarks: trained a, ...`, then what needs notice."""
     n = len(run.results)
-    notes = [x for x in map(notable, run.results) if x]
+    notes = [f"ingest failed: {s['source']} ({s['message']})"
+             for s in run.ingest.sources if s.get("failed")]  # fmt: skip
+    notes += [x for x in map(notable, run.results) if x]
     if run.n_trained == 0 and not notes:
         head = f"everything was cached ({n} benchmarks): nothing trained, nothing published"
     else:
