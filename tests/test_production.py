@@ -95,3 +95,25 @@ def test_the_manifest_says_what_it_estimates_and_where_the_data_came_from(
     run(demo, ["synthetic:n_models=200,benchmarks=arc"])
     manifest = json.loads((demo / "published/arc/v1/manifest.json").read_text())
     assert manifest["provenance"]["synthetic"] is True
+
+
+def test_predict_says_what_the_set_estimates_and_warns_on_the_demo(prefect_harness, tmp_path,
+                                                                   capsys):  # fmt: skip
+    from sparseeval.cli import main
+    from sparseeval.consume.anchorset import load_anchor_set
+
+    demo = tmp_path / "demo"
+    run(demo, ["synthetic:n_models=200,benchmarks=arc"])
+    aset = load_anchor_set(demo / "published", "arc")
+    answers = tmp_path / "a.csv"
+    answers.write_text("item,correct\n" + "".join(f"{i},1\n" for i in aset.items))
+    capsys.readouterr()
+    assert main(["predict", "--anchor-set", str(demo / "published"), "--benchmark", "arc",
+                 "--responses", str(answers)]) == 0  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == f"estimates: {aset.target}" and aset.target.startswith("mean over the")
+    assert lines[2] == (
+        "note: this set was fit on the built-in SYNTHETIC demo leaderboard, not real data"
+    )
+    est = aset.predict({i: 1 for i in aset.items})
+    assert est.synthetic and est.target == aset.target

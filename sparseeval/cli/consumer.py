@@ -227,7 +227,16 @@ def cmd_predict(args) -> int:
             f"{aset.benchmark} v{aset.version}: estimated accuracy {est} "
             f"from {est.n_answered}/{est.n_anchors} anchors"
         )
+        print(describe_data(est))
     return 0
+
+
+def describe_data(est) -> str:
+    """What the estimate is of, and a warning when the set was fit on the synthetic demo."""
+    line = f"estimates: {est.target or 'the mean over the benchmark items it was fit on'}"
+    if est.synthetic:
+        line += "\nnote: this set was fit on the built-in SYNTHETIC demo leaderboard, not real data"
+    return line
 
 
 def _predict_suite(args) -> int:

@@ -165,6 +165,8 @@ class Estimate:
     n_answered: int = 0
     missing: tuple[str, ...] = ()
     imputed: bool = False
+    target: str = ""  # what the set estimates, in words (e.g. the leaderboard's definition)
+    synthetic: bool = False  # the set was fit on the built-in synthetic demo, not real results
 
     def to_dict(self) -> dict:
         return asdict(self) | {"missing": list(self.missing)}
@@ -249,6 +251,16 @@ class AnchorSet:
     def item_sources(self) -> dict | None:
         return self.manifest.get("item_sources")
 
+    @property
+    def target(self) -> str:
+        """What the set estimates, in words ("" for sets published before this was recorded)."""
+        return str((self.manifest.get("target") or {}).get("definition") or "")
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether the set was fit on the built-in synthetic demo leaderboard."""
+        return bool((self.manifest.get("provenance") or {}).get("synthetic"))
+
     def check_predictor(self) -> None:
         """The predictor reads exactly the manifest's anchors and returns one value per model."""
         k = len(self.items)
@@ -320,6 +332,7 @@ class AnchorSet:
         est = Estimate(
             value, low, high, self.level, self.benchmark, self.version, n_anchors=k,
             n_answered=k - len(missing), missing=tuple(missing), imputed=bool(missing),
+            target=self.target, synthetic=self.synthetic,
         )  # fmt: skip
         return est, spread
 

@@ -207,6 +207,17 @@ def _suite_blocks(manifest: dict) -> list[tuple]:
     return [("h2", "Per benchmark"), ("table", head, rows), ("p", note)]
 
 
+def _data_line(manifest) -> str:
+    """What the set estimates and where its data came from (a loud note for the demo)."""
+    target = (manifest.get("target") or {}).get("definition") or "the mean over the items"
+    kinds = (manifest.get("provenance") or {}).get("kinds") or {}
+    came = ", ".join(f"{k} ({v.get('n_sources', '?')} source(s))" for k, v in kinds.items())
+    line = f"Estimates: {target}. Data: {came or 'not recorded'}."
+    if (manifest.get("provenance") or {}).get("synthetic"):
+        line += " **Fit on the built-in SYNTHETIC demo leaderboard: not real results.**"
+    return line
+
+
 def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[tuple]:
     b, n = manifest["benchmark"], manifest["version"]
     sizes = manifest.get("split_sizes") or {}
@@ -222,6 +233,7 @@ def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[
             " data fingerprint "
             f"`{str(manifest.get('data_fingerprint', ''))[:16]}`.",
         ),
+        ("p", _data_line(manifest)),
         ("h2", "Should I trust it?"),
         ("ul", _verdicts(conf, summary)),
         ("h2", "Use it"),
