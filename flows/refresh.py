@@ -101,7 +101,7 @@ def refresh(
     """
     started = datetime.now(UTC).isoformat(timespec="seconds")
     settings = resolve_settings(home, n_anchors, settings_overrides)
-    fill = fill_if_empty and not deployed(home)  # a deployment never fills the demo
+    fill = not deployed(home) and fill_if_empty  # a deployment never fills the demo
     with hold_home(settings):
         specs = list(sources or settings.sources)
         say(f"ingest: reading {len(specs)} source(s)" if specs else "ingest: no sources given")

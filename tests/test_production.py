@@ -35,7 +35,7 @@ def test_a_deployed_run_needs_an_explicit_home(prefect_harness, monkeypatch, tmp
     monkeypatch.setattr(_support, "deployment", InADeployment)
     monkeypatch.delenv("SPARSEEVAL_HOME", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert _failure() == f"ValueError: {_support.NO_HOME}"
+    assert _failure(fill_if_empty=False) == f"ValueError: {_support.NO_HOME}"
     assert not (tmp_path / ".sparseeval").exists()  # nothing written in the worker's folder
 
 
