@@ -16,7 +16,8 @@ from sparseeval.pipeline.artifacts import load_matrix, save_matrix
 from sparseeval.pipeline.recipe import fit_step, split_step
 from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.suite_recipe import fit_suite, same_fit_inputs
+from sparseeval.pipeline.suite_recipe import fit_suite
+from sparseeval.pipeline.suite_reuse import same_fit_inputs
 
 ITEMS = {"arc": 40, "gsm8k": 30, "mmlu": 50}
 SETTINGS = dict(n_anchors=6, n_test=50, n_valid=50, n_calib=50, refine_steps=2, epochs=40,

@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.estimate import Difference, Estimate
 from sparseeval.consume.ids import IdError, check_benchmark_name, is_canonical
 from sparseeval.consume.layout import (
     LATEST,
     AnchorSetError,
-    check_promoted,
     read_manifest,
     resolve_version_dir,
     verify,
 )
+from sparseeval.consume.promotion import check_promoted
 from sparseeval.consume.responses import (
     ResponsesError,
     as_pairs,
@@ -149,68 +150,6 @@ def _predictor(folder: Path, manifest: dict[str, Any]):
         raise AnchorSetError(
             f"{printable(folder)}: cannot load predictor weights ({printable(e)})"
         ) from e
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """An estimated full-benchmark accuracy in [0, 1] with its interval at `level`."""
-
-    value: float
-    low: float
-    high: float
-    level: float
-    benchmark: str = ""
-    version: int | None = None
-    n_anchors: int = 0
-    n_answered: int = 0
-    missing: tuple[str, ...] = ()
-    imputed: bool = False
-    target: str = ""  # what the set estimates, in words (e.g. the leaderboard's definition)
-    synthetic: bool = False  # the set was fit on the built-in synthetic demo, not real results
-
-    def to_dict(self) -> dict:
-        return asdict(self) | {"missing": list(self.missing)}
-
-    def __str__(self) -> str:
-        pct = round(100 * self.level)
-        s = f"{100 * self.value:.1f}% ({pct}% interval {100 * self.low:.1f}-{100 * self.high:.1f}%)"
-        if self.imputed:
-            s += f", {len(self.missing)} of {self.n_anchors} anchors imputed"
-        return s
-
-
-@dataclass(frozen=True)
-class Difference:
-    """Estimated accuracy of A minus B, its interval, and the smallest resolvable gap."""
-
-    value: float
-    low: float
-    high: float
-    level: float
-    resolvable: float
-    a: Estimate | None = None
-    b: Estimate | None = None
-
-    @property
-    def significant(self) -> bool:
-        """True when the interval excludes zero."""
-        return self.low > 0 or self.high < 0
-
-    def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in ("value", "low", "high", "level")}
-        d["resolvable"] = self.resolvable if np.isfinite(self.resolvable) else None
-        d["significant"] = self.significant
-        d["a"] = self.a.to_dict() if self.a else None
-        d["b"] = self.b.to_dict() if self.b else None
-        return d
-
-    def __str__(self) -> str:
-        pct = round(100 * self.level)
-        return (
-            f"{100 * self.value:+.1f} points ({pct}% interval {100 * self.low:+.1f} to "
-            f"{100 * self.high:+.1f}); smallest resolvable difference "
-            f"{100 * self.resolvable:.1f} points"
-        )
 
 
 @dataclass

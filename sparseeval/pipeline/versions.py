@@ -35,13 +35,13 @@ from sparseeval.consume.layout import (
     latest_version,
     list_budgets,
     list_versions,
-    promoted_versions,
     read_manifest,
     read_pointer,
     seal,
     set_dir,
     verify,
 )
+from sparseeval.consume.promotion import promoted_versions
 from sparseeval.pipeline.manifest import jsonable, version_manifest
 
 __all__ = [
