@@ -25,7 +25,7 @@ from sparseeval.flows._support import (
     task_runner_for,
     with_sibling_budgets,
 )  # fmt: skip
-from sparseeval.flows.publish import publish_benchmark, publish_suite
+from sparseeval.flows.publish import alert_persistent_drift, publish_benchmark, publish_suite
 
 from sparseeval import tasks
 from sparseeval.pipeline.artifacts import forget_loaded
@@ -72,8 +72,11 @@ def assess_and_publish(
         event("drift.detected", r, {"reason": decision.reason, **decision.figures,
                                     "live_version": live and live.version})  # fmt: skip
     if gate is None:
-        return replace(r, outcome=f"not published ({decision.reason})")
-    return publish_benchmark(settings, r)
+        r = replace(r, outcome=f"not published ({decision.reason})")
+    else:
+        r = publish_benchmark(settings, r)
+    alert_persistent_drift(settings, r)
+    return r
 
 
 @flow(name="refresh", log_prints=True, flow_run_name=lambda: f"refresh {stamp()}")

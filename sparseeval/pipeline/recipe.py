@@ -21,7 +21,7 @@ import numpy as np
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.method.splits import Split, calibration_split, split_models
+from sparseeval.method.splits import Split, _count, calibration_split, split_models
 from sparseeval.pipeline.artifacts import (
     artifact_path,
     code_version,
@@ -94,29 +94,37 @@ class FitSplit:
         }
 
 
+MIN_MODELS = 100  # fewer models: the benchmark waits for more
+HELDOUT_FRACTION = 0.2  # test and validation each take at most this share of the models
+
+
+def heldout_sizes(n_models: int, settings: Settings) -> tuple[int, int]:
+    """Test and validation sizes: `n_test` / `n_valid` (counts, or fractions when < 1), each
+    at most `HELDOUT_FRACTION` of the models, so a small benchmark still trains.
+
+    From 1,000 models on the defaults (200, 200) apply unchanged. The share only falls
+    as models arrive, so with stable splits a test model never moves into training.
+    """
+    cap = round(HELDOUT_FRACTION * n_models)
+    return (min(_count(settings.n_test, n_models), cap),
+            min(_count(settings.n_valid, n_models), cap))  # fmt: skip
+
+
 def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> FitSplit:
-    """Train / validation / test by model id, then up to `n_calib` calibration models."""
-    s = settings
-    try:
-        split = split_models(matrix.model_ids, s.n_test, s.n_valid, s.seed, s.stable_split)
-    except ValueError:
-        raise NotEnoughModels(
-            f"{benchmark}: {matrix.shape[0]:,} models, too few for {s.n_test:g} test and"
-            f" {s.n_valid:g} validation models plus training ones (lower n_test / n_valid,"
-            " or let more models arrive)"
-        ) from None
+    """Train / validation / test by model id (`heldout_sizes`), then up to `n_calib`
+    calibration models (at most a fifth of the training ones)."""
+    s, m = settings, matrix.shape[0]
+    if m < MIN_MODELS:
+        raise NotEnoughModels(f"{benchmark}: {m:,} models, needs at least {MIN_MODELS} to train")
+    n_test, n_valid = heldout_sizes(m, s)
+    split = split_models(matrix.model_ids, n_test, n_valid, s.seed, s.stable_split)
     if len(split.test) == 0 or len(split.valid) == 0:
         raise NotEnoughModels(
             f"{benchmark}: split left {len(split.valid)} validation and {len(split.test)} test"
-            f" models of {matrix.shape[0]}; lower n_test / n_valid or add models"
+            f" models of {m}; lower n_test / n_valid or add models"
         )
     train, calib = calibration_split(
-        matrix.model_ids,
-        split.train,
-        settings.n_calib,
-        settings.calibration,
-        settings.seed,
-        settings.stable_split,
+        matrix.model_ids, split.train, s.n_calib, s.calibration, s.seed, s.stable_split
     )
     return FitSplit(train, split.valid, calib, split.test)
 

@@ -81,6 +81,11 @@ class Settings:
     drift_out_of_range_frac: float = _in("drift", 0.2)
     min_new_models: int = _in("drift", 20)
     interval_level: float = _in("drift", 0.9)
+    # the quality gate: "paired" refuses only a candidate worse beyond noise (`gate.py`),
+    # "strict" any candidate with a higher MAE on the held-out (or fresh held-out) models
+    gate: str = _in("drift", "paired")
+    # checks in a row in drift after which `sparseeval.drift.persistent` is emitted
+    drift_alert_nights: int = _in("drift", 3)
     # also publish the suite (every benchmark read jointly, `published/suite`)
     suite: bool = _in("drift", True)
     # orchestration
@@ -124,6 +129,8 @@ class Settings:
             ("interval_level", "in (0, 1), e.g. 0.9", 0 < self.interval_level < 1),
             ("max_missing_model_frac", "in [0, 1]", 0 <= self.max_missing_model_frac <= 1),
             ("min_new_models", "at least 1", self.min_new_models >= 1),
+            ("gate", "'paired' or 'strict'", self.gate in {"paired", "strict"}),
+            ("drift_alert_nights", "at least 1", self.drift_alert_nights >= 1),
             ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),
             ("workers", "at least 1", self.workers >= 1),
             ("task_runner", "'thread' or 'dask'", self.task_runner in {"thread", "dask"}),
