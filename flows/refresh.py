@@ -17,7 +17,6 @@ from sparseeval.flows._support import (
     benchmarks_to_run,
     collect,
     event,
-    files_exist,
     fit_said,
     resolve_settings,
     say,
@@ -40,22 +39,14 @@ def fit_benchmarks(
     settings: Settings, benchmarks: list[str], store_states: dict[str, str], force: bool = False
 ) -> list[BenchmarkResult]:
     """Fan out: build each benchmark's matrix and fit each budget, concurrently."""
-    fit = tasks.fit_benchmark.with_options(refresh_cache=True) if force else tasks.fit_benchmark
     mats = {b: tasks.build_matrix.submit(settings, b, store_states[b]) for b in benchmarks}
-    fits = {(b, k): fit.submit(settings, mats[b], k, force)
+    fits = {(b, k): tasks.fit_benchmark.submit(settings, mats[b], k, force)
             for b in benchmarks for k in settings.budgets}  # fmt: skip
     out = []
     for i, ((b, k), state) in enumerate(fits.items(), 1):
         state.wait()
         r = collect(b, mats[b].state, state.state, None if len(settings.budgets) == 1 else k)
         say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r)}")
-        if r.fit is not None and not files_exist(r):  # a cached result whose files are gone
-            say(f"{r.label}: cached artifacts are missing; rebuilding them", logging.WARNING)
-            matrix = tasks.build_matrix.with_options(refresh_cache=True)(
-                settings, b, store_states[b]
-            )
-            again = tasks.fit_benchmark.with_options(refresh_cache=True)(settings, matrix, k)
-            r = replace(r, matrix=matrix, fit=again, matrix_cached=False, fit_cached=False)
         out.append(r)
     return out
 

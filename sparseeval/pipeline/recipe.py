@@ -8,9 +8,11 @@ fit_step         split -> set aside calibration models -> select anchors and pre
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from sparseeval.pipeline.artifacts import (
     artifact_path,
     code_version,
     fit_key,
+    matrix_key,
     matrix_of,
     read_once,
     save_matrix,
@@ -60,20 +63,45 @@ def benchmark_states(store_path: str | Path) -> dict[str, str]:
     return {name: fingerprint(str(path.resolve()), *sig) for name, sig in signatures.items()}
 
 
-def matrix_step(settings: Settings, benchmark: str) -> MatrixInfo:
-    """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`."""
+def matrix_step(settings: Settings, benchmark: str, store_state: str | None = None) -> MatrixInfo:
+    """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`.
+
+    store_state: the benchmark's signature (`benchmark_states`); with it the matrix is
+    looked up first under its key (`artifacts/matrix/{key}.json`, pointing at the npz) and
+    reused (`built=False`) when both files are there; else built and the pointer written.
+    """
     from sparseeval.pipeline.store import Store, build_matrix
 
+    pointer = None
+    if store_state is not None:
+        key = matrix_key(benchmark, store_state, settings)
+        pointer = artifact_path(settings.artifacts_dir, "matrix", key + ".json")
+        if found := _matrix_on_disk(pointer):
+            return found
     with Store.open(settings.store_path, read_only=True) as store:
         last_run = store.last_run_id()
         matrix, summary = build_matrix(store, benchmark, settings.max_missing_model_frac)
     path = artifact_path(settings.artifacts_dir, "matrix", summary.fingerprint + ".npz")
     if not path.exists():
         save_matrix(matrix, path, fingerprint=summary.fingerprint)
-    return MatrixInfo(
+    info = MatrixInfo(
         benchmark, str(path), summary.fingerprint, int(matrix.shape[0]), int(matrix.shape[1]),
         int(last_run), summary.line(),
     )  # fmt: skip
+    if pointer is not None:
+        tmp = pointer.with_name(f"{pointer.name}.tmp{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(info.to_dict()))
+        os.replace(tmp, pointer)
+    return info
+
+
+def _matrix_on_disk(pointer: Path) -> MatrixInfo | None:
+    """The matrix a key's pointer names, if the pointer and its npz are both there."""
+    try:
+        info = MatrixInfo.from_dict(json.loads(pointer.read_text()) | {"built": False})
+    except (OSError, ValueError, TypeError):
+        return None
+    return info if Path(info.path).is_file() else None
 
 
 # -- the fit step -------------------------------------------------------------------------
@@ -173,11 +201,13 @@ def fit_step(
 ) -> FitInfo:
     """Split, select anchors, fit the final predictor, test it; save to `artifacts/model/{key}`.
 
-    An existing artifact with the same key is reused (`trained=False`) unless `force`.
+    An existing artifact with the same key is reused (`trained=False`) unless `force`
+    (the folder is renamed into place whole: its summary.json says it is complete).
     """
     key = fit_key(matrix_info.fingerprint, settings)
     folder = artifact_path(settings.artifacts_dir, "model", key)
-    if (folder / "summary.json").exists() and not force:
+    done = (folder / "summary.json").is_file() and (folder / EVALUATION_FILE).is_file()
+    if done and not force:
         return FitInfo.load(folder / "summary.json")
     bench = matrix_info.benchmark
     say = progress or (lambda msg: log.info("%s: %s", bench, msg))

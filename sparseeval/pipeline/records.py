@@ -108,7 +108,10 @@ class IngestSummary(Record):
 
 @dataclass(frozen=True)
 class MatrixInfo(Record):
-    """A benchmark's ±1 matrix file (`artifacts/matrix/{fingerprint}.npz`) and its shape."""
+    """A benchmark's ±1 matrix file (`artifacts/matrix/{fingerprint}.npz`) and its shape.
+
+    built: False when the matrix was found on disk under its key (`recipe.matrix_step`).
+    """
 
     benchmark: str
     path: str
@@ -117,6 +120,7 @@ class MatrixInfo(Record):
     n_items: int
     last_run: int
     summary: str
+    built: bool = True
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,14 @@ class FitInfo(Record):
     @classmethod
     def load(cls, path: Path) -> FitInfo:
         return cls.from_dict(json.loads(Path(path).read_text()) | {"trained": False})
+
+
+@dataclass(frozen=True)
+class Waiting(Record):
+    """A fit not attempted yet: the benchmark has too few models (`recipe.NotEnoughModels`)."""
+
+    benchmark: str
+    reason: str
 
 
 @dataclass(frozen=True)
