@@ -95,8 +95,8 @@ def collect(benchmark: str, matrix_state, fit_state, budget: int | None) -> Benc
     fit: FitInfo | Waiting = fit_state.result()
     if isinstance(fit, Waiting):  # a benchmark still filling up: wait, not fail
         return replace(r, fit_state="waiting", outcome=f"waiting for more models ({fit.reason})")
-    cached = fit_state.name == "Cached" or not fit.trained
-    return replace(r, fit=fit, fit_cached=cached, fit_state=fit_state.name)
+    cached = fit_state.name == "Cached" or not fit.trained  # reused from artifacts on disk
+    return replace(r, fit=fit, fit_cached=cached, fit_state="Cached" if cached else fit_state.name)
 
 
 def fit_said(r: BenchmarkResult) -> str:

@@ -44,7 +44,8 @@ def fit_benchmarks(
             for b in benchmarks for k in settings.budgets}  # fmt: skip
     out = []
     for i, ((b, k), state) in enumerate(fits.items(), 1):
-        state.wait()
+        state.wait()  # the final states with their data (nothing is in result storage)
+        mats[b].wait()
         r = collect(b, mats[b].state, state.state, None if len(settings.budgets) == 1 else k)
         say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r)}")
         out.append(r)
