@@ -60,7 +60,8 @@ def alert_persistent_drift(settings: Settings, r: BenchmarkResult) -> None:
     nights = d.figures.get("drift_nights", 0) if d else 0
     if d and d.drift and r.published_version is None and nights >= settings.drift_alert_nights:
         say(f"{r.label}: in drift for {nights} nights in a row", logging.WARNING)
-        event("drift.persistent", r, {"nights": nights, "reason": r.decision.reason})
+        why = f"{d.figures.get('drift_reason', d.reason)}; {r.outcome}"
+        event("drift.persistent", r, {"nights": nights, "reason": why})
 
 
 def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult:

@@ -219,6 +219,8 @@ def assess(
     decision = drift_decision(bench, live, figures, settings)
     if record_drift(settings.artifacts_dir, name, live, figures, decision.drift):
         figures["drift_nights"] = drift_nights(settings.artifacts_dir, name, live.version)
+    if decision.drift:
+        figures["drift_reason"] = decision.reason  # kept when a refusal becomes the reason
     if requested and live is not None:
         decision = DriftDecision(bench, decision.drift, True, requested, figures)
     if not decision.publish:
