@@ -329,10 +329,13 @@ def suite_gate(
     if live_mae is None:
         return GateResult(True, "no live suite to compare with", figures)
     if mode == "paired":
-        group = gate.compare_group("suite average", live_pred, fit.test_pred[AVERAGE], truth)
-        figures["noise"] = group.noise
-        accept, why = gate.decide([group])
-        return GateResult(accept, f"live v{live.version}: {why}", figures)
+        g = gate.compare_group("suite average", live_pred, fit.test_pred[AVERAGE], truth)
+        figures["noise"] = g.noise
+        accept = gate.decide([g])[0]
+        why = (f"candidate suite-average MAE {cand_mae:.3f} vs live v{live.version}"
+               f" {live_mae:.3f} points on {g.n} test models (difference {g.difference:+.3f}"
+               f" ± {g.noise:.3f}: {g.verdict})")  # fmt: skip
+        return GateResult(accept, why if accept else "refused: " + why, figures)
     if cand_mae > live_mae:
         why = (f"refused: candidate suite-average MAE {cand_mae:.3f} > live v{live.version}"
                f" {live_mae:.3f} points on {len(truth)} test models")  # fmt: skip
