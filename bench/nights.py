@@ -307,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", choices=sorted(SCENARIOS), help="preset nights/drift")
     args = ap.parse_args(argv)
     for key, value in SCENARIOS.get(args.scenario, {}).items():
-        setattr(args, key, value)
+        if getattr(args, key) == ap.get_default(key):  # what the command line says wins
+            setattr(args, key, value)
     args.first = args.first or (5000 if args.cold_ollm else 1500)
     args.anchors = args.anchors or (100 if args.cold_ollm else 30)
     args.benchmarks = args.benchmarks.split(",")

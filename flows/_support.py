@@ -8,7 +8,6 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from prefect import get_run_logger
@@ -17,8 +16,7 @@ from prefect.runtime import deployment, flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from sparseeval.pipeline.lease import HomeLease
-from sparseeval.pipeline.recipe import NotEnoughModels
-from sparseeval.pipeline.records import BenchmarkResult, FitInfo
+from sparseeval.pipeline.records import BenchmarkResult, FitInfo, MatrixInfo, Waiting
 from sparseeval.pipeline.settings import Settings
 
 PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
@@ -95,20 +93,15 @@ def collect(benchmark: str, matrix_state, fit_state, budget: int | None) -> Benc
     r = BenchmarkResult(benchmark, budget=budget)
     if not matrix_state.is_completed():
         return replace(r, error=f"matrix: {error_of(matrix_state)}")
-    r = replace(r, matrix=matrix_state.result(), matrix_cached=matrix_state.name == "Cached")
+    matrix: MatrixInfo = matrix_state.result()
+    r = replace(r, matrix=matrix, matrix_cached=matrix_state.name == "Cached" or not matrix.built)
     if not fit_state.is_completed():
-        exc = fit_state.result(raise_on_failure=False)
-        if isinstance(exc, NotEnoughModels):  # a benchmark still filling up: wait, not fail
-            return replace(r, fit_state="waiting", outcome=f"waiting for more models ({exc})")
         return replace(r, error=f"fit: {error_of(fit_state)}")
-    fit: FitInfo = fit_state.result()
-    cached = fit_state.name == "Cached" or not fit.trained
-    return replace(r, fit=fit, fit_cached=cached, fit_state=fit_state.name)
-
-
-def files_exist(r: BenchmarkResult) -> bool:
-    """Whether a fitted result's matrix and model files are still there."""
-    return Path(r.matrix.path).is_file() and Path(r.fit.model_dir).is_dir()
+    fit: FitInfo | Waiting = fit_state.result()
+    if isinstance(fit, Waiting):  # a benchmark still filling up: wait, not fail
+        return replace(r, fit_state="waiting", outcome=f"waiting for more models ({fit.reason})")
+    cached = fit_state.name == "Cached" or not fit.trained  # reused from artifacts on disk
+    return replace(r, fit=fit, fit_cached=cached, fit_state="Cached" if cached else fit_state.name)
 
 
 def fit_said(r: BenchmarkResult) -> str:

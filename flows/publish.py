@@ -8,6 +8,7 @@ that reason in its tombstone (`tasks.discard_candidate`) and the live set stays.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -50,6 +51,17 @@ def publish_unit(
     except publish.MirrorFailed as exc:
         return publish.not_mirrored(exc), gate
     return publish.published(cand, hub_repo, sha), gate
+
+
+def alert_persistent_drift(settings: Settings, r: BenchmarkResult) -> None:
+    """`sparseeval.drift.persistent` when a drifted live set stays live (nothing published
+    tonight) after `drift_alert_nights` checks in a row in drift."""
+    d = r.decision
+    nights = d.figures.get("drift_nights", 0) if d else 0
+    if d and d.drift and r.published_version is None and nights >= settings.drift_alert_nights:
+        say(f"{r.label}: in drift for {nights} nights in a row", logging.WARNING)
+        why = f"{d.figures.get('drift_reason', d.reason)}; {r.outcome}"
+        event("drift.persistent", r, {"nights": nights, "reason": why})
 
 
 def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult:

@@ -19,7 +19,6 @@ from sparseeval.flows._support import (
     collect,
     deployed,
     event,
-    files_exist,
     fit_said,
     hold_home,
     resolve_settings,
@@ -28,7 +27,7 @@ from sparseeval.flows._support import (
     task_runner_for,
     with_sibling_budgets,
 )  # fmt: skip
-from sparseeval.flows.publish import publish_benchmark, publish_suite
+from sparseeval.flows.publish import alert_persistent_drift, publish_benchmark, publish_suite
 
 from sparseeval import tasks
 from sparseeval.pipeline.artifacts import forget_loaded
@@ -43,22 +42,15 @@ def fit_benchmarks(
     settings: Settings, benchmarks: list[str], store_states: dict[str, str], force: bool = False
 ) -> list[BenchmarkResult]:
     """Fan out: build each benchmark's matrix and fit each budget, concurrently."""
-    fit = tasks.fit_benchmark.with_options(refresh_cache=True) if force else tasks.fit_benchmark
     mats = {b: tasks.build_matrix.submit(settings, b, store_states[b]) for b in benchmarks}
-    fits = {(b, k): fit.submit(settings, mats[b], k, force)
+    fits = {(b, k): tasks.fit_benchmark.submit(settings, mats[b], k, force)
             for b in benchmarks for k in settings.budgets}  # fmt: skip
     out = []
     for i, ((b, k), state) in enumerate(fits.items(), 1):
-        state.wait()
+        state.wait()  # the final states with their data (nothing is in result storage)
+        mats[b].wait()
         r = collect(b, mats[b].state, state.state, None if len(settings.budgets) == 1 else k)
         say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r)}")
-        if r.fit is not None and not files_exist(r):  # a cached result whose files are gone
-            say(f"{r.label}: cached artifacts are missing; rebuilding them", logging.WARNING)
-            matrix = tasks.build_matrix.with_options(refresh_cache=True)(
-                settings, b, store_states[b]
-            )
-            again = tasks.fit_benchmark.with_options(refresh_cache=True)(settings, matrix, k)
-            r = replace(r, matrix=matrix, fit=again, matrix_cached=False, fit_cached=False)
         out.append(r)
     return out
 
@@ -75,8 +67,11 @@ def assess_and_publish(
         event("drift.detected", r, {"reason": decision.reason, **decision.figures,
                                     "live_version": live and live.version})  # fmt: skip
     if gate is None:
-        return replace(r, outcome=f"not published ({decision.reason})")
-    return publish_benchmark(settings, r)
+        r = replace(r, outcome=f"not published ({decision.reason})")
+    else:
+        r = publish_benchmark(settings, r)
+    alert_persistent_drift(settings, r)
+    return r
 
 
 @flow(name="refresh", log_prints=True, flow_run_name=lambda: f"refresh {stamp()}")

@@ -1,17 +1,17 @@
 """Thin Prefect tasks over the `sparseeval` library, one module per step: no algorithm code here.
 
 ingest   ingest, store_state, clean_leftovers
-fit      build_matrix, fit_benchmark (both cached on content), fit_line
+fit      build_matrix, fit_benchmark (both reuse their artifacts on disk), fit_line
 assess   live_set, fresh_models, assess, evaluate_published
 publish  write_candidate, write_suite_candidate, suite_status, mirror_to_hub, promote
 report   report
 
-Every task takes the run's `Settings` first. Expensive tasks cache on content: the key is
-the fingerprint of their inputs (store content signature or matrix fingerprint) plus the
-settings that matter plus the code version; results are persisted to the Prefect result
-storage (`PREFECT_RESULTS_LOCAL_STORAGE_PATH`), and big data stays in
-`artifacts/{kind}/{key}`. Tasks take and return small typed records
-(`sparseeval.pipeline.records`).
+Every task takes the run's `Settings` first. Expensive tasks cache on content, and the
+cache is the artifacts on disk, `artifacts/{kind}/{key}`: the key is the fingerprint of
+their inputs (store content signature or matrix fingerprint) plus the settings that
+matter plus the code version. No task result is persisted to Prefect's result storage
+(no pickles; a new Prefect home reuses every fit, a deleted file is rebuilt). Tasks take
+and return small typed records (`sparseeval.pipeline.records`).
 """
 
 from sparseeval.tasks.assess import assess, evaluate_published, fresh_models, live_set

@@ -1,44 +1,46 @@
-"""Tasks of the fit step: a benchmark's matrix, and its fit at one anchor budget (both cached)."""
+"""Tasks of the fit step: a benchmark's matrix, and its fit at one anchor budget.
+
+The cache is the artifacts on disk, keyed by content (`artifacts.matrix_key`, `fit_key`):
+each task looks for its files under its key and reuses them, else builds them. Nothing is
+persisted in Prefect's result storage (no pickles; a new Prefect home loses nothing, and
+files deleted from the home are rebuilt).
+"""
 
 from __future__ import annotations
 
 from prefect import get_run_logger, task
-from sparseeval.tasks.policies import fit_cache_key, matrix_cache_key
+from prefect.cache_policies import NO_CACHE
 
 from sparseeval.pipeline import recipe
-from sparseeval.pipeline.records import FitInfo, MatrixInfo
+from sparseeval.pipeline.records import FitInfo, MatrixInfo, Waiting
 from sparseeval.pipeline.settings import Settings
 
 
-@task(
-    name="build-matrix",
-    cache_key_fn=matrix_cache_key,
-    persist_result=True,
-    task_run_name="build-matrix-{benchmark}",
-)
+@task(name="build-matrix", cache_policy=NO_CACHE, task_run_name="build-matrix-{benchmark}")
 def build_matrix(settings: Settings, benchmark: str, store_state: str) -> MatrixInfo:
-    """The benchmark's ±1 matrix as `artifacts/matrix/{fingerprint}.npz`."""
-    out = recipe.matrix_step(settings, benchmark)
-    get_run_logger().info("matrix %s", out.summary)
+    """The benchmark's ±1 matrix as `artifacts/matrix/{fingerprint}.npz` (reused if there)."""
+    out = recipe.matrix_step(settings, benchmark, store_state)
+    get_run_logger().info("matrix %s (%s)", out.summary, "built" if out.built else "cached")
     return out
 
 
-@task(
-    name="fit-benchmark",
-    cache_key_fn=fit_cache_key,
-    persist_result=True,
-    task_run_name="fit-{matrix.benchmark}-k{budget}",
-)
+@task(name="fit-benchmark", cache_policy=NO_CACHE, task_run_name="fit-{matrix.benchmark}-k{budget}")
 def fit_benchmark(
     settings: Settings, matrix: MatrixInfo, budget: int, force: bool = False
-) -> FitInfo:
+) -> FitInfo | Waiting:
     """Split -> adaptive init -> AIS/CIS refinement -> final predictor -> test metrics.
 
     `budget` is the number of anchors; `force` retrains even when the artifact exists.
+    Too few models is no failure: a `Waiting` result says how many there are and how many
+    it takes (the task completes).
     """
     log = get_run_logger()
     say = lambda m: log.info("%s k%d: %s", matrix.benchmark, budget, m)  # noqa: E731
-    out = recipe.fit_step(matrix, settings.replace(n_anchors=budget), say, force)
+    try:
+        out = recipe.fit_step(matrix, settings.replace(n_anchors=budget), say, force)
+    except recipe.NotEnoughModels as exc:
+        log.info("waiting for more models (%s)", exc)
+        return Waiting(matrix.benchmark, str(exc))
     log.info(fit_line(out))
     return out
 

@@ -1,12 +1,6 @@
-"""What the tasks share: when to retry, and the content keys of the cached ones."""
+"""What the tasks share: when to retry."""
 
 from __future__ import annotations
-
-from typing import Any
-
-from prefect.context import TaskRunContext
-
-from sparseeval.pipeline.artifacts import fit_key, matrix_key
 
 _NETWORK_MODULES = {"huggingface_hub", "httpx", "httpcore", "requests", "urllib3"}
 
@@ -23,11 +17,3 @@ def transient(task, task_run, state) -> bool:
     return isinstance(exc, OSError | ConnectionError | TimeoutError) and not isinstance(
         exc, SourceError | FileNotFoundError
     )
-
-
-def matrix_cache_key(ctx: TaskRunContext, p: dict[str, Any]) -> str:
-    return matrix_key(p["benchmark"], p["store_state"], p["settings"])
-
-
-def fit_cache_key(ctx: TaskRunContext, p: dict[str, Any]) -> str:
-    return fit_key(p["matrix"].fingerprint, p["settings"].replace(n_anchors=p["budget"]))

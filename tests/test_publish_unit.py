@@ -26,7 +26,12 @@ def test_settings_sections_name_the_cache_fields():
     assert TRAINING_FIELDS[:3] == ("n_anchors", "init", "refine_steps")
     assert TRAINING_FIELDS[-3:] == ("calibration", "stable_split", "seed")
     assert "drift_mae_points" not in TRAINING_FIELDS and "home" not in TRAINING_FIELDS
-    assert Settings.fields_of("runner") == ("task_runner", "dask_address", "lease_wait_seconds", "workers")
+    assert Settings.fields_of("runner") == (
+        "task_runner",
+        "dask_address",
+        "lease_wait_seconds",
+        "workers",
+    )
     with pytest.raises(ValueError, match="unknown settings section"):
         Settings.fields_of("nope")
 

@@ -19,6 +19,7 @@ import numpy as np
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.pipeline import gate
 from sparseeval.pipeline.artifacts import artifact_path, load_matrix, matrix_of
 from sparseeval.pipeline.publish import already_refused, live_anchor_set
 from sparseeval.pipeline.records import (
@@ -152,13 +153,18 @@ def gate_decision(current_mae: float | None, candidate_mae: float | None) -> tup
 
 
 def compare_candidate(
-    aset: AnchorSet | None, fit: FitInfo, matrix: ResponseMatrix, fresh: Sequence[str]
+    aset: AnchorSet | None,
+    fit: FitInfo,
+    matrix: ResponseMatrix,
+    fresh: Sequence[str],
+    mode: str = "paired",
 ) -> GateResult:
     """Live set vs candidate on models neither was trained on.
 
     Held-out models: the candidate's test split (with stable splits and the same seed the
     live set never trained on them either). The fresh ones among them (arrived since the
-    live set was published) are compared too; the candidate must not be worse on either.
+    live set was published) are compared too. mode "paired" (`gate.decide`): refused only
+    when worse beyond noise on either group; "strict": any worse MAE on either refuses.
     """
     from sparseeval.pipeline.recipe import evaluation_of, fitted_of
 
@@ -168,17 +174,25 @@ def compare_candidate(
     fresh_ids = sorted(set(map(str, fresh)) & set(test_ids))
     figures: dict[str, Any] = {"n_heldout": len(test_ids), "n_fresh_heldout": len(fresh_ids)}
     candidate = fitted_of(fit)
-    accept, reasons = True, []
+    groups = []
     for name, ids in (("heldout", test_ids), ("fresh_heldout", fresh_ids)):
-        if not ids:
-            continue
-        rows = _rows(matrix, ids)
-        live_mae = score_set(aset, matrix, ids)["mae"]
-        cand_mae = metrics.mae_points(candidate.predict(matrix.values[rows]), matrix.y[rows])
-        ok, why = gate_decision(live_mae, cand_mae)
-        figures[f"live_mae_{name}"], figures[f"candidate_mae_{name}"] = live_mae, cand_mae
+        if ids:
+            rows = _rows(matrix, ids)
+            live_pred = aset.predict_matrix(matrix.values[rows], matrix.item_ids)
+            cand_pred = candidate.predict(matrix.values[rows])
+            groups.append(gate.compare_group(name, live_pred, cand_pred, matrix.y[rows]))
+    for g in groups:
+        figures[f"live_mae_{g.name}"] = g.live_mae
+        figures[f"candidate_mae_{g.name}"] = g.candidate_mae
+        figures[f"noise_{g.name}"] = g.noise
+    if mode == "paired":
+        accept, why = gate.decide(groups)
+        return GateResult(accept, why.replace("_", " "), figures)
+    accept, reasons = True, []
+    for g in groups:
+        ok, why = gate_decision(g.live_mae, g.candidate_mae)
         accept &= ok
-        reasons.append(f"{name.replace('_', ' ')} ({len(ids)} models): {why}")
+        reasons.append(f"{g.name.replace('_', ' ')} ({g.n} models): {why}")
     return GateResult(accept, "; ".join(reasons) or "nothing to compare on", figures)
 
 
@@ -198,43 +212,54 @@ def assess(
     gate refused before (the set's ledger), is not published, and the decision says why.
     budget: one of several published budgets.
     """
-    bench = matrix_info.benchmark
+    bench, name = matrix_info.benchmark, set_name(matrix_info.benchmark, budget)
     matrix = matrix_of(matrix_info)
     aset = live_anchor_set(settings.published_dir, bench, live.version, budget) if live else None
     figures = drift_figures(aset, matrix, fresh) if aset is not None and fresh else {}
-    record_drift(settings.artifacts_dir, set_name(bench, budget), live, figures)
     decision = drift_decision(bench, live, figures, settings)
+    if record_drift(settings.artifacts_dir, name, live, figures, decision.drift):
+        figures["drift_nights"] = drift_nights(settings.artifacts_dir, name, live.version)
+    if decision.drift:
+        figures["drift_reason"] = decision.reason  # kept when a refusal becomes the reason
     if requested and live is not None:
         decision = DriftDecision(bench, decision.drift, True, requested, figures)
     if not decision.publish:
         return decision, None
-    name = set_name(bench, budget)
-    if why := same_data(live, fit) or already_refused(settings.artifacts_dir, name, fit.key):
+    if why := same_data(live, fit):
         return DriftDecision(bench, decision.drift, False, why, figures), None
-    return decision, compare_candidate(aset, fit, matrix, fresh)
+    if why := already_refused(settings.artifacts_dir, name, fit.key):
+        if nights := figures.get("drift_nights"):
+            why += f" (refused {nights} nights in a row)"
+        return DriftDecision(bench, decision.drift, False, why, figures), None
+    return decision, compare_candidate(aset, fit, matrix, fresh, settings.gate)
 
 
 def _history_path(artifacts_dir: str | Path, name: str) -> Path:
     return artifact_path(artifacts_dir, "published", f"{name}-drift.jsonl")
 
 
-def record_drift(artifacts_dir: str | Path, name: str, live: LiveSet | None, figures: dict) -> None:
-    """Append one drift check (live version, MAE on fresh models) to the set's history.
+def record_drift(
+    artifacts_dir: str | Path, name: str, live: LiveSet | None, figures: dict, drift: bool
+) -> bool:
+    """Append one drift check (live version, MAE on fresh models, drifted?) to the history.
 
     name: the set's name (`records.set_name`: the benchmark, or `arc-k50` for one budget).
+    Whether a row was written (not without a live set and scored fresh models).
     """
     if not live or not figures.get("n_fresh") or figures.get("fresh_mae") is None:
-        return
+        return False
     path = _history_path(artifacts_dir, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     row = {
         "version": live.version,
         "mae": float(figures["fresh_mae"]),
         "n_models": int(figures["n_fresh"]),
+        "drift": bool(drift),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     with open(path, "a") as f:
         f.write(json.dumps(row) + "\n")
+    return True
 
 
 def drift_history(artifacts_dir: str | Path, name: str) -> list[dict[str, Any]]:
@@ -243,3 +268,16 @@ def drift_history(artifacts_dir: str | Path, name: str) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def drift_nights(artifacts_dir: str | Path, name: str, version: int) -> int:
+    """How many checks in a row, up to the last, found live `version` in drift.
+
+    Rows of other versions, and older rows without a `drift` field, end the run.
+    """
+    n = 0
+    for row in reversed(drift_history(artifacts_dir, name)):
+        if row.get("version") != version or not row.get("drift", False):
+            break
+        n += 1
+    return n

@@ -8,9 +8,11 @@ fit_step         split -> set aside calibration models -> select anchors and pre
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,11 +23,12 @@ import numpy as np
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.method.splits import Split, calibration_split, split_models
+from sparseeval.method.splits import Split, _count, calibration_split, split_models
 from sparseeval.pipeline.artifacts import (
     artifact_path,
     code_version,
     fit_key,
+    matrix_key,
     matrix_of,
     read_once,
     save_matrix,
@@ -60,10 +63,21 @@ def benchmark_states(store_path: str | Path) -> dict[str, str]:
     return {name: fingerprint(str(path.resolve()), *sig) for name, sig in signatures.items()}
 
 
-def matrix_step(settings: Settings, benchmark: str) -> MatrixInfo:
-    """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`."""
+def matrix_step(settings: Settings, benchmark: str, store_state: str | None = None) -> MatrixInfo:
+    """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`.
+
+    store_state: the benchmark's signature (`benchmark_states`); with it the matrix is
+    looked up first under its key (`artifacts/matrix/{key}.json`, pointing at the npz) and
+    reused (`built=False`) when both files are there; else built and the pointer written.
+    """
     from sparseeval.pipeline.store import Store, build_matrix
 
+    pointer = None
+    if store_state is not None:
+        key = matrix_key(benchmark, store_state, settings)
+        pointer = artifact_path(settings.artifacts_dir, "matrix", key + ".json")
+        if found := _matrix_on_disk(pointer):
+            return found
     with Store.open(settings.store_path, read_only=True) as store:
         last_run = store.last_run_id()
         matrix, summary = build_matrix(
@@ -73,10 +87,24 @@ def matrix_step(settings: Settings, benchmark: str) -> MatrixInfo:
     path = artifact_path(settings.artifacts_dir, "matrix", summary.fingerprint + ".npz")
     if not path.exists():
         save_matrix(matrix, path, fingerprint=summary.fingerprint)
-    return MatrixInfo(
+    info = MatrixInfo(
         benchmark, str(path), summary.fingerprint, int(matrix.shape[0]), int(matrix.shape[1]),
-        int(last_run), summary.line(), target_of(summary), provenance,
+        int(last_run), summary.line(), target=target_of(summary), provenance=provenance,
     )  # fmt: skip
+    if pointer is not None:
+        tmp = pointer.with_name(f"{pointer.name}.tmp{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(info.to_dict()))
+        os.replace(tmp, pointer)
+    return info
+
+
+def _matrix_on_disk(pointer: Path) -> MatrixInfo | None:
+    """The matrix a key's pointer names, if the pointer and its npz are both there."""
+    try:
+        info = MatrixInfo.from_dict(json.loads(pointer.read_text()) | {"built": False})
+    except (OSError, ValueError, TypeError):
+        return None
+    return info if Path(info.path).is_file() else None
 
 
 def target_of(summary) -> dict[str, str]:
@@ -103,29 +131,37 @@ class FitSplit:
         }
 
 
+MIN_MODELS = 100  # fewer models: the benchmark waits for more
+HELDOUT_FRACTION = 0.2  # test and validation each take at most this share of the models
+
+
+def heldout_sizes(n_models: int, settings: Settings) -> tuple[int, int]:
+    """Test and validation sizes: `n_test` / `n_valid` (counts, or fractions when < 1), each
+    at most `HELDOUT_FRACTION` of the models, so a small benchmark still trains.
+
+    From 1,000 models on the defaults (200, 200) apply unchanged. The share only falls
+    as models arrive, so with stable splits a test model never moves into training.
+    """
+    cap = round(HELDOUT_FRACTION * n_models)
+    return (min(_count(settings.n_test, n_models), cap),
+            min(_count(settings.n_valid, n_models), cap))  # fmt: skip
+
+
 def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> FitSplit:
-    """Train / validation / test by model id, then up to `n_calib` calibration models."""
-    s = settings
-    try:
-        split = split_models(matrix.model_ids, s.n_test, s.n_valid, s.seed, s.stable_split)
-    except ValueError:
-        raise NotEnoughModels(
-            f"{benchmark}: {matrix.shape[0]:,} models, too few for {s.n_test:g} test and"
-            f" {s.n_valid:g} validation models plus training ones (lower n_test / n_valid,"
-            " or let more models arrive)"
-        ) from None
+    """Train / validation / test by model id (`heldout_sizes`), then up to `n_calib`
+    calibration models (at most a fifth of the training ones)."""
+    s, m = settings, matrix.shape[0]
+    if m < MIN_MODELS:
+        raise NotEnoughModels(f"{benchmark}: {m:,} models, needs at least {MIN_MODELS} to train")
+    n_test, n_valid = heldout_sizes(m, s)
+    split = split_models(matrix.model_ids, n_test, n_valid, s.seed, s.stable_split)
     if len(split.test) == 0 or len(split.valid) == 0:
         raise NotEnoughModels(
             f"{benchmark}: split left {len(split.valid)} validation and {len(split.test)} test"
-            f" models of {matrix.shape[0]}; lower n_test / n_valid or add models"
+            f" models of {m}; lower n_test / n_valid or add models"
         )
     train, calib = calibration_split(
-        matrix.model_ids,
-        split.train,
-        settings.n_calib,
-        settings.calibration,
-        settings.seed,
-        settings.stable_split,
+        matrix.model_ids, split.train, s.n_calib, s.calibration, s.seed, s.stable_split
     )
     return FitSplit(train, split.valid, calib, split.test)
 
@@ -174,11 +210,13 @@ def fit_step(
 ) -> FitInfo:
     """Split, select anchors, fit the final predictor, test it; save to `artifacts/model/{key}`.
 
-    An existing artifact with the same key is reused (`trained=False`) unless `force`.
+    An existing artifact with the same key is reused (`trained=False`) unless `force`
+    (the folder is renamed into place whole: its summary.json says it is complete).
     """
     key = fit_key(matrix_info.fingerprint, settings)
     folder = artifact_path(settings.artifacts_dir, "model", key)
-    if (folder / "summary.json").exists() and not force:
+    done = (folder / "summary.json").is_file() and (folder / EVALUATION_FILE).is_file()
+    if done and not force:
         return FitInfo.load(folder / "summary.json")
     bench = matrix_info.benchmark
     say = progress or (lambda msg: log.info("%s: %s", bench, msg))
@@ -193,7 +231,7 @@ def fit_step(
         len(est.anchors_), est.predictor_name_,
         {k: 100 * v for k, v in est.valid_scores_.items()}, split.sizes(), test, curve,
         [float(y_train.min()), float(y_train.max())], round(time.perf_counter() - t0, 2),
-        code_version(), True, matrix_info.target, matrix_info.provenance,
+        code_version(), target=matrix_info.target, provenance=matrix_info.provenance,
     )  # fmt: skip
     _save_fit(folder, est, info, matrix, split, pred)
     return info

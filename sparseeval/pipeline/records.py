@@ -108,7 +108,10 @@ class IngestSummary(Record):
 
 @dataclass(frozen=True)
 class MatrixInfo(Record):
-    """A benchmark's ±1 matrix file (`artifacts/matrix/{fingerprint}.npz`) and its shape."""
+    """A benchmark's ±1 matrix file (`artifacts/matrix/{fingerprint}.npz`) and its shape.
+
+    built: False when the matrix was found on disk under its key (`recipe.matrix_step`).
+    """
 
     benchmark: str
     path: str
@@ -117,6 +120,7 @@ class MatrixInfo(Record):
     n_items: int
     last_run: int
     summary: str
+    built: bool = True
     # what the targets are and where the results came from (published in the manifest)
     target: dict[str, str] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -151,6 +155,14 @@ class FitInfo(Record):
     @classmethod
     def load(cls, path: Path) -> FitInfo:
         return cls.from_dict(json.loads(Path(path).read_text()) | {"trained": False})
+
+
+@dataclass(frozen=True)
+class Waiting(Record):
+    """A fit not attempted yet: the benchmark has too few models (`recipe.NotEnoughModels`)."""
+
+    benchmark: str
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,11 @@ class Settings:
     drift_out_of_range_frac: float = _in("drift", 0.2)
     min_new_models: int = _in("drift", 20)
     interval_level: float = _in("drift", 0.9)
+    # the quality gate: "paired" refuses only a candidate worse beyond noise (`gate.py`),
+    # "strict" any candidate with a higher MAE on the held-out (or fresh held-out) models
+    gate: str = _in("drift", "paired")
+    # checks in a row in drift after which `sparseeval.drift.persistent` is emitted
+    drift_alert_nights: int = _in("drift", 3)
     # also publish the suite (every benchmark read jointly, `published/suite`)
     suite: bool = _in("drift", True)
     # orchestration
@@ -133,6 +138,8 @@ class Settings:
             ("max_missing_model_frac", "in [0, 1]", 0 <= self.max_missing_model_frac <= 1),
             ("target", "one of auto, reported, items", self.target in TARGETS),
             ("min_new_models", "at least 1", self.min_new_models >= 1),
+            ("gate", "'paired' or 'strict'", self.gate in {"paired", "strict"}),
+            ("drift_alert_nights", "at least 1", self.drift_alert_nights >= 1),
             ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),
             ("workers", "at least 1", self.workers >= 1),
             ("lease_wait_seconds", "0 or more", self.lease_wait_seconds >= 0),

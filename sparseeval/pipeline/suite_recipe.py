@@ -24,7 +24,7 @@ from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.predictors import BlendPredictor
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
-from sparseeval.pipeline import publish, versions
+from sparseeval.pipeline import gate, publish, versions
 from sparseeval.pipeline.artifacts import (
     TRAINING_FIELDS,
     code_version,
@@ -252,22 +252,36 @@ def suite_candidate(
     folder = write_suite(settings.published_dir, fit, settings,
                          matrices_key=matrices_key(matrices, settings))  # fmt: skip
     return publish.candidate(folder, SUITE, key), suite_gate(
-        _live_suite(settings.published_dir), aligned, fit
+        _live_suite(settings.published_dir), aligned, fit, settings.gate
     )
 
 
-def suite_gate(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit) -> GateResult:
-    """The candidate's suite-average test MAE against the live suite's on the same models."""
-    cand_mae = metrics.mae_points(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])
-    live_mae = _live_average_mae(live, aligned, fit) if live is not None else None
+def suite_gate(
+    live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit, mode: str = "paired"
+) -> GateResult:
+    """The candidate's suite-average test MAE against the live suite's on the same models.
+
+    mode "paired" (`gate.decide`): refused only when worse beyond noise; "strict": when worse.
+    """
+    truth = fit.test_true[AVERAGE]
+    cand_mae = metrics.mae_points(fit.test_pred[AVERAGE], truth)
+    live_pred = _live_average_pred(live, aligned, fit) if live is not None else None
+    live_mae = None if live_pred is None else metrics.mae_points(live_pred, truth)
     figures = {"candidate_mae": cand_mae, "live_mae": live_mae,
                "n_benchmarks": len(fit.suite.benchmarks_)}  # fmt: skip
     if live_mae is None:
         return GateResult(True, "no live suite to compare with", figures)
-    n_test = len(fit.test_true[AVERAGE])
+    if mode == "paired":
+        g = gate.compare_group("suite average", live_pred, fit.test_pred[AVERAGE], truth)
+        figures["noise"] = g.noise
+        accept = gate.decide([g])[0]
+        why = (f"candidate suite-average MAE {cand_mae:.3f} vs live v{live.version}"
+               f" {live_mae:.3f} points on {g.n} test models (difference {g.difference:+.3f}"
+               f" ± {g.noise:.3f}: {g.verdict})")  # fmt: skip
+        return GateResult(accept, why if accept else "refused: " + why, figures)
     if cand_mae > live_mae:
         why = (f"refused: candidate suite-average MAE {cand_mae:.3f} > live v{live.version}"
-               f" {live_mae:.3f} points on {n_test} test models")  # fmt: skip
+               f" {live_mae:.3f} points on {len(truth)} test models")  # fmt: skip
         return GateResult(False, why, figures)
     return GateResult(True, f"live v{live.version}: {live_mae:.3f}", figures)
 
@@ -327,8 +341,9 @@ def _live_suite(published_dir):
         return None  # unreadable or tampered: the candidate replaces it
 
 
-def _live_average_mae(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit) -> float | None:
-    """The live suite's average MAE on the candidate's test models (None if it cannot read them).
+def _live_average_pred(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit):
+    """The live suite's average predictions on the candidate's test models (in the order of
+    `fit.test_ids`), or None if it cannot read them.
 
     `aligned`: the matrices over the models every benchmark has (`common_models`).
     """
@@ -343,5 +358,4 @@ def _live_average_mae(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit
         pred = live.average.predict_matrix(values, ids)
     except Exception:
         return None  # the live anchors are not all in today's matrices
-    truth = suite_average({b: aligned[b].y[rows] for b in live.benchmarks})
-    return metrics.mae_points(pred, truth)
+    return pred

@@ -1,0 +1,91 @@
+"""The drift policy converges: a paired gate, drift counted night by night, escalation."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from sparseeval.pipeline import drift
+from sparseeval.pipeline.records import LiveSet
+from sparseeval.pipeline.settings import Settings
+from tests.helpers import release, run
+
+
+def _live(version: int) -> LiveSet:
+    return LiveSet(version, "2026-01-01T00:00:00+00:00", "x", 2.0, 8)
+
+
+def test_gate_settings_are_checked(tmp_path):
+    assert Settings(home=tmp_path).gate == "paired"
+    assert Settings(home=tmp_path).drift_alert_nights == 3
+    with pytest.raises(ValueError, match="gate must be 'paired' or 'strict'"):
+        Settings(home=tmp_path, gate="lenient")
+    with pytest.raises(ValueError, match="drift_alert_nights must be at least 1"):
+        Settings(home=tmp_path, drift_alert_nights=0)
+
+
+def test_drift_nights_counts_the_live_versions_run_of_drift(tmp_path):
+    fig = {"n_fresh": 30, "fresh_mae": 4.0}
+    assert drift.drift_nights(tmp_path, "arc", 1) == 0
+    path = tmp_path / "published" / "arc-drift.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "mae": 4.0, "n_models": 30}\n')  # an older row: no drift
+    assert drift.drift_nights(tmp_path, "arc", 1) == 0
+    for drifted in (True, False, True, True):
+        assert drift.record_drift(tmp_path, "arc", _live(1), fig, drifted)
+    assert drift.drift_nights(tmp_path, "arc", 1) == 2
+    assert drift.drift_nights(tmp_path, "arc", 2) == 0  # a new version starts afresh
+    assert not drift.record_drift(tmp_path, "arc", None, fig, True)  # no live set: no row
+    assert drift.drift_history(tmp_path, "arc")[-1]["drift"] is True
+
+
+def test_suite_gate_paired_tolerates_noise_strict_does_not(monkeypatch):
+    from types import SimpleNamespace
+
+    from sparseeval.method.suite import AVERAGE
+    from sparseeval.pipeline import suite_recipe
+
+    rng = np.random.default_rng(0)
+    truth = rng.uniform(0.2, 0.8, 80)
+    live_pred = truth + rng.normal(0, 0.03, 80)
+    cand_pred = live_pred + np.sign(live_pred - truth) * 0.001 + rng.normal(0, 0.01, 80)
+    fit = SimpleNamespace(test_pred={AVERAGE: cand_pred}, test_true={AVERAGE: truth},
+                          suite=SimpleNamespace(benchmarks_=["arc", "gsm8k"]))  # fmt: skip
+    live = SimpleNamespace(version=3)
+    monkeypatch.setattr(suite_recipe, "_live_average_pred", lambda *a: live_pred)
+    paired = suite_recipe.suite_gate(live, {}, fit, "paired")
+    strict = suite_recipe.suite_gate(live, {}, fit, "strict")
+    worse = SimpleNamespace(**{**vars(fit), "test_pred": {AVERAGE: truth + 0.2}})
+    clearly = suite_recipe.suite_gate(live, {}, worse, "paired")
+    assert paired.figures["candidate_mae"] > paired.figures["live_mae"]
+    assert paired.accept and "within noise" in paired.reason, paired.reason
+    assert not strict.accept
+    assert not clearly.accept and "worse" in clearly.reason
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_repeated_refusal_escalates_to_persistent_drift(tmp_path, monkeypatch):
+    module = importlib.import_module("sparseeval.flows._support")  # where events are emitted
+    events = []
+    real_emit = module.emit_event
+    monkeypatch.setattr(module, "emit_event", lambda **kw: events.append(kw) or real_emit(**kw))
+    home = tmp_path / "home"
+    run(home, [release(tmp_path, 0, 200, ["arc"])])
+    weak = {"drift_mae_points": 0.01, "n_anchors": 1, "refine_steps": 0, "predictor": "ridge",
+            "gate": "strict", "drift_alert_nights": 3}  # fmt: skip
+    first = run(home, [release(tmp_path, 200, 260, ["arc"])], **weak).results[0]
+    assert first.gate is not None and not first.gate.accept  # refused by the gate
+    assert first.decision.figures["drift_nights"] == 1
+    second = run(home, [], **weak).results[0]  # the same drift, the same refused candidate
+    assert "already refused" in second.outcome
+    assert "(refused 2 nights in a row)" in second.outcome, second.outcome
+    assert not [e for e in events if e["event"] == "sparseeval.drift.persistent"]
+    third = run(home, [], **weak).results[0]
+    assert "(refused 3 nights in a row)" in third.outcome, third.outcome
+    persistent = [e for e in events if e["event"] == "sparseeval.drift.persistent"]
+    assert len(persistent) == 1
+    assert persistent[0]["resource"]["prefect.resource.id"] == "sparseeval.benchmark.arc"
+    assert persistent[0]["payload"]["nights"] == 3
+    assert persistent[0]["payload"]["reason"].startswith("drift:")
