@@ -89,4 +89,10 @@ def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:
     if line := tasks.suite_status(settings, matrices):
         return line
     out, gate = publish_unit(settings, lambda: tasks.write_suite_candidate(settings, matrices))
+    suite = BenchmarkResult("suite")
+    if out.version is not None:
+        where = {"version": out.version, "path": out.path, "hub_commit": out.hub_commit}
+        event("anchors.published", suite, where | {"gate": gate.to_dict()})
+    elif not gate.accept:
+        event("publish.refused", suite, {"reason": gate.reason, **gate.figures})
     return suite_line(out, gate)

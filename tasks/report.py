@@ -25,11 +25,13 @@ def report(settings: Settings, run: RunSummary) -> RunSummary:
     create_table_artifact(
         runreport.metrics_rows(run), key="sparseeval-metrics", description="test metrics"
     )
-    published = [r for r in run.results if r.published_path]
+    published = [f"- {r.label} v{r.published_version}: `{r.published_path}`"
+                 for r in run.results if r.published_path]  # fmt: skip
+    if run.suite.startswith("suite: published"):
+        published.append(f"- {run.suite}")
     if published:
         create_markdown_artifact(
-            "\n".join(f"- {r.label} v{r.published_version}: `{r.published_path}`"
-                      for r in published),
+            "\n".join(published),
             key="sparseeval-published", description="published anchor sets",
         )  # fmt: skip
     get_run_logger().info(runreport.summary_line(run))

@@ -79,7 +79,10 @@ def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     weak = {"n_anchors": 2, "refine_steps": 0}
     first = run(home, [release(tmp_path, 0, 200)], **weak)
     assert first.n_published == 2
-    assert [e["event"] for e in events] == ["sparseeval.anchors.published"] * 2
+    assert [(e["event"], e["resource"]["prefect.resource.name"]) for e in events] == [
+        ("sparseeval.anchors.published", "arc"), ("sparseeval.anchors.published", "gsm8k"),
+        ("sparseeval.anchors.published", "suite"),
+    ]  # fmt: skip
     events.clear()
     out = run(home, [release(tmp_path, 200, 260, ["arc"])], drift_mae_points=0.01)
     res = by_bench(out)
@@ -92,10 +95,11 @@ def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     report = Path(out.report_path).read_text()
     assert "published v2" in report and "drift" in report
     names = [(e["event"], e["resource"]["prefect.resource.name"]) for e in events]
-    assert names == [
+    assert names[:2] == [
         ("sparseeval.drift.detected", "arc"),
         ("sparseeval.anchors.published", "arc"),
     ]
+    assert [n for _, n in names[2:]] == ["suite"]  # the suite refit: published or refused
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
