@@ -1,7 +1,7 @@
 """The SparseEval deployments, defined once.
 
 `deployments/serve.py` builds its deployments from `specs()`, and `deployments/prefect.yaml`
-(for `prefect deploy`) is generated from them; `tests/test_deployments.py` checks that the two
+(for `prefect deploy`) is generated from them; `tests/flows/test_deployments.py` checks that the two
 agree. After changing a deployment here, regenerate the yaml from the repository root:
 
     python deployments/spec.py              # rewrites deployments/prefect.yaml
@@ -135,7 +135,7 @@ def load_flow(entrypoint: str) -> Any:
 
 HEADER = f"""\
 # GENERATED from deployments/spec.py by `python deployments/spec.py`: do not edit by hand.
-# Change the deployments in spec.py and regenerate; tests/test_deployments.py checks that
+# Change the deployments in spec.py and regenerate; tests/flows/test_deployments.py checks that
 # this file, spec.py and deployments/serve.py agree.
 #
 # Prefect deployments of the SparseEval flows.

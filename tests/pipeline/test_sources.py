@@ -212,7 +212,7 @@ def _write_lm_eval(out: Path, ts: str, model: str) -> None:
     _write(out / "samples_gsm8k_2023-01-01T00-00-00.0.jsonl", "{}\n")  # older run: not read
 
 
-METABENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "metabench_reduced"
+METABENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "metabench_reduced"
 
 
 @pytest.mark.skipif(not METABENCH.is_dir(), reason="metabench_reduced data not present")
