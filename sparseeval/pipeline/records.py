@@ -35,13 +35,13 @@ class IngestSummary(Record):
     """What one ingest step did: totals over all its sources, and one row per source.
 
     Each row of `sources` is a dict: source (the spec), units, new_models (models whose
-    first result in the store came from it), new (rows), updated (rows), skipped (units:
-    already ingested or still being written), quarantined (rows), failed (units; 1 for a
+    first result in the store came from it), new (rows), updated (rows), skipped (units
+    already ingested), pending (units still being written), quarantined (rows), failed (1 for a
     source that failed as a whole) and message (the first failure, else "").
     """
 
     units: int = 0
-    skipped: int = 0
+    skipped: int = 0  # already ingested, nothing changed
     new: int = 0
     updated: int = 0
     quarantined: int = 0
@@ -51,13 +51,16 @@ class IngestSummary(Record):
     new_models: int = 0
     failed: int = 0
     sources: tuple[dict[str, Any], ...] = ()
+    pending: int = 0  # still being written (changed within the settle time): read later
 
     _COLUMNS = (
         ("source", "source"), ("units", "units"), ("new_models", "new models"),
-        ("new", "new rows"), ("updated", "updated"), ("skipped", "skipped"),
+        ("new", "new rows"), ("updated", "updated"), ("skipped", "already ingested"),
+        ("pending", "pending"),
         ("quarantined", "quarantined"), ("failed", "failed"), ("message", "first failure"),
     )  # fmt: skip
-    _COUNTS = ("units", "new_models", "new", "updated", "skipped", "quarantined", "failed")
+    _COUNTS = ("units", "new_models", "new", "updated", "skipped", "pending", "quarantined",
+               "failed")  # fmt: skip
 
     @classmethod
     def from_sources(
@@ -72,6 +75,8 @@ class IngestSummary(Record):
         synth = " (filled the store from the built-in synthetic leaderboard)"
         models = f" ({self.new_models:,} new model(s))" if self.new_models else ""
         failed = f", {self.failed} failed" if self.failed else ""
+        if self.pending:
+            failed += f", {self.pending} pending (changed <60 s ago, read on a later run)"
         return (
             f"{self.units} unit(s), {self.skipped} skipped, {self.new:,} new results{models},"
             f" {self.quarantined} quarantined{failed}"

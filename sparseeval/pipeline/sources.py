@@ -117,12 +117,20 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
         "new_models": len(store.models_first_seen_after(run_id=before)) if new else 0,
         "new": new,
         "updated": sum(r.n_updated for r in reports),
-        "skipped": sum(r.status == "skipped" for r in reports),
+        "skipped": sum(r.status == "skipped" and not _pending(r) for r in reports),
+        "pending": sum(_pending(r) for r in reports),
         "quarantined": sum(r.n_quarantined for r in reports),
         "failed": len(failures),
         "message": failures[0].message[:500] if failures else "",
     }
     return row, reports
+
+
+def _pending(report) -> bool:
+    """A unit skipped because it is still being written (read on a later run)."""
+    from sparseeval.pipeline.store.watched import PENDING
+
+    return report.status == "skipped" and report.message.startswith(PENDING)
 
 
 __all__ = [

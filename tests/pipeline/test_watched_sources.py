@@ -86,7 +86,7 @@ def test_inbox_night_by_night(store_path, tmp_path, monkeypatch):
     assert row["source"] == spec and first.new == 17 and first.new_models == 5
     md = first.markdown()
     assert "| source | units | new models | new rows |" in md
-    assert f"| `{spec}` | 3 | 5 | 17 | 0 | 0 | 0 | 0 |  |" in md
+    assert f"| `{spec}` | 3 | 5 | 17 | 0 | 0 | 0 | 0 | 0 |  |" in md
 
     # night 2, nothing new: every file is only hashed (no reader runs) and skipped
     for reader in ("_stage_long_csv", "_stage_long_parquet", "_stage_wide"):
@@ -115,7 +115,8 @@ def test_file_still_being_written_waits_for_the_settle_time(store_path, tmp_path
     time.sleep(0.1)
 
     first = source_row(night(store_path, f"inbox:{inbox}"))
-    assert (first["units"], first["skipped"], first["new"], first["new_models"]) == (2, 1, 4, 1)
+    assert (first["units"], first["skipped"], first["pending"], first["new"]) == (2, 0, 1, 4)
+    assert first["new_models"] == 1
     runs = Store.open(store_path, read_only=True)
     try:
         skipped = runs.runs().filter(pl.col("status") == "skipped")
@@ -160,7 +161,7 @@ def test_failing_sources_do_not_stop_the_others(store_path, tmp_path):
     assert (rows[3]["new"], summary.new, summary.failed) == (4, 4, 3)
     md = summary.markdown()
     assert md.count("\n") == 2 + 4 + 1  # header, rule, 4 sources, the totals row
-    assert "| **all** | 1 | 1 | 4 | 0 | 0 | 0 | 3 |  |" in md
+    assert "| **all** | 1 | 1 | 4 | 0 | 0 | 0 | 0 | 3 |  |" in md
 
 
 def test_lm_eval_glob_takes_only_complete_runs(store_path, tmp_path):
@@ -171,13 +172,13 @@ def test_lm_eval_glob_takes_only_complete_runs(store_path, tmp_path):
 
     first = night(store_path, spec)
     row = source_row(first)
-    assert (row["units"], row["new"], row["new_models"], row["skipped"]) == (2, 3, 1, 1)
+    assert (row["units"], row["new"], row["new_models"], row["pending"]) == (2, 3, 1, 1)
     assert any(line.startswith(str(b)) and "no results_*.json yet" in line for line in first.lines)
 
     # modelB's results JSON appears: the folder is fresh, so it waits once more
     results_b = write_results(b, "org/model-b", age=False)
     row = source_row(night(store_path, spec))
-    assert (row["new"], row["skipped"]) == (0, 2)
+    assert (row["new"], row["skipped"], row["pending"]) == (0, 1, 1)  # a read, b pending
 
     settled(*b.iterdir())
     row = source_row(night(store_path, spec))

@@ -34,6 +34,7 @@ from sparseeval.pipeline.store.unit import (
 
 # A watched file or run folder changed less than this many seconds ago is still being written.
 SETTLE_SECONDS = 60.0
+PENDING = "still being written"  # the reason of a unit skipped until it settles
 
 
 @dataclass
@@ -170,7 +171,7 @@ def _age(paths: list[Path], now: float) -> float:
 
 def _pending(kind: str, path: Path, why: str, settle: float) -> Unit:
     """A skipped unit for something still being written (read on a later night)."""
-    reason = f"still being written ({why}; read once unchanged for {settle:g}s)"
+    reason = f"{PENDING} ({why}; read once unchanged for {settle:g}s)"
     key = fingerprint("pending", kind, str(path))
     return Unit(kind, str(path), key, [str(path)], no_stage, skip=reason)
 
