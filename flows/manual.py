@@ -88,5 +88,7 @@ def evaluate_published(
     scores = tasks.evaluate_published(settings, matrix, models, version)
     rows = [{"benchmark": benchmark, "version": version, **scores}]
     create_table_artifact(rows, key="sparseeval-evaluation", description="published set on models")
-    get_run_logger().info("%s %s on %d models: %s", benchmark, version, scores.get("n", 0), scores)
+    shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                      for k, v in scores.items() if k != "n")  # fmt: skip
+    get_run_logger().info("%s %s on %d models: %s", benchmark, version, scores.get("n", 0), shown)
     return scores
