@@ -21,7 +21,7 @@ class Split:
         return {"train": len(self.train), "valid": len(self.valid), "test": len(self.test)}
 
 
-def _count(size: float, total: int) -> int:
+def model_count(size: float, total: int) -> int:
     """A count given as a count (>= 1) or a fraction of `total` (< 1)."""
     if size < 0:
         raise ValueError(f"split size must be >= 0, got {size}")
@@ -43,7 +43,7 @@ def split_models(
     keeps its split when new models arrive; sizes then hold in expectation.
     """
     m = len(model_ids)
-    t, v = _count(n_test, m), _count(n_valid, m)
+    t, v = model_count(n_test, m), model_count(n_valid, m)
     if m - t - v < min_train:
         raise ValueError(
             f"{m} models leave {m - t - v} for training after {t} test and {v} validation; "

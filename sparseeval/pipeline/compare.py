@@ -67,14 +67,7 @@ def compare_methods(
         matrix.model_ids, settings.n_test, settings.n_valid, settings.seed, settings.stable_split
     )
     X, y = matrix.values.astype(np.float32), matrix.y
-    tr, calib = calibration_split(
-        matrix.model_ids,
-        split.train,
-        settings.n_calib,
-        settings.calibration,
-        settings.seed,
-        settings.stable_split,
-    )
+    tr, calib = calibration_split(matrix.model_ids, split.train, **settings.calibration_args())
     va, te = split.valid, split.test
     split = Split(tr, va, te)
     out = Comparison(split=split, calib=calib)

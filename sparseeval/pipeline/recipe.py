@@ -23,7 +23,7 @@ import numpy as np
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.method.splits import Split, _count, calibration_split, split_models
+from sparseeval.method.splits import Split, calibration_split, model_count, split_models
 from sparseeval.pipeline.artifacts import (
     artifact_path,
     code_version,
@@ -143,8 +143,8 @@ def heldout_sizes(n_models: int, settings: Settings) -> tuple[int, int]:
     as models arrive, so with stable splits a test model never moves into training.
     """
     cap = round(HELDOUT_FRACTION * n_models)
-    return (min(_count(settings.n_test, n_models), cap),
-            min(_count(settings.n_valid, n_models), cap))  # fmt: skip
+    return (min(model_count(settings.n_test, n_models), cap),
+            min(model_count(settings.n_valid, n_models), cap))  # fmt: skip
 
 
 def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> FitSplit:
@@ -160,9 +160,7 @@ def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> Fi
             f"{benchmark}: split left {len(split.valid)} validation and {len(split.test)} test"
             f" models of {m}; lower n_test / n_valid or add models"
         )
-    train, calib = calibration_split(
-        matrix.model_ids, split.train, s.n_calib, s.calibration, s.seed, s.stable_split
-    )
+    train, calib = calibration_split(matrix.model_ids, split.train, **s.calibration_args())
     return FitSplit(train, split.valid, calib, split.test)
 
 

@@ -203,6 +203,11 @@ class Settings:
         full = self.to_dict()
         return {n: full[n] for n in self.fields_of(name)}
 
+    def calibration_args(self) -> dict[str, Any]:
+        """`method.splits.calibration_split`'s settings: n_calib, calibration, seed, stable."""
+        return {"n_calib": self.n_calib, "calibration": self.calibration, "seed": self.seed,
+                "stable": self.stable_split}  # fmt: skip
+
     @property
     def budgets(self) -> tuple[int, ...]:
         """The anchor budgets, ascending (`n_anchors` as a tuple)."""

@@ -14,14 +14,9 @@ from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.consume.layout import AnchorSetError, seal
 from sparseeval.consume.responses import ResponsesError, read_responses_files
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import publish_fit, tiny_fit
+from tests.helpers import publish_fit
 
 B = "arc"
-
-
-@pytest.fixture(scope="module")
-def fitted():
-    return tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(60)])
 
 
 @pytest.fixture

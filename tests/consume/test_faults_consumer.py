@@ -23,16 +23,10 @@ from sparseeval.consume.hashing import file_sha256
 from sparseeval.consume.layout import AnchorSetError, latest_version, list_versions, seal
 from sparseeval.consume.responses import ResponsesError, printable, read_responses_files
 from sparseeval.pipeline.versions import clean_leftovers, set_latest, sign_version, write_version
-from tests.helpers import FakeMirrorHub, publish_fit, signing_keys, tiny_fit
+from tests.helpers import FakeMirrorHub, publish_fit, signing_keys
 
 B = "arc"
 STAMP = "2025-05-02T10-11-12.131415"
-
-
-@pytest.fixture(scope="module")
-def fitted():
-    """Item ids are lm-eval doc ids ("0".."59"), so lm-eval samples files map too."""
-    return tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(60)])
 
 
 @pytest.fixture
