@@ -17,6 +17,11 @@ CREATE TABLE IF NOT EXISTS items (
     ord BIGINT,
     first_run INTEGER NOT NULL
 );
+-- Item identity (sparseeval/consume/identity.py): the source's content hash (`name:value`,
+-- e.g. `doc_hash:...`) and what the id is (`lm-eval doc id`, `leaderboard row index`,
+-- `opaque`); NULL in stores written before (unknown).
+ALTER TABLE items ADD COLUMN IF NOT EXISTS hash VARCHAR;
+ALTER TABLE items ADD COLUMN IF NOT EXISTS id_kind VARCHAR;
 
 CREATE TABLE IF NOT EXISTS models (
     model_id INTEGER NOT NULL,

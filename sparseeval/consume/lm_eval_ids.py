@@ -48,6 +48,11 @@ def item_source(
     item = str(item)
     if item_sources and item in item_sources:
         src = item_sources[item]
+        if isinstance(src, Mapping) and "doc_id" not in src:  # an opaque id (consume.identity)
+            raise LmEvalError(
+                f"anchor {item!r} has an {src.get('id_kind', 'unknown')} id, not an lm-eval doc"
+                " id; pass --id-map FILE.csv (columns item,doc_id[,task])"
+            )
         t, d = (src["task"], src["doc_id"]) if isinstance(src, Mapping) else src
         try:
             return str(t), doc_id(d)

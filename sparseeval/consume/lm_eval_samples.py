@@ -106,6 +106,7 @@ class Sample(NamedTuple):
     doc_id: int
     value: int
     filter: str
+    doc_hash: str | None = None  # lm-eval's hash of the doc, when the line has one
 
 
 class BadSample(ValueError):
@@ -156,7 +157,8 @@ class SampleParser:
         if not isinstance(filt, str):
             raise BadSample(f"filter is {short_repr(filt)}, not a string")
         if isinstance(value, bool) or (isinstance(value, int | float) and value in (0, 1)):
-            return Sample(doc, int(value), filt)
+            doc_hash = rec.get("doc_hash")
+            return Sample(doc, int(value), filt, doc_hash if isinstance(doc_hash, str) else None)
         raise BadSample(f"{name} is {short_repr(value)}, not a 0/1 result")
 
 

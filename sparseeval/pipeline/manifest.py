@@ -94,7 +94,8 @@ def anchor_means(predictor, k: int) -> list[float] | None:
 
 
 def normalise_sources(item_sources, items) -> dict | None:
-    """{item: {task, doc_id}} from a map of (task, doc_id) pairs or dicts (None if empty)."""
+    """{item: {task, doc_id[, hash, id_kind]}} from a map of (task, doc_id) pairs or dicts
+    (None if empty); an opaque id's entry has no task or doc id (`consume.identity`)."""
     if not item_sources:
         return None
     out = {}
@@ -102,8 +103,11 @@ def normalise_sources(item_sources, items) -> dict | None:
         src = item_sources.get(item)
         if src is None:
             continue
-        task, doc = (src["task"], src["doc_id"]) if isinstance(src, Mapping) else src
-        out[item] = {"task": str(task), "doc_id": int(doc)}
+        src = src if isinstance(src, Mapping) else dict(zip(("task", "doc_id"), src, strict=True))
+        entry = {k: str(src[k]) for k in ("task", "hash", "id_kind") if src.get(k) is not None}
+        if src.get("doc_id") is not None:
+            entry["doc_id"] = int(src["doc_id"])
+        out[item] = entry
     return out or None
 
 

@@ -26,8 +26,10 @@ import duckdb
 
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.consume.hub import redact
+from sparseeval.consume.identity import LM_EVAL_DOC, ROW_INDEX
 from sparseeval.pipeline.store.db import Store, execute
 from sparseeval.pipeline.store.hub_details import HUB_FILES_FRAME, Revision, stage_revision
+from sparseeval.pipeline.store.item_identity import ITEM_HASH_FRAME
 from sparseeval.pipeline.store.retries import HubError, with_retries
 from sparseeval.pipeline.store.unit import SpecOptions, Unit, no_stage
 
@@ -284,7 +286,9 @@ class OpenLLMLeaderboard:
 
     def _unit(self, repo: str, sha: str, model: str, breaker: _Breaker | None = None) -> Unit:
         key = fingerprint(self.kind, repo, sha)
-        unit = Unit(self.kind, f"{repo}@{sha}", key, [], no_stage, frames=(HUB_FILES_FRAME,))
+        kind = ROW_INDEX if self.version == "v1" else LM_EVAL_DOC
+        unit = Unit(self.kind, f"{repo}@{sha}", key, [], no_stage,
+                    frames=(HUB_FILES_FRAME, ITEM_HASH_FRAME), id_kind=kind)  # fmt: skip
         rev = Revision(repo, sha, model, self.version, partial(self._list_files, repo, sha),
                        partial(self._download, repo, sha))  # fmt: skip
         unit.stage = partial(self._stage, rev, unit, breaker or _Breaker())

@@ -21,10 +21,10 @@ import yaml
 from sparseeval.consume.lm_eval_samples import newest_samples
 from sparseeval.consume.taskmap import TaskMap, map_lm_eval_task, map_v1_config
 from sparseeval.pipeline.store.db import fetch
+from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, stage_hashes
 from sparseeval.pipeline.store.lm_eval_run import read_samples
 from sparseeval.pipeline.store.unit import (
     BAD_SCHEMA,
-    SRC_SCHEMA,
     SourceError,
     Unit,
     conform,
@@ -62,6 +62,7 @@ def stage_revision(rev: Revision, unit: Unit, con: duckdb.DuckDBPyConnection) ->
             rows.append(read_samples(local, task, rev.model, ref_no, read_with=unit.read_with))
     good = pl.concat([r[0] for r in rows]) if rows else None
     bad = pl.concat([r[1] for r in rows]) if rows else None
+    stage_hashes(con, good)
     stage_frames(con, good, bad)
     con.register(
         HUB_FILES_FRAME, pl.DataFrame({"path": [p for p, _ in new]}, schema={"path": pl.String})
@@ -123,8 +124,30 @@ def read_v1_parquet(
         "correct": frame.select(value.cast(pl.String)).to_series(),
         "ord": pl.Series(range(n) if task.subject is None else [None] * n, dtype=pl.Int64),
         "line": range(1, n + 1),
+        "hash": frame.with_columns(_hash_column(frame).alias("_hash"))["_hash"],
     }).with_columns(ref_no=pl.lit(ref_no))  # fmt: skip
-    return conform(rows, SRC_SCHEMA), conform(None, BAD_SCHEMA)
+    return conform(rows, HASHED_SCHEMA), conform(None, BAD_SCHEMA)
+
+
+# A details row's content hash, first found: lighteval's per-doc `hashes` struct (its
+# `DetailsLogger.Hash`: `example` = xxh64 of the query, `full_prompt` = of the few-shot
+# prompt; src/lighteval/logging/info_loggers.py), or such a field flattened to a column.
+_HASH_FIELDS = ("example", "full_prompt")
+
+
+def _hash_column(frame: pl.DataFrame) -> pl.Expr:
+    """`name:value` of the row's content hash, or null when the file has none."""
+    dtype = frame.schema.get("hashes")
+    fields = [f.name for f in dtype.fields] if isinstance(dtype, pl.Struct) else []
+    for name in _HASH_FIELDS:
+        if name in fields:
+            value = pl.col("hashes").struct.field(name)
+        elif f"hashes.{name}" in frame.columns:
+            value = pl.col(f"hashes.{name}")
+        else:
+            continue
+        return pl.lit(f"{name}:") + value.cast(pl.String)
+    return pl.lit(None, dtype=pl.String)
 
 
 def _metric_column(frame: pl.DataFrame, metric: str, path: Path) -> pl.Expr:

@@ -15,6 +15,7 @@ import polars as pl
 
 from sparseeval.consume.hub import redact
 from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch, live_runs
+from sparseeval.pipeline.store.item_identity import merge_identity
 from sparseeval.pipeline.store.scores import SCORE_FRAME, ScoreCounts, merge_scores
 from sparseeval.pipeline.store.unit import SourceError, Unit, _printable
 from sparseeval.pipeline.store.validate import (
@@ -209,17 +210,19 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     n_read = count_staged(con)
     n_bad = quarantine_bad(con, params)
     execute(con, "ingest_models", params)
-    execute(con, "ingest_items", params)
+    execute(con, "ingest_items", params | {"id_kind": unit.id_kind})
+    identity_note = merge_identity(con, unit, params)
     execute(con, "ingest_batch", params)
     n_dup, n_conflict = resolve_duplicates(con, params)
     new, updated, unchanged = _merge(con, params)
     scores = merge_scores(con, params) if SCORE_FRAME in unit.frames else ScoreCounts()
     if unit.record is not None:
         unit.record(con, params["run"])
+    notes = [_read_with(unit), scores.note(), identity_note]
     report = IngestReport(
         params["run"], unit.kind, unit.label, "ok", n_read=n_read, n_new=new,
         n_updated=updated, n_unchanged=unchanged, n_quarantined=n_bad + n_conflict,
-        n_duplicates=n_dup, message="; ".join(filter(None, [_read_with(unit), scores.note()])),
+        n_duplicates=n_dup, message="; ".join(filter(None, notes)),
         scores=scores,
     )  # fmt: skip
     _assert_accounted(report)

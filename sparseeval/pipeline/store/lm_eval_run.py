@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.consume.identity import DOC_HASH, LM_EVAL_DOC
 from sparseeval.consume.jsontext import JsonTextError, loads
 from sparseeval.consume.lm_eval_samples import (
     RESULTS_FILE,
@@ -29,12 +30,12 @@ from sparseeval.consume.lm_eval_samples import (
 )
 from sparseeval.consume.taskmap import TaskMap, map_lm_eval_task
 from sparseeval.pipeline.store.db import Store
+from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
 from sparseeval.pipeline.store.lm_eval_scores import results_scores
 from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores
 from sparseeval.pipeline.store.tables import SAVE_AS_UTF8, not_utf8
 from sparseeval.pipeline.store.unit import (
     BAD_SCHEMA,
-    SRC_SCHEMA,
     SourceError,
     Unit,
     conform,
@@ -78,7 +79,8 @@ def _lm_eval_unit(results: Path, model: str | None) -> Unit:
     files = [*samples, results]
     key = fingerprint("lm-eval", name, *(f"{p.name}:{file_sha256(p)}" for p in files))
     refs = [str(p) for p in files]  # the results JSON last: its ref is the scores' provenance
-    unit = Unit("lm-eval", str(results), key, refs, no_stage, frames=(SCORE_FRAME,))
+    unit = Unit("lm-eval", str(results), key, refs, no_stage,
+                frames=(SCORE_FRAME, ITEM_HASH_FRAME), id_kind=LM_EVAL_DOC)  # fmt: skip
     unit.stage = partial(_stage_samples, samples, name, unit, results)
     return unit
 
@@ -123,7 +125,9 @@ def _stage_samples(
         )
         rows.append(good)
         bad.append(rejected)
-    stage_frames(con, pl.concat(rows), pl.concat(bad))
+    good = pl.concat(rows)
+    stage_hashes(con, good)
+    stage_frames(con, good, pl.concat(bad))
     tasks = [samples_task(p)[0] for p in paths]  # type: ignore[index]
     stage_scores(con, results_scores(_results_json(results), tasks, model, len(paths)))
 
@@ -142,7 +146,9 @@ def read_samples(
     """
     parser = SampleParser(task.metrics)
     good, bad, n_missing = _parse_lines(path, parser, task)
-    frame = pl.DataFrame(good, schema_overrides={"ord": pl.Int64, "filter": pl.String})
+    frame = pl.DataFrame(
+        good, schema_overrides={"ord": pl.Int64, "filter": pl.String, "hash": pl.String}
+    )
     keep = choose_filter(frame["filter"].to_list())
     frame = frame.filter(pl.col("filter") == (keep or "")).drop("filter")
     if read_with is not None:
@@ -153,14 +159,14 @@ def read_samples(
         model=pl.lit(model), benchmark=pl.lit(task.benchmark), ref_no=pl.lit(ref_no)
     )
     bad_frame = pl.DataFrame(bad).with_columns(ref_no=pl.lit(ref_no))
-    return conform(frame, SRC_SCHEMA), conform(bad_frame, BAD_SCHEMA)
+    return conform(frame, HASHED_SCHEMA), conform(bad_frame, BAD_SCHEMA)
 
 
 def _parse_lines(
     path: Path, parser: SampleParser, task: TaskMap
 ) -> tuple[dict[str, list], dict[str, list], int]:
     """(good columns, rejected lines with their reason, lines missing the metric) of a file."""
-    good: dict[str, list] = {k: [] for k in ("item", "correct", "ord", "line", "filter")}
+    good: dict[str, list] = {k: [] for k in ("item", "correct", "ord", "line", "filter", "hash")}
     bad: dict[str, list] = {"line": [], "raw": [], "reason": []}
     n_missing = 0
     with open(path, "rb") as f:
@@ -185,6 +191,7 @@ def _parse_lines(
             good["ord"].append(sample.doc_id if task.subject is None else None)
             good["line"].append(n)
             good["filter"].append(sample.filter)
+            good["hash"].append(f"{DOC_HASH}:{sample.doc_hash}" if sample.doc_hash else None)
     return good, bad, n_missing
 
 
