@@ -68,6 +68,11 @@ def _add_predict(subparsers) -> None:
     p.add_argument("--metric", help="lm-eval metric to read (default: per task, e.g. acc_norm)")
     p.add_argument("--filter", help="lm-eval filter to read (default: strict-match or none)")
     p.add_argument("--task", help="lm-eval task for bare integer item ids")
+    p.add_argument(
+        "--ignore-hash-mismatch",
+        action="store_true",
+        help="score lm-eval answers whose doc_hash differs from the set's (other questions)",
+    )
     p.set_defaults(func=_guarded(cmd_predict))
 
 
@@ -118,6 +123,11 @@ def _add_export(subparsers) -> None:
         "the evaluation split (e.g. test=arc_test.jsonl train=arc_train.jsonl)",
     )
     e.add_argument("--task", help="lm-eval task for bare integer item ids")
+    e.add_argument(
+        "--id-map",
+        metavar="FILE.csv",
+        help="map the set's opaque item ids to lm-eval docs (CSV columns item,doc_id[,task])",
+    )
     e.set_defaults(func=_guarded(cmd_export_lm_eval))
 
 
@@ -207,7 +217,7 @@ def cmd_predict(args) -> int:
     if args.benchmark == SUITE:
         return _predict_suite(args)
     aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
-    options = {"metric": args.metric, "filter": args.filter, "task": args.task}
+    options = _lm_eval_options(args)
     a = read_responses_files(args.responses, aset, options)
     if args.compare_to:
         b = read_responses_files(args.compare_to, aset, options)
@@ -231,6 +241,12 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def _lm_eval_options(args) -> dict:
+    """How lm-eval samples among the responses are read."""
+    return {"metric": args.metric, "filter": args.filter, "task": args.task,
+            "ignore_hash_mismatch": args.ignore_hash_mismatch}  # fmt: skip
+
+
 def describe_data(est) -> str:
     """What the estimate is of, and a warning when the set was fit on the synthetic demo."""
     line = f"estimates: {est.target or 'the mean over the benchmark items it was fit on'}"
@@ -245,7 +261,7 @@ def _predict_suite(args) -> int:
     if args.compare_to:
         raise UserError("--compare-to is not supported for the suite; compare per benchmark")
     suite = load_suite(_anchor_root(args), args.version, public_key=args.public_key)
-    options = {"metric": args.metric, "filter": args.filter, "task": args.task}
+    options = _lm_eval_options(args)
     answers = _suite_answers(suite, args.responses, options)
     estimates = suite.predict(answers, allow_missing=args.allow_missing)
     if args.json:
@@ -295,9 +311,11 @@ def cmd_export_lm_eval(args) -> int:
         raise UserError("--dataset goes with --tasks-dir and a single --benchmark")
     root = _anchor_root(args)
     sets = [load_anchor_set(root, b, args.version, **_trust(args)) for b in args.benchmark]
+    sets = exportable(sets, args.id_map, args.task)
     if args.tasks_dir:
         _write_tasks(args, root, sets)
     if not args.out:
+        _note_unknown_ids(sets)
         return 0
     parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in sets]
     mapping = merge_samples(*parts)
@@ -312,7 +330,34 @@ def cmd_export_lm_eval(args) -> int:
         f"--samples {out} --log_samples --output_path results/",
         file=sys.stderr,
     )
+    _note_unknown_ids(sets)
     return 0
+
+
+def exportable(sets: list, id_map: str | None, task: str | None) -> list:
+    """The sets with `--id-map` applied; refused (one line) while any anchor id is opaque."""
+    from dataclasses import replace
+
+    from sparseeval.consume import identity as ids
+    from sparseeval.consume.taskmap import BENCHMARK_TASKS
+
+    out = []
+    for a in sets:
+        default = task or BENCHMARK_TASKS.get(a.benchmark)
+        mapping = ids.read_id_map(id_map, default) if id_map else None
+        sources = ids.with_id_map(a.items, a.item_sources, mapping) if mapping else a.item_sources
+        ids.check_exportable(a.benchmark, a.items, sources)
+        out.append(replace(a, manifest={**a.manifest, "item_sources": sources}) if mapping else a)
+    return out
+
+
+def _note_unknown_ids(sets: list) -> None:
+    """A note for each set published before item identity was recorded."""
+    from sparseeval.consume import identity as ids
+
+    for a in sets:
+        if ids.UNKNOWN in ids.id_kinds(a.items, a.item_sources).values():
+            print(f"note: {a.benchmark} v{a.version}: {ids.UNKNOWN_NOTE}", file=sys.stderr)
 
 
 def _write_tasks(args, root, sets) -> None:

@@ -145,3 +145,11 @@ def mismatch_message(benchmark: str, bad: list[str]) -> str:
         f"{benchmark}: {len(bad)} answered anchor(s) have another doc_hash than the set's"
         f" ({shown}): {MISMATCH} (--ignore-hash-mismatch to score them anyway)"
     )
+
+
+def check_hashes(anchor_set, paths: Iterable[str | Path], answered: Iterable[str]) -> None:
+    """LmEvalError (one line) when an answered anchor's `doc_hash` in the samples under
+    `paths` differs from the set's."""
+    bad = hash_mismatches(answered, anchor_set.item_sources, read_doc_hashes(paths))
+    if bad:
+        raise LmEvalError(mismatch_message(anchor_set.benchmark, bad))

@@ -157,14 +157,19 @@ def read_responses_files(
 
 
 def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -> dict:
+    from sparseeval.consume.identity import check_hashes
     from sparseeval.consume.lm_eval import LmEvalError, read_responses
 
     opts = {k: v for k, v in dict(options or {}).items() if v is not None}
+    ignore_hashes = bool(opts.pop("ignore_hash_mismatch", False))
     try:
-        return read_responses(
+        answers = read_responses(
             paths, items=anchor_set.items, benchmark=anchor_set.benchmark,
             item_sources=anchor_set.item_sources, **opts,
         )  # fmt: skip
+        if not ignore_hashes:
+            check_hashes(anchor_set, paths, answers)
+        return answers
     except UnicodeDecodeError as e:
         raise ResponsesError(_undecodable_among(paths, e)) from None
     except LmEvalError as e:

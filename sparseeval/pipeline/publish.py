@@ -30,6 +30,7 @@ from sparseeval.consume.layout import latest_version, set_dir
 from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
+from sparseeval.pipeline.identity import anchor_sources
 from sparseeval.pipeline.recipe import evaluation_of, fitted_of
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
 from sparseeval.pipeline.settings import Settings
@@ -117,8 +118,9 @@ def write_candidate(
 ) -> Candidate:
     """Write the fitted model as a new (not yet live) version; note what it was built from."""
     evaluation = evaluation_of(fit)
+    fitted = fitted_of(fit)
     path = versions.write_version(
-        settings.published_dir, fit.benchmark, fitted_of(fit),
+        settings.published_dir, fit.benchmark, fitted,
         data_fingerprint=fit.matrix_fingerprint, split_sizes=fit.split_sizes,
         metrics={"test": fit.test_metrics, "valid": {"mae": fit.valid_scores.get(fit.predictor)}},
         settings=settings.to_dict() | {"code_version": fit.code_version},
@@ -128,6 +130,7 @@ def write_candidate(
             "drift_rows": list(drift_rows), "budget_rows": fit.budget_rows,
         },
         budget=budget, extra={"target": fit.target, "provenance": fit.provenance},
+        item_sources=anchor_sources(fit.matrix_path, fitted.anchor_ids_, fit.benchmark),
     )  # fmt: skip
     cand = candidate(path, fit.benchmark, fit.key, budget)
     built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")

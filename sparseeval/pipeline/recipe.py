@@ -70,7 +70,9 @@ def matrix_step(settings: Settings, benchmark: str, store_state: str | None = No
     looked up first under its key (`artifacts/matrix/{key}.json`, pointing at the npz) and
     reused (`built=False`) when both files are there; else built and the pointer written.
     """
+    from sparseeval.pipeline.identity import save_identity
     from sparseeval.pipeline.store import Store, build_matrix
+    from sparseeval.pipeline.store.item_identity import item_identity
 
     pointer = None
     if store_state is not None:
@@ -84,9 +86,11 @@ def matrix_step(settings: Settings, benchmark: str, store_state: str | None = No
             store, benchmark, settings.max_missing_model_frac, target=settings.target
         )
         provenance = store.provenance(benchmark)
+        identity = item_identity(store, benchmark)
     path = artifact_path(settings.artifacts_dir, "matrix", summary.fingerprint + ".npz")
     if not path.exists():
         save_matrix(matrix, path, fingerprint=summary.fingerprint)
+    save_identity(path, matrix.item_ids, identity)
     info = MatrixInfo(
         benchmark, str(path), summary.fingerprint, int(matrix.shape[0]), int(matrix.shape[1]),
         int(last_run), summary.line(), target=target_of(summary), provenance=provenance,
