@@ -19,7 +19,7 @@ import csv
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from sparseeval.consume.lm_eval_ids import LmEvalError, doc_id
+from sparseeval.consume.lm_eval_ids import LmEvalError, doc_id, synthetic_hint
 from sparseeval.consume.lm_eval_samples import find_samples_files, json_lines, samples_task
 
 LM_EVAL_DOC = "lm-eval doc id"
@@ -73,7 +73,7 @@ def check_exportable(benchmark: str, items: list[str], item_sources: Mapping | N
     kinds = id_kinds(items, item_sources)
     opaque = [i for i in items if kinds[i] == OPAQUE]
     if opaque:
-        raise LmEvalError(opaque_message(benchmark, opaque))
+        raise LmEvalError(opaque_message(benchmark, opaque) + synthetic_hint(opaque))
 
 
 def read_id_map(path: str | Path, default_task: str | None = None) -> dict[str, dict]:

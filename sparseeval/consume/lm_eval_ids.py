@@ -79,6 +79,16 @@ def item_source(
     )
 
 
+def synthetic_hint(items: Iterable[str]) -> str:
+    """What to do when every id is one of the built-in synthetic leaderboard's ('' if not)."""
+    if not all(str(i).startswith("item-") for i in items):
+        return ""
+    return (
+        "; these are the built-in synthetic leaderboard's ids, not lm-eval doc ids: publish"
+        " sets from real results (leaderboard details or lm-eval output) to export them"
+    )
+
+
 def export_samples(
     items: Iterable[str],
     benchmark: str | None = None,
@@ -101,14 +111,7 @@ def export_samples(
         out.setdefault(t, set()).add(d)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        synthetic = all(i.startswith("item-") for i in items)
-        hint = (
-            "; these are the built-in synthetic leaderboard's ids, not lm-eval doc ids: publish"
-            " sets from real results (leaderboard details or lm-eval output) to export them"
-            if synthetic
-            else ""
-        )
-        raise LmEvalError(errors[0] + more + hint)
+        raise LmEvalError(errors[0] + more + synthetic_hint(items))
     return {t: sorted(ds) for t, ds in sorted(out.items())}
 
 
