@@ -154,7 +154,7 @@ def test_changed_revision_reads_only_new_files_and_new_repos_are_found(hub, stor
     assert by_repo(reports) == {details("org/a"): "ok", details("org/c"): "ok"}
     assert "1 unchanged" in reports[-1].message
     assert hub.downloads(details("org/a")) == ["README.md", arc2]  # only the new file
-    assert len(hub.downloads(details("org/c"))) == 4  # card + three configs
+    assert len(hub.downloads(details("org/c"))) == 5  # card + three configs + results file
     assert not [r for r in hub.requests if "details_org__b" in r.path]
     assert store.hub_revision(details("org/a")) == new_sha
     hist = store.history("org/a", "arc", "0")

@@ -79,8 +79,8 @@ def test_lm_eval_items_keep_their_doc_hash_and_kind_tables_are_opaque(store, tmp
     wide = tmp_path / "gsm8k.csv"
     wide.write_text("model,914,3\norg/a,1,0\norg/b,0,1\n")
     ingest(store, WideTable(wide, "gsm8k"))
-    assert item_identity(store, "gsm8k") == {"914": {"hash": None, "id_kind": ids.OPAQUE},
-                                             "3": {"hash": None, "id_kind": ids.OPAQUE}}  # fmt: skip
+    opaque = {"hash": None, "id_kind": ids.OPAQUE}
+    assert item_identity(store, "gsm8k") == {"914": opaque, "3": opaque}
 
 
 def test_other_questions_under_stored_ids_are_said_and_the_stored_hash_kept(store, tmp_path):
@@ -147,8 +147,8 @@ def test_the_matrix_step_writes_the_identity_and_the_set_carries_it(published):
 def test_predict_refuses_answers_to_other_questions_unless_told(published, tmp_path, capsys):
     settings, _, anchors = published
     bad = {int(anchors[0]), int(anchors[1])}
-    run_dir = lm_eval_run(tmp_path / "new", "org/new",
-                          hashes=lambda d: doc_hash(d + 1000 * (d in bad)), docs=map(int, anchors))  # fmt: skip
+    other = lambda d: doc_hash(d + 1000 * (d in bad))  # noqa: E731
+    run_dir = lm_eval_run(tmp_path / "new", "org/new", hashes=other, docs=map(int, anchors))
     argv = ["predict", "--anchor-set", settings.published_dir, "--benchmark", "arc",
             "--responses", run_dir]  # fmt: skip
     rc, out, err = run_cli(argv, capsys)

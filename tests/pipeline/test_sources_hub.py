@@ -103,7 +103,8 @@ def test_v1_ingest_then_only_new_revisions_and_files(store, tmp_path):
         "anatomy:2",
     ]
     assert build_matrix(store, "truthfulqa")[0].values.tolist() == [[1, -1]]
-    assert store.hub_revision(repo) == "a" * 40 and len(store.hub_files(repo)) == 3
+    # the three details files and the results file
+    assert store.hub_revision(repo) == "a" * 40 and len(store.hub_files(repo)) == 4
 
     hub.downloads.clear()
     (again,) = ingest(store, source)

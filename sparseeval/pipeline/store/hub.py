@@ -31,6 +31,7 @@ from sparseeval.pipeline.store.db import Store, execute
 from sparseeval.pipeline.store.hub_details import HUB_FILES_FRAME, Revision, stage_revision
 from sparseeval.pipeline.store.item_identity import ITEM_HASH_FRAME
 from sparseeval.pipeline.store.retries import HubError, with_retries
+from sparseeval.pipeline.store.scores import SCORE_FRAME
 from sparseeval.pipeline.store.unit import SpecOptions, Unit, no_stage
 
 log = logging.getLogger(__name__)
@@ -288,7 +289,8 @@ class OpenLLMLeaderboard:
         key = fingerprint(self.kind, repo, sha)
         kind = ROW_INDEX if self.version == "v1" else LM_EVAL_DOC
         unit = Unit(self.kind, f"{repo}@{sha}", key, [], no_stage,
-                    frames=(HUB_FILES_FRAME, ITEM_HASH_FRAME), id_kind=kind)  # fmt: skip
+                    frames=(HUB_FILES_FRAME, ITEM_HASH_FRAME, SCORE_FRAME),
+                    id_kind=kind)  # fmt: skip
         rev = Revision(repo, sha, model, self.version, partial(self._list_files, repo, sha),
                        partial(self._download, repo, sha))  # fmt: skip
         unit.stage = partial(self._stage, rev, unit, breaker or _Breaker())

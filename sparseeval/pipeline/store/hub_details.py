@@ -18,11 +18,18 @@ import duckdb
 import polars as pl
 import yaml
 
-from sparseeval.consume.lm_eval_samples import newest_samples
+from sparseeval.consume.lm_eval_samples import newest_samples, samples_task
 from sparseeval.consume.taskmap import TaskMap, map_lm_eval_task, map_v1_config
 from sparseeval.pipeline.store.db import fetch
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, stage_hashes
+from sparseeval.pipeline.store.leaderboard_scores import (
+    n_choices,
+    results_files,
+    v1_scores,
+    v2_scores,
+)
 from sparseeval.pipeline.store.lm_eval_run import read_samples
+from sparseeval.pipeline.store.scores import stage_scores
 from sparseeval.pipeline.store.unit import (
     BAD_SCHEMA,
     SourceError,
@@ -52,21 +59,34 @@ def stage_revision(rev: Revision, unit: Unit, con: duckdb.DuckDBPyConnection) ->
     done = {row[0] for row in fetch(con, "hub_files", {"repo": rev.repo})}
     wanted = _v1_files(rev, files) if rev.version == "v1" else _v2_files(files)
     new = [(path, task) for path, task in wanted if path not in done]
-    rows = []
+    rows, choices = [], {}
     for ref_no, (path, task) in enumerate(new):
-        local = rev.download(path)
-        unit.refs.append(f"{rev.repo}@{rev.sha}:{path}")
+        local = _fetch(rev, unit, path)
         if rev.version == "v1":
             rows.append(read_v1_parquet(local, task, rev.model, ref_no))
         else:  # v2 samples: the metric read per task is recorded in the ingest report
             rows.append(read_samples(local, task, rev.model, ref_no, read_with=unit.read_with))
+            choices[samples_task(path)[0]] = n_choices(local)  # type: ignore[index]
     good = pl.concat([r[0] for r in rows]) if rows else None
     bad = pl.concat([r[1] for r in rows]) if rows else None
     stage_hashes(con, good)
     stage_frames(con, good, bad)
-    con.register(
-        HUB_FILES_FRAME, pl.DataFrame({"path": [p for p, _ in new]}, schema={"path": pl.String})
+    results = [p for p in results_files(files) if p not in done]
+    read = [(_fetch(rev, unit, p), len(unit.refs) - 1) for p in results]
+    known = {t: k for t, k in choices.items() if k}
+    scores = (
+        v1_scores(read, rev.model) if rev.version == "v1" else v2_scores(read, known, rev.model)
     )
+    stage_scores(con, scores)
+    paths = [p for p, _ in new] + results
+    con.register(HUB_FILES_FRAME, pl.DataFrame({"path": paths}, schema={"path": pl.String}))
+
+
+def _fetch(rev: Revision, unit: Unit, path: str) -> Path:
+    """Download one file of the revision and note it as the unit's next source ref."""
+    local = rev.download(path)
+    unit.refs.append(f"{rev.repo}@{rev.sha}:{path}")
+    return local
 
 
 def _v1_files(rev: Revision, files: list[str]) -> list[tuple[str, TaskMap]]:

@@ -1,0 +1,192 @@
+"""The Open LLM Leaderboard's reported scores from a details repo's `results_*.json` files.
+
+v1 (the leaderboard's own parser, `src/leaderboard/read_evals.py` of the
+HuggingFaceH4/open_llm_leaderboard space, as copied in adkipnis/metabench
+`scraping/src/leaderboard/read_evals.py`): each file has `config_general.model_name` and
+`results` keyed `harness|{task}|{shots}`; ARC `harness|arc:challenge|25` acc_norm,
+HellaSwag `harness|hellaswag|10` acc_norm, MMLU the mean of `acc` over the
+`harness|hendrycksTest-{subject}|5` entries (a file whose `versions` gives
+hendrycksTest-abstract_algebra version 0, an old MMLU, is skipped for MMLU), TruthfulQA
+`harness|truthfulqa:mc|0` mc2, Winogrande `harness|winogrande|5` acc, GSM8K
+`harness|gsm8k|5` acc. Files are read in date order and a later file's value replaces an
+earlier one's, per benchmark (the parser's `results.update`). We store MMLU only when all
+57 subjects are there (the definition says 57); a value that is not a number (the parser
+shows a NaN mc2 as 0) is staged as it is and quarantined.
+
+v2 (lm-eval 0.4 results files, normalized as the leaderboard does it,
+https://huggingface.co/docs/leaderboards/open_llm_leaderboard/normalization): a score is
+rescaled from the random baseline `lower = 1/num_choices` to 1, `max(0, (raw - lower) / (1 -
+lower))`; a task with subtasks (BBH, MuSR) normalizes each subtask with its own baseline and
+averages them. The number of choices of a subtask is read from its samples (`arguments`
+has one request per choice); GPQA (4 choices) and MMLU-Pro (10) from their group entries;
+MATH (generative) is not rescaled. IFEval is not read yet.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sparseeval.consume.taskmap import MMLU_SUBJECTS, map_lm_eval_task
+from sparseeval.pipeline.store.scores import OLLM_V1_DEFINITIONS, SCORE_SCHEMA
+
+RESULTS = re.compile(r"results_(.+)\.json")
+V1_ENTRIES = {  # benchmark -> (results key, metric)
+    "arc": ("harness|arc:challenge|25", "acc_norm"),
+    "hellaswag": ("harness|hellaswag|10", "acc_norm"),
+    "truthfulqa": ("harness|truthfulqa:mc|0", "mc2"),
+    "winogrande": ("harness|winogrande|5", "acc"),
+    "gsm8k": ("harness|gsm8k|5", "acc"),
+}
+# v2 tasks scored from one group entry: (results key, metric, number of choices or None)
+V2_GROUPS = {
+    "gpqa": ("leaderboard_gpqa", "acc_norm", 4),
+    "mmlu_pro": ("leaderboard_mmlu_pro", "acc", 10),
+    "math_hard": ("leaderboard_math_hard", "exact_match", None),
+}
+V2_SUBTASKS = {"bbh": "acc_norm", "musr": "acc_norm"}  # normalized per subtask, then averaged
+V2_NAMES = {"bbh": "BBH", "musr": "MuSR", "gpqa": "GPQA", "mmlu_pro": "MMLU-Pro",
+            "math_hard": "MATH Lvl 5"}  # fmt: skip
+
+
+def results_files(files: Iterable[str]) -> list[str]:
+    """The `results_{timestamp}.json` files of a repo listing, oldest first."""
+    named = [(RESULTS.fullmatch(Path(f).name), f) for f in files]
+    return [f for m, f in sorted((m.group(1), f) for m, f in named if m)]
+
+
+def read_json(path: Path) -> dict:
+    """A results file's object ({} when it is not JSON or not an object)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def scores_frame(rows: Mapping[str, dict[str, Any]], model: str) -> pl.DataFrame:
+    """{benchmark: {score, definition, ref_no}} as staged score rows (fractions: scale 1)."""
+    out = [{"model": model, "benchmark": b, "scale": 1.0, **r, "score": str(r["score"])}
+           for b, r in sorted(rows.items())]  # fmt: skip
+    return pl.DataFrame(out, schema=SCORE_SCHEMA)
+
+
+# -- v1 ------------------------------------------------------------------------------------
+
+
+def v1_scores(files: list[tuple[Path, int]], model: str) -> pl.DataFrame:
+    """Score rows of v1 results files [(path, ref_no)], oldest first: newer files win."""
+    rows: dict[str, dict[str, Any]] = {}
+    for path, ref_no in files:
+        for bench, score in v1_file_scores(read_json(path)).items():
+            rows[bench] = {"score": score, "definition": OLLM_V1_DEFINITIONS[bench],
+                           "ref_no": ref_no}  # fmt: skip
+    return scores_frame(rows, model)
+
+
+def v1_file_scores(data: dict) -> dict[str, object]:
+    """{benchmark: value} of one v1 results file's `results`."""
+    results = data.get("results") if isinstance(data.get("results"), dict) else {}
+    out: dict[str, object] = {}
+    for bench, (key, metric) in V1_ENTRIES.items():
+        entry = results.get(key)
+        if isinstance(entry, dict) and metric in entry:
+            out[bench] = entry[metric]
+    if (mmlu := _v1_mmlu(results, data.get("versions"))) is not None:
+        out["mmlu"] = mmlu
+    return out
+
+
+def _v1_mmlu(results: dict, versions: object) -> float | None:
+    """The mean of the 57 subjects' acc, or None (a subject missing, or MMLU version 0)."""
+    old = "harness|hendrycksTest-abstract_algebra|5"
+    if isinstance(versions, dict) and versions.get(old) == 0:
+        return None
+    accs = []
+    for subject in sorted(MMLU_SUBJECTS):
+        entry = results.get(f"harness|hendrycksTest-{subject}|5")
+        value = entry.get("acc") if isinstance(entry, dict) else None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        accs.append(float(value))
+    return sum(accs) / len(accs)
+
+
+# -- v2 ------------------------------------------------------------------------------------
+
+
+def n_choices(path: Path) -> int | None:
+    """The number of choices of a multiple-choice samples file (its first line's requests)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                args = json.loads(line).get("arguments")
+            except (ValueError, AttributeError):
+                return None
+            return len(args) if isinstance(args, dict | list) and args else None
+    return None
+
+
+def normalize(raw: float, choices: int | None) -> float:
+    """The leaderboard's normalization to [0, 1]: from the random baseline 1/choices to 1."""
+    lower = 1 / choices if choices else 0.0
+    return max(0.0, (raw - lower) / (1 - lower))
+
+
+def v2_scores(
+    files: list[tuple[Path, int]], choices: Mapping[str, int], model: str
+) -> pl.DataFrame:
+    """Score rows of v2 results files [(path, ref_no)], oldest first: newer files win.
+
+    choices: {subtask: number of choices}, from the samples files read with them."""
+    rows: dict[str, dict[str, Any]] = {}
+    for path, ref_no in files:
+        results = read_json(path).get("results")
+        if isinstance(results, dict):
+            for bench, (score, how) in v2_file_scores(results, choices).items():
+                definition = f"Open LLM Leaderboard v2 {V2_NAMES[bench]}: {how}"
+                rows[bench] = {"score": score, "definition": definition, "ref_no": ref_no}
+    return scores_frame(rows, model)
+
+
+def v2_file_scores(results: dict, choices: Mapping[str, int]) -> dict[str, tuple[float, str]]:
+    """{benchmark: (normalized score, definition)} of one v2 results file's `results`."""
+    out: dict[str, tuple[float, str]] = {}
+    for bench, (key, metric, k) in V2_GROUPS.items():
+        raw = _value(results.get(key), metric)
+        if raw is not None:
+            how = f"{metric} normalized from 1/{k} (random) to 1" if k else f"{metric}, raw"
+            out[bench] = (normalize(raw, k), how)
+    for bench, metric in V2_SUBTASKS.items():
+        if (found := _subtask_mean(results, choices, bench, metric)) is not None:
+            out[bench] = found
+    return out
+
+
+def _subtask_mean(
+    results: dict, choices: Mapping[str, int], bench: str, metric: str
+) -> tuple[float, str] | None:
+    """The mean over a task's subtasks of each one normalized by its own number of choices
+    (None unless every subtask's value and number of choices is known)."""
+    subtasks = sorted(t for t in results if map_lm_eval_task(t).benchmark == bench)
+    values = [_value(results[t], metric) for t in subtasks]
+    if not subtasks or None in values or any(t not in choices for t in subtasks):
+        return None
+    mean = sum(normalize(v, choices[t]) for v, t in zip(values, subtasks, strict=True))  # type: ignore[arg-type]
+    how = (f"{metric} normalized from 1/choices (random) to 1 per subtask, mean of"
+           f" {len(subtasks)} subtasks")  # fmt: skip
+    return mean / len(subtasks), how
+
+
+def _value(entry: object, metric: str) -> float | None:
+    """`entry["{metric},none"]` as a finite float, or None."""
+    value = entry.get(f"{metric},none") if isinstance(entry, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
