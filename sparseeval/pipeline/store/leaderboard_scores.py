@@ -26,17 +26,16 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from sparseeval.consume.lm_eval_samples import RESULTS_FILE
 from sparseeval.consume.taskmap import MMLU_SUBJECTS, map_lm_eval_task
 from sparseeval.pipeline.store.scores import OLLM_V1_DEFINITIONS, SCORE_SCHEMA
 
-RESULTS = re.compile(r"results_(.+)\.json")
 V1_ENTRIES = {  # benchmark -> (results key, metric)
     "arc": ("harness|arc:challenge|25", "acc_norm"),
     "hellaswag": ("harness|hellaswag|10", "acc_norm"),
@@ -57,8 +56,8 @@ V2_NAMES = {"bbh": "BBH", "musr": "MuSR", "gpqa": "GPQA", "mmlu_pro": "MMLU-Pro"
 
 def results_files(files: Iterable[str]) -> list[str]:
     """The `results_{timestamp}.json` files of a repo listing, oldest first."""
-    named = [(RESULTS.fullmatch(Path(f).name), f) for f in files]
-    return [f for m, f in sorted((m.group(1), f) for m, f in named if m)]
+    named = [(RESULTS_FILE.match(Path(f).name), f) for f in files]
+    return [f for _, f in sorted((m.group("ts"), f) for m, f in named if m)]
 
 
 def read_json(path: Path) -> dict:
