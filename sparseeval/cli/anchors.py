@@ -94,9 +94,7 @@ def cmd_anchors(args) -> int:
     tasks = sorted({r["task"] for r in rows if r["task"]})
     named = ", ".join(tasks[:3]) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
     where = (
-        f"lm-eval {'task' if len(tasks) == 1 else 'tasks'} {named}"
-        if tasks
-        else ("no lm-eval task/doc ids: synthetic item ids")
+        f"lm-eval {'task' if len(tasks) == 1 else 'tasks'} {named}" if tasks else _no_doc_ids(aset)
     )
     print(f"{aset.benchmark} v{aset.version}: {len(rows)} anchors ({where})", file=sys.stderr)
     if template is not None:
@@ -108,3 +106,12 @@ def cmd_anchors(args) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _no_doc_ids(aset) -> str:
+    """Why a set's anchors have no lm-eval task/doc ids."""
+    from sparseeval.consume.identity import OPAQUE, id_kinds
+
+    if OPAQUE in id_kinds(aset.items, aset.item_sources).values():
+        return "opaque item ids, not lm-eval doc ids: export-lm-eval needs --id-map FILE.csv"
+    return "no lm-eval task/doc ids: synthetic item ids"
