@@ -32,6 +32,7 @@ from sparseeval.pipeline.artifacts import (
     read_once,
     settings_subset,
 )
+from sparseeval.pipeline.identity import anchor_sources
 from sparseeval.pipeline.manifest import anchor_means, derived_sources, interval
 from sparseeval.pipeline.recipe import NotEnoughModels, split_step
 from sparseeval.pipeline.records import Candidate, GateResult, MatrixInfo
@@ -130,12 +131,18 @@ def fit_suite(
 
 
 def write_suite(
-    root: str | Path, fit: SuiteFit, settings: Settings, signing_key=None, matrices_key: str = ""
+    root: str | Path,
+    fit: SuiteFit,
+    settings: Settings,
+    signing_key=None,
+    matrices_key: str = "",
+    matrix_paths: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
 
     matrices_key: `matrices_key` of the matrices it was fit on (lets a later run see it is
-    up to date without reading them).
+    up to date without reading them); matrix_paths: {benchmark: its matrix file}, whose
+    items' identity the members' `item_sources` carry (`pipeline.identity`).
     """
     suite = fit.suite
     items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
@@ -151,7 +158,8 @@ def write_suite(
                "anchor_means": anchor_means(predictor, k)}  # fmt: skip
         if own:
             ids = [str(i) for i in suite.estimators_[b].anchor_ids_]
-            out["item_sources"] = derived_sources(ids, b)
+            path = (matrix_paths or {}).get(b)
+            out["item_sources"] = (path and anchor_sources(path, ids, b)) or derived_sources(ids, b)
         return out
 
     members, described = {}, {}
@@ -250,7 +258,8 @@ def suite_candidate(
     key, aligned = suite_key(matrices, settings), aligned_matrices(matrices, settings)
     fit = fit_suite(aligned, settings, progress, data_fingerprint=key)
     folder = write_suite(settings.published_dir, fit, settings,
-                         matrices_key=matrices_key(matrices, settings))  # fmt: skip
+                         matrices_key=matrices_key(matrices, settings),
+                         matrix_paths={b: m.path for b, m in matrices.items()})  # fmt: skip
     return publish.candidate(folder, SUITE, key), suite_gate(
         _live_suite(settings.published_dir), aligned, fit, settings.gate
     )

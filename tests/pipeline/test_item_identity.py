@@ -193,3 +193,25 @@ def test_a_set_from_before_exports_with_a_note(tmp_path, capsys):
             tmp_path / "a.json"]  # fmt: skip
     rc, _, err = run_cli(argv, capsys)
     assert rc == 0 and f"note: arc v1: {ids.UNKNOWN_NOTE}" in err
+
+
+def test_suite_members_carry_the_identity_of_their_matrices(tmp_path):
+    from sparseeval.consume.suite_set import SUITE, load_suite
+    from sparseeval.method.synthetic import make_leaderboard
+    from sparseeval.pipeline.identity import save_identity
+    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
+
+    lb = make_leaderboard(300, {"arc": 40, "gsm8k": 30}, seed=1)
+    settings = Settings(home=tmp_path, n_anchors=6, n_test=50, n_valid=50, n_calib=50,
+                        refine_steps=1, epochs=40, patience=5, ensemble=1)  # fmt: skip
+    paths = {b: str(tmp_path / f"{b}.npz") for b in lb}
+    kinds = {"arc": ids.OPAQUE, "gsm8k": ids.ROW_INDEX}
+    for b, m in lb.items():
+        save_identity(paths[b], m.item_ids, {i: {"id_kind": kinds[b]} for i in m.item_ids})
+    write_suite(tmp_path, fit_suite(lb, settings), settings, matrix_paths={"arc": paths["arc"]})
+    set_latest(tmp_path, SUITE, 1)
+    suite = load_suite(tmp_path)
+    arc = suite.own["arc"]
+    assert set(ids.id_kinds(arc.items, arc.item_sources).values()) == {ids.OPAQUE}
+    gsm8k = suite.own["gsm8k"]  # no identity file given: unknown, as before
+    assert set(ids.id_kinds(gsm8k.items, gsm8k.item_sources).values()) == {ids.UNKNOWN}
