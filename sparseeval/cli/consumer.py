@@ -86,8 +86,11 @@ def _add_export(subparsers) -> None:
             original task (same dataset and prompt) on the anchors only, with metrics
             sparseeval (estimated full-benchmark accuracy), sparseeval_low/_high (its
             interval) and the benchmark's own metric over the anchors. Running it needs
-            lm-eval and sparseeval in the same environment. Supported: multiple-choice
-            tasks ARC, HellaSwag, TruthfulQA MC1; for others use --out.
+            lm-eval and sparseeval in the same environment. Supported: ARC, HellaSwag,
+            TruthfulQA MC1, MMLU (its 57 subjects in one task), GSM8K, Winogrande and the
+            leaderboard v2's MuSR and MMLU-Pro; for others use --out. --benchmark suite
+            writes the group sparseeval_suite: every benchmark's estimate and the suite
+            average with their intervals (lm_eval --tasks sparseeval_suite).
 
             examples:
               sparseeval export-lm-eval --anchor-set .sparseeval/published \\
@@ -113,9 +116,10 @@ def _add_export(subparsers) -> None:
         "--dataset",
         nargs="+",
         metavar="[SPLIT=]FILE",
-        help="with --tasks-dir and one benchmark: local JSON/JSONL copies of the original "
-        "task's splits (same fields and order) instead of its Hub dataset; a bare FILE is "
-        "the evaluation split (e.g. test=arc_test.jsonl train=arc_train.jsonl)",
+        help="with --tasks-dir: local JSON/JSONL copies of the original task's splits (same "
+        "fields and order) instead of its Hub dataset; a bare FILE is the evaluation split "
+        "(e.g. test=arc_test.jsonl train=arc_train.jsonl); TASK:SPLIT=FILE names one lm-eval "
+        "task's split (mmlu_anatomy:test=FILE; several benchmarks, MMLU, the suite)",
     )
     e.add_argument("--task", help="lm-eval task for bare integer item ids")
     e.set_defaults(func=_guarded(cmd_export_lm_eval))
@@ -286,20 +290,20 @@ def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
 
 
 def cmd_export_lm_eval(args) -> int:
-    from sparseeval.consume.anchorset import load_anchor_set
     from sparseeval.consume.lm_eval import export_samples, merge_samples
 
     if not (args.out or args.tasks_dir):
         raise UserError("say what to write: --out FILE (--samples JSON) and/or --tasks-dir DIR")
-    if args.dataset and (not args.tasks_dir or len(args.benchmark) != 1):
-        raise UserError("--dataset goes with --tasks-dir and a single --benchmark")
+    if args.dataset and not args.tasks_dir:
+        raise UserError("--dataset goes with --tasks-dir")
     root = _anchor_root(args)
-    sets = [load_anchor_set(root, b, args.version, **_trust(args)) for b in args.benchmark]
+    sets = [_export_set(root, b, args) for b in args.benchmark]
     if args.tasks_dir:
         _write_tasks(args, root, sets)
     if not args.out:
         return 0
-    parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in sets]
+    members = [m for a in sets for m in (a.own.values() if hasattr(a, "own") else [a])]
+    parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in members]
     mapping = merge_samples(*parts)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -315,17 +319,37 @@ def cmd_export_lm_eval(args) -> int:
     return 0
 
 
-def _write_tasks(args, root, sets) -> None:
-    from sparseeval.consume.lm_eval_task import SPECS, anchor_docs, write_task
+def _export_set(root, benchmark: str, args):
+    """The anchor set to export: a benchmark's, or the suite (`--benchmark suite`)."""
+    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.suite_set import SUITE, load_suite
 
-    for aset in sets:  # check every set before writing any
-        anchor_docs(aset)
-    dataset = None
+    if benchmark == SUITE:
+        return load_suite(root, args.version, public_key=args.public_key)
+    return load_anchor_set(root, benchmark, args.version, **_trust(args))
+
+
+def _write_tasks(args, root, sets) -> None:
+    from sparseeval.consume.lm_eval_task import plan_task, task_name, write_suite, write_task
+
+    several = len(sets) != 1 or hasattr(sets[0], "own")
+    if several and any("=" not in d for d in args.dataset or ()):
+        raise UserError("a bare --dataset FILE goes with a single --benchmark; name files of "
+                        "several benchmarks TASK:SPLIT=FILE")  # fmt: skip
+    plans = [plan_task(m) for a in sets for m in (a.own.values() if hasattr(a, "own") else [a])]
+    dataset = None  # every set was checked (plan_task) before any is written
     if args.dataset:
-        split = SPECS[anchor_docs(sets[0])[0]].split
-        dataset = dict(d.split("=", 1) if "=" in d else (split, d) for d in args.dataset)
+        dataset = dict(d.split("=", 1) if "=" in d else (plans[0].default_split(), d)
+                       for d in args.dataset)  # fmt: skip
     names = []
     for aset in sets:
+        if hasattr(aset, "own"):  # the suite
+            folder = write_suite(args.tasks_dir, aset, root, dataset=dataset)
+            names.append(folder.name)
+            print(f"wrote lm-eval group {folder.name} ({len(aset.benchmarks)} benchmarks: "
+                  f"{' '.join(task_name('suite_' + b) for b in aset.benchmarks)}, "
+                  f"suite v{aset.version}) to {folder}")  # fmt: skip
+            continue
         folder = write_task(args.tasks_dir, aset, root, dataset=dataset)
         names.append(folder.name)
         print(f"wrote lm-eval task {folder.name} ({len(aset.items)} anchors, "

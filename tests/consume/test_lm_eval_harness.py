@@ -83,10 +83,11 @@ def test_hub_dataset_by_default(world, tmp_path):
 def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
     tmp, _, data, _ = world
     root = tmp / "other"
-    publish_fit(root, "gsm8k", tiny_fit(seed=1, item_ids=[str(j) for j in range(N_DOCS)]))
-    set_latest(root, "gsm8k", 1)
-    with pytest.raises(LmEvalError, match=r"no generated lm-eval task for 'gsm8k'.*--out"):
-        write_task(tmp_path, load_anchor_set(root, "gsm8k"), root)
+    publish_fit(root, "bbh", tiny_fit(seed=1, item_ids=[f"navigate:{j}" for j in range(N_DOCS)]))
+    set_latest(root, "bbh", 1)
+    with pytest.raises(LmEvalError, match=r"no generated lm-eval task for 'navigate'.*own choices"
+                       r".*--out"):  # fmt: skip
+        write_task(tmp_path, load_anchor_set(root, "bbh"), root)
     publish_fit(root, "arc", tiny_fit(seed=1))  # synthetic item ids
     set_latest(root, "arc", 1)
     rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tmp_path],
