@@ -95,7 +95,7 @@ def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "item-" in err
     rc, _, err = export(["--anchor-set", root, "--benchmark", "arc"], capsys)
     assert rc == 2 and "--out FILE" in err and "--tasks-dir DIR" in err
-    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "gsm8k", "--tasks-dir",
+    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "bbh", "--tasks-dir",
                          tmp_path, "--dataset", data], capsys)  # fmt: skip
     assert rc == 2 and "single --benchmark" in err
 
