@@ -43,6 +43,11 @@ class TaskSpec:
     description: str = ""  # per subtask, formatted with {sub} / {subject}
     yaml: tuple[str, ...] = field(default=())  # more YAML lines (generation_kwargs, filters)
     imports: tuple[str, ...] = field(default=())  # modules `doc` uses
+    # The original's YAML keys for its evaluation and few-shot splits: Winogrande has a
+    # validation_split and draws shots from its training_split, so lm-eval passes the eval
+    # doc to the sampler (lm_eval/api/task.py `fewshot_context`) and the draws differ.
+    eval_key: str = "test_split"
+    fewshot_key: str = "fewshot_split"
 
     @property
     def grouped(self) -> bool:
@@ -178,7 +183,7 @@ def doc(d):
     choices = ast.literal_eval(d["choices"])
     listing = "".join(f"{i + 1} - {c}\\n" for i, c in enumerate(choices))
     return {
-        "query": f"{d['narrative']}\\n\\n{d['question']}\\n\\n{listing}Answer:",
+        "query": f"{d['narrative']}\\n\\n{d['question']}\\n\\n{listing}\\nAnswer:",
         "choices": choices,
         "gold": choices.index(d["answer_choice"]),
     }
@@ -202,7 +207,8 @@ SPECS: dict[str, TaskSpec] = {
     "truthfulqa_mc1": TaskSpec("truthfulqa/truthful_qa", "multiple_choice", "validation", None,
                                "acc", _TRUTHFULQA_DOC),
     "winogrande": TaskSpec("allenai/winogrande", "winogrande_xl", "validation", "train", "acc",
-                           _WINOGRANDE_DOC, output_type="multiple_input"),
+                           _WINOGRANDE_DOC, output_type="multiple_input",
+                           eval_key="validation_split", fewshot_key="training_split"),
     "gsm8k": TaskSpec("openai/gsm8k", "main", "test", "train", "exact_match", _GSM8K_DOC,
                       output_type="generate_until", num_fewshot=5, yaml=_GSM8K_YAML),
     "mmlu": TaskSpec(

@@ -204,8 +204,14 @@ def _yaml(name: str, plan: TaskPlan, files, aset, member: bool) -> str:
             lines.append(f"dataset_kwargs: {q({'data_files': files[source]})}")
         elif dname:
             lines.append(f"dataset_name: {q(dname)}")
-        lines += [output, f"test_split: {q(split)}", "process_docs: !function utils.process_docs"]
-        if fewshot:
+        lines += [
+            output,
+            f"{spec.eval_key}: {q(split)}",
+            "process_docs: !function utils.process_docs",
+        ]
+        if fewshot and spec.fewshot_key != "fewshot_split":  # shots from process_docs, whole
+            lines.append(f"{spec.fewshot_key}: {q(fewshot)}")
+        elif fewshot:
             lines += [f"fewshot_split: {q(fewshot)}", "fewshot_config:",
                       f"  sampler: {spec.sampler}",
                       "  process_docs: !function utils.fewshot_docs"]  # fmt: skip
@@ -269,7 +275,10 @@ METRIC = {metric_q}
 
 _SINGLE = '''
 def process_docs(dataset):
-    """The anchor docs of the evaluation split, each with its anchor item id."""{begin}
+    """The anchor docs of the evaluation split, each with its anchor item id (any other
+    split, the training split a task draws its shots from, whole)."""
+    if dataset.split is not None and str(dataset.split) != SPLIT:
+        return fewshot_docs(dataset){begin}
     return datasets.Dataset.from_list(rt.keep_anchors(dataset, ANCHORS, doc, BENCHMARK))
 
 
@@ -370,7 +379,9 @@ def _utils(c: _Context) -> str:
     else:
         ((_, by_doc),) = c.plan.sources.items()
         rows = "".join(f"    {d}: {q(item(i))},\n" for d, i in by_doc.items())
-        anchors = f"ANCHORS = {{\n{rows}}}  # doc id in the {q(spec.split)} split -> anchor item"
+        anchors = (
+            f"SPLIT = {q(spec.split)}\nANCHORS = {{\n{rows}}}  # doc id in SPLIT -> anchor item"
+        )
         docs = _SINGLE.format(begin=begin)
     pairs = ", ".join(f'"{m}": pair' for m in ("sparseeval", "sparseeval_low", "sparseeval_high")
                       + (("suite_average", "suite_average_low", "suite_average_high")

@@ -11,7 +11,6 @@ The end-to-end tests need the `test` extra (lm-eval, pinned); the others run eve
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -25,7 +24,15 @@ from sparseeval.consume.lm_eval import LmEvalError
 from sparseeval.consume.lm_eval_task import ITEM_FIELD, write_task
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit, tiny_fit
-from tests.lm_eval_cli import LM_EVAL, arc_doc, lm_eval, needs_lm_eval, original_arc_task
+from tests.lm_eval_cli import (
+    LM_EVAL,
+    arc_doc,
+    lm_eval,
+    load_module,
+    needs_lm_eval,
+    original_arc_task,
+    read_jsonl,
+)
 
 N_DOCS = 60
 
@@ -131,10 +138,6 @@ def test_prompts_match_the_original_tasks(tmp_path):
 # --------------------------------------------------------------------------- end to end
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 @needs_lm_eval
 def test_estimate_in_lm_eval_equals_predict_on_its_samples(world, capsys):
     tmp, root, data, train = world
@@ -183,10 +186,3 @@ def test_estimate_in_lm_eval_equals_predict_on_its_samples(world, capsys):
         lls = [(float(ll), greedy == "True") for ll, greedy in o["filtered_resps"]]
         doc = utils.doc(o["doc"]) | {ITEM_FIELD: item}
         assert utils.process_results(doc, lls)["acc_norm"] == o["acc_norm"]
-
-
-def load_module(path: Path):
-    spec = importlib.util.spec_from_file_location("sparseeval_task_utils", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
