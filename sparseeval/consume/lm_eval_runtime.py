@@ -1,7 +1,7 @@
 """What the tasks `export-lm-eval --tasks-dir` writes call while lm-eval runs them.
 
-NumPy only (`datasets` is imported where lm-eval already has it); a generated `utils.py`
-holds the prompts and constants and calls these for the mechanics:
+NumPy-free at import (NumPy, and `datasets` which lm-eval brings, are imported where used).
+A generated `utils.py` holds the prompts and constants and calls these for the mechanics:
 
 - `keep_anchors` / `load_sources`: the anchor docs (one split, or several dataset
   configs/splits for MMLU's subjects), each with its anchor item id;
@@ -22,9 +22,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from sparseeval.consume.estimate import Estimate
 from sparseeval.consume.lm_eval_ids import ITEM_FIELD
+
+if TYPE_CHECKING:
+    from sparseeval.consume.estimate import Estimate
 
 DESCRIPTION_FIELD = "sparseeval_description"
 SHOTS_FIELD = "sparseeval_shots"
