@@ -38,7 +38,10 @@ class TaskSpec:
     doc: str  # Python source of `doc(d)` (and `score(d, results)` for generation)
     output_type: str = "multiple_choice"
     sampler: str = "default"  # lm-eval's few-shot sampler: default (seeded random), first_n
-    num_fewshot: int | None = None  # the original YAML's num_fewshot, if it sets one
+    # The shots the Open LLM Leaderboard ran (v1: ARC 25, HellaSwag 10, MMLU, Winogrande and
+    # GSM8K 5; v2: as its YAML), so `lm_eval --tasks sparseeval_suite` asks what the
+    # leaderboard asked; lm-eval's `--num_fewshot` overrides it.
+    num_fewshot: int | None = None
     subtask: str | None = None  # regex over lm-eval task names; group `sub` (several tasks)
     description: str = ""  # per subtask, formatted with {sub} / {subject}
     yaml: tuple[str, ...] = field(default=())  # more YAML lines (generation_kwargs, filters)
@@ -200,19 +203,19 @@ def doc(d):
 
 _ARC = ("allenai/ai2_arc", "test", "train", "acc_norm", _ARC_DOC)
 SPECS: dict[str, TaskSpec] = {
-    "arc_challenge": TaskSpec(_ARC[0], "ARC-Challenge", *_ARC[1:]),
-    "arc_easy": TaskSpec(_ARC[0], "ARC-Easy", *_ARC[1:]),
+    "arc_challenge": TaskSpec(_ARC[0], "ARC-Challenge", *_ARC[1:], num_fewshot=25),
+    "arc_easy": TaskSpec(_ARC[0], "ARC-Easy", *_ARC[1:], num_fewshot=25),
     "hellaswag": TaskSpec("Rowan/hellaswag", None, "validation", "train", "acc_norm",
-                          _HELLASWAG_DOC, imports=("re",)),
+                          _HELLASWAG_DOC, num_fewshot=10, imports=("re",)),
     "truthfulqa_mc1": TaskSpec("truthfulqa/truthful_qa", "multiple_choice", "validation", None,
                                "acc", _TRUTHFULQA_DOC),
     "winogrande": TaskSpec("allenai/winogrande", "winogrande_xl", "validation", "train", "acc",
-                           _WINOGRANDE_DOC, output_type="multiple_input",
+                           _WINOGRANDE_DOC, output_type="multiple_input", num_fewshot=5,
                            eval_key="validation_split", fewshot_key="training_split"),
     "gsm8k": TaskSpec("openai/gsm8k", "main", "test", "train", "exact_match", _GSM8K_DOC,
                       output_type="generate_until", num_fewshot=5, yaml=_GSM8K_YAML),
     "mmlu": TaskSpec(
-        "cais/mmlu", "{sub}", "test", "dev", "acc", _MMLU_DOC, sampler="first_n",
+        "cais/mmlu", "{sub}", "test", "dev", "acc", _MMLU_DOC, sampler="first_n", num_fewshot=5,
         subtask=rf"mmlu_(?P<sub>{'|'.join(sorted(MMLU_SUBJECTS))})",
         description="The following are multiple choice questions (with answers) about "
                     "{subject}.\n\n"),

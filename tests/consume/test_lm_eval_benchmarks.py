@@ -14,7 +14,8 @@ and `lm_eval --model dummy` (offline) runs them with `--log_samples`, two runs i
    run with `--samples` on the anchors: the prompts must be the same;
 2. the group `sparseeval_suite` (lm-eval group YAML: lm_eval/config/group.py; its
    aggregation is a mean of the members' values, lm_eval/api/group.py `Group.aggregate`)
-   and `sparseeval_musr` (0-shot).
+   and `sparseeval_musr`, each at the shots its YAML pins (the leaderboard's: MMLU and
+   GSM8K 5, MuSR 0).
 
 Each estimate in lm-eval's results JSON must equal `sparseeval predict` on the samples
 lm-eval logged (the suite: `predict --benchmark suite`, every benchmark's estimate and the
@@ -276,7 +277,9 @@ def test_each_benchmark_estimate_in_lm_eval_equals_predict(run_mc, capsys):
         est = predict(root, benchmark, [logged[task]], capsys)
         assert est["n_answered"] == est["n_anchors"] == 8
         same_estimate(row, filt, est)
-    table = [line for line in stdout.splitlines() if "sparseeval" in line and "|" in line]
+    table = [line for line in stdout.splitlines() if "|" in line]
+    with capsys.disabled():
+        print("\nlm-eval (run 1):\n" + "\n".join(table))
     assert any(f"{results['sparseeval_mmlu']['sparseeval,none']:.4f}" in line for line in table)
 
 
@@ -339,7 +342,8 @@ def test_musr_and_mmlu_pro_prompts_are_the_originals():
 
 @pytest.fixture(scope="module")
 def run_suite(world):
-    """Run 2: the group sparseeval_suite (mmlu + gsm8k members) and sparseeval_musr."""
+    """Run 2: the group sparseeval_suite (mmlu + gsm8k members) and sparseeval_musr, at the
+    shots their YAMLs pin."""
     tmp, root, files = world
     tasks = tmp / "suite_tasks"
     out = export(root, tasks, ["suite", "musr"], files)
@@ -364,8 +368,12 @@ def test_suite_group_reports_each_estimate_and_the_average(run_suite, capsys):
         same_estimate(results[task], filt, est[b])
         same_estimate(results[task], filt, est["average"], prefix="suite_average")
     same_estimate(results["sparseeval_suite"], "none", est["average"], prefix="suite_average")
-    group = [line for line in stdout.splitlines() if "sparseeval_suite " in line]
-    assert group and f"{est['average']['value']:.4f}" in "".join(stdout.splitlines())
+    with capsys.disabled():
+        print("\nlm-eval (run 2):\n" + "\n".join(ln for ln in stdout.splitlines() if "|" in ln))
+    groups = stdout[stdout.index("|     Groups") :].splitlines()
+    assert f"|suite_average     |↑  |{est['average']['value']:.4f}|" in groups[2]
+    (mmlu,) = [ln for ln in stdout.splitlines() if ln.startswith("| - sparseeval_suite_mmlu ")]
+    assert mmlu.split("|")[4].strip() == "5"  # n-shot: the leaderboard's, pinned in the YAML
 
     musr = predict(root, "musr", [logged["sparseeval_musr"]], capsys)
     assert musr["n_answered"] == 8
