@@ -11,6 +11,7 @@ The end-to-end tests need the `test` extra (lm-eval, pinned); the others run eve
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -107,6 +108,41 @@ def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
     assert rc == 2 and "single --benchmark" in err
 
 
+def fake(benchmark, items=("3", "5")):
+    """What write_task reads of an AnchorSet."""
+    return SimpleNamespace(items=list(items), benchmark=benchmark, item_sources=None,
+                           version=2, level=0.9, folder=None)  # fmt: skip
+
+
+def test_mmlu_sources_default_to_the_hub_configs(tmp_path):
+    """One task over MMLU's subject configs (cais/mmlu), 5-shot from each subject's dev."""
+    folder = write_task(tmp_path, fake("mmlu", ["anatomy:3", "abstract_algebra:5", "anatomy:1"]),
+                        ".")  # fmt: skip
+    text = (folder / "sparseeval_mmlu.yaml").read_text()
+    assert "custom_dataset: !function utils.load\n" in text and "num_fewshot: 5\n" in text
+    assert (
+        "sampler: !function utils.Shots" in text and "description: sparseeval_description" in text
+    )
+    utils = (folder / "utils.py").read_text()
+    compile(utils, "utils.py", "exec")
+    sources = ast.literal_eval(utils.split("SOURCES = ", 1)[1].split("\n\n", 1)[0])
+    assert list(sources) == ["mmlu_abstract_algebra", "mmlu_anatomy"]
+    assert sources["mmlu_anatomy"] == {
+        "name": "anatomy", "split": "test", "fewshot": "dev", "files": None,
+        "description": "The following are multiple choice questions (with answers) about "
+                       "anatomy.\n\n",
+        "anchors": {"1": "anatomy:1", "3": "anatomy:3"},
+    }  # fmt: skip
+    assert 'DATASET = "cais/mmlu"' in utils
+
+
+def test_mixed_or_unmapped_tasks_are_refused(tmp_path):
+    with pytest.raises(LmEvalError, match=r"2 lm-eval tasks \(arc_challenge, arc_easy\)"):
+        write_task(tmp_path, fake("arc", ["arc_challenge:1", "arc_easy:2"]), ".")
+    with pytest.raises(LmEvalError, match=r"'leaderboard_gpqa_main' yet \(lm-eval shuffles"):
+        write_task(tmp_path, fake("gpqa", ["leaderboard_gpqa_main:1"]), ".")
+
+
 @needs_lm_eval
 def test_prompts_match_the_original_tasks(tmp_path):
     """HellaSwag and TruthfulQA MC1: the generated doc() equals lm-eval's own processing."""
@@ -114,10 +150,6 @@ def test_prompts_match_the_original_tasks(tmp_path):
     import yaml
     from lm_eval.tasks.hellaswag.utils import process_docs
     from lm_eval.utils import apply_template
-
-    def fake(benchmark):  # what write_task reads of an AnchorSet
-        return SimpleNamespace(items=["3", "5"], benchmark=benchmark, item_sources=None,
-                               version=2, level=0.9, folder=None)  # fmt: skip
 
     hs = {"activity_label": "Baking cookies", "ctx_a": "A woman [title] mixes dough.",
           "ctx_b": "she adds  flour [step] slowly", "label": "2",
