@@ -88,7 +88,7 @@ def _add_export(subparsers) -> None:
             interval) and the benchmark's own metric over the anchors. Running it needs
             lm-eval and sparseeval in the same environment. Supported: ARC, HellaSwag,
             TruthfulQA MC1, MMLU (its 57 subjects in one task), GSM8K, Winogrande and the
-            leaderboard v2's MuSR and MMLU-Pro; for others use --out. --benchmark suite
+            leaderboard v2's BBH, MuSR and MMLU-Pro; for others use --out. --benchmark suite
             writes the group sparseeval_suite: every benchmark's estimate and the suite
             average with their intervals (lm_eval --tasks sparseeval_suite).
 

@@ -54,23 +54,46 @@ def load_split(path: str, name: str | None, split: str, files: Mapping[str, str]
 
 def load_sources(path: str, sources: Mapping[str, Mapping], doc: Callable, benchmark: str):
     """{"test": the anchor docs of every source}; each doc carries its source's few-shot
-    docs (`SHOTS_FIELD`, in split order) and description (`DESCRIPTION_FIELD`).
+    docs (`SHOTS_FIELD`, in order) and description (`DESCRIPTION_FIELD`).
 
-    sources: {lm-eval task: {"name", "split", "fewshot", "description", "files", "anchors"}}.
+    sources: {lm-eval task: {"name", "split", "fewshot", "description", "files", "anchors",
+    "original"}}; "original" names an installed lm-eval YAML whose description,
+    doc_to_choice (given to `doc` as the field `choices`) and few-shot samples are read.
     """
     import datasets
 
     docs = []
     for src in sources.values():
-        files = src.get("files")
-        extra = {DESCRIPTION_FIELD: src.get("description") or ""}
+        files, cfg = src.get("files"), original_config(src.get("original"))
+        more = {"choices": cfg["doc_to_choice"]} if "doc_to_choice" in cfg else {}
+        make = functools.partial(_doc_with, doc, more)
+        extra = {DESCRIPTION_FIELD: src.get("description") or cfg.get("description") or ""}
         if src.get("fewshot"):
-            shots = load_split(path, src["name"], src["fewshot"], files)
-            extra[SHOTS_FIELD] = [doc(d) for d in shots]
+            extra[SHOTS_FIELD] = [
+                make(d) for d in load_split(path, src["name"], src["fewshot"], files)
+            ]
+        elif (cfg.get("fewshot_config") or {}).get("samples"):
+            extra[SHOTS_FIELD] = [make(d) for d in cfg["fewshot_config"]["samples"]]
         data = load_split(path, src["name"], src["split"], files)
-        docs += keep_anchors(data, {int(k): v for k, v in src["anchors"].items()}, doc,
-                             benchmark, extra)  # fmt: skip
+        anchors = {int(k): v for k, v in src["anchors"].items()}
+        docs += keep_anchors(data, anchors, make, benchmark, extra)
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+
+def _doc_with(doc: Callable, more: Mapping, d: Mapping) -> dict:
+    return doc(dict(d) | dict(more))
+
+
+def original_config(relative: str | None) -> dict:
+    """An installed lm-eval task YAML (path under lm_eval/tasks/), or {} for None."""
+    if relative is None:
+        return {}
+    from pathlib import Path
+
+    import lm_eval.tasks
+    import yaml
+
+    return yaml.safe_load((Path(lm_eval.tasks.__file__).parent / relative).read_text())
 
 
 def choice_score(d: Mapping, results: Iterable, metric: str) -> int:

@@ -51,6 +51,10 @@ class TaskSpec:
     # doc to the sampler (lm_eval/api/task.py `fewshot_context`) and the draws differ.
     eval_key: str = "test_split"
     fewshot_key: str = "fewshot_split"
+    # An installed lm-eval YAML (under lm_eval/tasks/, formatted with {sub}) whose
+    # description, doc_to_choice and few-shot samples the task reads when lm-eval runs it
+    # (BBH: each subtask's own choices and hand-written shots).
+    original: str | None = None
 
     @property
     def grouped(self) -> bool:
@@ -71,6 +75,10 @@ class TaskSpec:
         names = {"sub": sub or "", "subject": (sub or "").replace("_", " ")}
         name = self.dataset_name.format(**names) if self.dataset_name else None
         return name, self.split.format(**names), self.description.format(**names) or None
+
+    def original_yaml(self, sub: str | None) -> str | None:
+        """The installed lm-eval YAML of one subtask (relative to lm_eval/tasks/), if read."""
+        return self.original.format(sub=sub or "") if self.original else None
 
 
 _ARC_DOC = """\
@@ -192,6 +200,41 @@ def doc(d):
     }
 """
 
+_BBH_DOC = """\
+def doc(d):
+    \"\"\"The original's prompt and answer (lm-eval leaderboard/bbh_mc/_fewshot_template_yaml);
+    choices: the subtask YAML's doc_to_choice.\"\"\"
+    choices = list(d["choices"])
+    gold = choices.index(d["target"])
+    return {"query": f"Q: {d['input']}\\nA:", "choices": choices, "gold": gold}
+"""
+_BBH = [  # the leaderboard's 24 BBH subtasks (lm-eval leaderboard/bbh_mc/)
+    "boolean_expressions",
+    "causal_judgement",
+    "date_understanding",
+    "disambiguation_qa",
+    "formal_fallacies",
+    "geometric_shapes",
+    "hyperbaton",
+    "logical_deduction_five_objects",
+    "logical_deduction_seven_objects",
+    "logical_deduction_three_objects",
+    "movie_recommendation",
+    "navigate",
+    "object_counting",
+    "penguins_in_a_table",
+    "reasoning_about_colored_objects",
+    "ruin_names",
+    "salient_translation_error_detection",
+    "snarks",
+    "sports_understanding",
+    "temporal_sequences",
+    "tracking_shuffled_objects_five_objects",
+    "tracking_shuffled_objects_seven_objects",
+    "tracking_shuffled_objects_three_objects",
+    "web_of_lies",
+]
+
 _MMLU_PRO_DOC = """\
 def doc(d):
     \"\"\"The original's prompt, choices and answer (lm-eval leaderboard/mmlu_pro/utils.py).\"\"\"
@@ -223,6 +266,10 @@ SPECS: dict[str, TaskSpec] = {
         "TAUR-Lab/MuSR", None, "{sub}", None, "acc_norm", _MUSR_DOC,
         subtask=r"(?:leaderboard_musr_)?(?P<sub>murder_mysteries|object_placements|"
                 r"team_allocation)", imports=("ast",)),
+    "leaderboard_bbh": TaskSpec(
+        "SaylorTwift/bbh", "{sub}", "test", None, "acc_norm", _BBH_DOC, sampler="first_n",
+        num_fewshot=3, subtask=rf"(?:leaderboard_bbh_)?(?P<sub>{'|'.join(_BBH)})",
+        original="leaderboard/bbh_mc/{sub}.yaml"),
     "leaderboard_mmlu_pro": TaskSpec(
         "TIGER-Lab/MMLU-Pro", None, "test", "validation", "acc", _MMLU_PRO_DOC,
         sampler="first_n", num_fewshot=5, imports=("string",)),
@@ -230,7 +277,6 @@ SPECS: dict[str, TaskSpec] = {
 
 # Benchmarks the taskmap maps that no generated task covers, and why (said when refused).
 NOT_GENERATED: dict[str, str] = {
-    "bbh": "each BBH subtask has its own choices and hand-written few-shot prompts",
     "gpqa": "lm-eval shuffles GPQA's choices with the global RNG while loading, so a "
     "generated task cannot ask the same questions",
     "math_hard": "scored by lm-eval's math-equivalence checker (sympy, math_verify)",

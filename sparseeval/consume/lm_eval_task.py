@@ -20,7 +20,9 @@ MMLU's anchors are spread over its 57 subject tasks (`mmlu_anatomy`, ...): one g
 task `sparseeval_mmlu` holds all of them, each doc with its subject's description and its
 subject's few-shot docs (`first_n` of its dev split, as lm-eval's mmlu tasks), so the estimate
 is a task aggregation over the whole group (lm-eval's group aggregation is a mean of
-subtask values only: lm_eval/api/group.py). MuSR's three splits work the same way.
+subtask values only: lm_eval/api/group.py). BBH's 24 subtasks (each its own description,
+choices and hand-written shots, read from lm-eval's installed YAML when it runs) and MuSR's
+three splits work the same way.
 
 `write_suite(tasks_dir, suite, anchor_root)` writes the group `sparseeval_suite`: one member
 task per benchmark (`sparseeval_suite_{benchmark}`, the suite's anchors of it) reporting the
@@ -195,7 +197,7 @@ def _yaml(name: str, plan: TaskPlan, files, aset, member: bool) -> str:
     if spec.grouped:
         lines += ["custom_dataset: !function utils.load", output, 'test_split: "test"',
                   f"description: {DESCRIPTION_FIELD}"]  # fmt: skip
-        if fewshot:
+        if fewshot or spec.original:
             lines += ["fewshot_config:", '  split: "test"', "  sampler: !function utils.Shots"]
     else:
         (source,) = plan.sources
@@ -369,7 +371,7 @@ def _utils(c: _Context) -> str:
         where = f"suite v{aset.version} (benchmark {aset.benchmark})"
     item = (lambda i: f"{aset.benchmark}/{i}") if c.member else str
     begin = "\n    rt.begin(ANCHOR_SET, VERSION, BENCHMARK)" if c.member else ""
-    shots = spec.grouped and _fewshot_split(c.plan, c.files) is not None
+    shots = spec.grouped and (_fewshot_split(c.plan, c.files) is not None or spec.original)
     imports = [f"import {m}" for m in ((() if spec.grouped else ("datasets",)) + spec.imports)]
     if shots:
         imports.append("from lm_eval.api.samplers import ContextSampler")
@@ -409,6 +411,7 @@ def _sources(c: _Context, item) -> str:
             "fewshot": _fewshot_split(c.plan, c.files),
             "description": description,
             "files": c.files[task] if c.files else None,
+            "original": c.plan.spec.original_yaml(sub),
             "anchors": {str(d): item(i) for d, i in c.plan.sources[task].items()},
         }  # fmt: skip
     return pprint.pformat(out, sort_dicts=False, width=96)

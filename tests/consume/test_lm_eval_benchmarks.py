@@ -43,12 +43,14 @@ pytestmark = needs_lm_eval
 
 SUBJECTS = ("abstract_algebra", "anatomy")
 MUSR = ("murder_mysteries", "team_allocation")
+BBH = ("navigate", "date_understanding")
 ITEMS = {
     "mmlu": [f"{s}:{j}" for s in SUBJECTS for j in range(30)],
     "gsm8k": [str(j) for j in range(60)],
     "winogrande": [str(j) for j in range(60)],
     "mmlu_pro": [str(j) for j in range(60)],
     "musr": [f"{s}:{j}" for s in MUSR for j in range(30)],
+    "bbh": [f"{s}:{j}" for s in BBH for j in range(30)],
 }
 
 
@@ -89,6 +91,15 @@ def musr_doc(j: int) -> dict:
     }
 
 
+def bbh_doc(subtask: str, j: int) -> dict:
+    if subtask == "navigate":
+        return {"input": f"Take {j} steps, turn around. Back?", "target": ["Yes", "No"][j % 2]}
+    return {
+        "input": f"Which day is {j}?\nOptions:\n(A) one\n(B) two",
+        "target": "(A)(B)"[j % 2 * 3 :][:3],
+    }
+
+
 def mmlu_pro_doc(j: int) -> dict:
     options = [f"option {j}.{k}" for k in range(4 + j % 3)]
     return {
@@ -115,6 +126,8 @@ def datasets(tmp) -> dict[str, str]:
         splits[f"mmlu_{s}:dev"] = [mmlu_doc(s, 100 + j) for j in range(5)]
     for s in MUSR:
         splits[f"{s}:{s}"] = [musr_doc(j) for j in range(30)]
+    for s in BBH:
+        splits[f"{s}:test"] = [bbh_doc(s, j) for j in range(30)]
     out = {}
     for key, docs in splits.items():
         path = tmp / f"{key.replace(':', '.')}.jsonl"
@@ -195,79 +208,62 @@ def same_estimate(row: dict, filt: str, est: dict, prefix: str = "sparseeval") -
         assert abs(row[f"{prefix}{key},{filt}"] - est[field]) < 1e-9, (prefix, key)
 
 
+def originals(files: dict) -> dict[str, tuple]:
+    """lm-eval's own tasks on the local data: {name: (benchmark, YAMLs, {split: file}, copy,
+    subtask or None)}; a subtask's anchors are `subtask:doc`."""
+    out = {}
+    for s in SUBJECTS:
+        yamls = ["mmlu/default/_default_template_yaml", f"mmlu/default/mmlu_{s}.yaml"]
+        splits = {k: files[f"mmlu_{s}:{k}"] for k in ("test", "dev")}
+        out[f"mmlu_local_{s}"] = ("mmlu", yamls, splits, (), s)
+    for s in BBH:
+        yamls = ["leaderboard/bbh_mc/_fewshot_template_yaml", f"leaderboard/bbh_mc/{s}.yaml"]
+        out[f"bbh_local_{s}"] = ("bbh", yamls, {"test": files[f"{s}:test"]}, (), s)
+    out["gsm8k_local"] = (
+        "gsm8k",
+        ["gsm8k/gsm8k.yaml"],
+        {k: files[f"gsm8k:{k}"] for k in ("test", "train")},
+        (),
+        None,
+    )
+    out["winogrande_local"] = ("winogrande", ["winogrande/default.yaml"],
+                               {k: files[f"winogrande:{k}"] for k in ("validation", "train")},
+                               ["winogrande/preprocess_winogrande.py"], None)  # fmt: skip
+    return out
+
+
+def item_of(subtask: str | None, doc: int) -> str:
+    return f"{subtask}:{doc}" if subtask else str(doc)
+
+
 @pytest.fixture(scope="module")
 def run_mc(world):
-    """Run 1: MMLU, GSM8K, Winogrande, MMLU-Pro (2-shot) and three of lm-eval's originals."""
+    """Run 1: MMLU, BBH, GSM8K, Winogrande, MMLU-Pro (2-shot) and lm-eval's originals of the
+    first four on the same data, run with `--samples` on the anchors."""
     tmp, root, files = world
     tasks = tmp / "tasks"
-    out = export(root, tasks, ["mmlu", "gsm8k", "winogrande", "mmlu_pro"], files)
-    subject = {
-        s: {
-            k.split(":")[1]: files[f"mmlu_{s}:{k.split(':')[1]}"]
-            for k in (f"mmlu_{s}:test", f"mmlu_{s}:dev")
-        }
-        for s in SUBJECTS
-    }
-    for s in SUBJECTS:
-        original_task(
-            tasks / f"mmlu_{s}",
-            f"mmlu_local_{s}",
-            ["mmlu/default/_default_template_yaml", f"mmlu/default/mmlu_{s}.yaml"],
-            subject[s],
-        )
-    original_task(
-        tasks / "gsm8k_local",
-        "gsm8k_local",
-        ["gsm8k/gsm8k.yaml"],
-        {"test": files["gsm8k:test"], "train": files["gsm8k:train"]},
-    )
-    original_task(
-        tasks / "winogrande_local",
-        "winogrande_local",
-        ["winogrande/default.yaml"],
-        {"validation": files["winogrande:validation"], "train": files["winogrande:train"]},
-        copy=["winogrande/preprocess_winogrande.py"],
-    )
-    docs = {b: load_anchor_set(root, b).item_sources for b in ("mmlu", "gsm8k", "winogrande")}
-    samples = {
-        f"mmlu_local_{s}": sorted(
-            src["doc_id"] for i, src in docs["mmlu"].items() if i.startswith(s)
-        )
-        for s in SUBJECTS
-    }
-    samples |= {
-        f"{b}_local": sorted(src["doc_id"] for src in docs[b].values())
-        for b in ("gsm8k", "winogrande")
-    }
-    names = [
-        "sparseeval_mmlu",
-        "sparseeval_gsm8k",
-        "sparseeval_winogrande",
-        "sparseeval_mmlu_pro",
-        *samples,
-    ]
-    results, logged, stdout = lm_eval(
-        tmp,
-        "--tasks",
-        *names,
-        "--include_path",
-        tasks,
-        "--num_fewshot",
-        "2",
-        "--samples",
-        json.dumps(samples),
-    )
-    return root, tasks, out, results, logged, stdout
+    out = export(root, tasks, ["mmlu", "bbh", "gsm8k", "winogrande", "mmlu_pro"], files)
+    samples = {}
+    for name, (benchmark, yamls, splits, copy, sub) in originals(files).items():
+        original_task(tasks / name, name, yamls, splits, copy)
+        items = set(load_anchor_set(root, benchmark).items)
+        samples[name] = sorted(d for d in range(60) if item_of(sub, d) in items)
+    names = ["sparseeval_mmlu", "sparseeval_bbh", "sparseeval_gsm8k", "sparseeval_winogrande",
+             "sparseeval_mmlu_pro", *samples]  # fmt: skip
+    args = ["--include_path", tasks, "--num_fewshot", "2", "--samples", json.dumps(samples)]
+    results, logged, stdout = lm_eval(tmp, "--tasks", *names, *args)
+    return root, tasks, out, results, logged, stdout, files
 
 
 def test_each_benchmark_estimate_in_lm_eval_equals_predict(run_mc, capsys):
-    root, _, out, results, logged, stdout = run_mc
+    root, _, out, results, logged, stdout, _ = run_mc
     assert "wrote lm-eval task sparseeval_mmlu (8 anchors, mmlu v1)" in out
     for benchmark, filt, metric in (
         ("mmlu", "none", "acc"),
         ("gsm8k", "strict-match", "exact_match"),
         ("winogrande", "none", "acc"),
         ("mmlu_pro", "none", "acc"),
+        ("bbh", "none", "acc_norm"),
     ):
         task = f"sparseeval_{benchmark}"
         row, samples = results[task], read_jsonl(logged[task])
@@ -284,29 +280,33 @@ def test_each_benchmark_estimate_in_lm_eval_equals_predict(run_mc, capsys):
 
 
 def test_prompts_and_scores_match_the_original_tasks(run_mc):
-    """Our MMLU (per-subject description and dev shots), GSM8K and Winogrande docs ask what
-    lm-eval's own tasks ask on the same docs, 2-shot, and score alike."""
-    _, tasks, _, _, logged, _ = run_mc
-    pairs = [(f"mmlu_local_{s}", "mmlu", lambda d, s=s: f"{s}:{d}") for s in SUBJECTS]
-    pairs += [(f"{b}_local", b, str) for b in ("gsm8k", "winogrande")]
-    for original, benchmark, item_of in pairs:
+    """Our MMLU (per-subject description and dev shots), BBH (per-subtask description,
+    choices and shots), GSM8K and Winogrande docs ask what lm-eval's own tasks ask on the
+    same docs, 2-shot, and score alike."""
+    _, tasks, _, _, logged, _, files = run_mc
+    for original, (benchmark, *_, sub) in originals(files).items():
         ours = {s["doc"][ITEM_FIELD]: s for s in read_jsonl(logged[f"sparseeval_{benchmark}"])}
         utils = load_module(tasks / f"sparseeval_{benchmark}" / "utils.py")
         theirs = read_jsonl(logged[original])
-        assert theirs and all(item_of(o["doc_id"]) in ours for o in theirs)
+        assert theirs and all(item_of(sub, o["doc_id"]) in ours for o in theirs)
         for o in theirs:
-            mine = ours[item_of(o["doc_id"])]
+            mine = ours[item_of(sub, o["doc_id"])]
             assert mine["arguments"] == o["arguments"], original
-            assert mine["target"] == o["target"]
+            target = mine["target"]
+            if benchmark == "bbh":  # the original's target is the answer's text, ours its index
+                target = mine["doc"]["choices"][int(target)]
+            assert target == o["target"]
             if benchmark == "gsm8k":
                 assert mine["filtered_resps"] == o["filtered_resps"]
                 assert mine["exact_match"] == o["exact_match"]
                 continue
             lls = [(float(ll), greedy == "True") for ll, greedy in o["filtered_resps"]]
-            assert utils.score(utils.doc(o["doc"]), lls) == o["acc"], original
+            assert utils.score(mine["doc"], lls) == o[utils.METRIC], original
     prompt = read_jsonl(logged["sparseeval_mmlu"])[0]["arguments"]["gen_args_0"]["arg_0"]
     assert prompt.startswith("The following are multiple choice questions (with answers) about ")
     assert prompt.count("\nAnswer:") == 3  # two dev shots of its subject, then the question
+    prompt = read_jsonl(logged["sparseeval_bbh"])[0]["arguments"]["gen_args_0"]["arg_0"]
+    assert prompt.count("\nA:") == 3  # two of the subtask's hand-written shots, the question
 
 
 def test_gsm8k_scores_a_right_answer():

@@ -128,7 +128,7 @@ def test_mmlu_sources_default_to_the_hub_configs(tmp_path):
     sources = ast.literal_eval(utils.split("SOURCES = ", 1)[1].split("\n\n", 1)[0])
     assert list(sources) == ["mmlu_abstract_algebra", "mmlu_anatomy"]
     assert sources["mmlu_anatomy"] == {
-        "name": "anatomy", "split": "test", "fewshot": "dev", "files": None,
+        "name": "anatomy", "split": "test", "fewshot": "dev", "files": None, "original": None,
         "description": "The following are multiple choice questions (with answers) about "
                        "anatomy.\n\n",
         "anchors": {"1": "anatomy:1", "3": "anatomy:3"},
