@@ -91,11 +91,12 @@ def test_hub_dataset_by_default(world, tmp_path):
 def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
     tmp, _, data, _ = world
     root = tmp / "other"
-    publish_fit(root, "bbh", tiny_fit(seed=1, item_ids=[f"navigate:{j}" for j in range(N_DOCS)]))
-    set_latest(root, "bbh", 1)
-    with pytest.raises(LmEvalError, match=r"no generated lm-eval task for 'navigate'.*own choices"
-                       r".*--out"):  # fmt: skip
-        write_task(tmp_path, load_anchor_set(root, "bbh"), root)
+    items = [f"leaderboard_gpqa_main:{j}" for j in range(N_DOCS)]
+    publish_fit(root, "gpqa", tiny_fit(seed=1, item_ids=items))
+    set_latest(root, "gpqa", 1)
+    with pytest.raises(LmEvalError, match=r"no generated lm-eval task for 'leaderboard_gpqa_main'"
+                       r".*shuffles.*--out"):  # fmt: skip
+        write_task(tmp_path, load_anchor_set(root, "gpqa"), root)
     publish_fit(root, "arc", tiny_fit(seed=1))  # synthetic item ids
     set_latest(root, "arc", 1)
     rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tmp_path],
@@ -103,7 +104,7 @@ def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "item-" in err
     rc, _, err = export(["--anchor-set", root, "--benchmark", "arc"], capsys)
     assert rc == 2 and "--out FILE" in err and "--tasks-dir DIR" in err
-    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "bbh", "--tasks-dir",
+    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "gpqa", "--tasks-dir",
                          tmp_path, "--dataset", data], capsys)  # fmt: skip
     assert rc == 2 and "single --benchmark" in err
 
