@@ -10,9 +10,10 @@ task's fields, following the original's own YAML and utils (cited in each `doc`)
 - generation (GSM8K): `query` and `target`; the spec also defines `score(d, results)`.
 
 A spec whose `subtask` pattern has a group `sub` covers several lm-eval tasks (MMLU's 57
-subjects, MuSR's three splits): `dataset_name`, `split` and `description` are formatted
-with `{sub}` and `{subject}` (the subtask with spaces), and one generated task gathers the
-anchors of all of them. Pure Python.
+subjects, BBH's 24 subtasks, MuSR's three splits): `dataset_name`, `split`, `description`
+and `original` are formatted with `{sub}` and `{subject}` (the subtask with spaces), and
+one generated task gathers the anchors of all of them. `NOT_GENERATED` says why the other
+benchmarks the taskmap maps (GPQA, MATH level 5, IFEval) have none. Pure Python.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The estimate inside lm-eval for MMLU, GSM8K, Winogrande, MuSR, MMLU-Pro and the suite group.
+"""The estimate inside lm-eval for MMLU, BBH, GSM8K, Winogrande, MuSR, MMLU-Pro and the suite.
 
 Sets whose item ids are doc ids of tiny local datasets (JSONL in each original's schema,
 written here) are published; `sparseeval export-lm-eval --tasks-dir` writes their tasks
@@ -8,9 +8,11 @@ and `lm_eval --model dummy` (offline) runs them with `--log_samples`, two runs i
    subject's description and dev docs, drawn by our `first_n` sampler; lm-eval 0.4.13
    takes a ContextSampler subclass as `fewshot_config.sampler` and resolves `description`
    per doc: lm_eval/api/task.py `ConfigurableTask.__init__`, `fewshot_context`),
-   `sparseeval_gsm8k` (generation, exact_match after the strict-match filter),
+   `sparseeval_bbh` (two subtasks: each its description, choices and shots from lm-eval's
+   installed leaderboard/bbh_mc YAML), `sparseeval_gsm8k` (generation, exact_match after
+   the strict-match filter),
    `sparseeval_winogrande` (one context per choice) and `sparseeval_mmlu_pro`, 2-shot,
-   next to lm-eval's own MMLU, GSM8K and Winogrande YAMLs pointed at the same data and
+   next to lm-eval's own MMLU, BBH, GSM8K and Winogrande YAMLs pointed at the same data and
    run with `--samples` on the anchors: the prompts must be the same;
 2. the group `sparseeval_suite` (lm-eval group YAML: lm_eval/config/group.py; its
    aggregation is a mean of the members' values, lm_eval/api/group.py `Group.aggregate`)
