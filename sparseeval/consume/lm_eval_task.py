@@ -392,13 +392,14 @@ def _utils(c: _Context) -> str:
     scoring = ("" if "def score(" in spec.doc else _MC_SCORE) + _AGGREGATE.format(
         item_field=ITEM_FIELD, record=record, pairs=pairs,
         aggregations=_MEMBER if c.member else _OWN)  # fmt: skip
-    return _UTILS.format(
+    text = _UTILS.format(
         name=c.name, tasks=", ".join(c.plan.sources), k=len(aset.items), where=where,
         lib=__version__, metric=spec.metric, pct=round(100 * aset.level), root_q=q(c.root),
         benchmark_q=q(aset.benchmark), version=aset.version, budget=c.budget,
         metric_q=q(spec.metric), anchors=anchors, doc=textwrap.dedent(spec.doc), docs=docs,
         scoring=scoring, imports="\n".join(imports) + "\n",
     )  # fmt: skip
+    return re.sub(r"\n+(?=(?:def|class) \w)", "\n\n\n", text)  # two blank lines, as PEP 8
 
 
 def _sources(c: _Context, item) -> str:
