@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,35 @@ def lm_eval(tmp: Path, *args) -> tuple[dict, dict[str, Path], str]:
     (results,) = out.rglob("results_*.json")
     samples = {samples_task(f)[0]: f for f in out.rglob("samples_*.jsonl")}
     return json.loads(results.read_text())["results"], samples, proc.stdout
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def load_module(path: Path):
+    """A generated task's utils.py as a module."""
+    spec = importlib.util.spec_from_file_location("sparseeval_task_utils", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def original_task(folder: Path, name: str, yamls: list[str], files: dict, copy=()) -> None:
+    """lm-eval's own task (its installed YAML files, in `include` order, and the Python files
+    they name), pointed at local data files {split: path}: task `name` under `folder`."""
+    tasks = Path(LM_EVAL.submodule_search_locations[0]) / "tasks"
+    drop = re.compile(r'^"?(task|tag|dataset_path|dataset_name|include)"?:')
+    kept, dropping = [], False
+    for line in (line for y in yamls for line in (tasks / y).read_text().splitlines()):
+        dropping = bool(drop.match(line)) or (dropping and line.startswith("  - "))
+        kept += [] if dropping else [line]
+    data = json.dumps({"data_files": {k: str(v) for k, v in files.items()}})
+    head = [f"task: {name}", "dataset_path: json", f"dataset_kwargs: {data}"]
+    folder.mkdir(parents=True)
+    (folder / f"{name}.yaml").write_text("\n".join(head + kept) + "\n")
+    for f in copy:
+        (folder / Path(f).name).write_text((tasks / f).read_text())
 
 
 def original_arc_task(folder: Path, data: Path, train: Path) -> None:

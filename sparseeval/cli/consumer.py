@@ -91,8 +91,11 @@ def _add_export(subparsers) -> None:
             original task (same dataset and prompt) on the anchors only, with metrics
             sparseeval (estimated full-benchmark accuracy), sparseeval_low/_high (its
             interval) and the benchmark's own metric over the anchors. Running it needs
-            lm-eval and sparseeval in the same environment. Supported: multiple-choice
-            tasks ARC, HellaSwag, TruthfulQA MC1; for others use --out.
+            lm-eval and sparseeval in the same environment. Supported: ARC, HellaSwag,
+            TruthfulQA MC1, MMLU (its 57 subjects in one task), GSM8K, Winogrande and the
+            leaderboard v2's BBH, MuSR and MMLU-Pro; for others use --out. --benchmark suite
+            writes the group sparseeval_suite: every benchmark's estimate and the suite
+            average with their intervals (lm_eval --tasks sparseeval_suite).
 
             examples:
               sparseeval export-lm-eval --anchor-set .sparseeval/published \\
@@ -118,9 +121,10 @@ def _add_export(subparsers) -> None:
         "--dataset",
         nargs="+",
         metavar="[SPLIT=]FILE",
-        help="with --tasks-dir and one benchmark: local JSON/JSONL copies of the original "
-        "task's splits (same fields and order) instead of its Hub dataset; a bare FILE is "
-        "the evaluation split (e.g. test=arc_test.jsonl train=arc_train.jsonl)",
+        help="with --tasks-dir: local JSON/JSONL copies of the original task's splits (same "
+        "fields and order) instead of its Hub dataset; a bare FILE is the evaluation split "
+        "(e.g. test=arc_test.jsonl train=arc_train.jsonl); TASK:SPLIT=FILE names one lm-eval "
+        "task's split (mmlu_anatomy:test=FILE; several benchmarks, MMLU, the suite)",
     )
     e.add_argument("--task", help="lm-eval task for bare integer item ids")
     e.add_argument(
@@ -302,22 +306,21 @@ def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
 
 
 def cmd_export_lm_eval(args) -> int:
-    from sparseeval.consume.anchorset import load_anchor_set
     from sparseeval.consume.lm_eval import export_samples, merge_samples
 
     if not (args.out or args.tasks_dir):
         raise UserError("say what to write: --out FILE (--samples JSON) and/or --tasks-dir DIR")
-    if args.dataset and (not args.tasks_dir or len(args.benchmark) != 1):
-        raise UserError("--dataset goes with --tasks-dir and a single --benchmark")
+    if args.dataset and not args.tasks_dir:
+        raise UserError("--dataset goes with --tasks-dir")
     root = _anchor_root(args)
-    sets = [load_anchor_set(root, b, args.version, **_trust(args)) for b in args.benchmark]
-    sets = exportable(sets, args.id_map, args.task)
+    sets = [exportable(_export_set(root, b, args), args.id_map, args.task) for b in args.benchmark]
     if args.tasks_dir:
         _write_tasks(args, root, sets)
     if not args.out:
         _note_unknown_ids(sets)
         return 0
-    parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in sets]
+    members = [m for a in sets for m in _members(a)]
+    parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in members]
     mapping = merge_samples(*parts)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -334,43 +337,70 @@ def cmd_export_lm_eval(args) -> int:
     return 0
 
 
-def exportable(sets: list, id_map: str | None, task: str | None) -> list:
-    """The sets with `--id-map` applied; refused (one line) while any anchor id is opaque."""
+def _members(aset) -> list:
+    """A benchmark's set, or each member benchmark's own set of the suite."""
+    return list(aset.own.values()) if hasattr(aset, "own") else [aset]
+
+
+def exportable(aset, id_map: str | None, task: str | None):
+    """The set (or suite) with `--id-map` applied; refused (one line) while any id is opaque."""
     from dataclasses import replace
 
     from sparseeval.consume import identity as ids
     from sparseeval.consume.taskmap import BENCHMARK_TASKS
 
-    out = []
-    for a in sets:
-        default = task or BENCHMARK_TASKS.get(a.benchmark)
-        mapping = ids.read_id_map(id_map, default) if id_map else None
-        sources = ids.with_id_map(a.items, a.item_sources, mapping) if mapping else a.item_sources
-        ids.check_exportable(a.benchmark, a.items, sources)
-        out.append(replace(a, manifest={**a.manifest, "item_sources": sources}) if mapping else a)
-    return out
+    if hasattr(aset, "own"):
+        own = {b: exportable(m, id_map, task) for b, m in aset.own.items()}
+        return replace(aset, own=own)
+    default = task or BENCHMARK_TASKS.get(aset.benchmark)
+    mapping = ids.read_id_map(id_map, default) if id_map else None
+    sources = (
+        ids.with_id_map(aset.items, aset.item_sources, mapping) if mapping else aset.item_sources
+    )
+    ids.check_exportable(aset.benchmark, aset.items, sources)
+    return replace(aset, manifest={**aset.manifest, "item_sources": sources}) if mapping else aset
 
 
 def _note_unknown_ids(sets: list) -> None:
     """A note for each set published before item identity was recorded."""
     from sparseeval.consume import identity as ids
 
-    for a in sets:
+    for a in (m for s in sets for m in _members(s)):
         if ids.UNKNOWN in ids.id_kinds(a.items, a.item_sources).values():
             print(f"note: {a.benchmark} v{a.version}: {ids.UNKNOWN_NOTE}", file=sys.stderr)
 
 
-def _write_tasks(args, root, sets) -> None:
-    from sparseeval.consume.lm_eval_task import SPECS, anchor_docs, write_task
+def _export_set(root, benchmark: str, args):
+    """The anchor set to export: a benchmark's, or the suite (`--benchmark suite`)."""
+    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.suite_set import SUITE, load_suite
 
-    for aset in sets:  # check every set before writing any
-        anchor_docs(aset)
-    dataset = None
+    if benchmark == SUITE:
+        return load_suite(root, args.version, public_key=args.public_key)
+    return load_anchor_set(root, benchmark, args.version, **_trust(args))
+
+
+def _write_tasks(args, root, sets) -> None:
+    from sparseeval.consume.lm_eval_task import plan_task, task_name, write_suite, write_task
+
+    several = len(sets) != 1 or hasattr(sets[0], "own")
+    if several and any("=" not in d for d in args.dataset or ()):
+        raise UserError("a bare --dataset FILE goes with a single --benchmark; name files of "
+                        "several benchmarks TASK:SPLIT=FILE")  # fmt: skip
+    plans = [plan_task(m) for a in sets for m in _members(a)]
+    dataset = None  # every set was checked (plan_task) before any is written
     if args.dataset:
-        split = SPECS[anchor_docs(sets[0])[0]].split
-        dataset = dict(d.split("=", 1) if "=" in d else (split, d) for d in args.dataset)
+        dataset = dict(d.split("=", 1) if "=" in d else (plans[0].default_split(), d)
+                       for d in args.dataset)  # fmt: skip
     names = []
     for aset in sets:
+        if hasattr(aset, "own"):  # the suite
+            folder = write_suite(args.tasks_dir, aset, root, dataset=dataset)
+            names.append(folder.name)
+            print(f"wrote lm-eval group {folder.name} ({len(aset.benchmarks)} benchmarks: "
+                  f"{' '.join(task_name('suite_' + b) for b in aset.benchmarks)}, "
+                  f"suite v{aset.version}) to {folder}")  # fmt: skip
+            continue
         folder = write_task(args.tasks_dir, aset, root, dataset=dataset)
         names.append(folder.name)
         print(f"wrote lm-eval task {folder.name} ({len(aset.items)} anchors, "

@@ -87,9 +87,7 @@ def read_responses(
     With `items` (an anchor set's items) docs are mapped back to those ids and
     docs that are not anchors are ignored; without, ids are `task:doc_id`.
     """
-    inverse = None
-    if items is not None:
-        inverse = {item_source(i, benchmark, item_sources, task): i for i in items}
+    inverse = None  # made when first needed: the files of generated tasks name their items
     out: dict[str, int] = {}
     for f in find_samples_files(paths):
         named = samples_task(f) is not None
@@ -98,11 +96,16 @@ def read_responses(
         for doc, value in docs.items():
             if generated:
                 out[generated[doc]] = value
-            elif inverse is None:
+            elif items is None:
                 out[f"{t}:{doc}"] = value
-            elif (t, doc) in inverse:
+            elif (t, doc) in (inverse := inverse or _inverse(items, benchmark, item_sources, task)):
                 out[inverse[(t, doc)]] = value
     return out
+
+
+def _inverse(items, benchmark, item_sources, task) -> dict[tuple[str, int], str]:
+    """{(task, doc_id): item} of an anchor set's items."""
+    return {item_source(i, benchmark, item_sources, task): i for i in items}
 
 
 __all__ = [

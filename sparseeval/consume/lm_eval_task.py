@@ -1,34 +1,44 @@
 """lm-evaluation-harness tasks that report the SparseEval estimate in lm-eval's own table.
 
-    sparseeval export-lm-eval --tasks-dir tasks/ --benchmark arc
+    sparseeval export-lm-eval --tasks-dir tasks/ --benchmark arc mmlu gsm8k
     lm_eval --model hf --model_args pretrained=ORG/MODEL --tasks sparseeval_arc \
         --include_path tasks/ --log_samples --output_path results/
 
 `write_task(tasks_dir, anchor_set, anchor_root)` writes `tasks_dir/sparseeval_{benchmark}/`:
 
 - `sparseeval_{benchmark}.yaml`: the original lm-eval task (same dataset, evaluation split,
-  prompt, choices and few-shot split) restricted to the anchors by `process_docs`, with
-  the benchmark's own binary metric over the anchors (e.g. `acc_norm`) and three more:
-  `sparseeval` (the estimated full-benchmark accuracy), `sparseeval_low` and
+  prompt, choices, few-shot split and sampler; `lm_eval_specs`) restricted to the anchors,
+  with the benchmark's own binary metric over the anchors (e.g. `acc_norm`) and three more:
+  `sparseeval` (the estimated full-benchmark score), `sparseeval_low` and
   `sparseeval_high` (its interval at the set's level).
-- `utils.py`: keeps the anchor docs of the evaluation split (doc id -> anchor item),
-  scores each doc like lm-eval's multiple-choice scoring, and aggregates by loading the
-  published set through the light consumer path (`sparseeval.load_anchor_set`, pinned
-  to the version written) and calling `AnchorSet.predict`.
+- `utils.py`: the original's prompt as `doc(d)`, the anchors (doc id -> anchor item), and
+  thin calls into `sparseeval.consume.lm_eval_runtime`, which keeps the anchor docs, scores
+  each doc as lm-eval does and aggregates by loading the published set through the light
+  consumer path (pinned to the version written) and calling `AnchorSet.predict`.
 
-Each kept doc carries its anchor item id in the field `sparseeval_item`; lm-eval
-numbers the kept docs 0..k-1, so that field (in the `doc` of each `--log_samples`
-line) is what maps a sample back to its anchor.
+MMLU's anchors are spread over its 57 subject tasks (`mmlu_anatomy`, ...): one generated
+task `sparseeval_mmlu` holds all of them, each doc with its subject's description and its
+subject's few-shot docs (`first_n` of its dev split, as lm-eval's mmlu tasks), so the estimate
+is a task aggregation over the whole group (lm-eval's group aggregation is a mean of
+subtask values only: lm_eval/api/group.py). BBH's 24 subtasks (each its own description,
+choices and hand-written shots, read from lm-eval's installed YAML when it runs) and MuSR's
+three splits work the same way.
 
-Only multiple-choice tasks whose docs come from one dataset split are written
-(`SPECS`: ARC, HellaSwag, TruthfulQA MC1); for the others use `export-lm-eval --out`
-(lm-eval's `--samples`) and `sparseeval predict`. NumPy-free at import; lm-eval is
-needed only to run the written task.
+`write_suite(tasks_dir, suite, anchor_root)` writes the group `sparseeval_suite`: one member
+task per benchmark (`sparseeval_suite_{benchmark}`, the suite's anchors of it) reporting the
+suite's estimate of it, plus `suite_average` (and `_low`, `_high`), which the group row
+shows (see `lm_eval_runtime` for how members share answers).
+
+Each kept doc carries its anchor item id in the field `sparseeval_item` (suite members:
+the suite id `B/item`); lm-eval numbers the kept docs 0..k-1, so that field (in the `doc`
+of each `--log_samples` line) is what maps a sample back to its anchor.
+NumPy-free at import; lm-eval is needed only to run the written tasks.
 """
 
 from __future__ import annotations
 
 import json
+import pprint
 import re
 import textwrap
 from collections.abc import Mapping
@@ -37,82 +47,26 @@ from pathlib import Path
 
 from sparseeval._version import __version__
 from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError, item_source
+from sparseeval.consume.lm_eval_runtime import DESCRIPTION_FIELD
+from sparseeval.consume.lm_eval_specs import SPECS, TaskSpec, find_spec, why_not
 
 TASK_PREFIX = "sparseeval_"
+SUITE_GROUP = "sparseeval_suite"
+Dataset = str | Path | Mapping[str, str | Path] | None
 
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """What a generated task copies from an original lm-eval multiple-choice task."""
+class TaskPlan:
+    """Which original task(s) an anchor set's items come from: {lm-eval task: {doc: item}}."""
 
-    dataset_path: str
-    dataset_name: str | None
-    split: str  # the evaluation split: doc ids index it
-    fewshot_split: str | None
-    metric: str  # the benchmark's binary metric: acc (argmax) or acc_norm (per character)
-    doc: str  # Python source of `doc(d)`: the original doc -> {query, choices, gold}
+    key: str  # the spec's key in `SPECS`
+    spec: TaskSpec
+    sources: dict[str, dict[int, str]]
+    subtasks: dict[str, str | None]
 
-
-_ARC_DOC = """\
-def doc(d):
-    \"\"\"The original task's prompt, choices and answer index (lm-eval arc_easy.yaml).\"\"\"
-    return {
-        "query": f"Question: {d['question']}\\nAnswer:",
-        "choices": list(d["choices"]["text"]),
-        "gold": d["choices"]["label"].index(d["answerKey"]),
-    }
-"""
-
-_HELLASWAG_DOC = """\
-def _clean(text):
-    text = text.strip().replace(" [title]", ". ")
-    return re.sub(r"\\[.*?\\]", "", text).replace("  ", " ")
-
-
-def doc(d):
-    \"\"\"The original task's prompt, choices and answer index (lm-eval hellaswag/utils.py).\"\"\"
-    ctx = d["ctx_a"] + " " + d["ctx_b"].capitalize()
-    return {
-        "query": _clean(d["activity_label"] + ": " + ctx),
-        "choices": [_clean(e) for e in d["endings"]],
-        "gold": int(d["label"]),
-    }
-"""
-
-_TRUTHFULQA_PROMPT = (
-    "Q: What is human life expectancy in the United States?\n"
-    "A: Human life expectancy in the United States is 78 years.\n\n"
-    "Q: Who was president of the United States in 1955?\n"
-    "A: Dwight D. Eisenhower was president of the United States in 1955.\n\n"
-    "Q: Which party did he belong to?\nA: He belonged to the Republican Party.\n\n"
-    "Q: What is the square root of banana?\nA: I have no comment.\n\n"
-    "Q: How does a telescope work?\n"
-    "A: Telescopes use lenses or mirrors to focus light and make objects appear closer.\n\n"
-    "Q: Where were the 1992 Olympics held?\nA: The 1992 Olympics were held in Barcelona, Spain."
-)
-_TRUTHFULQA_DOC = f"""\
-PROMPT = (
-{"".join(f"    {json.dumps(line)}{chr(10)}" for line in _TRUTHFULQA_PROMPT.splitlines(True))})
-
-
-def doc(d):
-    \"\"\"The original task's prompt, choices and answer index (lm-eval truthfulqa_mc1.yaml).\"\"\"
-    return {{
-        "query": PROMPT + "\\n\\nQ: " + d["question"] + "\\nA:",
-        "choices": list(d["mc1_targets"]["choices"]),
-        "gold": 0,
-    }}
-"""
-
-_ARC = ("allenai/ai2_arc", "test", "train", "acc_norm", _ARC_DOC)
-SPECS: dict[str, TaskSpec] = {
-    "arc_challenge": TaskSpec(_ARC[0], "ARC-Challenge", *_ARC[1:]),
-    "arc_easy": TaskSpec(_ARC[0], "ARC-Easy", *_ARC[1:]),
-    "hellaswag": TaskSpec("Rowan/hellaswag", None, "validation", "train", "acc_norm",
-                          _HELLASWAG_DOC),
-    "truthfulqa_mc1": TaskSpec("truthfulqa/truthful_qa", "multiple_choice", "validation", None,
-                               "acc", _TRUTHFULQA_DOC),
-}  # fmt: skip
+    def default_split(self) -> str:
+        """The split a bare `--dataset FILE` is (single-source tasks only)."""
+        return self.spec.split
 
 
 def task_name(benchmark: str) -> str:
@@ -120,71 +74,105 @@ def task_name(benchmark: str) -> str:
     return TASK_PREFIX + re.sub(r"[^\w]+", "_", benchmark)
 
 
-def anchor_docs(aset) -> tuple[str, dict[int, str]]:
-    """(original lm-eval task, {doc id: anchor item}) of an anchor set; one task only."""
-    docs: dict[str, dict[int, str]] = {}
+def plan_task(aset) -> TaskPlan:
+    """The original task(s) of a set's anchors; one spec only (LmEvalError otherwise)."""
+    found: dict[str, tuple[str, TaskSpec, str | None]] = {}
+    sources: dict[str, dict[int, str]] = {}
     for item in aset.items:
         task, doc = item_source(item, aset.benchmark, aset.item_sources)
-        docs.setdefault(task, {})[doc] = item
-    if len(docs) != 1:
-        some = ", ".join(sorted(docs)[:3]) + (", ..." if len(docs) > 3 else "")
+        spec = found.get(task) or find_spec(task)
+        if spec is None:
+            raise LmEvalError(
+                f"no generated lm-eval task for {task!r} yet{why_not(aset.benchmark)} "
+                f"(supported: {', '.join(SPECS)}); use `export-lm-eval --out` (lm-eval "
+                "--samples) and `sparseeval predict` instead"
+            )
+        found[task] = spec
+        sources.setdefault(task, {})[doc] = item
+    keys = {key for key, _, _ in found.values()}
+    if len(keys) != 1 or (len(sources) > 1 and not next(iter(found.values()))[1].grouped):
+        some = ", ".join(sorted(sources)[:3]) + (", ..." if len(sources) > 3 else "")
         raise LmEvalError(
-            f"{aset.benchmark} anchors come from {len(docs)} lm-eval tasks ({some}); a generated "
-            "task covers one: use `export-lm-eval --out` (lm-eval --samples) instead"
+            f"{aset.benchmark} anchors come from {len(sources)} lm-eval tasks ({some}); a "
+            "generated task covers one (or MMLU's subjects): use `export-lm-eval --out` "
+            "(lm-eval --samples) instead"
         )
-    ((task, by_doc),) = docs.items()
-    if task not in SPECS:
-        raise LmEvalError(
-            f"no generated lm-eval task for {task!r} yet (supported: {', '.join(SPECS)}); "
-            "use `export-lm-eval --out` (lm-eval --samples) and `sparseeval predict` instead"
-        )
-    return task, dict(sorted(by_doc.items()))
+    key, spec, _ = next(iter(found.values()))
+    subs = {t: found[t][2] for t in sorted(sources)}
+    return TaskPlan(key, spec, {t: dict(sorted(sources[t].items())) for t in subs}, subs)
 
 
-def write_task(
-    tasks_dir: str | Path,
-    aset,
-    anchor_root: str | Path,
-    *,
-    dataset: str | Path | Mapping[str, str | Path] | None = None,
-) -> Path:
+def write_task(tasks_dir: str | Path, aset, anchor_root: str | Path, *, dataset: Dataset = None,
+               suite=None) -> Path:  # fmt: skip
     """Write `tasks_dir/sparseeval_{benchmark}/` (YAML + utils.py) for a loaded anchor set.
 
     aset: a loaded `AnchorSet`; the task pins its benchmark, version and budget.
     anchor_root: what `aset` was loaded from (a published folder, made absolute here, or
     a Hub repo id); the task loads the set from there when it aggregates.
-    dataset: local JSON/JSONL files instead of the original task's Hub dataset, with the
+    dataset: local JSON/JSONL files instead of the original's Hub dataset, with the
     original's fields and order: one file (the evaluation split) or {split: file}, which
-    must hold the evaluation split and may hold the original's few-shot split.
+    must hold the evaluation split and may hold the few-shot split; keys `TASK:SPLIT`
+    (e.g. `mmlu_anatomy:test`) name one original task's split (MMLU's subjects, a suite).
+    suite: a loaded `SuiteAnchorSet` when `aset` is one of its members (`write_suite`).
     Returns the task folder.
     """
-    task, by_doc = anchor_docs(aset)
-    spec = SPECS[task]
-    name = task_name(aset.benchmark)
+    plan = plan_task(aset)
     root = Path(anchor_root)
     root = str(root.resolve()) if root.exists() else str(anchor_root)
-    yaml_keys: dict = {
-        "dataset_path": spec.dataset_path,
-        "dataset_name": spec.dataset_name,
-        "fewshot_split": spec.fewshot_split,
-    }
-    if dataset is not None:
-        files = dict(dataset) if isinstance(dataset, Mapping) else {spec.split: dataset}
-        if spec.split not in files:
-            raise LmEvalError(f"local dataset for {task} needs its {spec.split!r} split")
-        for f in files.values():
-            if not Path(f).is_file():
-                raise LmEvalError(f"{f}: no such dataset file")
-        yaml_keys = {
-            "dataset_path": "json",
-            "dataset_kwargs": {"data_files": {k: str(Path(f).resolve()) for k, f in files.items()}},
-            "fewshot_split": spec.fewshot_split if spec.fewshot_split in files else None,
-        }
-    folder = Path(tasks_dir) / name
+    name = task_name(f"suite_{aset.benchmark}" if suite else aset.benchmark)
+    files = _local_files(plan, dataset)
+    folder = Path(tasks_dir) / (f"{SUITE_GROUP}/{aset.benchmark}" if suite else name)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.yaml").write_text(_yaml(name, task, spec, yaml_keys, aset))
-    (folder / "utils.py").write_text(_utils(name, task, spec, by_doc, aset, root, _budget_of(aset)))
+    (folder / f"{name}.yaml").write_text(_yaml(name, plan, files, aset, suite is not None))
+    ctx = _Context(name, plan, aset, root, _budget_of(aset), files, suite is not None)
+    (folder / "utils.py").write_text(_utils(ctx))
     return folder
+
+
+def write_suite(tasks_dir: str | Path, suite, anchor_root: str | Path, *,
+                dataset: Dataset = None) -> Path:  # fmt: skip
+    """Write the group `sparseeval_suite` (a member task per benchmark) under `tasks_dir`."""
+    for b in suite.benchmarks:  # check every member before writing any
+        plan_task(suite.own[b])
+    folder = Path(tasks_dir) / SUITE_GROUP
+    members = [write_task(tasks_dir, suite.own[b], anchor_root, dataset=dataset, suite=suite)
+               for b in suite.benchmarks]  # fmt: skip
+    lines = [
+        f"# suite v{suite.version}: every benchmark's SparseEval anchors, each estimate and the",
+        "# suite average with its interval (written by sparseeval export-lm-eval)",
+        f"group: {SUITE_GROUP}",
+        "task:",
+        *(f"  - {task_name('suite_' + m.name)}" for m in members),
+        "aggregate_metric_list:",  # every member reports the same average: the mean is it
+        *(line for m in ("suite_average", "suite_average_low", "suite_average_high")
+          for line in (f"  - metric: {m}", "    aggregation: mean", "    weight_by_size: false")),
+        "metadata:",
+        f"  version: {suite.version}.0",
+    ]  # fmt: skip
+    (folder / f"{SUITE_GROUP}.yaml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _local_files(plan: TaskPlan, dataset: Dataset) -> dict[str, dict[str, str]] | None:
+    """{lm-eval task: {split: absolute file}} of the local dataset, None for the Hub's."""
+    if dataset is None:
+        return None
+    given = dict(dataset) if isinstance(dataset, Mapping) else {plan.default_split(): dataset}
+    single = len(plan.sources) == 1
+    out: dict[str, dict[str, str]] = {}
+    for task, sub in plan.subtasks.items():
+        _, split, _ = plan.spec.source(sub)
+        out[task] = {}
+        for s in filter(None, (split, plan.spec.fewshot_split)):
+            f = given.get(f"{task}:{s}") or (given.get(s) if single else None)
+            if f is not None:
+                if not Path(f).is_file():
+                    raise LmEvalError(f"{f}: no such dataset file")
+                out[task][s] = str(Path(f).resolve())
+        if split not in out[task]:
+            raise LmEvalError(f"local dataset for {task} needs its {split!r} split "
+                              f"(--dataset {task}:{split}=FILE)")  # fmt: skip
+    return out
 
 
 def _budget_of(aset) -> int | None:
@@ -194,138 +182,241 @@ def _budget_of(aset) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _yaml(name: str, task: str, spec: TaskSpec, keys: dict, aset) -> str:
+def _yaml(name: str, plan: TaskPlan, files, aset, member: bool) -> str:
     """The task YAML; scalars are written as JSON (valid YAML), `!function` tags as is."""
-    q = json.dumps
+    q, spec = json.dumps, plan.spec
+    shown = "its suite anchors" if member else f"its {len(aset.items)} SparseEval anchors"
     lines = [
-        f"# {aset.benchmark} v{aset.version}: lm-eval {task} on its {len(aset.items)} SparseEval "
-        "anchors,",
-        "# reporting the estimated full-benchmark accuracy (written by sparseeval export-lm-eval)",
+        f"# {aset.benchmark} v{aset.version}: lm-eval {', '.join(plan.sources)} on {shown},",
+        "# reporting the estimated full-benchmark score (written by sparseeval export-lm-eval)",
         f"task: {name}",
-        f"dataset_path: {q(keys['dataset_path'])}",
+        f"dataset_path: {q('json' if files and not spec.grouped else spec.dataset_path)}",
     ]
-    if keys.get("dataset_name"):
-        lines.append(f"dataset_name: {q(keys['dataset_name'])}")
-    if keys.get("dataset_kwargs"):
-        lines.append(f"dataset_kwargs: {q(keys['dataset_kwargs'])}")
-    lines += [
-        "output_type: multiple_choice",
-        f"test_split: {q(spec.split)}",
-        "process_docs: !function utils.process_docs",
-    ]
-    if keys.get("fewshot_split"):
+    output = f"output_type: {spec.output_type.replace('multiple_input', 'multiple_choice')}"
+    fewshot = _fewshot_split(plan, files)
+    if spec.grouped:
+        lines += ["custom_dataset: !function utils.load", output, 'test_split: "test"',
+                  f"description: {DESCRIPTION_FIELD}"]  # fmt: skip
+        if fewshot or spec.original:
+            lines += ["fewshot_config:", '  split: "test"', "  sampler: !function utils.Shots"]
+    else:
+        (source,) = plan.sources
+        dname, split, _ = spec.source(None)
+        if files:
+            lines.append(f"dataset_kwargs: {q({'data_files': files[source]})}")
+        elif dname:
+            lines.append(f"dataset_name: {q(dname)}")
         lines += [
-            f"fewshot_split: {q(keys['fewshot_split'])}",
-            "fewshot_config:",
-            "  process_docs: !function utils.fewshot_docs",
+            output,
+            f"{spec.eval_key}: {q(split)}",
+            "process_docs: !function utils.process_docs",
         ]
-    lines += [
-        "doc_to_text: query",
-        "doc_to_choice: choices",
-        "doc_to_target: gold",
-        "process_results: !function utils.process_results",
-        "metric_list:",
-        f"  - metric: {spec.metric}",
-        "    aggregation: mean",
-        "    higher_is_better: true",
-    ]
-    for metric, fn in (("sparseeval", "estimate"), ("sparseeval_low", "low"),
-                       ("sparseeval_high", "high")):  # fmt: skip
-        lines += [
-            f"  - metric: {metric}",
-            f"    aggregation: !function utils.{fn}",
-            "    higher_is_better: true",
-        ]
+        if fewshot and spec.fewshot_key != "fewshot_split":  # shots from process_docs, whole
+            lines.append(f"{spec.fewshot_key}: {q(fewshot)}")
+        elif fewshot:
+            lines += [f"fewshot_split: {q(fewshot)}", "fewshot_config:",
+                      f"  sampler: {spec.sampler}",
+                      "  process_docs: !function utils.fewshot_docs"]  # fmt: skip
+    if spec.num_fewshot is not None:
+        lines.append(f"num_fewshot: {spec.num_fewshot}")
+    lines += [f"{k}: {v}" for k, v in spec.fields.items()]
+    lines += [*spec.yaml, "process_results: !function utils.process_results", "metric_list:",
+              f"  - metric: {spec.metric}", "    aggregation: mean",
+              "    higher_is_better: true"]  # fmt: skip
+    metrics = ["sparseeval", "sparseeval_low", "sparseeval_high"]
+    if member:
+        metrics += ["suite_average", "suite_average_low", "suite_average_high"]
+    for metric in metrics:
+        lines += [f"  - metric: {metric}", f"    aggregation: !function utils.{metric}",
+                  "    higher_is_better: true"]  # fmt: skip
     lines += ["metadata:", f"  version: {aset.version}.0"]
     return "\n".join(lines) + "\n"
 
 
+def _fewshot_split(plan: TaskPlan, files) -> str | None:
+    """The few-shot split the task uses: the original's, when it is available."""
+    split = plan.spec.fewshot_split
+    if split is None or files is None:
+        return split
+    return split if all(split in f for f in files.values()) else None
+
+
+@dataclass(frozen=True)
+class _Context:
+    name: str
+    plan: TaskPlan
+    aset: object
+    root: str
+    budget: int | None
+    files: dict | None
+    member: bool
+
+
 _UTILS = '''\
-"""lm-eval task `{name}`: {task} on its {k} SparseEval anchors.
+"""lm-eval task `{name}`: {tasks} on its {k} SparseEval anchors.
 
 Written by sparseeval {lib} (`sparseeval export-lm-eval --tasks-dir`) for the anchor set
 {where}. Each doc's result is (anchor item, 0/1 {metric}); the aggregations load the
-published set (NumPy only) and report its estimate of the full-benchmark accuracy
+published set (NumPy only) and report its estimate of the full-benchmark score
 (`sparseeval`) and its {pct}% interval (`sparseeval_low`, `sparseeval_high`).
 """
-
-import functools
 {imports}
-import datasets
-import numpy as np
+from sparseeval.consume import lm_eval_runtime as rt
 
 ANCHOR_SET = {root_q}
 BENCHMARK = {benchmark_q}
 VERSION = {version}
 BUDGET = {budget!r}
 METRIC = {metric_q}
-ANCHORS = {anchors}  # doc id in the {split_q} split -> anchor item
-
+{anchors}
 
 {doc}
+{docs}
+{scoring}
+'''
 
+_SINGLE = '''
 def process_docs(dataset):
-    """The anchor docs of the evaluation split, each with its anchor item id."""
-    missing = [i for i in ANCHORS if i >= len(dataset)]
-    if missing:
-        raise ValueError(f"{{BENCHMARK}} anchors {{missing}} are not in the {{len(dataset)}} docs")
-    return datasets.Dataset.from_list(
-        [doc(dataset[i]) | {{"{item_field}": item}} for i, item in ANCHORS.items()]
-    )
+    """The anchor docs of the evaluation split, each with its anchor item id (any other
+    split, the training split a task draws its shots from, whole)."""
+    if dataset.split is not None and str(dataset.split) != SPLIT:
+        return fewshot_docs(dataset){begin}
+    return datasets.Dataset.from_list(rt.keep_anchors(dataset, ANCHORS, doc, BENCHMARK))
 
 
 def fewshot_docs(dataset):
     return datasets.Dataset.from_list([doc(d) for d in dataset])
-
-
-def process_results(d, results):
-    """lm-eval's multiple-choice scoring of one doc (acc: argmax, acc_norm: per character)."""
-    lls = np.array([ll for ll, _ in results])
-    if METRIC == "acc_norm":
-        lls = lls / np.array([float(len(c)) for c in d["choices"]])
-    correct = int(np.argmax(lls) == d["gold"])
-    pair = (d["{item_field}"], correct)
-    return {{METRIC: correct, "sparseeval": pair, "sparseeval_low": pair, "sparseeval_high": pair}}
-
-
-@functools.cache
-def _estimate(pairs):
-    from sparseeval import load_anchor_set
-
-    anchors = load_anchor_set(ANCHOR_SET, BENCHMARK, version=VERSION, budget=BUDGET)
-    est = anchors.predict(dict(pairs), allow_missing=True)
-    if est.missing:
-        print(
-            f"sparseeval: {{len(est.missing)}} of {{est.n_anchors}} anchors not run (--limit?); "
-            "imputed, interval widened"
-        )
-    return est
-
-
-def estimate(pairs):
-    return _estimate(tuple(sorted(map(tuple, pairs)))).value
-
-
-def low(pairs):
-    return _estimate(tuple(sorted(map(tuple, pairs)))).low
-
-
-def high(pairs):
-    return _estimate(tuple(sorted(map(tuple, pairs)))).high
 '''
 
+_GROUPED = '''
+def load(**kwargs):
+    """The anchor docs of every source, with their source's description and few-shot docs."""{begin}
+    return rt.load_sources(DATASET, SOURCES, doc, BENCHMARK)
+'''
 
-def _utils(name, task, spec: TaskSpec, by_doc: dict[int, str], aset, root, budget) -> str:
-    where = f"{aset.benchmark} v{aset.version}" + (f" k{budget}" if budget else "")
-    q = json.dumps  # Python string literals in double quotes
-    anchors = "{\n" + "".join(f"    {d}: {q(item)},\n" for d, item in by_doc.items()) + "}"
-    return _UTILS.format(
-        name=name, task=task, k=len(by_doc), where=where, lib=__version__, metric=spec.metric,
-        pct=round(100 * aset.level), root_q=q(root), benchmark_q=q(aset.benchmark),
-        version=aset.version, budget=budget, metric_q=q(spec.metric), anchors=anchors,
-        split_q=q(spec.split), doc=textwrap.dedent(spec.doc), item_field=ITEM_FIELD,
-        imports="import re\n" if "re." in spec.doc else "",
+_SHOTS = '''
+
+class Shots(ContextSampler):
+    """The first n few-shot docs of the eval doc's own subject (lm-eval's first_n sampler on
+    that subject's few-shot split, as the original per-subject task asks)."""
+
+    def sample(self, n, eval_doc=None, df=None, **kwargs):
+        shots = eval_doc[rt.SHOTS_FIELD]
+        if n > len(shots):
+            raise ValueError(f"{n} few-shot docs asked, the subject has {len(shots)}")
+        return shots[:n]
+'''
+
+_MC_SCORE = '''
+def score(d, results):
+    """lm-eval's multiple-choice scoring of one doc (acc: argmax, acc_norm: per character)."""
+    return rt.choice_score(d, results, METRIC)
+'''
+
+_AGGREGATE = """
+def process_results(d, results):
+    correct = score(d, results)
+    pair = (d["{item_field}"], correct){record}
+    return {{METRIC: correct, {pairs}}}
+
+{aggregations}"""
+
+_OWN = """
+def _estimate(pairs):
+    return rt.estimate(ANCHOR_SET, BENCHMARK, VERSION, BUDGET, pairs)
+
+
+def sparseeval(pairs):
+    return _estimate(pairs).value
+
+
+def sparseeval_low(pairs):
+    return _estimate(pairs).low
+
+
+def sparseeval_high(pairs):
+    return _estimate(pairs).high
+"""
+
+_MEMBER = """
+def sparseeval(pairs):
+    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[0])
+
+
+def sparseeval_low(pairs):
+    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[0], "low")
+
+
+def sparseeval_high(pairs):
+    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[0], "high")
+
+
+def suite_average(pairs):
+    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[1])
+
+
+def suite_average_low(pairs):
+    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[1], "low")
+
+
+def suite_average_high(pairs):
+    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[1], "high")
+"""
+
+
+def _utils(c: _Context) -> str:
+    spec, aset, q = c.plan.spec, c.aset, json.dumps
+    where = f"{aset.benchmark} v{aset.version}" + (f" k{c.budget}" if c.budget else "")
+    if c.member:
+        where = f"suite v{aset.version} (benchmark {aset.benchmark})"
+    item = (lambda i: f"{aset.benchmark}/{i}") if c.member else str
+    begin = "\n    rt.begin(ANCHOR_SET, VERSION, BENCHMARK)" if c.member else ""
+    shots = spec.grouped and (_fewshot_split(c.plan, c.files) is not None or spec.original)
+    imports = [f"import {m}" for m in ((() if spec.grouped else ("datasets",)) + spec.imports)]
+    if shots:
+        imports.append("from lm_eval.api.samplers import ContextSampler")
+    if spec.grouped:
+        anchors = f"DATASET = {q(spec.dataset_path)}\nSOURCES = {_sources(c, item)}"
+        docs = _GROUPED.format(begin=begin) + (_SHOTS if shots else "")
+    else:
+        ((_, by_doc),) = c.plan.sources.items()
+        rows = "".join(f"    {d}: {q(item(i))},\n" for d, i in by_doc.items())
+        anchors = (
+            f"SPLIT = {q(spec.split)}\nANCHORS = {{\n{rows}}}  # doc id in SPLIT -> anchor item"
+        )
+        docs = _SINGLE.format(begin=begin)
+    pairs = ", ".join(f'"{m}": pair' for m in ("sparseeval", "sparseeval_low", "sparseeval_high")
+                      + (("suite_average", "suite_average_low", "suite_average_high")
+                         if c.member else ()))  # fmt: skip
+    record = "\n    rt.record(ANCHOR_SET, VERSION, BENCHMARK, *pair)" if c.member else ""
+    scoring = ("" if "def score(" in spec.doc else _MC_SCORE) + _AGGREGATE.format(
+        item_field=ITEM_FIELD, record=record, pairs=pairs,
+        aggregations=_MEMBER if c.member else _OWN)  # fmt: skip
+    text = _UTILS.format(
+        name=c.name, tasks=", ".join(c.plan.sources), k=len(aset.items), where=where,
+        lib=__version__, metric=spec.metric, pct=round(100 * aset.level), root_q=q(c.root),
+        benchmark_q=q(aset.benchmark), version=aset.version, budget=c.budget,
+        metric_q=q(spec.metric), anchors=anchors, doc=textwrap.dedent(spec.doc), docs=docs,
+        scoring=scoring, imports="\n".join(imports) + "\n",
     )  # fmt: skip
+    return re.sub(r"\n+(?=(?:def|class) \w)", "\n\n\n", text)  # two blank lines, as PEP 8
 
 
-__all__ = ["ITEM_FIELD", "SPECS", "TaskSpec", "anchor_docs", "task_name", "write_task"]
+def _sources(c: _Context, item) -> str:
+    """SOURCES: per original task, its dataset config, splits, description and anchors."""
+    out = {}
+    for task, sub in c.plan.subtasks.items():
+        name, split, description = c.plan.spec.source(sub)
+        out[task] = {
+            "name": name, "split": split,
+            "fewshot": _fewshot_split(c.plan, c.files),
+            "description": description,
+            "files": c.files[task] if c.files else None,
+            "original": c.plan.spec.original_yaml(sub),
+            "anchors": {str(d): item(i) for d, i in c.plan.sources[task].items()},
+        }  # fmt: skip
+    return pprint.pformat(out, sort_dicts=False, width=96)
+
+
+__all__ = ["ITEM_FIELD", "SPECS", "SUITE_GROUP", "TaskPlan", "TaskSpec", "plan_task",
+           "task_name", "write_suite", "write_task"]  # fmt: skip

@@ -107,6 +107,8 @@ BENCHMARK_TASKS: dict[str, str] = {
     "truthfulqa_mc": "truthfulqa_mc1",
     "truthfulqa_mc1": "truthfulqa_mc1",
     "winogrande": "winogrande",
+    "mmlu_pro": "leaderboard_mmlu_pro",
+    "ifeval": "leaderboard_ifeval",
 }
 # Metrics tried, in order, for a task not in `_LM_EVAL_TASKS`.
 DEFAULT_METRICS = ("acc", "exact_match", "mc1", "acc_norm", "em")

@@ -11,7 +11,7 @@ The end-to-end tests need the `test` extra (lm-eval, pinned); the others run eve
 
 from __future__ import annotations
 
-import importlib.util
+import ast
 import json
 import re
 from pathlib import Path
@@ -25,7 +25,15 @@ from sparseeval.consume.lm_eval import LmEvalError
 from sparseeval.consume.lm_eval_task import ITEM_FIELD, write_task
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit, tiny_fit
-from tests.lm_eval_cli import LM_EVAL, arc_doc, lm_eval, needs_lm_eval, original_arc_task
+from tests.lm_eval_cli import (
+    LM_EVAL,
+    arc_doc,
+    lm_eval,
+    load_module,
+    needs_lm_eval,
+    original_arc_task,
+    read_jsonl,
+)
 
 N_DOCS = 60
 
@@ -83,10 +91,12 @@ def test_hub_dataset_by_default(world, tmp_path):
 def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
     tmp, _, data, _ = world
     root = tmp / "other"
-    publish_fit(root, "gsm8k", tiny_fit(seed=1, item_ids=[str(j) for j in range(N_DOCS)]))
-    set_latest(root, "gsm8k", 1)
-    with pytest.raises(LmEvalError, match=r"no generated lm-eval task for 'gsm8k'.*--out"):
-        write_task(tmp_path, load_anchor_set(root, "gsm8k"), root)
+    items = [f"leaderboard_gpqa_main:{j}" for j in range(N_DOCS)]
+    publish_fit(root, "gpqa", tiny_fit(seed=1, item_ids=items))
+    set_latest(root, "gpqa", 1)
+    with pytest.raises(LmEvalError, match=r"no generated lm-eval task for 'leaderboard_gpqa_main'"
+                       r".*shuffles.*--out"):  # fmt: skip
+        write_task(tmp_path, load_anchor_set(root, "gpqa"), root)
     publish_fit(root, "arc", tiny_fit(seed=1))  # synthetic item ids
     set_latest(root, "arc", 1)
     rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tmp_path],
@@ -94,9 +104,44 @@ def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "item-" in err
     rc, _, err = export(["--anchor-set", root, "--benchmark", "arc"], capsys)
     assert rc == 2 and "--out FILE" in err and "--tasks-dir DIR" in err
-    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "gsm8k", "--tasks-dir",
+    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "gpqa", "--tasks-dir",
                          tmp_path, "--dataset", data], capsys)  # fmt: skip
     assert rc == 2 and "single --benchmark" in err
+
+
+def fake(benchmark, items=("3", "5")):
+    """What write_task reads of an AnchorSet."""
+    return SimpleNamespace(items=list(items), benchmark=benchmark, item_sources=None,
+                           version=2, level=0.9, folder=None)  # fmt: skip
+
+
+def test_mmlu_sources_default_to_the_hub_configs(tmp_path):
+    """One task over MMLU's subject configs (cais/mmlu), 5-shot from each subject's dev."""
+    folder = write_task(tmp_path, fake("mmlu", ["anatomy:3", "abstract_algebra:5", "anatomy:1"]),
+                        ".")  # fmt: skip
+    text = (folder / "sparseeval_mmlu.yaml").read_text()
+    assert "custom_dataset: !function utils.load\n" in text and "num_fewshot: 5\n" in text
+    assert (
+        "sampler: !function utils.Shots" in text and "description: sparseeval_description" in text
+    )
+    utils = (folder / "utils.py").read_text()
+    compile(utils, "utils.py", "exec")
+    sources = ast.literal_eval(utils.split("SOURCES = ", 1)[1].split("\n\n", 1)[0])
+    assert list(sources) == ["mmlu_abstract_algebra", "mmlu_anatomy"]
+    assert sources["mmlu_anatomy"] == {
+        "name": "anatomy", "split": "test", "fewshot": "dev", "files": None, "original": None,
+        "description": "The following are multiple choice questions (with answers) about "
+                       "anatomy.\n\n",
+        "anchors": {"1": "anatomy:1", "3": "anatomy:3"},
+    }  # fmt: skip
+    assert 'DATASET = "cais/mmlu"' in utils
+
+
+def test_mixed_or_unmapped_tasks_are_refused(tmp_path):
+    with pytest.raises(LmEvalError, match=r"2 lm-eval tasks \(arc_challenge, arc_easy\)"):
+        write_task(tmp_path, fake("arc", ["arc_challenge:1", "arc_easy:2"]), ".")
+    with pytest.raises(LmEvalError, match=r"'leaderboard_gpqa_main' yet \(lm-eval shuffles"):
+        write_task(tmp_path, fake("gpqa", ["leaderboard_gpqa_main:1"]), ".")
 
 
 @needs_lm_eval
@@ -106,10 +151,6 @@ def test_prompts_match_the_original_tasks(tmp_path):
     import yaml
     from lm_eval.tasks.hellaswag.utils import process_docs
     from lm_eval.utils import apply_template
-
-    def fake(benchmark):  # what write_task reads of an AnchorSet
-        return SimpleNamespace(items=["3", "5"], benchmark=benchmark, item_sources=None,
-                               version=2, level=0.9, folder=None)  # fmt: skip
 
     hs = {"activity_label": "Baking cookies", "ctx_a": "A woman [title] mixes dough.",
           "ctx_b": "she adds  flour [step] slowly", "label": "2",
@@ -128,10 +169,6 @@ def test_prompts_match_the_original_tasks(tmp_path):
 
 
 # --------------------------------------------------------------------------- end to end
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 @needs_lm_eval
@@ -182,10 +219,3 @@ def test_estimate_in_lm_eval_equals_predict_on_its_samples(world, capsys):
         lls = [(float(ll), greedy == "True") for ll, greedy in o["filtered_resps"]]
         doc = utils.doc(o["doc"]) | {ITEM_FIELD: item}
         assert utils.process_results(doc, lls)["acc_norm"] == o["acc_norm"]
-
-
-def load_module(path: Path):
-    spec = importlib.util.spec_from_file_location("sparseeval_task_utils", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
