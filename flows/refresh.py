@@ -50,7 +50,7 @@ def fit_benchmarks(
         state.wait()  # the final states with their data (nothing is in result storage)
         mats[b].wait()
         r = collect(b, mats[b].state, state.state, None if len(settings.budgets) == 1 else k)
-        say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r)}")
+        say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r, k)}")
         out.append(r)
     return out
 

@@ -73,6 +73,18 @@ class SuiteAnchorSet:
         }
         return out | {AVERAGE: self.average.predict(joint, allow_missing)}
 
+    def fallback_note(self, answered: Iterable[str]) -> str:
+        """What a partial answer falls back to, naming the benchmarks not answered ('' when
+        every benchmark is answered)."""
+        missing = [b for b in self.benchmarks if b not in set(answered)]
+        if not missing:
+            return ""
+        return (
+            f"no answers for {', '.join(missing)} ({len(missing)} of {len(self.benchmarks)}"
+            " benchmarks): each answered benchmark is read from its own anchors only, and there"
+            " is no suite average; answer every benchmark for the joint estimates and average"
+        )
+
     def merge(self, sources: Iterable[tuple[str, Iterable[tuple[str, object]]]]) -> dict:
         """{suite id: correct} from (where, (suite id `B/item`, correct) pairs) sources.
 
