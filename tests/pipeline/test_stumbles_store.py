@@ -1,4 +1,5 @@
-"""`target = auto` on real leaderboards: one model without a reported score is left out."""
+"""Real data in the store: `target = auto` leaves out the one model without a reported score,
+and a scores file's ingest line counts scores only."""
 
 from __future__ import annotations
 
@@ -53,3 +54,11 @@ def test_auto_without_any_score_says_so(store, tmp_path):
     _, s = build_matrix(store, "arc", target="auto")
     assert s.target == "items"
     assert s.target_note == "auto: no model has a reported score, so the target is the items' mean"
+
+
+def test_a_scores_file_says_what_it_read_in_scores_alone(store, tmp_path):
+    _store(store, tmp_path, n_models=4, unscored=0)
+    (tmp_path / "more.csv").write_text("model,benchmark,score\nm00,arc,50\nm01,arc,60\n")
+    (r,) = ingest(store, ScoresFile(tmp_path / "more.csv"))
+    assert r.line().startswith(f"{tmp_path / 'more.csv'}: reported scores: read 2; new 0,")
+    assert "read 0" not in r.line()
