@@ -243,6 +243,7 @@ class AnchorSelector:
         cis = contribution_scores(X, proxy.predict(XA) - y, Z)
         cis[anchors] = -np.inf
         n_try = 1 if self.acceptance == "always" else self.swap_candidates
+        n_try = min(n_try, X.shape[1] - len(anchors))  # only items outside the anchors
         trials = []
         for j in np.argsort(-cis)[:n_try]:
             new = np.sort(np.append(np.delete(anchors, weakest), j))

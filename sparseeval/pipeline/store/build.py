@@ -21,9 +21,10 @@ BATCH_ROWS = 4_000_000
 # have one), `auto` reported when nearly every kept model has one (the few without are
 # left out, and the note says how many), else items.
 TARGETS = ("auto", "reported", "items")
-# `auto`: the share of models that may lack a reported score and be left out. One model
-# without a leaderboard row (metabench: 1 of 4,280 on ARC) must not switch a benchmark
-# to another target; a tenth of the models missing is a different population.
+# `auto`: the share of models that may lack a reported score and be left out (a policy, not
+# a measured optimum). One model without a leaderboard row (metabench: 1 of 4,280 on ARC)
+# must not switch a benchmark to another target; with many more missing, leaving them out
+# would change which models the set learns from, so `auto` falls back to the items.
 AUTO_MAX_UNSCORED = 0.05
 
 
@@ -144,7 +145,7 @@ def choose_target(store: Store, bid: int, model_ids: np.ndarray, target: str) ->
     chosen = _reported(stored, by_id, model_ids[np.isin(model_ids, missing, invert=True)])
     if missing:
         chosen.scored = np.isin(model_ids, missing, invert=True)
-        chosen.note = f"auto: {why} (e.g. {names}) left out, the rest have one"
+        chosen.note = f"auto: {why} left out (e.g. {names})"
     return chosen
 
 
