@@ -108,3 +108,16 @@ def test_partial_suite_answers_name_the_missing_benchmarks(suite_root, tmp_path,
     said = capsys.readouterr()
     assert "no answers for gsm8k, mmlu" in said.err and set(json.loads(said.out)) == {"arc"}
     assert suite.fallback_note(suite.benchmarks) == ""
+
+
+def test_matrix_lists_the_benchmarks_with_results_and_names_the_empty_ones(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("SPARSEEVAL_HOME", str(tmp_path / "home"))
+    data, _ = wide_csv(tmp_path / "arc.csv", 5, 3)
+    assert main(["ingest", str(data), "--benchmark", "arc"]) == 0
+    capsys.readouterr()
+    assert main(["matrix"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"arc +5 models +3 items", lines[0]) and " 0 models" not in "\n".join(lines)
+    assert lines[-1].startswith("known, no results yet: ") and "gsm8k" in lines[-1]
