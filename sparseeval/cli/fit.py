@@ -173,7 +173,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         m, n = args.synthetic
         say(f"the built-in synthetic leaderboard: {m} models x {n} items")
         matrix = make_synthetic(m, n, seed=settings.seed)
-    say(f"matrix: {matrix.shape[0]} models x {matrix.shape[1]} items")
+    say(f"matrix: {matrix.shape[0]:,} models x {matrix.shape[1]:,} items")
     try:
         if note := clamp_note(budgets, matrix.shape[1]):
             say(note)

@@ -121,3 +121,16 @@ def test_matrix_lists_the_benchmarks_with_results_and_names_the_empty_ones(
     lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"arc +5 models +3 items", lines[0]) and " 0 models" not in "\n".join(lines)
     assert lines[-1].startswith("known, no results yet: ") and "gsm8k" in lines[-1]
+
+
+def test_suite_answers_missing_an_anchor_say_where_the_suites_anchors_are(
+    suite_root, tmp_path, capsys
+):
+    suite = sparseeval.load_suite(suite_root)
+    arc = tmp_path / "arc.csv"  # as if answered for arc's own set: one suite anchor short
+    arc.write_text("item,correct\n" + "".join(f"{i},1\n" for i in suite.items("arc")[1:]))
+    base = ["predict", "--anchor-set", str(suite_root), "--benchmark", "suite"]
+    assert main([*base, "--responses", f"arc={arc}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: arc: 1 of 6 anchors missing")
+    assert "`sparseeval anchors --benchmark suite` lists them" in err[0]
