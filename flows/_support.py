@@ -111,11 +111,12 @@ def fit_said(r: BenchmarkResult, budget: int | None = None) -> str:
         return r.error or r.outcome
     test, fit = r.fit.test_metrics, r.fit
     how = "cached" if r.fit_cached else f"trained in {fit.seconds:.0f}s"
-    capped = f" (of {budget} asked: one item at least stays out)" if budget != fit.n_anchors else ""
+    asked = budget and budget != fit.n_anchors
+    capped = f" (of {budget} asked: one item at least stays out)" if asked else ""
     note = (r.matrix.target or {}).get("note")
     return (
         f"{r.matrix.n_models:,} models x {r.matrix.n_items:,} items, {fit.n_anchors}"
-        f" anchors{capped if budget else ''}, test MAE {test['mae']:.2f} points ({how})"
+        f" anchors{capped}, test MAE {test['mae']:.2f} points ({how})"
         + (f"; target {note}" if note else "")
     )
 
