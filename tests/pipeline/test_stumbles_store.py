@@ -33,9 +33,7 @@ def test_auto_leaves_out_the_few_models_without_a_score(store, tmp_path):
     m, s = build_matrix(store, "arc", target="auto")
     assert s.target == "reported" and m.shape == (39, 3) and "m39" not in m.model_ids
     assert m.targets.tolist() == pytest.approx([i / 100 for i in range(39)])
-    assert s.target_note == (
-        "auto: models without a reported score: 1 of 40 left out (e.g. m39)"
-    )
+    assert s.target_note == "auto: models without a reported score: 1 of 40 left out (e.g. m39)"
     assert s.models_dropped == 0  # the missing-results policy dropped none
     assert "left out" in s.line()
 
