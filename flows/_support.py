@@ -104,15 +104,20 @@ def collect(benchmark: str, matrix_state, fit_state, budget: int | None) -> Benc
     return replace(r, fit=fit, fit_cached=cached, fit_state="Cached" if cached else fit_state.name)
 
 
-def fit_said(r: BenchmarkResult) -> str:
-    """What a fit came to, for the progress line."""
+def fit_said(r: BenchmarkResult, budget: int | None = None) -> str:
+    """What a fit came to, for the progress line; it says when `budget` (the anchors asked
+    for) did not fit the items, and why `auto` left models out or fell back to items."""
     if r.error or r.fit is None:
         return r.error or r.outcome
     test, fit = r.fit.test_metrics, r.fit
     how = "cached" if r.fit_cached else f"trained in {fit.seconds:.0f}s"
+    asked = budget and budget != fit.n_anchors
+    capped = f" (of {budget} asked: one item at least stays out)" if asked else ""
+    note = (r.matrix.target or {}).get("note")
     return (
-        f"{r.matrix.n_models:,} models x {r.matrix.n_items:,} items, {fit.n_anchors} anchors,"
-        f" test MAE {test['mae']:.2f} points ({how})"
+        f"{r.matrix.n_models:,} models x {r.matrix.n_items:,} items, {fit.n_anchors}"
+        f" anchors{capped}, test MAE {test['mae']:.2f} points ({how})"
+        + (f"; target {note}" if note else "")
     )
 
 

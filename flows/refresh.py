@@ -50,7 +50,7 @@ def fit_benchmarks(
         state.wait()  # the final states with their data (nothing is in result storage)
         mats[b].wait()
         r = collect(b, mats[b].state, state.state, None if len(settings.budgets) == 1 else k)
-        say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r)}")
+        say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r, k)}")
         out.append(r)
     return out
 
@@ -99,7 +99,8 @@ def refresh(
     fill = not deployed(home) and fill_if_empty  # a deployment never fills the demo
     with hold_home(settings):
         specs = list(sources or settings.sources)
-        say(f"ingest: reading {len(specs)} source(s)" if specs else "ingest: no sources given")
+        none = "ingest: no --source given and no `sources` setting"
+        say(f"ingest: reading {len(specs)} source(s)" if specs else none)
         ingested = tasks.ingest(settings, specs, fill)
         say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
         states = tasks.store_state(settings)

@@ -37,6 +37,20 @@ def publish_fit(root, benchmark: str, fitted, **kw):
     )  # fmt: skip
 
 
+def wide_csv(path: Path, n_models: int, n_items: int, seed: int = 0):
+    """A wide table (`model`, items `q0..`) of 0/1 answers, accuracy rising with the model
+    from 0.2 to 0.9; returns (path, the answers as an array)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    p = np.linspace(0.2, 0.9, n_models)[:, None]
+    values = (rng.random((n_models, n_items)) < p).astype(int)
+    lines = ["model," + ",".join(f"q{j}" for j in range(n_items))]
+    lines += [f"m{i:03d}," + ",".join(map(str, row)) for i, row in enumerate(values)]
+    path.write_text("\n".join(lines) + "\n")
+    return path, values
+
+
 # -- flows on tiny synthetic releases ----------------------------------------------------
 
 ITEMS = {"arc": 60, "gsm8k": 50}

@@ -80,7 +80,8 @@ def cmd_anchors(args) -> int:
     rows = anchor_rows(aset)
     if template is not None:
         template.parent.mkdir(parents=True, exist_ok=True)
-        template.write_text("item,correct\n" + "".join(f"{r['item']}," + "\n" for r in rows))
+        rows_text = "".join(f"{r['item']},\n" for r in rows)
+        template.write_text("item,correct\n" + rows_text, newline="\n")  # LF on every OS
     if args.json:
         out = {
             "benchmark": aset.benchmark, "version": aset.version, "source": aset.source,

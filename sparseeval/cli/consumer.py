@@ -49,10 +49,12 @@ def _add_predict(subparsers) -> None:
 
             the suite (every benchmark's anchors read together, and the suite average):
               sparseeval predict --benchmark suite --responses arc=arc.csv gsm8k=gsm8k.csv \\
-                  mmlu=mmlu.csv truthfulqa=tqa.csv winogrande=wino.csv
-            each file is named B=FILE, or holds suite ids B/ITEM (the template written by
-            `sparseeval anchors --benchmark suite --template FILE`); a benchmark answered
-            alone is read by its own reader.
+                  hellaswag=hs.csv mmlu=mmlu.csv truthfulqa=tqa.csv winogrande=wino.csv
+            one B=FILE per benchmark of the suite (`sparseeval anchors --benchmark suite`
+            lists them), or files of suite ids B/ITEM (the template written by
+            `sparseeval anchors --benchmark suite --template FILE`); with some benchmarks
+            unanswered, each answered one is read by its own reader, without the average,
+            and the output names the missing ones.
             """
         ),
     )
@@ -156,7 +158,8 @@ def _add_report(subparsers) -> None:
         ),
     )
     _common(r)
-    r.add_argument("--out", metavar="DIR", help="output folder (default: reports/{benchmark}/vN)")
+    r.add_argument("--out", metavar="DIR", help="output folder (default: $SPARSEEVAL_HOME/"
+                   "reports/{benchmark}/vN, with the home .sparseeval/ unless set)")  # fmt: skip
     r.add_argument("--drift", metavar="FILE", help="JSON list of drift rows to show")
     r.add_argument("--budget-rows", metavar="FILE", help="JSON list of budget rows to show")
     r.set_defaults(func=_guarded(cmd_report))
@@ -268,13 +271,18 @@ def _predict_suite(args) -> int:
     options = _lm_eval_options(args)
     answers = _suite_answers(suite, args.responses, options)
     estimates = suite.predict(answers, allow_missing=args.allow_missing)
+    note = suite.fallback_note(answers)
     if args.json:
+        if note:
+            print(f"note: {note}", file=sys.stderr)
         print(json.dumps({b: e.to_dict() for b, e in estimates.items()}, indent=2))
         return 0
-    read = "every benchmark's anchors" if len(answers) == len(suite.benchmarks) else "own anchors"
+    read = "own anchors" if note else "every benchmark's anchors"
     print(f"suite v{suite.version} ({read}):")
     for b, e in estimates.items():
         print(f"  {b:<12} {e}")
+    if note:
+        print(f"note: {note}")
     return 0
 
 

@@ -27,11 +27,14 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("data", nargs="?", help="wide CSV/Parquet: a 'model' column + one per item")
     fit.add_argument("--targets", help="CSV/Parquet of model,score (full-benchmark score)")
     fit.add_argument("--synthetic", nargs=2, type=int, metavar=("M", "N"),
-                     help="the built-in synthetic leaderboard (default 2000 x 600)")  # fmt: skip
+                     help="the built-in demo leaderboard: M models x N items")  # fmt: skip
     fit.add_argument("--anchors", default="20,50,100", help="budgets, e.g. 20,50,100")
     fit.add_argument("--paper", action="store_true",
                      help="also run the paper's recipe (MLP proxy, blind swaps; slow)")  # fmt: skip
-    fit.add_argument("--out", help="write anchors, predictor and metrics to this folder")
+    fit.add_argument("--out", help="write anchors, predictor and metrics to this folder, and"
+                     " each budget as an anchor set that predict --anchor-set reads")  # fmt: skip
+    fit.add_argument("--benchmark", metavar="NAME",
+                     help="name of the sets in --out (default: the data file's name)")  # fmt: skip
     fit.add_argument("--test", type=float, help="test models: a count, or a fraction if < 1")
     fit.add_argument("--valid", type=float, help="validation models: count or fraction")
     fit.add_argument("--seed", type=int, default=None)
@@ -147,39 +150,70 @@ def _budgets(text: str) -> list[int]:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from sparseeval.method.synthetic import make_synthetic
-    from sparseeval.pipeline.compare import budgets_for, compare_methods, write_fit
+    from sparseeval.pipeline.compare import clamp_note, compare_methods, write_fit
     from sparseeval.pipeline.settings import Settings
 
     budgets = _budgets(args.anchors)  # checked before any work
+    if args.out:
+        _set_name(args)  # a bad set name is refused before any work
     if args.data is None and args.targets:
         raise UserError("--targets needs a data file: sparseeval fit responses.csv --targets ...")
     if args.data is not None and args.synthetic:
         raise UserError("give a data file or --synthetic M N, not both")
+    if args.data is None and not args.synthetic:
+        raise UserError(
+            "give a data file (sparseeval fit responses.csv) or --synthetic M N"
+            " for the built-in demo leaderboard, e.g. --synthetic 2000 600"
+        )
     settings = Settings.load(args.config, seed=args.seed, n_test=args.test, n_valid=args.valid)
     say = (lambda s: None) if args.quiet or args.json else (lambda s: print(s, file=sys.stderr))
     if args.data is not None:
         matrix = read_wide(Path(args.data), Path(args.targets) if args.targets else None, say)
     else:
-        m, n = args.synthetic or (2000, 600)
-        say(f"no data file given: the built-in synthetic leaderboard, {m} models x {n} items")
+        m, n = args.synthetic
+        say(f"the built-in synthetic leaderboard: {m} models x {n} items")
         matrix = make_synthetic(m, n, seed=settings.seed)
-    say(f"matrix: {matrix.shape[0]} models x {matrix.shape[1]} items")
-    dropped = [k for k in budgets if k not in budgets_for(budgets, matrix.shape[1])]
-    if dropped:
-        say(f"budget(s) {', '.join(map(str, dropped))} left out: a budget must be below the"
-            f" {matrix.shape[1]} items (some items must stay out of the anchors)")  # fmt: skip
+    say(f"matrix: {matrix.shape[0]:,} models x {matrix.shape[1]:,} items")
     try:
+        if note := clamp_note(budgets, matrix.shape[1]):
+            say(note)
         result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper)
     except ValueError as e:
         raise UserError(str(e)) from e
-    if not result.rows:
-        raise UserError(f"no budget in {budgets} fits {matrix.shape[1]} items")
     if args.out:
         write_fit(args.out, result, matrix, settings)
-        say(f"wrote anchors, predictors and metrics to {args.out}")
+        _write_sets(args, result, matrix, settings, say)
     if args.json:
         print(json.dumps({"split": result.split.sizes(), "test_metrics": result.rows}, indent=2))
     else:
         print(f"test split: {result.split.sizes()['test']} models")
         print(result.table())
     return 0
+
+
+def _set_name(args: argparse.Namespace) -> str:
+    """The benchmark name of the sets `--out` holds: `--benchmark`, else the data's file name."""
+    from sparseeval.consume.ids import IdError, check_benchmark_name
+
+    name = args.benchmark or (Path(args.data).stem if args.data else "synthetic")
+    try:
+        return check_benchmark_name(name)
+    except IdError as exc:
+        raise UserError(f"--benchmark: {exc}") from None
+
+
+def _write_sets(args: argparse.Namespace, result, matrix, settings, say) -> None:
+    """Each budget as a promoted anchor set under `--out`; how to score a model with it."""
+    from sparseeval.pipeline.fit_sets import fit_provenance, fit_target, publish_fits
+
+    data = Path(args.data) if args.data else None
+    target = fit_target(matrix, Path(args.targets) if args.targets else None)
+    extra = {"target": target, "provenance": fit_provenance(data, matrix)}
+    name = _set_name(args)
+    folders = publish_fits(args.out, name, result, matrix, settings, extra)
+    say(f"wrote anchors, predictors and metrics to {args.out}, and {len(folders)} anchor set(s)"
+        f" of {name!r} ({', '.join(str(f) for f in folders)})")  # fmt: skip
+    say(
+        f"next: sparseeval predict --anchor-set {args.out} --benchmark {name} --responses"
+        " answers.csv"
+    )

@@ -121,11 +121,12 @@ def run_refresh(args: argparse.Namespace) -> int:
 
 
 class _DropInputErrors(logging.Filter):
-    """Drops log records that carry one of INPUT_ERRORS (Prefect logs them with a traceback)."""
+    """Drops log records that carry one of INPUT_ERRORS (Prefect logs them with a traceback),
+    or the run's closing PipelineError (its failed benchmarks were said one line each)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, INPUT_ERRORS)
+        return not isinstance(exc, INPUT_ERRORS) and type(exc).__name__ != "PipelineError"
 
 
 @contextlib.contextmanager

@@ -167,8 +167,13 @@ def _print_benchmarks(store, as_json: bool) -> int:
     if as_json:
         print(json.dumps(table.to_dicts(), indent=2))
     else:
+        empty = [row["benchmark"] for row in table.iter_rows(named=True) if not row["n_models"]]
         for row in table.iter_rows(named=True):
-            print(f"{row['benchmark']:<12} {row['n_models']:>7,} models {row['n_items']:>7,} items")
+            if row["n_models"]:
+                print(f"{row['benchmark']:<12} {row['n_models']:>7,} models {row['n_items']:>7,}"
+                      " items")  # fmt: skip
+        if empty:
+            print(f"known, no results yet: {', '.join(empty)}")
     return 0
 
 

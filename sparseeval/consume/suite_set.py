@@ -63,15 +63,27 @@ class SuiteAnchorSet:
         for b in answers:
             self._known(b)
         if set(answers) != set(self.benchmarks):
-            return {b: self.own[b].predict(r, allow_missing) for b, r in answers.items()}
+            return {b: _read(self.own[b], r, allow_missing, b) for b, r in answers.items()}
         joint = self.merge(
             (b, [(joint_item(b, item), v) for item, v in self._pairs(b, r)])
             for b, r in answers.items()
         )
         out: dict[str, Estimate] = {
-            b: self.joint[b].predict(joint, allow_missing) for b in self.benchmarks
+            b: _read(self.joint[b], joint, allow_missing) for b in self.benchmarks
         }
-        return out | {AVERAGE: self.average.predict(joint, allow_missing)}
+        return out | {AVERAGE: _read(self.average, joint, allow_missing)}
+
+    def fallback_note(self, answered: Iterable[str]) -> str:
+        """What a partial answer falls back to, naming the benchmarks not answered ('' when
+        every benchmark is answered)."""
+        missing = [b for b in self.benchmarks if b not in set(answered)]
+        if not missing:
+            return ""
+        return (
+            f"no answers for {', '.join(missing)} ({len(missing)} of {len(self.benchmarks)}"
+            " benchmarks): each answered benchmark is read from its own anchors only, and there"
+            " is no suite average; answer every benchmark for the joint estimates and average"
+        )
 
     def merge(self, sources: Iterable[tuple[str, Iterable[tuple[str, object]]]]) -> dict:
         """{suite id: correct} from (where, (suite id `B/item`, correct) pairs) sources.
@@ -113,6 +125,19 @@ class SuiteAnchorSet:
                 f"it has {', '.join(self.benchmarks)}"
             )
         return benchmark
+
+
+def _read(reader: AnchorSet, responses, allow_missing: bool, benchmark: str = "") -> Estimate:
+    """`reader.predict`; unusable answers are refused saying where the suite's anchors are
+    listed (they are its own: answers to a benchmark's published set may miss some)."""
+    try:
+        return reader.predict(responses, allow_missing)
+    except ResponsesError as exc:
+        where = f"{benchmark}: " if benchmark else ""
+        raise ResponsesError(
+            f"{where}{exc} (the suite's anchors of each benchmark are its own, not the"
+            " benchmark set's: `sparseeval anchors --benchmark suite` lists them)"
+        ) from None
 
 
 def load_suite(

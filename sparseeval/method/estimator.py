@@ -210,7 +210,7 @@ class SparseEval(AnchorEstimator):
             self.n_anchors, self.init, tuple(self.init_candidates), self.refine_steps,
             self.acceptance, self.swap_candidates, self.proxy, self.judge,
             seed=self.seed, progress=say,
-        ).fit(X, y, Xv, yv)  # fmt: skip
+        ).fit(X, y, Xv, yv, item_ids)  # fmt: skip
         self.anchors_ = self.selector_.anchors_
         ids = check_item_ids(item_ids, X.shape[1])
         self.anchor_ids_ = np.array([str(i) for i in ids[self.anchors_]], dtype=object)

@@ -19,7 +19,7 @@ from torch import nn
 from sparseeval.method.anchor_estimator import check_fit_input, check_item_ids
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.predictors import MLPPredictor
-from sparseeval.method.selection import Swap
+from sparseeval.method.selection import Swap, swap_words
 
 log = logging.getLogger("sparseeval")
 
@@ -207,7 +207,7 @@ class PaperSparseEval(SparseEval):
         anchors = self._initial_anchors(init, X, rng)
         say(f"paper recipe: {init} initialization of {k} anchors")
         Y, t = _zero_one(X, device), _tensor(y, device)
-        self.history_ = [self._refine_round(step, anchors, Y, t, device, say)
+        self.history_ = [self._refine_round(step, anchors, Y, t, device, say, ids)
                          for step in range(self.refine_steps)]  # fmt: skip
         model, net = self._final_mlp(anchors, Y, t, _zero_one(Xv, device), _tensor(yv, device))
         self._keep(init, anchors, model, net, ids, Xv, yv)
@@ -231,7 +231,7 @@ class PaperSparseEval(SparseEval):
             return [int(a) for a in paper_kmeans_anchors(X, k, self.seed, rng)]
         return [int(a) for a in rng.choice(X.shape[1], size=k, replace=False)]
 
-    def _refine_round(self, step: int, anchors: list[int], Y, t, device, say) -> Swap:
+    def _refine_round(self, step: int, anchors: list[int], Y, t, device, say, ids) -> Swap:
         """One blind swap: a fresh proxy MLP; weakest anchor (AIS) out, top CIS item in.
 
         `anchors` is changed in place; every swap is applied (no MAE is measured).
@@ -251,7 +251,8 @@ class PaperSparseEval(SparseEval):
         removed = anchors[weakest]
         nan = float("nan")
         anchors[weakest] = added
-        say(f"paper refine round {step + 1}/{self.refine_steps}: swap {removed} -> {added}")
+        words = swap_words(removed, added, ids)
+        say(f"paper refine round {step + 1}/{self.refine_steps}: swap {words}")
         return Swap(step, removed, added, float(ais[weakest]), float(cis[added]), nan, nan, True)
 
     def _final_mlp(self, anchors: list[int], Y, t, Yv, tv) -> tuple[ZeroOneMLP, nn.Sequential]:

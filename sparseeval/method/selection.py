@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.cluster import KMeans
 
+from sparseeval.method.anchor_estimator import check_item_ids
 from sparseeval.method.predictors import MLPPredictor, RidgePredictor
 
 log = logging.getLogger("sparseeval")
@@ -107,6 +108,11 @@ class Swap:
     accepted: bool
 
 
+def swap_words(removed: int, added: int, item_ids: np.ndarray) -> str:
+    """`item 914 -> item 231`: a swap in item ids (column indices are no one's ids)."""
+    return f"item {item_ids[removed]} -> item {item_ids[added]}"
+
+
 def _mae(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.abs(pred - y)))
 
@@ -181,8 +187,11 @@ class AnchorSelector:
             return greedy_anchors(X, y, k)
         raise ValueError(f"unknown init {name!r}; use random, kmeans, greedy or adaptive")
 
-    def fit(self, X_train, y_train, X_valid, y_valid) -> AnchorSelector:
-        """Select anchors from training rows; held-out MAE judges candidates and swaps."""
+    def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> AnchorSelector:
+        """Select anchors from training rows; held-out MAE judges candidates and swaps.
+
+        item_ids: names the items in the progress lines (default: the column indices).
+        """
         X = np.asarray(X_train, dtype=np.float32)
         Xv = np.asarray(X_valid, dtype=np.float32)
         y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
@@ -190,6 +199,7 @@ class AnchorSelector:
             X, y = np.vstack([X, Xv]), np.concatenate([y, yv])
         if not 0 < self.n_anchors < X.shape[1]:
             raise ValueError(f"n_anchors must be in 1..{X.shape[1] - 1}, got {self.n_anchors}")
+        ids = check_item_ids(item_ids, X.shape[1])
         rng = np.random.default_rng(self.seed)
         given = not isinstance(self.init, str)
         names = (
@@ -217,7 +227,8 @@ class AnchorSelector:
             )
             self.history_.append(swap)
             self.progress(
-                f"refine step {step + 1}/{self.refine_steps}: swap {swap.removed} -> {swap.added} "
+                f"refine step {step + 1}/{self.refine_steps}: swap"
+                f" {swap_words(swap.removed, swap.added, ids)} "
                 f"{'kept' if swap.accepted else 'rejected'}, held-out MAE {100 * mae:.3f}"
             )
             if not swap.accepted:
@@ -232,6 +243,7 @@ class AnchorSelector:
         cis = contribution_scores(X, proxy.predict(XA) - y, Z)
         cis[anchors] = -np.inf
         n_try = 1 if self.acceptance == "always" else self.swap_candidates
+        n_try = min(n_try, X.shape[1] - len(anchors))  # only items outside the anchors
         trials = []
         for j in np.argsort(-cis)[:n_try]:
             new = np.sort(np.append(np.delete(anchors, weakest), j))

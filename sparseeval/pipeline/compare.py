@@ -40,9 +40,30 @@ class Comparison:
         return "\n".join(lines)
 
 
+def budget_that_fits(budget: int, n_items: int) -> int:
+    """`budget` capped at `n_items - 1` (at least one item stays out of the anchors); a
+    ValueError, said in one line, when the pool is too small to select from."""
+    if n_items < 2:
+        raise ValueError(f"{n_items} item(s): selecting anchors needs at least 2 items")
+    return min(budget, n_items - 1)
+
+
 def budgets_for(budgets: Sequence[int], n_items: int) -> list[int]:
-    """The budgets that fit the item pool (keeping at least one item out)."""
-    return [k for k in budgets if 0 < k < n_items]
+    """The budgets fitted on a pool of `n_items`: each capped to fit (`budget_that_fits`),
+    in order, without repeats."""
+    return list(dict.fromkeys(budget_that_fits(k, n_items) for k in budgets if k > 0))
+
+
+def clamp_note(budgets: Sequence[int], n_items: int) -> str:
+    """`budget 100 does not fit 100 items: fitting 99 anchors ...` ('' when all fit)."""
+    over = [k for k in budgets if k >= n_items]
+    if not over:
+        return ""
+    k = budget_that_fits(max(over), n_items)
+    listed = ", ".join(map(str, over))
+    which = f"budget {listed} does" if len(over) == 1 else f"budgets {listed} do"
+    return (f"{which} not fit {n_items:,} items: fitting {k} anchors"
+            " (at least one item stays out of the anchors)")  # fmt: skip
 
 
 def compare_methods(

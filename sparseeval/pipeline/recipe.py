@@ -204,6 +204,18 @@ def test_step(est, matrix: ResponseMatrix, split: FitSplit, seed: int):
     return pred, test, curve
 
 
+def settings_that_fit(settings: Settings, matrix_info: MatrixInfo) -> Settings:
+    """`settings` with its one budget capped to the benchmark's pool (`budget_that_fits`):
+    100 anchors on 100 items fit 99. A pool under 2 items is a PipelineError."""
+    from sparseeval.pipeline.compare import budget_that_fits
+
+    try:
+        k = budget_that_fits(int(settings.n_anchors), matrix_info.n_items)
+    except ValueError as exc:
+        raise PipelineError(f"{matrix_info.benchmark}: {exc}") from None
+    return settings if k == settings.n_anchors else settings.replace(n_anchors=k)
+
+
 def fit_step(
     matrix_info: MatrixInfo,
     settings: Settings,
@@ -212,9 +224,13 @@ def fit_step(
 ) -> FitInfo:
     """Split, select anchors, fit the final predictor, test it; save to `artifacts/model/{key}`.
 
+    A budget the pool cannot hold is capped (`settings_that_fit`); `FitInfo.n_anchors` says
+    how many were fitted.
+
     An existing artifact with the same key is reused (`trained=False`) unless `force`
     (the folder is renamed into place whole: its summary.json says it is complete).
     """
+    settings = settings_that_fit(settings, matrix_info)
     key = fit_key(matrix_info.fingerprint, settings)
     folder = artifact_path(settings.artifacts_dir, "model", key)
     done = (folder / "summary.json").is_file() and (folder / EVALUATION_FILE).is_file()

@@ -80,7 +80,8 @@ class Settings:
     # matrices
     max_missing_model_frac: float = _in("matrix", 0.0)
     # what a set estimates: "reported" (the score the source reports, e.g. the leaderboard's),
-    # "items" (the mean over the stored items), "auto" (reported when every model has one)
+    # "items" (the mean over the stored items), "auto" (reported when at most 5% of the
+    # models lack one, and those are left out: `store.build.AUTO_MAX_UNSCORED`)
     target: str = _in("matrix", "auto")
     # drift and publishing
     drift_mae_points: float = _in("drift", 3.0)

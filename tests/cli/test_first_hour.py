@@ -125,7 +125,7 @@ def test_fit_says_what_it_leaves_out(tmp_path, capsys):
     assert "column(s) split ignored" in err
     assert "7 score row(s) ignored" in err
     assert "divided by 100" in err
-    assert "budget(s) 40 left out" in err
+    assert "budget 40 does not fit 12 items: fitting 11 anchors" in err
 
 
 def test_a_missing_answer_names_its_line_and_column(tmp_path, capsys):

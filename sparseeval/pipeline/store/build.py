@@ -18,8 +18,14 @@ log = logging.getLogger(__name__)
 BATCH_ROWS = 4_000_000
 # What a matrix's targets are: `items` the row mean over the kept items (the paper's
 # uniform target), `reported` each model's stored reported score (every kept model must
-# have one), `auto` reported when every kept model has one, else items.
+# have one), `auto` reported when nearly every kept model has one (the few without are
+# left out, and the note says how many), else items.
 TARGETS = ("auto", "reported", "items")
+# `auto`: the share of models that may lack a reported score and be left out (a policy, not
+# a measured optimum). One model without a leaderboard row (metabench: 1 of 4,280 on ARC)
+# must not switch a benchmark to another target; with many more missing, leaving them out
+# would change which models the set learns from, so `auto` falls back to the items.
+AUTO_MAX_UNSCORED = 0.05
 
 
 @dataclass
@@ -81,9 +87,12 @@ def build_matrix(
     if values.size == 0:
         raise MatrixError(f"{benchmark}: no complete models x items left after the missing policy")
     chosen = choose_target(store, bid, models["model_id"].to_numpy()[keep_rows], target)
+    rows = keep_rows  # the summary's `models_dropped` counts the missing policy's alone
+    if chosen.scored is not None:  # `auto` left out the models without a reported score
+        values, rows = values[chosen.scored], _narrow(keep_rows, chosen.scored)
     matrix = ResponseMatrix(
         values,
-        models["model"].to_numpy().astype(object)[keep_rows],
+        models["model"].to_numpy().astype(object)[rows],
         items["item"].to_numpy().astype(object)[keep_cols],
         chosen.scores,
     )
@@ -108,24 +117,47 @@ class ChosenTarget:
     scores: np.ndarray | None = None
     definition: str = ""
     note: str = ""
+    scored: np.ndarray | None = None  # which models have a score, when some were left out
 
 
 def choose_target(store: Store, bid: int, model_ids: np.ndarray, target: str) -> ChosenTarget:
-    """The reported scores of `model_ids` (in order) when `target` asks for them and every
-    model has one; `reported` refuses with a MatrixError otherwise, `auto` falls back."""
+    """The reported scores of `model_ids` (in order) when `target` asks for them.
+
+    `reported` needs every model to have one (a MatrixError otherwise); `auto` takes them
+    when at most `AUTO_MAX_UNSCORED` of the models have none, leaving those out (`scored`
+    and the note say so), and falls back to the items' mean otherwise.
+    """
     if target == "items":
         return ChosenTarget("items")
     stored = _stored_scores(store, bid)
     by_id = dict(zip(stored["model_id"].to_list(), stored["score"].to_list(), strict=True))
     missing = [int(i) for i in model_ids if int(i) not in by_id]
-    if missing:
-        why = f"models without a reported score: {len(missing):,} of {len(model_ids):,}"
-        if target == "reported":
-            names = fetch(store.con, "build_score_missing", {"ids": missing})
-            shown = ", ".join(name for (name,) in names)
-            raise MatrixError(f"target reported: {why} (e.g. {shown}); ingest their scores"
-                              " (scores:FILE.csv) or use target items")  # fmt: skip
+    names = _names(store, missing)
+    why = f"models without a reported score: {len(missing):,} of {len(model_ids):,}"
+    if missing and target == "reported":
+        raise MatrixError(f"target reported: {why} (e.g. {names}); ingest their scores"
+                          " (scores:FILE.csv) or use target items")  # fmt: skip
+    if len(missing) == len(model_ids):
+        return ChosenTarget("items", note="auto: no model has a reported score, so the target"
+                                          " is the items' mean")  # fmt: skip
+    if len(missing) > AUTO_MAX_UNSCORED * len(model_ids):
         return ChosenTarget("items", note=f"auto: {why}, so the target is the items' mean")
+    chosen = _reported(stored, by_id, model_ids[np.isin(model_ids, missing, invert=True)])
+    if missing:
+        chosen.scored = np.isin(model_ids, missing, invert=True)
+        chosen.note = f"auto: {why} left out (e.g. {names})"
+    return chosen
+
+
+def _names(store: Store, model_ids: list[int]) -> str:
+    """The first few names of `model_ids`, comma-separated ('' for none)."""
+    if not model_ids:
+        return ""
+    return ", ".join(n for (n,) in fetch(store.con, "build_score_missing", {"ids": model_ids}))
+
+
+def _reported(stored: pl.DataFrame, by_id: dict, model_ids: np.ndarray) -> ChosenTarget:
+    """The reported scores of `model_ids` (each has one) and their definition in words."""
     used = set(model_ids.tolist())
     defs = stored.filter(pl.col("model_id").is_in(used))["definition"].value_counts(sort=True)
     definition = "; ".join(
@@ -133,6 +165,13 @@ def choose_target(store: Store, bid: int, model_ids: np.ndarray, target: str) ->
     )
     scores = np.array([by_id[int(i)] for i in model_ids], dtype=np.float64)
     return ChosenTarget("reported", scores, definition)
+
+
+def _narrow(keep: np.ndarray, among_kept: np.ndarray) -> np.ndarray:
+    """`keep` (over every model) with only the kept models where `among_kept` is True."""
+    out = keep.copy()
+    out[np.flatnonzero(keep)[~among_kept]] = False
+    return out
 
 
 def _stored_scores(store: Store, bid: int) -> pl.DataFrame:

@@ -72,6 +72,8 @@ class IngestReport:
         source = _printable(self.source)
         if self.status != "ok":
             return f"{source}: {self.status} ({_printable(self.message)})"
+        if self.n_read == 0 and self.scores.n_read:  # a scores file: no per-item rows to count
+            return f"{source}: {_printable(self.message)} in {self.seconds:.1f}s"
         return (
             f"{source}: read {self.n_read:,}; new {self.n_new:,}, updated {self.n_updated:,},"
             f" unchanged {self.n_unchanged:,}, quarantined {self.n_quarantined:,},"

@@ -1,0 +1,65 @@
+"""`sparseeval fit --out DIR`: each budget's fit as a promoted anchor set under DIR.
+
+The folder then loads like a published one: `sparseeval predict --anchor-set DIR
+--benchmark NAME`, `load_anchor_set(DIR, NAME)`. One budget is `DIR/{name}/v{N}/`, several
+are `DIR/{name}/k{budget}/v{N}/` (the layout of `sparseeval refresh`); fitting into the
+same folder again adds the next version and points `latest` at it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.metrics import evaluate
+from sparseeval.pipeline.compare import Comparison
+from sparseeval.pipeline.versions import set_latest, write_version
+
+
+def fit_target(matrix: ResponseMatrix, targets: Path | None) -> dict[str, str]:
+    """What the fit estimates, in words (the manifest's `target`)."""
+    if targets is None:
+        return {"kind": "items", "definition": f"mean over the {matrix.shape[1]:,} given items",
+                "note": ""}  # fmt: skip
+    return {"kind": "reported", "definition": f"the score column of {targets.name}", "note": ""}
+
+
+def fit_provenance(data: Path | None, matrix: ResponseMatrix) -> dict[str, Any]:
+    """Where the fit's results came from, in the shape of `Store.provenance`."""
+    kind = "synthetic" if data is None else "fit"
+    m, n = matrix.shape
+    sources = ["built-in synthetic leaderboard" if data is None else str(data.resolve())]
+    return {"synthetic": data is None,
+            "kinds": {kind: {"n_results": m * n, "n_sources": 1, "sources": sources}}}  # fmt: skip
+
+
+def publish_fits(
+    out_dir: str | Path,
+    benchmark: str,
+    comparison: Comparison,
+    matrix: ResponseMatrix,
+    settings,
+    extra: dict[str, Any],
+) -> list[Path]:
+    """Write and promote each fitted budget of `comparison` as a set of `benchmark`.
+
+    extra: manifest entries (`target`, `provenance`). Returns the version folders.
+    """
+    several = len(comparison.fitted) > 1
+    split, X, y = comparison.split, matrix.values, matrix.y
+    folders = []
+    for k, est in comparison.fitted.items():
+        pred = est.predict(X[split.test])
+        budget = k if several else None
+        folder = write_version(
+            out_dir, benchmark, est, data_fingerprint=matrix.fingerprint(),
+            split_sizes=split.sizes() | {"calibration": len(comparison.calib)},
+            metrics={"test": evaluate(pred, y[split.test])}, settings=settings,
+            report_inputs={"test_pred": pred, "test_true": y[split.test],
+                           "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
+            budget=budget, extra=extra,
+        )  # fmt: skip
+        set_latest(out_dir, benchmark, int(folder.name[1:]), budget)
+        folders.append(folder)
+    return folders
