@@ -34,6 +34,13 @@ def fit_provenance(data: Path | None, matrix: ResponseMatrix) -> dict[str, Any]:
             "kinds": {kind: {"n_results": m * n, "n_sources": 1, "sources": sources}}}  # fmt: skip
 
 
+def opaque_sources(items) -> dict[str, dict]:
+    """A fit's item ids are a table's column names (or synthetic): no lm-eval doc ids."""
+    from sparseeval.consume.identity import OPAQUE
+
+    return {str(i): {"id_kind": OPAQUE} for i in items}
+
+
 def publish_fits(
     out_dir: str | Path,
     benchmark: str,
@@ -58,7 +65,7 @@ def publish_fits(
             metrics={"test": evaluate(pred, y[split.test])}, settings=settings,
             report_inputs={"test_pred": pred, "test_true": y[split.test],
                            "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
-            budget=budget, extra=extra,
+            budget=budget, extra=extra, item_sources=opaque_sources(est.anchor_ids_),
         )  # fmt: skip
         set_latest(out_dir, benchmark, int(folder.name[1:]), budget)
         folders.append(folder)

@@ -40,6 +40,10 @@ def test_a_fit_folder_loads_in_predict_and_load_anchor_set(anchors, tmp_path, ca
     said = capsys.readouterr().out
     assert re.match(rf"arc v1: estimated accuracy \d.* from {len(aset.items)}/", said)
     assert "estimates: mean over the 14 given items" in said
+    # a table's column names are no lm-eval doc ids: export refuses them in one line
+    assert main(["export-lm-eval", "--anchor-set", str(out), "--benchmark", "arc", "--out",
+                 str(tmp_path / "ids.json")]) == 2  # fmt: skip
+    assert "opaque" in capsys.readouterr().err
 
 
 def test_a_fit_set_is_named_after_its_data_file_and_refits_add_versions(tmp_path, capsys):
