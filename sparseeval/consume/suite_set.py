@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set
+from sparseeval.consume.flags import KEY, disagreement, widened
 from sparseeval.consume.inference import load_predictor
 from sparseeval.consume.layout import LATEST, AnchorSetError
 from sparseeval.consume.responses import MergedAnswers, ResponsesError, as_pairs, printable
@@ -68,10 +69,15 @@ class SuiteAnchorSet:
             (b, [(joint_item(b, item), v) for item, v in self._pairs(b, r)])
             for b, r in answers.items()
         )
-        out: dict[str, Estimate] = {
-            b: self.joint[b].predict(joint, allow_missing) for b in self.benchmarks
-        }
-        return out | {AVERAGE: self.average.predict(joint, allow_missing)}
+        out: dict[str, Estimate] = {}
+        disagree: list[str] = []
+        for b in self.benchmarks:
+            est = self.joint[b].predict(joint, allow_missing)
+            line = disagreement(est, self.own[b].predict(answers[b], allow_missing))
+            out[b] = widened(est, (line,) if line else (), self.joint[b].conformal.halfwidth)
+            disagree += [line] if line else []
+        average = self.average.predict(joint, allow_missing)
+        return out | {AVERAGE: widened(average, tuple(disagree), self.average.conformal.halfwidth)}
 
     def merge(self, sources: Iterable[tuple[str, Iterable[tuple[str, object]]]]) -> dict:
         """{suite id: correct} from (where, (suite id `B/item`, correct) pairs) sources.
@@ -151,6 +157,7 @@ def _member(suite: AnchorSet, benchmark: str, reader: dict, items: list[str]) ->
         "item_sources": reader.get("item_sources"),
         "interval": reader["interval"],
         "predictor": {"folder": reader["folder"], "anchor_means": reader.get("anchor_means")},
+        KEY: reader.get(KEY),
     }
     member = AnchorSet(manifest, predictor, suite.source, suite.folder)
     member.check_predictor()
