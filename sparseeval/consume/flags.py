@@ -4,7 +4,8 @@ A published set stores a `PoolCheck` in its manifest (key `pool_check`; sets pub
 before it give no flags). For one model it says, in one line per reason, why its estimate
 deserves less trust than the interval's calibration models':
 
-* `range`: the estimate lies beyond the training models' score range (plus `margin`);
+* `range`: the estimate lies beyond the range of the training models' estimates
+  (`low`-`high`: all but a small share at each end, plus `margin`);
 * `pattern`: its answers on the anchors are unlikely under the training models. Each
   anchor i has a logistic curve P(correct) = sigmoid(a_i + b_i * logit(estimate)) fitted
   on the training models; the person-fit statistic l_z (Drasgow et al. 1985) standardizes
@@ -23,7 +24,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 KEY = "pool_check"  # the manifest key
-CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit
+CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and so are the
+# curves' probabilities: one surprising answer costs at most log(CLIP) (a robust l_z)
 # A suite estimate whose readers disagree: half-width times this (measured, bench/newcomers.py).
 DISAGREE_WIDEN = 2.0
 
@@ -41,8 +43,8 @@ def person_fit(X, values, a, b) -> np.ndarray:
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     z = logit(np.atleast_1d(values))[:, None]
     eta = np.asarray(a)[None, :] + np.asarray(b)[None, :] * z
-    log_p, log_q = -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta)  # log p, log(1 - p)
-    p, seen = np.exp(log_p), ~np.isnan(X)
+    p = np.clip(np.exp(-np.logaddexp(0.0, -eta)), CLIP, 1 - CLIP)
+    log_p, log_q, seen = np.log(p), np.log1p(-p), ~np.isnan(X)
     observed = np.where(X > 0, log_p, log_q)
     expected = p * log_p + (1 - p) * log_q
     variance = p * (1 - p) * (log_p - log_q) ** 2
@@ -77,6 +79,17 @@ class PoolCheck:
         """Boolean per row: out of range or unlikely answer pattern."""
         return self.out_of_range(values) | (self.lz(X, values) < self.threshold)
 
+    def widening(self, X, values, halfwidth) -> tuple[np.ndarray, np.ndarray]:
+        """(below, above) per row: how much to widen each side of its interval.
+
+        An unlikely pattern widens both sides, an estimate beyond the range only the far
+        side (the set cannot reach past its pool); each by `(widen - 1) * halfwidth`."""
+        v = np.asarray(values, dtype=np.float64)
+        extra = (self.widen - 1.0) * np.asarray(halfwidth, dtype=np.float64)
+        pattern = self.lz(X, v) < self.threshold
+        low, high = v < self.low - self.margin, v > self.high + self.margin
+        return np.where(pattern | low, extra, 0.0), np.where(pattern | high, extra, 0.0)
+
     def reasons(self, x, value: float) -> tuple[str, ...]:
         """One human line per reason this model (one +-1 vector) is unlike the pool."""
         out = []
@@ -93,10 +106,6 @@ class PoolCheck:
                 f"{self.threshold:.1f}, which flags {self.rate:.0%} of calibration models)"
             )
         return tuple(out)
-
-    def extra(self, halfwidth: float) -> float:
-        """How much to widen each side of a flagged estimate's interval."""
-        return (self.widen - 1.0) * float(halfwidth)
 
     def to_dict(self) -> dict:
         return {

@@ -245,10 +245,8 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_fitted(est, tmp)
-    X, y = matrix.values, matrix.y
-    (tmp / POOL_FILE).write_text(
-        json.dumps(estimator_pool_check(est, X, y, split.train, split.calib).to_dict())
-    )
+    pool = estimator_pool_check(est, matrix.values[split.train], matrix.values[split.calib])
+    (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
            for k in ("train", "valid", "test")}  # fmt: skip
     np.savez(tmp / EVALUATION_FILE, test_pred=np.asarray(pred, dtype=np.float64),
