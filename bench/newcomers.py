@@ -115,9 +115,20 @@ def fit_group(X, y, test: np.ndarray, k: int, seed: int, level: float, cache: st
     return est.predict(X[test]), greedy.predict(X[test]), ci, len(train)
 
 
+def random_answers(n_models: int, n_items: int, share: float = 0.7, seed: int = 70):
+    """A new user's test of the issue: answers drawn at random, `share` of them correct."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random((n_models, n_items)) < share, 1.0, -1.0).astype(np.float32)
+
+
 def save_fit(path: str, est, X, y, rows: dict[str, np.ndarray]) -> None:
     """A fit's anchor answers, estimates and truths per part, for offline evaluation (flags)."""
     arrays = {"anchors": np.asarray(est.anchors_)}
+    noise = random_answers(len(rows["test"]), X.shape[1])
+    arrays |= {
+        "X_random": noise[:, est.anchors_].astype(np.int8),
+        "pred_random": est.predict(noise),
+    }
     for part, r in rows.items():
         arrays |= {f"X_{part}": X[r][:, est.anchors_].astype(np.int8), f"y_{part}": y[r],
                    f"pred_{part}": est.predict(X[r]), f"rows_{part}": r}  # fmt: skip

@@ -99,6 +99,14 @@ def save_suite(path: str, suite, X, y, rows: dict[str, np.ndarray]) -> None:
             arrays |= {f"y_{part}_{b}": y[b][r], f"pred_{part}_{b}": joint[b],
                        f"own_{part}_{b}": suite.estimators_[b].predict(X[b][r])}  # fmt: skip
     arrays |= {f"columns_{b}": suite.columns_[b] for b in BENCHMARKS}
+    from newcomers import random_answers
+
+    noise = {b: random_answers(len(rows["test"]), v.shape[1], seed=70 + i)
+             for i, (b, v) in enumerate(X.items())}  # fmt: skip
+    joint = suite.predict(noise)
+    arrays |= {"X_random": suite.joint_input(noise).astype(np.int8)}
+    arrays |= {f"pred_random_{b}": v for b, v in joint.items()}
+    arrays |= {f"own_random_{b}": suite.estimators_[b].predict(noise[b]) for b in BENCHMARKS}
     np.savez_compressed(path, **arrays)
 
 

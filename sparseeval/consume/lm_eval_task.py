@@ -299,6 +299,8 @@ def _estimate(pairs):
             f"sparseeval: {{len(est.missing)}} of {{est.n_anchors}} anchors not run (--limit?); "
             "imputed, interval widened"
         )
+    if est.flags:
+        print(f"sparseeval: {{est.flag_line}}")
     return est
 
 
