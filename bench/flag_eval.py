@@ -17,7 +17,7 @@ import polars as pl
 
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.flags import DISAGREE_WIDEN
-from sparseeval.method.pool import fit_pool_check
+from sparseeval.method.pool import DEFAULT_WIDEN, SUITE_WIDEN, fit_pool_check
 
 SUITE = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 
@@ -30,16 +30,17 @@ def check_of(arrays, key: str = "", columns=None, pred: str = "pred", **kw):
                           arrays[f"{pred}_calib{key}"], **kw)  # fmt: skip
 
 
-def reader(arrays, key: str, level: float, columns=None, pred: str = "pred", **kw) -> dict:
-    """One reader's held-out intervals: plain and widened by its pool check's flags."""
+def reader(arrays, key: str, level: float, columns=None, pred="pred", part="test", **kw) -> dict:
+    """One reader's intervals of the `part` models ("test": held out, "random": random
+    answers): plain and widened by its pool check's flags."""
     check = check_of(arrays, key, columns, pred, **kw)
     ci = ConformalInterval.fit(arrays[f"{pred}_calib{key}"] - arrays[f"y_calib{key}"], level)
-    X = arrays["X_test"][:, slice(None) if columns is None else columns].astype(np.float64)
-    p = arrays[f"{pred}_test{key}"]
+    X = arrays[f"X_{part}"][:, slice(None) if columns is None else columns].astype(np.float64)
+    p = arrays[f"{pred}_{part}{key}"]
     low, high = ci.interval(p)
-    below, above = check.widening(X, p, ci.halfwidth)
-    wide = {"wide_low": np.clip(low - below, 0, 1), "wide_high": np.clip(high + above, 0, 1)}
-    return {"pred": p, "true": arrays[f"y_test{key}"], "low": low, "high": high,
+    wide_low, wide_high = ci.interval(p, extra=check.widening(X, p, ci.halfwidth))
+    wide = {"wide_low": wide_low, "wide_high": wide_high}
+    return {"pred": p, "true": arrays.get(f"y_{part}{key}"), "low": low, "high": high,
             "flagged": check.flagged(X, p), "halfwidth": ci.halfwidth} | wide  # fmt: skip
 
 
@@ -51,16 +52,16 @@ def disagree(r: dict, disjoint: np.ndarray) -> dict:
                 "wide_high": np.clip(r["wide_high"] + extra, 0, 1)}  # fmt: skip
 
 
-def suite_readers(arrays, level: float, **kw) -> dict[str, dict]:
+def suite_readers(arrays, level: float, part: str = "test", **kw) -> dict[str, dict]:
     """Joint readers checked against the own readers, and the average, as the consumer does."""
     out, any_disjoint = {}, None
     for b in SUITE:
-        joint = reader(arrays, f"_{b}", level, **kw)
-        own = reader(arrays, f"_{b}", level, arrays[f"columns_{b}"], pred="own", **kw)
+        joint = reader(arrays, f"_{b}", level, part=part, **kw)
+        own = reader(arrays, f"_{b}", level, arrays[f"columns_{b}"], "own", part, **kw)
         disjoint = (joint["wide_low"] > own["wide_high"]) | (own["wide_low"] > joint["wide_high"])
         out[b] = disagree(joint, disjoint)
         any_disjoint = disjoint if any_disjoint is None else any_disjoint | disjoint
-    out["average"] = disagree(reader(arrays, "_average", level, **kw), any_disjoint)
+    out["average"] = disagree(reader(arrays, "_average", level, part=part, **kw), any_disjoint)
     return out
 
 
@@ -79,6 +80,16 @@ def stats(r: dict) -> dict:
     }  # fmt: skip
 
 
+def fit_readers(name: str, arrays: dict, level: float, **kw):
+    """(label, held-out reader, random-answers reader or None) of one cached fit."""
+    parts = ("test", "random") if "X_random" in arrays else ("test",)
+    if name != "suite":
+        got = [reader(arrays, "", level, part=part, **kw) for part in parts]
+        return [(name, got[0], got[1] if len(got) > 1 else None)]
+    got = [suite_readers(arrays, level, part, **kw) for part in parts]
+    return [(f"suite {b}", r, got[1][b] if len(got) > 1 else None) for b, r in got[0].items()]
+
+
 def cached_rows(folder: str, level: float = 0.9, **kw) -> list[dict]:
     """`stats` of every cached fit's held-out models (benchmark sets and suite readers)."""
     rows = []
@@ -86,19 +97,17 @@ def cached_rows(folder: str, level: float = 0.9, **kw) -> list[dict]:
         name, seed, group = os.path.basename(path)[:-4].rsplit("-", 2)
         with np.load(path) as npz:
             arrays = {k: npz[k] for k in npz.files}
-        if name == "suite":
-            readers = {f"suite {b}": r for b, r in suite_readers(arrays, level, **kw).items()}
-        else:
-            readers = {name: reader(arrays, "", level, **kw)}
-        for label, r in readers.items():
-            rows.append({"data": label, "group": group, "seed": int(seed[1:])} | stats(r))
+        widen = {"widen": SUITE_WIDEN if name == "suite" else DEFAULT_WIDEN}
+        for label, r, noise in fit_readers(name, arrays, level, **(widen | kw)):
+            row = {"data": label, "group": group, "seed": int(seed[1:])} | stats(r)
+            rows.append(row | {"random_flagged": noise and float(noise["flagged"].mean())})
     return rows
 
 
 def table(rows: list[dict]) -> str:
     """Per benchmark and held-out group, means over seeds."""
     cols = ("n", "flagged", "coverage", "coverage_widened", "flagged_coverage",
-            "flagged_coverage_widened", "width", "width_widened")  # fmt: skip
+            "flagged_coverage_widened", "width", "width_widened", "random_flagged")  # fmt: skip
     agg = (
         pl.DataFrame(rows)
         .group_by("data", "group", maintain_order=True)
@@ -107,14 +116,15 @@ def table(rows: list[dict]) -> str:
     pct = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
     lines = [
         "| data | held-out group | seeds | test models | flagged | 90% coverage before -> after "
-        "| flagged models' coverage before -> after | mean width before -> after (pts) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| flagged models' coverage before -> after | mean width before -> after (pts) "
+        "| random answers (70%) flagged |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in agg.iter_rows(named=True):
         lines.append(
             f"| {r['data']} | {r['group']} | {r['seeds']} | {r['n']:.0f} | {pct(r['flagged'])} "
             f"| {pct(r['coverage'])} -> {pct(r['coverage_widened'])} "
             f"| {pct(r['flagged_coverage'])} -> {pct(r['flagged_coverage_widened'])} "
-            f"| {r['width']:.2f} -> {r['width_widened']:.2f} |"
+            f"| {r['width']:.2f} -> {r['width_widened']:.2f} | {pct(r['random_flagged'])} |"
         )
     return "\n".join(lines)

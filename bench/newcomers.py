@@ -20,6 +20,12 @@ underestimated), and the coverage of the published 90% interval. `greedy+ridge` 
 same split gives context (is the shift hard for every reader?).
 
     python bench/newcomers.py --data arc --seeds 1
+    python bench/newcomers.py --cache DIR --seeds 1    # flags: fits saved once, then the table
+
+With `--cache`, each fit's anchor answers and estimates are saved (plus 400 models answering
+at random, 70% correct) and `flag_eval.py` prints the flags table from them: the pool check
+(`sparseeval.method.pool`) fitted as the pipeline fits it, flag rates, and coverage and width
+before and after widening the flagged estimates.
     python bench/newcomers.py --data arc,gsm8k,mmlu,truthfulqa,winogrande --seeds 2
 """
 
@@ -36,6 +42,7 @@ import polars as pl
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import flag_eval
 from accuracy import METABENCH, QUIET, load
 
 from sparseeval import Settings
@@ -163,9 +170,11 @@ def main() -> None:
         help="save each fit's anchor answers and estimates in this folder (fits already there "
         "are reused), then print the flags table from them",
     )
+    parser.add_argument("--groups", default=None, help="with --cache: only these groups")
     args = parser.parse_args()
     if args.cache:
         cache_fits(args)
+        print(flag_eval.table(flag_eval.cached_rows(args.cache, args.level)))
         return
     rows = []
     for name in args.data.split(","):
@@ -207,6 +216,8 @@ def cache_fits(args) -> None:
         avg, arch = leaderboard_meta(matrix.model_ids)
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             for scenario, test in groups(avg, arch, seed).items():
+                if args.groups and scenario not in args.groups.split(","):
+                    continue
                 path = cache_path(args.cache, name, seed, scenario)
                 if not os.path.exists(path):
                     t = time.perf_counter()

@@ -279,12 +279,10 @@ class AnchorSet:
         x = self._vector(responses)
         value, spread, missing = self._point(x, allow_missing)
         conformal = self.conformal
-        low, high = conformal.interval(value, extra=spread)
         flags = self._pool.reasons(x, value) if self._pool else ()
         if flags:
-            below, above = self._pool.widening(x[None, :], [value], conformal.halfwidth)
-            low, high = max(0.0, low - float(below[0])), min(1.0, high + float(above[0]))
-            spread += float(max(below[0], above[0]))
+            spread += float(self._pool.widening(x[None, :], [value], conformal.halfwidth)[0])
+        low, high = conformal.interval(value, extra=spread)
         k = len(self.items)
         est = Estimate(
             value, low, high, self.level, self.benchmark, self.version, n_anchors=k,

@@ -13,8 +13,8 @@ deserves less trust than the interval's calibration models':
   and a model is flagged when l_z falls below `threshold`, the `rate` quantile of l_z over
   the calibration models (about `rate` of models like the pool are flagged).
 
-A flagged estimate's interval is widened: each side's half-width times `widen`, the
-factor measured on held-out groups of real models (`bench/newcomers.py`).
+A flagged estimate's interval is widened: its half-width times `widen` on each side, the
+factor measured on held-out groups of real models (`bench/newcomers.py --cache`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ import numpy as np
 KEY = "pool_check"  # the manifest key
 CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and so are the
 # curves' probabilities: one surprising answer costs at most log(CLIP) (a robust l_z)
-# A suite estimate whose readers disagree: half-width times this (measured, bench/newcomers.py).
-DISAGREE_WIDEN = 2.0
+# A suite estimate whose readers disagree and is not flagged otherwise: half-width times this
+# (`method.pool.SUITE_WIDEN`; disagreements were too rare on metabench to measure their own).
+DISAGREE_WIDEN = 4.0
 
 
 def logit(p) -> np.ndarray:
@@ -79,16 +80,12 @@ class PoolCheck:
         """Boolean per row: out of range or unlikely answer pattern."""
         return self.out_of_range(values) | (self.lz(X, values) < self.threshold)
 
-    def widening(self, X, values, halfwidth) -> tuple[np.ndarray, np.ndarray]:
-        """(below, above) per row: how much to widen each side of its interval.
-
-        An unlikely pattern widens both sides, an estimate beyond the range only the far
-        side (the set cannot reach past its pool); each by `(widen - 1) * halfwidth`."""
-        v = np.asarray(values, dtype=np.float64)
+    def widening(self, X, values, halfwidth) -> np.ndarray:
+        """Per row, how much to widen each side of its interval: `(widen - 1) * halfwidth`
+        when flagged, else 0. Both sides: beyond the range the estimate errs either way
+        (metabench's TruthfulQA, strongest decile held out: flagged models overestimated)."""
         extra = (self.widen - 1.0) * np.asarray(halfwidth, dtype=np.float64)
-        pattern = self.lz(X, v) < self.threshold
-        low, high = v < self.low - self.margin, v > self.high + self.margin
-        return np.where(pattern | low, extra, 0.0), np.where(pattern | high, extra, 0.0)
+        return np.where(self.flagged(X, values), extra, 0.0)
 
     def reasons(self, x, value: float) -> tuple[str, ...]:
         """One human line per reason this model (one +-1 vector) is unlike the pool."""
