@@ -13,13 +13,13 @@ from sparseeval.pipeline.recipe import POOL_FILE, fit_step, pool_check_of
 from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.settings import Settings
 
-SETTINGS = dict(n_anchors=6, n_test=50, n_valid=50, n_calib=50, refine_steps=1, epochs=30,
+SETTINGS = dict(n_anchors=6, n_test=40, n_valid=40, n_calib=40, refine_steps=0, epochs=20,
                 patience=5, ensemble=1, predictor="ridge")  # fmt: skip
 
 
 def test_fit_saves_the_pool_check_and_the_candidate_publishes_it(tmp_path):
     settings = Settings(home=tmp_path, **SETTINGS)
-    m = make_synthetic(300, 40, seed=4)
+    m = make_synthetic(200, 30, seed=4)
     fp = m.fingerprint()
     path = save_matrix(m, settings.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
     fit = fit_step(MatrixInfo("arc", str(path), fp, *m.shape, 1, ""), settings, lambda s: None)
