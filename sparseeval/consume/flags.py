@@ -11,7 +11,7 @@ deserves less trust than the interval's calibration models':
   on the training models; the person-fit statistic l_z (Drasgow et al. 1985) standardizes
   the log-likelihood of the model's answers under those curves given its own estimate,
   and a model is flagged when l_z falls below `threshold`, the `rate` quantile of l_z over
-  the calibration models (about `rate` of models like the pool are flagged).
+  the training and calibration models (about `rate` of models like the pool are flagged).
 
 A flagged estimate's interval is widened: its half-width times `widen` on each side, the
 factor measured on held-out groups of real models (`bench/newcomers.py --cache`).
@@ -100,7 +100,7 @@ class PoolCheck:
         if lz < self.threshold:
             out.append(
                 f"answer pattern unlike the training models' (person-fit {lz:.1f}, below "
-                f"{self.threshold:.1f}, which flags {self.rate:.0%} of calibration models)"
+                f"{self.threshold:.1f}, which flags {self.rate:.0%} of the models the set was fit on)"
             )
         return tuple(out)
 
