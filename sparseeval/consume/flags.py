@@ -100,7 +100,7 @@ class PoolCheck:
         if lz < self.threshold:
             out.append(
                 f"answer pattern unlike the training models' (person-fit {lz:.1f}, below "
-                f"{self.threshold:.1f}, which flags {self.rate:.0%} of the models the set was fit on)"
+                f"{self.threshold:.1f}, which flags {self.rate:.0%} of the models it was fit on)"
             )
         return tuple(out)
 
