@@ -228,9 +228,9 @@ def cmd_predict(args) -> int:
             f"{aset.benchmark} v{aset.version}: estimated accuracy {replace(est, flags=())} "
             f"from {est.n_answered}/{est.n_anchors} anchors"
         )
+        print(describe_data(est))
         if est.flags:
             print(f"flagged: {est.flag_line}")
-        print(describe_data(est))
     return 0
 
 
