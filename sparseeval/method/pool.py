@@ -8,7 +8,7 @@ from sparseeval.consume.flags import PoolCheck, logit, person_fit
 
 # Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
 DEFAULT_RATE = 0.02  # share of training + calibration models whose pattern is flagged (3%:
-# 4.1-5.4% of random held-out metabench models flagged in all, over the 5% target)
+# 2.8-5.4% of random held-out metabench models flagged in all, ARC over the 5% target)
 DEFAULT_TAIL = 0.01  # the range: training models' estimates less this share on each side
 DEFAULT_MARGIN = 0.0  # accuracy beyond that range before an estimate is flagged
 # A flagged estimate's half-width, in multiples of the conformal one: the smallest whole
