@@ -20,6 +20,12 @@ underestimated), and the coverage of the published 90% interval. `greedy+ridge` 
 same split gives context (is the shift hard for every reader?).
 
     python bench/newcomers.py --data arc --seeds 1
+    python bench/newcomers.py --cache DIR --seeds 1    # flags: fits saved once, then the table
+
+With `--cache`, each fit's anchor answers and estimates are saved (plus 400 models answering
+at random, 70% correct) and `flag_eval.py` prints the flags table from them: the pool check
+(`sparseeval.method.pool`) fitted as the pipeline fits it, flag rates, and coverage and width
+before and after widening the flagged estimates.
     python bench/newcomers.py --data arc,gsm8k,mmlu,truthfulqa,winogrande --seeds 2
 """
 
@@ -36,6 +42,7 @@ import polars as pl
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import flag_eval
 from accuracy import METABENCH, QUIET, load
 
 from sparseeval import Settings
@@ -96,7 +103,7 @@ def groups(avg: np.ndarray, arch: np.ndarray, seed: int) -> dict[str, np.ndarray
     return out
 
 
-def fit_group(X, y, test: np.ndarray, k: int, seed: int, level: float):
+def fit_group(X, y, test: np.ndarray, k: int, seed: int, level: float, cache: str | None = None):
     rest = np.setdiff1d(np.arange(len(y)), test)
     order = np.random.default_rng(1000 + seed).permutation(rest)
     valid, calib, train = (
@@ -108,8 +115,31 @@ def fit_group(X, y, test: np.ndarray, k: int, seed: int, level: float):
     est.fit(X[train], y[train], X[valid], y[valid])
     est.calibrate(X[calib], y[calib])
     ci = ConformalInterval.fit(est.calibration_residuals_, level)
+    if cache:
+        save_fit(cache, est, X, y, {"train": train, "calib": calib, "test": test})
+        return est.predict(X[test]), None, ci, len(train)
     greedy = GreedyRidge(n_anchors=k, seed=seed).fit(X[train], y[train], X[valid], y[valid])
     return est.predict(X[test]), greedy.predict(X[test]), ci, len(train)
+
+
+def random_answers(n_models: int, n_items: int, share: float = 0.7, seed: int = 70):
+    """A new user's test of the issue: answers drawn at random, `share` of them correct."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random((n_models, n_items)) < share, 1.0, -1.0).astype(np.float32)
+
+
+def save_fit(path: str, est, X, y, rows: dict[str, np.ndarray]) -> None:
+    """A fit's anchor answers, estimates and truths per part, for offline evaluation (flags)."""
+    arrays = {"anchors": np.asarray(est.anchors_)}
+    noise = random_answers(len(rows["test"]), X.shape[1])
+    arrays |= {
+        "X_random": noise[:, est.anchors_].astype(np.int8),
+        "pred_random": est.predict(noise),
+    }
+    for part, r in rows.items():
+        arrays |= {f"X_{part}": X[r][:, est.anchors_].astype(np.int8), f"y_{part}": y[r],
+                   f"pred_{part}": est.predict(X[r]), f"rows_{part}": r}  # fmt: skip
+    np.savez_compressed(path, **arrays)
 
 
 def stats(pred, greedy, true, ci) -> dict:
@@ -134,7 +164,18 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--level", type=float, default=0.9)
     parser.add_argument("--out", default=None, help="append one JSON line per row here")
+    parser.add_argument(
+        "--cache",
+        default=None,
+        help="save each fit's anchor answers and estimates in this folder (fits already there "
+        "are reused), then print the flags table from them",
+    )
+    parser.add_argument("--groups", default=None, help="with --cache: only these groups")
     args = parser.parse_args()
+    if args.cache:
+        cache_fits(args)
+        print(flag_eval.table(flag_eval.cached_rows(args.cache, args.level)))
+        return
     rows = []
     for name in args.data.split(","):
         matrix = load(name)
@@ -160,6 +201,28 @@ def main() -> None:
                         with open(args.out, "a") as f:
                             f.write(json.dumps(row) + "\n")
     print(table(rows))
+
+
+def cache_path(folder: str, name: str, seed: int, group: str) -> str:
+    return os.path.join(folder, f"{name}-s{seed}-{group}.npz")
+
+
+def cache_fits(args) -> None:
+    """Fit every (benchmark, seed, group) missing from `args.cache` and save it there."""
+    os.makedirs(args.cache, exist_ok=True)
+    for name in args.data.split(","):
+        matrix = load(name)
+        X, y = matrix.values.astype(np.float32), matrix.y
+        avg, arch = leaderboard_meta(matrix.model_ids)
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            for scenario, test in groups(avg, arch, seed).items():
+                if args.groups and scenario not in args.groups.split(","):
+                    continue
+                path = cache_path(args.cache, name, seed, scenario)
+                if not os.path.exists(path):
+                    t = time.perf_counter()
+                    fit_group(X, y, test, args.anchors, seed, args.level, cache=path)
+                    print(f"{path}: {time.perf_counter() - t:.0f} s", flush=True)
 
 
 def table(rows: list[dict]) -> str:

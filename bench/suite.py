@@ -45,7 +45,9 @@ def common_models(names=BENCHMARKS) -> tuple[dict, dict, list[str]]:
     return X, y, list(next(iter(aligned.values())).model_ids)
 
 
-def run_seed(X, y, k: int, seed: int, held_out: np.ndarray | None = None) -> list[dict]:
+def run_seed(
+    X, y, k: int, seed: int, held_out: np.ndarray | None = None, cache: str | None = None
+) -> list[dict]:
     """One seed; `held_out` (row indices) replaces the random test models when given."""
     order = np.random.default_rng(2000 + seed).permutation(len(next(iter(y.values()))))
     if held_out is None:
@@ -59,6 +61,8 @@ def run_seed(X, y, k: int, seed: int, held_out: np.ndarray | None = None) -> lis
     suite.fit(take(X, tr), take(y, tr), take(X, va), take(y, va))
     seconds = time.perf_counter() - start
     suite.calibrate(take(X, ca), take(y, ca))
+    if cache:
+        save_suite(cache, suite, X, y, {"train": tr, "calib": ca, "test": te})
     joint = suite.predict(take(X, te))
     truth = take(y, te) | {AVERAGE: suite_average(take(y, te))}
     own = {b: suite.estimators_[b].predict(X[b][te]) for b in BENCHMARKS}
@@ -80,6 +84,30 @@ def run_seed(X, y, k: int, seed: int, held_out: np.ndarray | None = None) -> lis
         row["reader"] = suite.reader_names_.get(b, "")
         rows.append(row)
     return rows
+
+
+def save_suite(path: str, suite, X, y, rows: dict[str, np.ndarray]) -> None:
+    """The suite's joint anchor answers, joint and own estimates and truths per part (flags)."""
+    arrays = {}
+    for part, r in rows.items():
+        Xr = {b: v[r] for b, v in X.items()}
+        joint = suite.predict(Xr)
+        arrays |= {f"X_{part}": suite.joint_input(Xr).astype(np.int8), f"rows_{part}": r,
+                   f"y_{part}_{AVERAGE}": suite_average({b: v[r] for b, v in y.items()}),
+                   f"pred_{part}_{AVERAGE}": joint[AVERAGE]}  # fmt: skip
+        for b in BENCHMARKS:
+            arrays |= {f"y_{part}_{b}": y[b][r], f"pred_{part}_{b}": joint[b],
+                       f"own_{part}_{b}": suite.estimators_[b].predict(X[b][r])}  # fmt: skip
+    arrays |= {f"columns_{b}": suite.columns_[b] for b in BENCHMARKS}
+    from newcomers import random_answers
+
+    noise = {b: random_answers(len(rows["test"]), v.shape[1], seed=70 + i)
+             for i, (b, v) in enumerate(X.items())}  # fmt: skip
+    joint = suite.predict(noise)
+    arrays |= {"X_random": suite.joint_input(noise).astype(np.int8)}
+    arrays |= {f"pred_random_{b}": v for b, v in joint.items()}
+    arrays |= {f"own_random_{b}": suite.estimators_[b].predict(noise[b]) for b in BENCHMARKS}
+    np.savez_compressed(path, **arrays)
 
 
 def table(rows: list[dict]) -> str:
@@ -130,6 +158,7 @@ def main() -> None:
     ap.add_argument("--test", choices=("random", "strongest"), default="random",
                     help="test models: 400 at random, or the strongest decile by leaderboard "
                     "average (never trained on)")  # fmt: skip
+    ap.add_argument("--cache", default=None, help="save each seed's fit here (flags, newcomers.py)")
     ap.add_argument("--table", nargs="*", help="only print the table of these jsonl files")
     args = ap.parse_args()
     if args.table:
@@ -147,7 +176,9 @@ def main() -> None:
         print(f"test: the strongest decile, {len(held_out)} models", flush=True)
     rows = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        new = [r | {"test": args.test} for r in run_seed(X, y, args.anchors, seed, held_out)]
+        cache = args.cache and f"{args.cache}/suite-s{seed}-{args.test}.npz"
+        new = run_seed(X, y, args.anchors, seed, held_out, cache)
+        new = [r | {"test": args.test} for r in new]
         rows += new
         with open(args.out, "a") as f:
             f.writelines(json.dumps(r) + "\n" for r in new)

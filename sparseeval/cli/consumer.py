@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 from sparseeval.cli.common import EXIT_USER_ERROR, UserError
@@ -241,10 +242,12 @@ def cmd_predict(args) -> int:
         print(json.dumps(est.to_dict() | {"source": aset.source}, indent=2))
     else:
         print(
-            f"{aset.benchmark} v{aset.version}: estimated accuracy {est} "
+            f"{aset.benchmark} v{aset.version}: estimated accuracy {replace(est, flags=())} "
             f"from {est.n_answered}/{est.n_anchors} anchors"
         )
         print(describe_data(est))
+        if est.flags:
+            print(f"flagged: {est.flag_line}")
     return 0
 
 

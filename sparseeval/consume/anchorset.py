@@ -16,6 +16,7 @@ import numpy as np
 
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.estimate import Difference, Estimate
+from sparseeval.consume.flags import PoolCheck, pool_check_of
 from sparseeval.consume.ids import IdError, check_benchmark_name, is_canonical
 from sparseeval.consume.layout import (
     LATEST,
@@ -161,9 +162,14 @@ class AnchorSet:
     source: str = ""
     folder: Path | None = None
     _index: dict = field(default_factory=dict, repr=False)
+    _pool: PoolCheck | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._index = {item: j for j, item in enumerate(self.items)}
+        try:
+            self._pool = pool_check_of(self.manifest, len(self.items))
+        except (KeyError, TypeError, ValueError) as e:
+            raise AnchorSetError(f"{printable(self.source)}: bad pool check ({e})") from None
 
     @property
     def items(self) -> list[str]:
@@ -185,6 +191,11 @@ class AnchorSet:
     @property
     def conformal(self) -> ConformalInterval:
         return ConformalInterval.from_dict(self.manifest["interval"])
+
+    @property
+    def pool_check(self) -> PoolCheck | None:
+        """Whether a model is unlike the training pool (None: the set predates the check)."""
+        return self._pool
 
     @property
     def item_sources(self) -> dict | None:
@@ -265,13 +276,18 @@ class AnchorSet:
     # -- internals
 
     def _estimate(self, responses, allow_missing: bool) -> tuple[Estimate, float]:
-        value, spread, missing = self._point(self._vector(responses), allow_missing)
-        low, high = self.conformal.interval(value, extra=spread)
+        x = self._vector(responses)
+        value, spread, missing = self._point(x, allow_missing)
+        conformal = self.conformal
+        flags = self._pool.reasons(x, value) if self._pool else ()
+        if flags:
+            spread += float(self._pool.widening(x[None, :], [value], conformal.halfwidth)[0])
+        low, high = conformal.interval(value, extra=spread)
         k = len(self.items)
         est = Estimate(
             value, low, high, self.level, self.benchmark, self.version, n_anchors=k,
             n_answered=k - len(missing), missing=tuple(missing), imputed=bool(missing),
-            target=self.target, synthetic=self.synthetic,
+            target=self.target, synthetic=self.synthetic, flags=flags,
         )  # fmt: skip
         return est, spread
 

@@ -23,15 +23,25 @@ class Estimate:
     imputed: bool = False
     target: str = ""  # what the set estimates, in words (e.g. the leaderboard's definition)
     synthetic: bool = False  # the set was fit on the built-in synthetic demo, not real results
+    flags: tuple[str, ...] = ()  # why the model is unlike the training pool (`consume.flags`)
 
     def to_dict(self) -> dict:
-        return asdict(self) | {"missing": list(self.missing)}
+        return asdict(self) | {"missing": list(self.missing), "flags": list(self.flags)}
+
+    @property
+    def flag_line(self) -> str:
+        """One line saying why the estimate is flagged ("" when it is not)."""
+        if not self.flags:
+            return ""
+        return "unlike the training models (interval widened): " + "; ".join(self.flags)
 
     def __str__(self) -> str:
         pct = round(100 * self.level)
         s = f"{100 * self.value:.1f}% ({pct}% interval {100 * self.low:.1f}-{100 * self.high:.1f}%)"
         if self.imputed:
             s += f", {len(self.missing)} of {self.n_anchors} anchors imputed"
+        if self.flags:
+            s += f"; {self.flag_line}"
         return s
 
 

@@ -130,6 +130,8 @@ def _estimate(root: str, benchmark: str, version: int, budget: int | None, pairs
     if est.missing:
         _note(f"{benchmark}: {len(est.missing)} of {est.n_anchors} anchors not run (--limit?); "
               "imputed, interval widened")  # fmt: skip
+    if est.flags:
+        _note(f"{benchmark}: {est.flag_line}")
     return est
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set
+from sparseeval.consume.flags import KEY, disagreement, widened
 from sparseeval.consume.inference import load_predictor
 from sparseeval.consume.layout import LATEST, AnchorSetError
 from sparseeval.consume.responses import MergedAnswers, ResponsesError, as_pairs, printable
@@ -68,10 +69,15 @@ class SuiteAnchorSet:
             (b, [(joint_item(b, item), v) for item, v in self._pairs(b, r)])
             for b, r in answers.items()
         )
-        out: dict[str, Estimate] = {
-            b: _read(self.joint[b], joint, allow_missing) for b in self.benchmarks
-        }
-        return out | {AVERAGE: _read(self.average, joint, allow_missing)}
+        out: dict[str, Estimate] = {}
+        disagree: list[str] = []
+        for b in self.benchmarks:
+            est = _read(self.joint[b], joint, allow_missing)
+            line = disagreement(est, _read(self.own[b], answers[b], allow_missing, b))
+            out[b] = widened(est, (line,) if line else (), self.joint[b].conformal.halfwidth)
+            disagree += [line] if line else []
+        average = _read(self.average, joint, allow_missing)
+        return out | {AVERAGE: widened(average, tuple(disagree), self.average.conformal.halfwidth)}
 
     def fallback_note(self, answered: Iterable[str]) -> str:
         """What a partial answer falls back to, naming the benchmarks not answered ('' when
@@ -176,6 +182,7 @@ def _member(suite: AnchorSet, benchmark: str, reader: dict, items: list[str]) ->
         "item_sources": reader.get("item_sources"),
         "interval": reader["interval"],
         "predictor": {"folder": reader["folder"], "anchor_means": reader.get("anchor_means")},
+        KEY: reader.get(KEY),
     }
     member = AnchorSet(manifest, predictor, suite.source, suite.folder)
     member.check_predictor()

@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hub import redact
 from sparseeval.consume.layout import latest_version, set_dir
 from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
 from sparseeval.pipeline.identity import anchor_sources
-from sparseeval.pipeline.recipe import evaluation_of, fitted_of
+from sparseeval.pipeline.recipe import evaluation_of, fitted_of, pool_check_of
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
 from sparseeval.pipeline.settings import Settings
 
@@ -129,7 +130,8 @@ def write_candidate(
             "test_true": evaluation["test_true"].tolist(),
             "drift_rows": list(drift_rows), "budget_rows": fit.budget_rows,
         },
-        budget=budget, extra={"target": fit.target, "provenance": fit.provenance},
+        budget=budget, extra={"target": fit.target, "provenance": fit.provenance}
+        | pool_extra(fit),
         item_sources=anchor_sources(fit.matrix_path, fitted.anchor_ids_, fit.benchmark),
     )  # fmt: skip
     cand = candidate(path, fit.benchmark, fit.key, budget)
@@ -139,6 +141,12 @@ def write_candidate(
         json.dumps({"data_fingerprint": fit.matrix_fingerprint, "last_run": fit.last_run})
     )
     return cand
+
+
+def pool_extra(fit: FitInfo) -> dict[str, Any]:
+    """The manifest entry of the fit's pool check ({} for fits saved before there was one)."""
+    pool = pool_check_of(fit)
+    return {POOL_KEY: pool} if pool else {}
 
 
 # -- the ledger of refusals ---------------------------------------------------------------

@@ -38,6 +38,7 @@ from sparseeval.pipeline.settings import Settings
 
 log = logging.getLogger("sparseeval.pipeline.recipe")
 EVALUATION_FILE = "evaluation.npz"
+POOL_FILE = "pool_check.json"  # consume.flags.PoolCheck of the fit (absent in older fits)
 
 
 class PipelineError(RuntimeError):
@@ -258,11 +259,14 @@ def fit_step(
 def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -> None:
     """Write the model folder under a temporary name, then rename it into place."""
     from sparseeval.method.model_files import save_fitted
+    from sparseeval.method.pool import estimator_pool_check
 
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_fitted(est, tmp)
+    pool = estimator_pool_check(est, matrix.values[split.train], matrix.values[split.calib])
+    (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
            for k in ("train", "valid", "test")}  # fmt: skip
     np.savez(tmp / EVALUATION_FILE, test_pred=np.asarray(pred, dtype=np.float64),
@@ -286,6 +290,12 @@ def fitted_of(fit: FitInfo):
 def evaluation_of(fit: FitInfo) -> dict[str, np.ndarray]:
     """`load_evaluation` of a fit, read once per process (`artifacts.read_once`)."""
     return read_once("evaluation", fit.model_dir, fit.key, lambda: load_evaluation(fit.model_dir))
+
+
+def pool_check_of(fit: FitInfo) -> dict | None:
+    """The fit's pool check (`consume.flags`) as saved, or None for fits saved before it."""
+    path = Path(fit.model_dir) / POOL_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def load_evaluation(model_dir: str | Path) -> dict[str, np.ndarray]:

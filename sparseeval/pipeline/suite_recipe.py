@@ -12,16 +12,18 @@ suite_status, suite_candidate, suite_gate
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
+from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.consume.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.pool import suite_pool_checks
 from sparseeval.method.predictors import BlendPredictor
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
 from sparseeval.pipeline import gate, publish, versions
@@ -53,6 +55,7 @@ class SuiteFit:
     test_true: dict[str, np.ndarray]
     own_test_pred: dict[str, np.ndarray]
     test_ids: list[str]
+    pool_checks: dict[str, dict] = field(default_factory=dict)  # method.pool.suite_pool_checks
 
     def test_metrics(self) -> dict[str, dict[str, float]]:
         """Test metrics of each benchmark's joint reader, its own reader, and the average."""
@@ -116,6 +119,7 @@ def fit_suite(
         suite.fit(*rows(split.train), *rows(split.valid), item_ids=item_ids, fitted=fitted)
     if len(split.calib):
         suite.calibrate(*rows(split.calib))
+    pools = suite_pool_checks(suite, rows(split.train)[0], rows(split.calib)[0])
     X_test, y_test = rows(split.test)
     pred = suite.predict(X_test)
     own = {b: suite.estimators_[b].predict(X_test[b]) for b in suite.benchmarks_}
@@ -127,6 +131,7 @@ def fit_suite(
         y_test | {AVERAGE: suite_average(y_test)},
         own,
         [str(m) for m in first.model_ids[split.test]],
+        {name: check.to_dict() for name, check in pools.items()},
     )
 
 
@@ -155,7 +160,8 @@ def write_suite(
                                 calibration_source_=suite.calibration_source_)  # fmt: skip
         k = len(suite.estimators_[b].anchors_) if own else len(items)
         out = {"folder": folder, "interval": interval(calib, level, inputs),
-               "anchor_means": anchor_means(predictor, k)}  # fmt: skip
+               "anchor_means": anchor_means(predictor, k),
+               POOL_KEY: fit.pool_checks.get(f"{b}/{'own' if own else 'joint'}")}  # fmt: skip
         if own:
             ids = [str(i) for i in suite.estimators_[b].anchor_ids_]
             path = (matrix_paths or {}).get(b)
@@ -192,7 +198,8 @@ def write_suite(
         signing_key=signing_key,
         members=members,
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
-                         "test_metrics": fit.test_metrics(), "matrices_key": matrices_key}},
+                         "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
+               POOL_KEY: fit.pool_checks.get(AVERAGE)},
     )  # fmt: skip
 
 

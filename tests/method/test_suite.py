@@ -113,6 +113,8 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
     assert "## Per benchmark" in report and "sparseeval.load_suite(" in report
     members = ("members/arc/joint/weights.npz", "members/mmlu/own/predictor.json")
     assert all(rel in manifest["files"] for rel in members)
+    assert manifest["pool_check"]["widen"] == 4.0 and suite.average.pool_check is not None
+    assert all(suite.joint[b].pool_check and suite.own[b].pool_check for b in ITEMS)
     m = {b: x.rows(np.arange(3)) for b, x in common_models(lb).items()}
     answers = {b: dict(zip(x.item_ids, x.values[0], strict=True)) for b, x in m.items()}
     out = suite.predict(answers)

@@ -1,0 +1,158 @@
+"""Is a model inside what an anchor set was fit on? The fitted pool check (pure NumPy).
+
+A published set stores a `PoolCheck` in its manifest (key `pool_check`; sets published
+before it give no flags). For one model it says, in one line per reason, why its estimate
+deserves less trust than the interval's calibration models':
+
+* `range`: the estimate lies beyond the range of the training models' estimates
+  (`low`-`high`: all but a small share at each end, plus `margin`);
+* `pattern`: its answers on the anchors are unlikely under the training models. Each
+  anchor i has a logistic curve P(correct) = sigmoid(a_i + b_i * logit(estimate)) fitted
+  on the training models; the person-fit statistic l_z (Drasgow et al. 1985) standardizes
+  the log-likelihood of the model's answers under those curves given its own estimate,
+  and a model is flagged when l_z falls below `threshold`, the `rate` quantile of l_z over
+  the training and calibration models (about `rate` of models like the pool are flagged).
+
+A flagged estimate's interval is widened: its half-width times `widen` on each side, the
+factor measured on held-out groups of real models (`bench/newcomers.py --cache`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+KEY = "pool_check"  # the manifest key
+CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and so are the
+# curves' probabilities: one surprising answer costs at most log(CLIP) (a robust l_z)
+# A suite estimate whose readers disagree and is not flagged otherwise: half-width times this
+# (`method.pool.SUITE_WIDEN`; disagreements were too rare on metabench to measure their own).
+DISAGREE_WIDEN = 4.0
+
+
+def logit(p) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), CLIP, 1 - CLIP)
+    return np.log(p / (1 - p))
+
+
+def person_fit(X, values, a, b) -> np.ndarray:
+    """l_z of each row of a +-1 answer matrix (NaN = not answered) given its estimates.
+
+    Rows with no answered anchor, or no spread in the expected log-likelihood, get 0.
+    """
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    z = logit(np.atleast_1d(values))[:, None]
+    eta = np.asarray(a)[None, :] + np.asarray(b)[None, :] * z
+    p = np.clip(np.exp(-np.logaddexp(0.0, -eta)), CLIP, 1 - CLIP)
+    log_p, log_q, seen = np.log(p), np.log1p(-p), ~np.isnan(X)
+    observed = np.where(X > 0, log_p, log_q)
+    expected = p * log_p + (1 - p) * log_q
+    variance = p * (1 - p) * (log_p - log_q) ** 2
+    num = np.where(seen, observed - expected, 0.0).sum(1)
+    var = np.where(seen, variance, 0.0).sum(1)
+    return np.where(var > 0, num / np.sqrt(np.maximum(var, 1e-300)), 0.0)
+
+
+@dataclass(frozen=True)
+class PoolCheck:
+    """The fitted check of one set's anchors: score range, answer-pattern threshold, widening."""
+
+    low: float
+    high: float
+    margin: float
+    a: tuple[float, ...]
+    b: tuple[float, ...]
+    threshold: float
+    rate: float
+    widen: float
+    n_models: int = 0
+
+    def lz(self, X, values) -> np.ndarray:
+        """Person-fit l_z of each row of X (models x anchors, +-1, NaN = not answered)."""
+        return person_fit(X, values, self.a, self.b)
+
+    def out_of_range(self, values) -> np.ndarray:
+        v = np.asarray(values, dtype=np.float64)
+        return (v < self.low - self.margin) | (v > self.high + self.margin)
+
+    def flagged(self, X, values) -> np.ndarray:
+        """Boolean per row: out of range or unlikely answer pattern."""
+        return self.out_of_range(values) | (self.lz(X, values) < self.threshold)
+
+    def widening(self, X, values, halfwidth) -> np.ndarray:
+        """Per row, how much to widen each side of its interval: `(widen - 1) * halfwidth`
+        when flagged, else 0. Both sides: beyond the range the estimate errs either way
+        (metabench's TruthfulQA, strongest decile held out: flagged models overestimated)."""
+        extra = (self.widen - 1.0) * np.asarray(halfwidth, dtype=np.float64)
+        return np.where(self.flagged(X, values), extra, 0.0)
+
+    def reasons(self, x, value: float) -> tuple[str, ...]:
+        """One human line per reason this model (one +-1 vector) is unlike the pool."""
+        out = []
+        if self.out_of_range(value):
+            side = "above" if value > self.high else "below"
+            out.append(
+                f"estimate {100 * value:.1f}% is {side} the training models' range "
+                f"({100 * self.low:.1f}-{100 * self.high:.1f}%)"
+            )
+        lz = float(self.lz(np.asarray(x, dtype=np.float64)[None, :], [value])[0])
+        if lz < self.threshold:
+            out.append(
+                f"answer pattern unlike the training models' (person-fit {lz:.1f}, below "
+                f"{self.threshold:.1f}, which flags {self.rate:.0%} of the models it was fit on)"
+            )
+        return tuple(out)
+
+    def to_dict(self) -> dict:
+        return {
+            "method": "score range + person-fit l_z under per-anchor logistic curves",
+            "low": self.low, "high": self.high, "margin": self.margin,
+            "a": list(self.a), "b": list(self.b), "threshold": self.threshold,
+            "rate": self.rate, "widen": self.widen, "n_models": self.n_models,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict) -> PoolCheck:
+        floats = {k: float(d[k]) for k in ("low", "high", "margin", "threshold", "rate", "widen")}
+        a, b = (tuple(float(v) for v in d[k]) for k in ("a", "b"))
+        if len(a) != len(b):
+            raise ValueError(f"pool check has {len(a)} intercepts and {len(b)} slopes")
+        return cls(**floats, a=a, b=b, n_models=int(d.get("n_models", 0)))
+
+
+def pool_check_of(manifest: dict, n_anchors: int) -> PoolCheck | None:
+    """The manifest's pool check, or None (older sets, or one not matching the anchors)."""
+    d = manifest.get(KEY)
+    if not d:
+        return None
+    check = PoolCheck.from_dict(d)
+    if len(check.a) != n_anchors:
+        raise ValueError(f"pool check covers {len(check.a)} anchors, the set has {n_anchors}")
+    return check
+
+
+def disagreement(joint, own) -> str | None:
+    """A line when the suite's joint and own estimates (`Estimate`s) have disjoint intervals."""
+    if joint.low <= own.high and own.low <= joint.high:
+        return None
+    span = lambda e: f"{100 * e.value:.1f}%, {100 * e.low:.1f}-{100 * e.high:.1f}%"  # noqa: E731
+    return (
+        f"{own.benchmark}: the suite's joint reader ({span(joint)}) and {own.benchmark}'s own "
+        f"reader ({span(own)}) disagree beyond their intervals"
+    )
+
+
+def widened(estimate, reasons: tuple[str, ...], halfwidth: float, widen: float = DISAGREE_WIDEN):
+    """`estimate` (an `Estimate`) with `reasons` added to its flags; an estimate not flagged
+    before also gets each side widened by `(widen - 1) * halfwidth` (one widening only)."""
+    if not reasons:
+        return estimate
+    extra = 0.0 if estimate.flags else (widen - 1.0) * halfwidth
+    return replace(
+        estimate, low=max(0.0, estimate.low - extra), high=min(1.0, estimate.high + extra),
+        flags=(*estimate.flags, *reasons),
+    )  # fmt: skip
+
+
+__all__ = ["KEY", "PoolCheck", "disagreement", "person_fit", "pool_check_of", "widened"]

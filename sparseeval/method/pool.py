@@ -1,0 +1,95 @@
+"""Fit the pool check of an anchor set (`consume.flags.PoolCheck`) from training arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sparseeval.consume.flags import PoolCheck, logit, person_fit
+
+# Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
+DEFAULT_RATE = 0.02  # share of training + calibration models whose pattern is flagged (3%:
+# 2.8-5.4% of random held-out metabench models flagged in all, ARC over the 5% target)
+DEFAULT_TAIL = 0.01  # the range: training models' estimates less this share on each side
+DEFAULT_MARGIN = 0.0  # accuracy beyond that range before an estimate is flagged
+# A flagged estimate's half-width, in multiples of the conformal one: the smallest whole
+# factor that covers flagged held-out models at nominal in every group measured; the suite's
+# readers take 4, which the suite average needs on the strongest decile (86.2% at 3).
+DEFAULT_WIDEN = 3.0
+SUITE_WIDEN = 4.0
+STEP = 1.0  # largest Newton step per parameter (full steps overshoot on near-separable anchors)
+RIDGE = 1.0  # pulls each curve toward P = estimate (a = 0, b = 1): finite for every anchor
+
+
+def item_curves(X, values, steps: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Per-anchor logistic fits P(x_i = +1) = sigmoid(a_i + b_i * logit(value)), by Newton.
+
+    X: models x anchors, +-1; values: each model's estimate. All anchors at once (2 x 2
+    systems), with a ridge pulling (a, b) toward (0, 1) and steps of at most STEP.
+    """
+    Y = (np.asarray(X, dtype=np.float64) > 0).astype(np.float64)
+    z = logit(values)
+    k = Y.shape[1]
+    a, b = np.zeros(k), np.ones(k)
+    for _ in range(steps):
+        p = np.exp(-np.logaddexp(0.0, -(a[None, :] + b[None, :] * z[:, None])))
+        w, r = p * (1 - p), Y - p
+        ga, gb = r.sum(0) - RIDGE * a, (r * z[:, None]).sum(0) - RIDGE * (b - 1)
+        haa = w.sum(0) + RIDGE
+        hab = (w * z[:, None]).sum(0)
+        hbb = (w * z[:, None] ** 2).sum(0) + RIDGE
+        det = haa * hbb - hab**2
+        a = a + np.clip((hbb * ga - hab * gb) / det, -STEP, STEP)
+        b = b + np.clip((haa * gb - hab * ga) / det, -STEP, STEP)
+    return a, b
+
+
+def fit_pool_check(
+    X_train,
+    pred_train,
+    X_calib=None,
+    pred_calib=None,
+    rate: float = DEFAULT_RATE,
+    tail: float = DEFAULT_TAIL,
+    margin: float = DEFAULT_MARGIN,
+    widen: float = DEFAULT_WIDEN,
+) -> PoolCheck:
+    """The check of a fitted set: the `tail` and `1 - tail` quantiles of the training
+    models' estimates as its range (a predictor shrinks toward the middle: new models
+    beyond its pool pile up at the edge of its estimates, not of the true scores), curves
+    on those estimates, the l_z threshold at the `rate` quantile of the training and
+    calibration models together (200 calibration models alone make a noisy 3% quantile:
+    3-6% of random held-out metabench models flagged, against 1.5-3.7% pooled)."""
+    if not 0.0 < rate < 1.0:
+        raise ValueError(f"flag rate must be between 0 and 1, got {rate}")
+    low, high = np.quantile(np.asarray(pred_train, dtype=np.float64), [tail, 1 - tail])
+    a, b = item_curves(X_train, pred_train)
+    lz = person_fit(X_train, pred_train, a, b)
+    if X_calib is not None and len(X_calib):
+        lz = np.concatenate([lz, person_fit(X_calib, pred_calib, a, b)])
+    return PoolCheck(
+        low=float(low), high=float(high), margin=float(margin),
+        a=tuple(map(float, a)), b=tuple(map(float, b)),
+        threshold=float(np.quantile(lz, rate)), rate=float(rate), widen=float(widen),
+        n_models=len(pred_train),
+    )  # fmt: skip
+
+
+def estimator_pool_check(est, X_train, X_calib, **kw) -> PoolCheck:
+    """`fit_pool_check` of a fitted estimator (`SparseEval`-like: `anchors_`, `predict`) from
+    its training and calibration models' answers on every item (keywords as there)."""
+    Xt, Xc = np.asarray(X_train), np.asarray(X_calib)
+    pred_c = est.predict(Xc) if len(Xc) else None
+    return fit_pool_check(Xt[:, est.anchors_], est.predict(Xt), Xc[:, est.anchors_], pred_c, **kw)
+
+
+def suite_pool_checks(suite, X_train, X_calib, **kw) -> dict[str, PoolCheck]:
+    """Pool checks of a fitted `SuiteSparseEval`'s readers: "average" and each benchmark's
+    "{b}/joint" over every anchor, "{b}/own" over b's own anchors (X: {benchmark: matrix})."""
+    kw = {"widen": SUITE_WIDEN} | kw
+    XA, XcA = suite.joint_input(X_train), suite.joint_input(X_calib)
+    pred, pred_c = suite.predict(X_train), suite.predict(X_calib)
+    out = {"average": fit_pool_check(XA, pred["average"], XcA, pred_c["average"], **kw)}
+    for b in suite.benchmarks_:
+        out[f"{b}/joint"] = fit_pool_check(XA, pred[b], XcA, pred_c[b], **kw)
+        out[f"{b}/own"] = estimator_pool_check(suite.estimators_[b], X_train[b], X_calib[b], **kw)
+    return out
