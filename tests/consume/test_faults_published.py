@@ -159,8 +159,10 @@ def test_suite_member_folder_must_be_inside_the_version(suite_master, tmp_path, 
 def test_suite_member_interval_nan_is_refused(suite_master, tmp_path):
     root = tmp_path / "pub"
     shutil.copytree(suite_master, root)
-    reseal(root / "suite" / "v1",
-           lambda m: m["suite"]["members"]["gsm8k"]["joint"]["interval"].update(halfwidth=None,
-                                                                                 level=float("nan")))  # fmt: skip
-    with pytest.raises(AnchorSetError, match="gsm8k reader.*level"):
+
+    def nan_level(m):
+        m["suite"]["members"]["gsm8k"]["joint"]["interval"]["level"] = float("nan")
+
+    reseal(root / "suite" / "v1", nan_level)
+    with pytest.raises(AnchorSetError, match=r"gsm8k reader.*level"):
         load_suite(root)
