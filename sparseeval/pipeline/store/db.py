@@ -95,6 +95,16 @@ class Store:
             raise StoreError(f"no store at {path} (ingest something first)")
         path.parent.mkdir(parents=True, exist_ok=True)
         con = _connect(path, read_only, wait_s)
+        from sparseeval.pipeline.store.integrity import check_store, damaged, is_damage
+
+        try:
+            check_store(con, path)
+        except duckdb.Error as exc:
+            con.close()
+            raise (damaged(path, exc) if is_damage(exc) else exc) from None
+        except StoreError:
+            con.close()
+            raise
         store = cls(con, path, read_only)
         if not read_only:
             store._init_schema()
@@ -259,6 +269,10 @@ def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConne
             return con
         except duckdb.IOException as exc:
             if not any(p in str(exc).lower() for p in _LOCK_PATTERNS):
+                from sparseeval.pipeline.store.integrity import damaged, is_damage
+
+                if is_damage(exc):
+                    raise damaged(path, exc) from None
                 raise StoreError(f"cannot open store {path}: {exc}") from exc
             if time.monotonic() >= deadline:
                 holder = re.search(r"PID (\d+)", str(exc))
