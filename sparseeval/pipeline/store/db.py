@@ -22,6 +22,7 @@ from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
     MAX_MODEL_LEN,
     IdError,
     check_benchmark_name,
+    check_new_benchmark_name,
 )
 from sparseeval.consume.taskmap import KNOWN_BENCHMARKS
 
@@ -93,6 +94,8 @@ class Store:
         path = Path(path)
         if read_only and not path.exists():
             raise StoreError(f"no store at {path} (ingest something first)")
+        if path.exists() and not path.is_file():  # a pipe would block DuckDB's open forever
+            raise StoreError(f"store {path} is not a regular file (a folder, pipe or device?)")
         path.parent.mkdir(parents=True, exist_ok=True)
         con = _connect(path, read_only, wait_s)
         from sparseeval.pipeline.store.integrity import check_store, damaged, is_damage
@@ -166,10 +169,11 @@ class Store:
     def add_benchmark(self, name: str, description: str = "") -> None:
         """Register a benchmark so that its rows are accepted (known ones are built in).
 
-        The name must be one that can be published (`consume.ids.check_benchmark_name`).
+        The name must be one that can be published and is not one the published layout uses
+        (`consume.ids.check_new_benchmark_name`).
         """
         try:
-            check_benchmark_name(name)
+            check_new_benchmark_name(name)
         except IdError as exc:
             raise StoreError(str(exc)) from None
         self.con.execute(sql("benchmark_add"), [name, description])

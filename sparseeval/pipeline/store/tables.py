@@ -23,6 +23,7 @@ import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
 from sparseeval.consume.sniff import compressed_message, delimiter_hint
+from sparseeval.pipeline.store.csv_quotes import stage_repairing_quotes
 from sparseeval.pipeline.store.db import Store, execute, fetch, relation
 from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores
 from sparseeval.pipeline.store.unit import (
@@ -107,9 +108,14 @@ def _stage_csv_raw(
     reserved = [c for c in header if c.startswith(RESERVED_PREFIX)]
     if reserved:
         raise SourceError(_printable(f"{path}: line 1: column name {reserved[0]} is reserved"))
-    execute(con, "drop_csv_rejects", {})
+    cols = dict.fromkeys(header, "VARCHAR")
+
+    def stage(source: Path) -> None:
+        execute(con, "drop_csv_rejects", {})
+        execute(con, "stage_csv", {"path": str(source), "cols": cols})
+
     try:
-        execute(con, "stage_csv", {"path": str(path), "cols": dict.fromkeys(header, "VARCHAR")})
+        stage_repairing_quotes(con, path, stage)
     except duckdb.Error as exc:
         raise SourceError(
             _printable(f"{path}: not a readable CSV file: {_first_line(exc)}")
