@@ -196,3 +196,43 @@ def test_the_store_and_predict_read_the_same_answer_words(store, tmp_path):
             expected = None
         assert stored.get(str(n)) == expected, (w, stored.get(str(n)))
     assert all(stored.get(str(n)) is not None for n in range(12))  # t, f, +1.0 ... read
+
+
+# -- found by the corpus (bench/faults.py --corpus) --------------------------------------
+
+
+def test_a_quote_never_closed_is_one_quarantined_line(store, tmp_path):
+    path = long_csv(tmp_path / "big.csv", 50, 40)
+    lines = path.read_text().splitlines(keepends=True)
+    lines.insert(500, 'm9,arc,"1,1\n')
+    lines.insert(1500, 'm8,"arc,2,1\n')
+    path.write_text("".join(lines))
+    (report,) = ingest(store, LongTable(path))
+    assert (report.status, report.n_new, report.n_quarantined) == ("ok", 2000, 2)
+    q = store.quarantine().sort("line")
+    assert q["line"].to_list() == [501, 1501]
+    assert q["raw"].to_list() == ['m9,arc,"1,1', 'm8,"arc,2,1']
+
+
+def test_a_store_path_that_is_a_fifo_is_refused_at_once(tmp_path):
+    os.mkfifo(tmp_path / "store.duckdb")
+    with pytest.raises(StoreError, match="not a regular file"):
+        Store.open(tmp_path / "store.duckdb")
+
+
+def test_an_lm_eval_samples_fifo_is_refused_not_read(store, tmp_path):
+    from sparseeval.pipeline.store import LmEvalRun
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results_2025-01-01T00-00-00.json").write_text('{"model_name": "org/m"}')
+    os.mkfifo(run / "samples_arc_challenge_2025-01-01T00-00-00.jsonl")
+    (report,) = ingest(store, LmEvalRun(run), keep_going=True)
+    assert report.status == "failed" and "not a regular file" in report.message
+
+
+@pytest.mark.parametrize("name", ["suite", "Suite", "average", "latest", "k25", "v3"])
+def test_names_the_published_layout_reserves_are_refused(store, name):
+    with pytest.raises(StoreError, match="reserved by the published layout"):
+        store.add_benchmark(name)
+    store.add_benchmark(f"{name}_local")  # a name merely containing one is fine
