@@ -220,9 +220,9 @@ def _store_path(args: argparse.Namespace, settings=None) -> Path:
 
 
 def _fail(exc: BaseException, store: Path | None = None) -> int:
-    from sparseeval.pipeline.store.integrity import damaged, is_damage
+    from sparseeval.pipeline.store.integrity import damaged_message, is_damage
 
     if store is not None and is_damage(exc):  # a query reached a block the file lacks
-        exc = damaged(store, exc)
+        exc = ValueError(damaged_message(store, exc))
     print(f"error: {first_line(exc)}", file=sys.stderr)
     return 2

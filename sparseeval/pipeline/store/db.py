@@ -25,6 +25,7 @@ from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
     check_new_benchmark_name,
 )
 from sparseeval.consume.taskmap import KNOWN_BENCHMARKS
+from sparseeval.pipeline.store.integrity import damaged_message, is_damage, store_problem
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,14 @@ class StoreError(RuntimeError):
 
 class StoreLockedError(StoreError):
     """Another process holds the store's write lock."""
+
+
+class StoreDamagedError(StoreError):
+    """The store file is truncated or corrupt (`integrity`)."""
+
+
+class StoreTooNewError(StoreError):
+    """The store was written by a newer sparseeval (a higher schema version)."""
 
 
 @cache
@@ -98,16 +107,17 @@ class Store:
             raise StoreError(f"store {path} is not a regular file (a folder, pipe or device?)")
         path.parent.mkdir(parents=True, exist_ok=True)
         con = _connect(path, read_only, wait_s)
-        from sparseeval.pipeline.store.integrity import check_store, damaged, is_damage
-
         try:
-            check_store(con, path)
+            problem = store_problem(con, path, SCHEMA_VERSION)
         except duckdb.Error as exc:
             con.close()
-            raise (damaged(path, exc) if is_damage(exc) else exc) from None
-        except StoreError:
-            con.close()
+            if is_damage(exc):
+                raise StoreDamagedError(damaged_message(path, exc)) from None
             raise
+        if problem is not None:
+            con.close()
+            kind, message = problem
+            raise (StoreDamagedError if kind == "damaged" else StoreTooNewError)(message)
         store = cls(con, path, read_only)
         if not read_only:
             store._init_schema()
@@ -273,10 +283,8 @@ def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConne
             return con
         except duckdb.IOException as exc:
             if not any(p in str(exc).lower() for p in _LOCK_PATTERNS):
-                from sparseeval.pipeline.store.integrity import damaged, is_damage
-
                 if is_damage(exc):
-                    raise damaged(path, exc) from None
+                    raise StoreDamagedError(damaged_message(path, exc)) from None
                 raise StoreError(f"cannot open store {path}: {exc}") from exc
             if time.monotonic() >= deadline:
                 holder = re.search(r"PID (\d+)", str(exc))
