@@ -829,6 +829,8 @@ def corpus_main(args: argparse.Namespace) -> int:
         r for r in rows if r["traceback"] or r["wrong"] or r["lost"] or r["hang"] or r["other"]
     ]
     text += "".join(f"\nFAIL {r['class']}: {r['case']}: {r['why']}" for r in failed)
+    text += "".join(f"\n{r['case']}: {r['why']}" for r in rows
+                    if r["why"].startswith("measured:") and r not in failed)  # fmt: skip
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

@@ -496,6 +496,47 @@ def _(d, w):
     return rows_landed(r, d / "s.duckdb", 1999)
 
 
+MAX_ANSWERS_RSS_MB = 256  # the bound for a 54 MB answers file (it held 1.6 GB before)
+
+
+_HWM = """
+import atexit, os, runpy, sys
+def hwm():
+    with open("/proc/self/status") as f, open(os.environ["CORPUS_HWM_FILE"], "w") as out:
+        out.write(next(line for line in f if line.startswith("VmHWM")))
+atexit.register(hwm)
+sys.argv = ["sparseeval", *sys.argv[1:]]
+runpy.run_module("sparseeval", run_name="__main__", alter_sys=True)
+"""
+
+
+def peak_rss_mb(w: World, cwd: Path, *argv) -> tuple[int, float]:
+    """(exit code, peak resident memory in MB) of the CLI: VmHWM of its own address space
+    (read at exit; rusage would also count the copy of this process before the exec)."""
+    out = cwd / "hwm.txt"
+    env = w.env | {"CORPUS_HWM_FILE": str(out)}
+    p = subprocess.run([sys.executable, "-c", _HWM, *map(str, argv)], cwd=cwd, env=env,
+                       capture_output=True, timeout=300)  # fmt: skip
+    kb = int(out.read_text().split()[1]) if out.exists() else 0
+    return p.returncode, kb / 1024
+
+
+@case(2, "a 54 MB answers file", f"predict reads it in at most {MAX_ANSWERS_RSS_MB} MB (peak RSS)")
+def _(d, w):
+    p = answers_csv(d / "big.csv", w.arc_items, 1)
+    with open(p, "a") as f:
+        n = 0
+        while f.tell() < 54_000_000:
+            f.write("".join(f"extra-item-{n + k:09d},1\n" for k in range(10_000)))
+            n += 10_000
+    rc, mb = peak_rss_mb(w, d, "predict", "--anchor-set", w.home / "published", "--benchmark",
+                         "arc", "--responses", p)  # fmt: skip
+    v = Verdict(other=rc != 0 or mb > MAX_ANSWERS_RSS_MB)
+    size = p.stat().st_size / 1e6
+    v.why = f"measured: {size:.0f} MB answers CSV, exit {rc}, peak RSS {mb:.0f} MB"
+    return v
+
+
 # -- 3 code in cached data --------------------------------------------------------------
 
 
