@@ -183,7 +183,7 @@ def test_other_delimiters_get_a_hint(store, tmp_path, sep, named):
 
 def test_the_store_and_predict_read_the_same_answer_words(store, tmp_path):
     words = ["1", "1.0", "+1", "+1.0", "true", "t", "0", "0.0", "-1", "-1.0", "false", "f",
-             "T", " F ", "TRUE", "yes", "2", "1.00", "tru", "-0"]
+             "T", " F ", "TRUE", "yes", "2", "1.00", "tru", "-0"]  # fmt: skip
     path = tmp_path / "words.csv"
     path.write_text(HEADER + "".join(f"m,arc,{n},{w}\n" for n, w in enumerate(words)))
     ingest(store, LongTable(path))
