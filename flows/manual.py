@@ -7,7 +7,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
-from sparseeval.flows._support import resolve_settings, stamp
+from sparseeval.flows._support import hold_home, resolve_settings, stamp
 from sparseeval.flows.refresh import assess_and_publish, fit_benchmarks
 
 from sparseeval import tasks
@@ -22,7 +22,8 @@ def ingest_only(
 ) -> IngestSummary:
     """Ingest sources (default: the watched `sources` setting); nothing is trained or published."""
     settings = resolve_settings(home)
-    out = tasks.ingest(settings, list(sources or settings.sources), fill_if_empty)
+    with hold_home(settings):  # one writer per home, as a refresh
+        out = tasks.ingest(settings, list(sources or settings.sources), fill_if_empty)
     print(f"ingested {out.units} unit(s): {out.new:,} new results")
     return out
 
@@ -38,17 +39,20 @@ def retrain_benchmark(
     """Rebuild and really refit one benchmark (no cache), then publish through the gate.
 
     No drift is needed, but the quality gate applies and a set fit on the data the live
-    set was fit on is never published. One result per budget.
+    set was fit on is never published. One result per budget. Holds the home's lease, as a
+    refresh does (one writer per home).
     """
     settings = resolve_settings(home, n_anchors, settings_overrides)
-    states = tasks.store_state(settings)
-    if benchmark not in states:
-        raise ValueError(f"no results for benchmark {benchmark!r} (have: {', '.join(states)})")
-    try:
-        fitted = fit_benchmarks(settings, [benchmark], {benchmark: states[benchmark]}, True)
-        return [_retrained(settings, r, publish) for r in fitted]
-    finally:
-        forget_loaded()  # the matrices and models this run read
+    with hold_home(settings):  # a refresh starting now must not take our candidate for a leftover
+        states = tasks.store_state(settings)
+        if benchmark not in states:
+            have = ", ".join(states)
+            raise ValueError(f"no results for benchmark {benchmark!r} (have: {have})")
+        try:
+            fitted = fit_benchmarks(settings, [benchmark], {benchmark: states[benchmark]}, True)
+            return [_retrained(settings, r, publish) for r in fitted]
+        finally:
+            forget_loaded()  # the matrices and models this run read
 
 
 def _retrained(settings: Settings, r: BenchmarkResult, publish: bool) -> BenchmarkResult:

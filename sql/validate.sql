@@ -10,14 +10,17 @@
 SET VARIABLE max_model_len = $max_model;
 SET VARIABLE max_item_len = $max_item;
 SET VARIABLE max_benchmark_len = $max_benchmark;
+-- the answer words: sparseeval/consume/responses.py CORRECT_WORDS / WRONG_WORDS
+SET VARIABLE correct_words = $correct_words;
+SET VARIABLE wrong_words = $wrong_words;
 
 CREATE OR REPLACE TEMP VIEW checked AS
 WITH c AS (
     SELECT * FROM src_ids
 ), v AS (
     SELECT c.*, b.benchmark_id,
-           CASE WHEN lower(trim(c.correct)) IN ('1', '1.0', '+1', '+1.0', 'true', 't') THEN true
-                WHEN lower(trim(c.correct)) IN ('0', '0.0', '-1', '-1.0', 'false', 'f') THEN false
+           CASE WHEN list_contains(getvariable('correct_words'), lower(trim(c.correct))) THEN true
+                WHEN list_contains(getvariable('wrong_words'), lower(trim(c.correct))) THEN false
            END AS value
     FROM c LEFT JOIN benchmarks b ON b.name = c.benchmark
 )

@@ -121,26 +121,31 @@ def run_refresh(args: argparse.Namespace) -> int:
 
 
 class _DropInputErrors(logging.Filter):
-    """Drops log records that carry one of INPUT_ERRORS (Prefect logs them with a traceback),
-    or the run's closing PipelineError (its failed benchmarks were said one line each)."""
+    """Drops log records that carry one of `errors` (Prefect logs them with a traceback)."""
+
+    def __init__(self, errors: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self.errors = errors
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, INPUT_ERRORS) and type(exc).__name__ != "PipelineError"
+        return not isinstance(exc, self.errors)
 
 
 @contextlib.contextmanager
 def _input_errors_in_one_line(verbose: bool) -> Iterator[None]:
-    """While the flow runs, the console shows no log record of an input error (unless
-    `verbose`): the CLI says it in one line, and the run's log on the Prefect server keeps it,
-    traceback included. The console: the root logger's stream handlers (`main`'s and
-    Prefect's), files aside."""
+    """While the flow runs, the console shows no log record of an input error or of the
+    flow's PipelineError (unless `verbose`): the CLI says it in one line, and the run's log
+    on the Prefect server keeps it, traceback included. The console: the root logger's
+    stream handlers (`main`'s and Prefect's), files aside."""
     consoles = [] if verbose else logging.getLogger().handlers
     consoles = [
         h for h in consoles
         if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
     ]  # fmt: skip
-    drop = _DropInputErrors()
+    from sparseeval.pipeline.recipe import PipelineError  # benchmarks failed: each said so
+
+    drop = _DropInputErrors((*INPUT_ERRORS, PipelineError))
     for handler in consoles:
         handler.addFilter(drop)
     try:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sparseeval.cli.common import EXIT_PARTIAL, first_line
+from sparseeval.cli.common import EXIT_PARTIAL, EXIT_USER_ERROR, first_line
 
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
@@ -98,13 +98,16 @@ def run_ingest(args: argparse.Namespace) -> int:
                 store.add_benchmark(name)
             reports = _ingest_all(store, sources, args.force)
     except _user_errors() as exc:
-        return _fail(exc)
+        return _fail(exc, args.store or Path("the store"))
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
     else:
         for r in reports:
             print(r.line(), file=sys.stdout if r.status != "failed" else sys.stderr)
-    return EXIT_PARTIAL if any(r.status == "failed" for r in reports) else 0
+    failed = [r for r in reports if r.status == "failed"]
+    if failed and len(failed) == len(reports):
+        return EXIT_USER_ERROR  # nothing landed: not "partly failed"
+    return EXIT_PARTIAL if failed else 0
 
 
 def _ingest_all(store, sources: list, force: bool) -> list:
@@ -114,16 +117,35 @@ def _ingest_all(store, sources: list, force: bool) -> list:
     reports: list[IngestReport] = []
     for source in sources:
         try:
+            if isinstance(source, _Unreadable):
+                raise source.error
             reports += ingest(store, source, force=force, keep_going=True)
-        except SourceError as exc:
-            reports.append(
-                IngestReport(-1, "?", str(getattr(source, "path", "")), "failed", message=str(exc))
-            )
+        except (SourceError, *_Unreadable.errors) as exc:
+            where = str(getattr(source, "path", ""))
+            reports.append(IngestReport(-1, "?", where, "failed", message=first_line(exc)))
     return reports
 
 
-def _sources(args: argparse.Namespace) -> list:
+class _Unreadable:
+    """A path given to `ingest` that is not a source (a pipe, a folder without results): it
+    fails alone, after the other paths were ingested."""
+
+    errors = (ValueError, OSError)
+
+    def __init__(self, path: Path, error: Exception) -> None:
+        self.path, self.error = path, error
+
+
+def _parse(path: Path, args: argparse.Namespace):
     from sparseeval.pipeline.sources import parse_source
+
+    try:
+        return parse_source(str(path), args.format, args.benchmark, args.model)
+    except _Unreadable.errors as exc:
+        return _Unreadable(path, exc)
+
+
+def _sources(args: argparse.Namespace) -> list:
     from sparseeval.pipeline.store import OpenLLMLeaderboard, default_hub_client
 
     if args.hub:
@@ -138,7 +160,7 @@ def _sources(args: argparse.Namespace) -> list:
         ]
     if not args.sources:
         raise ValueError("give files or folders to ingest, or --hub v1|v2")
-    return [parse_source(str(p), args.format, args.benchmark, args.model) for p in args.sources]
+    return [_parse(p, args) for p in args.sources]
 
 
 def run_matrix(args: argparse.Namespace) -> int:
@@ -156,7 +178,7 @@ def run_matrix(args: argparse.Namespace) -> int:
         if args.export:
             export_matrix(matrix, args.export, summary.fingerprint)
     except _user_errors() as exc:
-        return _fail(exc)
+        return _fail(exc, args.store or Path("the store"))
     out: dict[str, Any] = summary.to_dict() | {"export": str(args.export or "")}
     print(json.dumps(out, indent=2) if args.json else summary.line())
     return 0
@@ -202,6 +224,10 @@ def _store_path(args: argparse.Namespace, settings=None) -> Path:
     return args.store or (settings or Settings.load()).store_path
 
 
-def _fail(exc: BaseException) -> int:
+def _fail(exc: BaseException, store: Path | None = None) -> int:
+    from sparseeval.pipeline.store.integrity import damaged_message, is_damage
+
+    if store is not None and is_damage(exc):  # a query reached a block the file lacks
+        exc = ValueError(damaged_message(store, exc))
     print(f"error: {first_line(exc)}", file=sys.stderr)
     return 2

@@ -34,6 +34,7 @@ from sparseeval.consume.responses import (
     printable,
     sign,
 )
+from sparseeval.consume.shape import check_arrays, check_estimate, check_manifest, reader_folder
 
 N_COMPLETIONS = 256
 _REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
@@ -124,6 +125,7 @@ def _checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> di
 
         verify_signature(folder, manifest, public_key)
     _check_items(folder, manifest.get("items"))
+    check_manifest(folder, manifest)
     return manifest
 
 
@@ -146,11 +148,15 @@ def _predictor(folder: Path, manifest: dict[str, Any]):
     from sparseeval.consume.inference import load_predictor
 
     try:
-        return load_predictor(folder / manifest["predictor"]["folder"])
+        predictor = load_predictor(folder / reader_folder(folder, manifest["predictor"]))
+    except AnchorSetError:
+        raise
     except Exception as e:
         raise AnchorSetError(
             f"{printable(folder)}: cannot load predictor weights ({printable(e)})"
         ) from e
+    check_arrays(folder, predictor.state()[1])
+    return predictor
 
 
 @dataclass
@@ -283,6 +289,7 @@ class AnchorSet:
         if flags:
             spread += float(self._pool.widening(x[None, :], [value], conformal.halfwidth)[0])
         low, high = conformal.interval(value, extra=spread)
+        check_estimate(self.source, value, low, high)
         k = len(self.items)
         est = Estimate(
             value, low, high, self.level, self.benchmark, self.version, n_anchors=k,

@@ -99,3 +99,20 @@ def check_benchmark_name(name: object) -> str:
             f" '-' or '.', starting with a letter or digit (got {ascii(s)[:80]})"
         )
     return s
+
+
+# Names the published layout gives a meaning of its own: the suite's set and its average,
+# the `latest` pointer, budget folders `kN` and version folders `vN`.
+_RESERVED = re.compile(r"(?i)suite|average|latest|[kv]\d+")
+
+
+def check_new_benchmark_name(name: object) -> str:
+    """`check_benchmark_name`, and not a name the published layout reserves (a benchmark
+    called `suite`, `latest`, `k25` or `v3` would be read as something else)."""
+    s = check_benchmark_name(name)
+    if _RESERVED.fullmatch(s):
+        raise IdError(
+            f"benchmark name {s!r} is reserved by the published layout (suite, average, "
+            "latest, kN, vN); choose another"
+        )
+    return s

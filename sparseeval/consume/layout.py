@@ -45,6 +45,7 @@ import stat
 from pathlib import Path
 
 from sparseeval.consume.hashing import file_sha256
+from sparseeval.consume.jsontext import JsonTextError, loads
 from sparseeval.consume.responses import printable
 
 SCHEMA_VERSION = 1
@@ -56,6 +57,8 @@ KIND = "sparseeval.anchor_set"
 VERSION_DIR = re.compile(r"^v(\d+)$")
 BUDGET_DIR = re.compile(r"^k(\d+)$")
 TOMBSTONE = re.compile(r"^\.discarded-v(\d+)$")
+MAX_MANIFEST_BYTES = 64 * 2**20  # a manifest lists items and hashes: megabytes at most
+MAX_POINTER_BYTES = 2**20
 
 
 class AnchorSetError(ValueError):
@@ -193,8 +196,8 @@ def read_manifest(folder: str | Path) -> dict:
             f"{printable(folder)}: no {MANIFEST} (not an anchor set, or incomplete)"
         )
     try:
-        manifest = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        manifest = loads(_bounded_text(path, MAX_MANIFEST_BYTES))
+    except (JsonTextError, UnicodeDecodeError) as e:
         raise AnchorSetError(
             f"{printable(path)}: damaged or truncated manifest ({printable(e)})"
         ) from None
@@ -242,7 +245,7 @@ def verify(folder: str | Path, manifest: dict, *, follow_file_links: bool = Fals
         )
     bad: dict[str, str] = {}
     for rel, digest in files.items():
-        problem = _unsafe_path(rel) or _linked_part(folder, rel, follow_file_links)
+        problem = unsafe_path(rel) or _linked_part(folder, rel, follow_file_links)
         if not problem and not (folder / rel).is_file():
             problem = "missing"
         elif not problem and (not isinstance(digest, str) or file_sha256(folder / rel) != digest):
@@ -250,7 +253,7 @@ def verify(folder: str | Path, manifest: dict, *, follow_file_links: bool = Fals
         if problem:
             bad.setdefault(str(rel), problem)
     pred = (manifest.get("predictor") or {}).get("folder", PREDICTOR_DIR)
-    problem = _unsafe_path(pred) or _linked_part(folder, pred, False)
+    problem = unsafe_path(pred) or _linked_part(folder, pred, False)
     if problem:
         bad.setdefault(f"predictor folder {pred}", problem)
     for rel, problem in _unlisted(folder, files, follow_file_links):
@@ -262,7 +265,7 @@ def verify(folder: str | Path, manifest: dict, *, follow_file_links: bool = Fals
         )
 
 
-def _unsafe_path(rel: object) -> str | None:
+def unsafe_path(rel: object) -> str | None:
     """Why a path from the manifest is not a plain relative path inside the folder, or None."""
     if not isinstance(rel, str) or not rel:
         return "not a relative path"
@@ -338,10 +341,41 @@ def read_pointer(set_folder: str | Path) -> dict | None:
     if not pointer.is_file():
         return None
     try:
-        data = json.loads(pointer.read_text())
-        int(data["version"])
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        data = loads(_bounded_text(pointer, MAX_POINTER_BYTES))
+    except (JsonTextError, UnicodeDecodeError) as e:
         raise AnchorSetError(
             f"{printable(pointer)}: unreadable latest pointer ({printable(e)})"
         ) from None
+    problem = _pointer_problem(data)
+    if problem:
+        raise AnchorSetError(f"{printable(pointer)}: unreadable latest pointer ({problem})")
     return data
+
+
+def _pointer_problem(data: object) -> str | None:
+    """Why a parsed `latest` is not a pointer: its version and promoted record are checked."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if not positive_int(data.get("version")):
+        got = printable(repr(data.get("version")))[:40]
+        return f"version must be a positive integer, got {got}"
+    record = data.get("promoted")
+    if record is not None and not (
+        isinstance(record, dict) and all(k.isdigit() and k.isascii() for k in record)
+    ):
+        return "its promoted record is not {version: seal}"
+    return None
+
+
+def positive_int(value: object) -> bool:
+    """A JSON integer >= 1 (not a bool, a float or a string)."""
+    return type(value) is int and value >= 1
+
+
+def _bounded_text(path: Path, limit: int) -> str:
+    """The file's text when it is at most `limit` bytes; a JsonTextError if larger."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise JsonTextError(f"larger than {limit:,} bytes")
+    return data.decode("utf-8")

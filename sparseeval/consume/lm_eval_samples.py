@@ -66,7 +66,11 @@ def find_samples_files(paths: Iterable[str | Path]) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(p.rglob("samples_*.jsonl"))
+            found = sorted(p.rglob("samples_*.jsonl"))
+            pipe = next((f for f in found if not f.is_file()), None)
+            if pipe is not None:  # reading it would wait for a writer forever
+                raise LmEvalError(f"{pipe}: not a regular file (a pipe or device?)")
+            files += found
         elif p.is_file():
             files.append(p)
         else:

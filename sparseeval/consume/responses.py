@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import io
 import json
 import math
 import re
@@ -23,9 +22,13 @@ from typing import Any
 
 from sparseeval.consume.ids import IdError, canonical_id
 from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys
+from sparseeval.consume.sniff import compressed_message, delimiter_hint
 
-_TEXT_SIGNS = {"1": 1.0, "1.0": 1.0, "true": 1.0, "+1": 1.0,
-               "0": -1.0, "0.0": -1.0, "false": -1.0, "-1": -1.0, "-1.0": -1.0}  # fmt: skip
+# The answer words, read alike by `predict` and the store (sql/validate.sql gets these lists):
+# case-insensitive, after trimming spaces.
+CORRECT_WORDS = ("1", "1.0", "+1", "+1.0", "true", "t")
+WRONG_WORDS = ("0", "0.0", "-1", "-1.0", "false", "f")
+_TEXT_SIGNS = dict.fromkeys(CORRECT_WORDS, 1.0) | dict.fromkeys(WRONG_WORDS, -1.0)
 _NOT_ANSWERED = {"", "nan", "none", "null", "na"}
 
 
@@ -181,6 +184,9 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
 class MergedAnswers:
     """Answers from several sources; conflicting answers on an anchor are collected.
 
+    Only anchors are kept (`values` holds the anchors answered); other items are checked
+    for a canonical id and dropped, so memory follows the anchors, not the file.
+
     Item ids are canonicalized (`consume.ids`), so `'1 '` and `'1'` are one item; an id
     that has no canonical form (a control character) is refused naming where it was read.
     `check()` raises the `ResponsesError` naming every conflicting anchor and its sources.
@@ -194,6 +200,8 @@ class MergedAnswers:
 
     def add(self, item: object, value: object, where: str) -> None:
         item = item_id(item, where)
+        if item not in self.anchors:  # never read: not kept (a 50 MB file stays small)
+            return
         if item not in self.values:
             self.values[item] = value
             self.seen[item] = (value, where)
@@ -230,6 +238,8 @@ def _comparable(value: object) -> object:
 
 def _read_text(path: Path) -> str:
     """The file as text (UTF-8, an optional byte-order mark dropped); one-line error if not."""
+    if (packed := compressed_message(path)) is not None:
+        raise ResponsesError(printable(packed))
     data = path.read_bytes()
     try:
         return data.decode("utf-8-sig")
@@ -262,12 +272,26 @@ def _undecodable_among(paths: list[Path], error: UnicodeDecodeError) -> str:
     return f"{names}: not UTF-8 text ({printable(error.reason)}); save it as UTF-8"
 
 
+def _text_lines(path: Path) -> Iterator[str]:
+    """The file's lines, streamed (UTF-8, an optional byte-order mark dropped); one-line
+    error naming the byte and line if it is not UTF-8. Memory stays bounded by a line."""
+    if (packed := compressed_message(path)) is not None:
+        raise ResponsesError(printable(packed))
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            yield from f
+    except UnicodeDecodeError:
+        _read_text(path)  # raises the error naming the byte and line
+        raise
+
+
 def _read_csv(path: Path) -> Iterator[tuple[str, object, str]]:
-    reader = csv.DictReader(io.StringIO(_read_text(path), newline=""))
+    reader = csv.DictReader(_text_lines(path))
     cols = [c.strip() for c in reader.fieldnames or []]
     if "item" not in cols or "correct" not in cols:
         raise ResponsesError(
             f"{printable(path)}: needs a header with columns item,correct (got {printable(cols)})"
+            + delimiter_hint(cols)
         )
     twice = [c for c in ("item", "correct") if cols.count(c) > 1]
     if twice:
@@ -280,7 +304,7 @@ def _read_csv(path: Path) -> Iterator[tuple[str, object, str]]:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[str, object, str]]:
-    for n, line in enumerate(_read_text(path).splitlines(), 1):
+    for n, line in enumerate(_text_lines(path), 1):
         if not line.strip():
             continue
         try:
@@ -316,6 +340,12 @@ def _read_json(path: Path) -> Iterator[tuple[str, object, str]]:
         raise ResponsesError(f"{printable(path)}: not valid JSON ({why[:120]})") from None
     where = printable(path)
     if isinstance(data, _Pairs):
+        nested = next((k for k, v in data if isinstance(v, list)), None)  # _Pairs: a list
+        if nested is not None:
+            raise ResponsesError(
+                f"{where}: key {printable(repr(nested))[:60]} holds an object or a list, not "
+                "an answer; expected {item: correct} at the top level (unwrap the answers)"
+            )
         for k, v in data:
             yield str(k), v, where
         return

@@ -23,6 +23,7 @@ from sparseeval.consume.flags import KEY, disagreement, widened
 from sparseeval.consume.inference import load_predictor
 from sparseeval.consume.layout import LATEST, AnchorSetError
 from sparseeval.consume.responses import MergedAnswers, ResponsesError, as_pairs, printable
+from sparseeval.consume.shape import check_arrays, check_reader
 
 SUITE = "suite"
 AVERAGE = "average"
@@ -160,6 +161,8 @@ def load_suite(
     members = (average.manifest.get("suite") or {}).get("members")
     if not members:
         raise AnchorSetError(f"{printable(average.source)}: not a suite anchor set (no members)")
+    if not isinstance(members, dict) or not all(isinstance(m, dict) for m in members.values()):
+        raise AnchorSetError(f"{printable(average.source)}: suite members are not readers")
     joint, own = {}, {}
     for b, member in members.items():
         own[b] = _member(average, b, member["own"], member["items"])
@@ -169,12 +172,14 @@ def load_suite(
 
 def _member(suite: AnchorSet, benchmark: str, reader: dict, items: list[str]) -> AnchorSet:
     """One member reader as an `AnchorSet` (its files were verified with the suite's)."""
+    check_reader(suite.source, benchmark, reader, items)
     try:
         predictor = load_predictor(suite.folder / reader["folder"])
     except Exception as e:
         raise AnchorSetError(
             f"{printable(suite.source)}: cannot load {benchmark} reader ({printable(e)})"
         ) from e
+    check_arrays(suite.source, predictor.state()[1])
     manifest = {
         "benchmark": benchmark,
         "version": suite.version,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import tomllib
@@ -116,8 +117,10 @@ class Settings:
 
     def check(self) -> None:
         """Refuse settings no run could use, in one line naming the setting (before any work)."""
-        problems = [f"{name} must be {rule}, got {getattr(self, name)!r}"
-                    for name, rule, ok in self._rules() if not ok]  # fmt: skip
+        problems = [f"{f.name} must be a finite number, got {getattr(self, f.name)!r}"
+                    for f in fields(self) if _not_finite(getattr(self, f.name))]  # fmt: skip
+        problems += [f"{name} must be {rule}, got {getattr(self, name)!r}"
+                     for name, rule, ok in self._rules() if not ok]  # fmt: skip
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -247,6 +250,12 @@ def read_toml(path: Path) -> dict[str, Any]:
                 f"{path}: line {line}, column {col}: not valid TOML ({what})"
             ) from None
         raise ValueError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _not_finite(value: Any) -> bool:
+    """A float setting (or one in a list) that is inf or NaN: no run can use it."""
+    values = value if isinstance(value, tuple | list) else (value,)
+    return any(isinstance(v, float) and not math.isfinite(v) for v in values)
 
 
 def _coerce(values: dict[str, Any]) -> dict[str, Any]:

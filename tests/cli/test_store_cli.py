@@ -59,7 +59,7 @@ def test_wide_table_needs_benchmark_and_errors_are_one_line(tmp_path, capsys):
     wide.write_text("model,1,2\norg/a,1,0\n")
     assert run(["ingest", str(wide)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "--benchmark" in err and err.count("\n") == 1
+    assert err.startswith(f"{wide}: failed (") and "--benchmark" in err and err.count("\n") == 1
     assert run(["ingest", str(wide), "--benchmark", "arc"]) == 0
 
 

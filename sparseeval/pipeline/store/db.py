@@ -22,8 +22,10 @@ from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
     MAX_MODEL_LEN,
     IdError,
     check_benchmark_name,
+    check_new_benchmark_name,
 )
 from sparseeval.consume.taskmap import KNOWN_BENCHMARKS
+from sparseeval.pipeline.store.integrity import damaged_message, is_damage, store_problem
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,14 @@ class StoreError(RuntimeError):
 
 class StoreLockedError(StoreError):
     """Another process holds the store's write lock."""
+
+
+class StoreDamagedError(StoreError):
+    """The store file is truncated or corrupt (`integrity`)."""
+
+
+class StoreTooNewError(StoreError):
+    """The store was written by a newer sparseeval (a higher schema version)."""
 
 
 @cache
@@ -93,8 +103,21 @@ class Store:
         path = Path(path)
         if read_only and not path.exists():
             raise StoreError(f"no store at {path} (ingest something first)")
+        if path.exists() and not path.is_file():  # a pipe would block DuckDB's open forever
+            raise StoreError(f"store {path} is not a regular file (a folder, pipe or device?)")
         path.parent.mkdir(parents=True, exist_ok=True)
         con = _connect(path, read_only, wait_s)
+        try:
+            problem = store_problem(con, path, SCHEMA_VERSION)
+        except duckdb.Error as exc:
+            con.close()
+            if is_damage(exc):
+                raise StoreDamagedError(damaged_message(path, exc)) from None
+            raise
+        if problem is not None:
+            con.close()
+            kind, message = problem
+            raise (StoreDamagedError if kind == "damaged" else StoreTooNewError)(message)
         store = cls(con, path, read_only)
         if not read_only:
             store._init_schema()
@@ -156,10 +179,11 @@ class Store:
     def add_benchmark(self, name: str, description: str = "") -> None:
         """Register a benchmark so that its rows are accepted (known ones are built in).
 
-        The name must be one that can be published (`consume.ids.check_benchmark_name`).
+        The name must be one that can be published and is not one the published layout uses
+        (`consume.ids.check_new_benchmark_name`).
         """
         try:
-            check_benchmark_name(name)
+            check_new_benchmark_name(name)
         except IdError as exc:
             raise StoreError(str(exc)) from None
         self.con.execute(sql("benchmark_add"), [name, description])
@@ -259,6 +283,8 @@ def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConne
             return con
         except duckdb.IOException as exc:
             if not any(p in str(exc).lower() for p in _LOCK_PATTERNS):
+                if is_damage(exc):
+                    raise StoreDamagedError(damaged_message(path, exc)) from None
                 raise StoreError(f"cannot open store {path}: {exc}") from exc
             if time.monotonic() >= deadline:
                 holder = re.search(r"PID (\d+)", str(exc))

@@ -130,8 +130,13 @@ def _raising(exc: Exception) -> Iterator[Unit]:
 
 def stored_message(text: object) -> str:
     """A message as it may be logged, stored and shown: tokens redacted, control characters
-    escaped, at most 500 characters (`str(exc)` of an error, or any text)."""
-    return _printable(redact(text))[:500]
+    escaped, at most 500 characters (`str(exc)` of an error, or any text); a full disk is
+    said in words."""
+    from sparseeval.pipeline.store.integrity import disk_full
+
+    full = isinstance(text, BaseException) and disk_full(text)
+    prefix = "disk full, nothing of it was stored: " if full else ""
+    return _printable(prefix + str(redact(text)))[:500]
 
 
 def record_failed_source(store: Store, label: str, exc: BaseException) -> IngestReport:
@@ -144,8 +149,9 @@ def record_failed_source(store: Store, label: str, exc: BaseException) -> Ingest
         with store.transaction() as con:
             execute(con, "run_start", params | {"status": "failed"})
             execute(con, "run_finish", _finish_params(report, run_id))
-    except duckdb.Error:
-        log.exception("could not record the failed source %s", _printable(label))
+    except duckdb.Error as again:
+        log.warning("could not record the failed source %s (%s)", _printable(label),
+                    stored_message(again))  # fmt: skip
         report.run_id = -1
     log.info("ingest %s", report.line())  # the caller shows or raises the failure
     return report
@@ -312,8 +318,8 @@ def _record_failure(store: Store, params: dict[str, Any], exc: Exception) -> Non
     try:
         with store.transaction() as con:
             execute(con, "run_finish", _finish_params(report, params["run"]))
-    except duckdb.Error:  # the row stays 'running'; the next open marks it interrupted
-        log.exception("could not record failed run %s", params["run"])
+    except duckdb.Error as again:  # the row stays 'running'; the next open marks it interrupted
+        log.warning("could not record failed run %s (%s)", params["run"], stored_message(again))
     log.info("ingest %s", report.line())  # the caller shows or raises the failure
 
 

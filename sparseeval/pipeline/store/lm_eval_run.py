@@ -69,6 +69,8 @@ class LmEvalRun:
 def _lm_eval_unit(results: Path, model: str | None) -> Unit:
     m = RESULTS_FILE.match(results.name)
     ts = m.group("ts") if m else None
+    if not results.is_file():
+        raise SourceError(f"{results}: not a regular file (a pipe or device?)")
     name = model or _lm_eval_model(results)
     samples = sorted(
         p for p in results.parent.glob("samples_*.jsonl")
@@ -77,6 +79,9 @@ def _lm_eval_unit(results: Path, model: str | None) -> Unit:
     if not samples:
         raise SourceError(f"{results}: no samples_*.jsonl beside it (run with --log_samples)")
     files = [*samples, results]
+    pipe = next((p for p in files if not p.is_file()), None)
+    if pipe is not None:  # reading it would wait for a writer forever
+        raise SourceError(f"{pipe}: not a regular file (a pipe or device?)")
     key = fingerprint("lm-eval", name, *(f"{p.name}:{file_sha256(p)}" for p in files))
     refs = [str(p) for p in files]  # the results JSON last: its ref is the scores' provenance
     unit = Unit("lm-eval", str(results), key, refs, no_stage,

@@ -22,6 +22,8 @@ import duckdb
 import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.consume.sniff import compressed_message, delimiter_hint
+from sparseeval.pipeline.store.csv_quotes import stage_repairing_quotes
 from sparseeval.pipeline.store.db import Store, execute, fetch, relation
 from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores
 from sparseeval.pipeline.store.unit import (
@@ -93,9 +95,10 @@ def _stage_csv_raw(
     missing = [c for c in required if c not in header]
     if missing:
         shown = ", ".join(header[:8]) + (" ..." if len(header) > 8 else "")
-        raise SourceError(
-            _printable(f"{path}: line 1: missing column(s) {', '.join(missing)} (has: {shown})")
-        )
+        hint = delimiter_hint(header)
+        raise SourceError(_printable(
+            f"{path}: line 1: missing column(s) {', '.join(missing)} (has: {shown}){hint}"
+        ))  # fmt: skip
     seen: set[str] = set()
     repeated = [c for c in header if c in seen or seen.add(c)]
     if repeated:
@@ -105,9 +108,14 @@ def _stage_csv_raw(
     reserved = [c for c in header if c.startswith(RESERVED_PREFIX)]
     if reserved:
         raise SourceError(_printable(f"{path}: line 1: column name {reserved[0]} is reserved"))
-    execute(con, "drop_csv_rejects", {})
+    cols = dict.fromkeys(header, "VARCHAR")
+
+    def stage(source: Path) -> None:
+        execute(con, "drop_csv_rejects", {})
+        execute(con, "stage_csv", {"path": str(source), "cols": cols})
+
     try:
-        execute(con, "stage_csv", {"path": str(path), "cols": dict.fromkeys(header, "VARCHAR")})
+        stage_repairing_quotes(con, path, stage)
     except duckdb.Error as exc:
         raise SourceError(
             _printable(f"{path}: not a readable CSV file: {_first_line(exc)}")
@@ -186,6 +194,8 @@ def _csv_header(path: Path) -> list[str]:
     """The column names of a CSV file's first line (a UTF-8 BOM before them is dropped)."""
     if path.stat().st_size == 0:
         raise SourceError(f"{path}: empty file")
+    if (packed := compressed_message(path)) is not None:
+        raise SourceError(_printable(packed))
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             return [c.strip() for c in next(csv.reader(f))]

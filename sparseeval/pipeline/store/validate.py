@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 from sparseeval.consume.ids import SQL_PATTERNS
+from sparseeval.consume.responses import CORRECT_WORDS, WRONG_WORDS
 from sparseeval.pipeline.store.db import (
     MAX_BENCHMARK_LEN,
     MAX_ITEM_LEN,
@@ -35,7 +36,8 @@ def check(con: duckdb.DuckDBPyConnection) -> None:
     execute(con, "id_maps", SQL_PATTERNS)
     ((n_changed,),) = fetch(con, "id_changes", {})
     execute(con, "ids_mapped" if n_changed else "ids_plain", {})
-    execute(con, "validate", bounds | SQL_PATTERNS)
+    words = {"correct_words": list(CORRECT_WORDS), "wrong_words": list(WRONG_WORDS)}
+    execute(con, "validate", bounds | words | SQL_PATTERNS)
 
 
 def count_staged(con: duckdb.DuckDBPyConnection) -> int:
