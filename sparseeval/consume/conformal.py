@@ -13,6 +13,16 @@ stand in; those models also chose the anchors and the predictor, so they are
 optimistic. Every report shows the empirical coverage on the test models, which
 took no part in any choice (`bench/coverage.py` measures it on real data).
 
+Adaptive width (`ConformalInterval.fit(residuals, level, pred=...)`): the size of the
+error depends on the estimate (on metabench's GSM8K, middling estimates miss by twice as
+much as low ones). The calibration residuals are normalized by a spread `sigma(pred)`, a
+quadratic in the predicted score fitted to the calibration models' |r| (floored at
+SCALE_FLOOR x their mean |r|, the estimate clipped to the calibration range), and the
+interval is `pred +- q * sigma(pred)` with `q` the conformal quantile of |r| / sigma(pred)
+(normalized conformal, Lei et al. 2018 section 5.2; sigma has three parameters fitted on
+the same residuals, so the guarantee is approximate; measured in `bench/coverage.py`).
+With fewer than MIN_ADAPTIVE calibration models the width stays constant.
+
 For two models A and B, the error of the estimated difference is `r_A - r_B`.
 `difference_halfwidth` calibrates it on all pairs of calibration models; that
 half-width is also the smallest difference the anchor set can resolve at the
@@ -24,11 +34,18 @@ conformal guarantee.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 MAX_PAIR_MODELS = 2000
+MIN_ADAPTIVE = 50  # fewer calibration models: one constant width
+SCALE_FLOOR = 0.3  # sigma(pred) >= SCALE_FLOOR x mean |r|
+CONSTANT = "split-conformal (absolute residuals of held-out calibration models)"
+ADAPTIVE = (
+    "split-conformal, width scaled by the predicted score (absolute residuals of held-out"
+    " calibration models divided by a quadratic fit of their size against the estimate)"
+)
 
 
 def conformal_quantile(scores, level: float) -> float:
@@ -73,31 +90,100 @@ def empirical_coverage(low, high, true) -> float:
 
 
 @dataclass(frozen=True)
-class ConformalInterval:
-    """A fitted split-conformal interval: `pred +- halfwidth`, clipped to [0, 1].
+class Spread:
+    """sigma(p) = max(c0 + c1 p + c2 p^2, floor), with p clipped to [low, high]."""
 
-    `diff_halfwidth` is the half-width for the difference of two models' estimates
-    (and the smallest resolvable difference at `level`).
+    coef: tuple[float, float, float]
+    floor: float
+    low: float
+    high: float
+
+    @classmethod
+    def fit(cls, pred, residuals) -> Spread:
+        """Least-squares quadratic of |r| against the estimate, over the calibration range."""
+        p, a = np.asarray(pred, dtype=np.float64), np.abs(np.asarray(residuals, dtype=np.float64))
+        coef = np.linalg.lstsq(np.vander(p, 3, increasing=True), a, rcond=None)[0]
+        floor = max(SCALE_FLOOR * float(a.mean()), 1e-9)
+        return cls(tuple(float(c) for c in coef), floor, float(p.min()), float(p.max()))
+
+    def __call__(self, pred) -> np.ndarray:
+        p = np.clip(np.asarray(pred, dtype=np.float64), self.low, self.high)
+        c0, c1, c2 = self.coef
+        return np.maximum(c0 + c1 * p + c2 * p * p, self.floor)
+
+    def to_dict(self) -> dict:
+        return {"coef": list(self.coef), "floor": self.floor, "low": self.low, "high": self.high}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Spread:
+        coef = tuple(float(c) for c in d["coef"])
+        return cls(coef, float(d["floor"]), float(d["low"]), float(d["high"]))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ConformalInterval:
+    """A fitted split-conformal interval: `pred +- halfwidths(pred)`, clipped to [0, 1].
+
+    `halfwidth` is the constant half-width (the conformal quantile of |r|); with a
+    `spread` the half-width is `quantile * spread(pred)` instead. `diff_halfwidth` is the
+    half-width for the difference of two models' estimates (and the smallest resolvable
+    difference at `level`).
     """
 
     level: float
     halfwidth: float
     diff_halfwidth: float
     n_calibration: int
-    method: str = "split-conformal (absolute residuals of held-out calibration models)"
+    method: str = CONSTANT
+    spread: Spread | None = None
+    quantile: float = float("inf")  # of |r| / spread(pred), with a spread
 
     @classmethod
-    def fit(cls, residuals, level: float = 0.9) -> ConformalInterval:
+    def fit(cls, residuals, level: float = 0.9, pred=None) -> ConformalInterval:
+        """From calibration residuals (estimate - truth) and, for an adaptive width, their
+        estimates `pred` (at least MIN_ADAPTIVE models; otherwise the width is constant)."""
         r = np.asarray(residuals, dtype=np.float64).ravel()
-        r = r[np.isfinite(r)]
-        q = conformal_quantile(r, level)
-        qd = difference_halfwidth(r, level) if r.size >= 2 else float("inf")
-        return cls(level=float(level), halfwidth=q, diff_halfwidth=qd, n_calibration=int(r.size))
+        keep = np.isfinite(r)
+        q = conformal_quantile(r[keep], level)
+        qd = difference_halfwidth(r[keep], level) if keep.sum() >= 2 else float("inf")
+        fitted = cls(float(level), q, qd, int(keep.sum()))
+        if pred is None or keep.sum() < MIN_ADAPTIVE:
+            return fitted
+        p = np.asarray(pred, dtype=np.float64).ravel()
+        if p.shape != r.shape:
+            raise ValueError(f"{p.size} calibration estimates for {r.size} residuals")
+        keep &= np.isfinite(p)
+        spread = Spread.fit(p[keep], r[keep])
+        qs = conformal_quantile(r[keep] / spread(p[keep]), level)
+        return replace(fitted, method=ADAPTIVE, spread=spread, quantile=qs)
+
+    @property
+    def adaptive(self) -> bool:
+        return self.spread is not None
+
+    def halfwidths(self, pred) -> np.ndarray:
+        """The half-width of the interval at each estimate (before `extra` and clipping)."""
+        p = np.asarray(pred, dtype=np.float64)
+        if self.spread is None:
+            return np.full(p.shape, self.halfwidth)
+        return self.quantile * self.spread(p)
+
+    def widened(self, residuals, pred) -> ConformalInterval:
+        """At least as wide, and nominal on these (more) models: the larger of the current
+        quantile and the one these residuals give, the spread kept."""
+        r = np.asarray(residuals, dtype=np.float64).ravel()
+        q = max(self.halfwidth, conformal_quantile(r, self.level))
+        if self.spread is None:
+            return replace(self, halfwidth=q)
+        scaled = r / self.spread(np.asarray(pred, dtype=np.float64).ravel())
+        return replace(
+            self, halfwidth=q, quantile=max(self.quantile, conformal_quantile(scaled, self.level))
+        )
 
     def interval(self, pred, extra=0.0):
         """(low, high) for one prediction or an array; `extra` widens each side."""
         p = np.asarray(pred, dtype=np.float64)
-        h = self.halfwidth + np.asarray(extra, dtype=np.float64)
+        h = self.halfwidths(p) + np.asarray(extra, dtype=np.float64)
         low, high = np.clip(p - h, 0.0, 1.0), np.clip(p + h, 0.0, 1.0)
         if p.ndim == 0:
             return float(low), float(high)
@@ -114,25 +200,32 @@ class ConformalInterval:
         return empirical_coverage(low, high, np.asarray(true).ravel())
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "method": self.method,
             "level": self.level,
             "halfwidth": _finite_or_none(self.halfwidth),
             "diff_halfwidth": _finite_or_none(self.diff_halfwidth),
             "n_calibration": self.n_calibration,
         }
+        if self.spread is not None:
+            out["adaptive"] = {"quantile": _finite_or_none(self.quantile),
+                               "spread": self.spread.to_dict()}  # fmt: skip
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> ConformalInterval:
         def inf(v):
             return float("inf") if v is None else float(v)
 
+        adaptive = d.get("adaptive")
         return cls(
             level=float(d["level"]),
             halfwidth=inf(d.get("halfwidth")),
             diff_halfwidth=inf(d.get("diff_halfwidth")),
             n_calibration=int(d.get("n_calibration", 0)),
-            method=d.get("method", cls.method),
+            method=d.get("method", CONSTANT),
+            spread=Spread.from_dict(adaptive["spread"]) if adaptive else None,
+            quantile=inf(adaptive.get("quantile")) if adaptive else float("inf"),
         )
 
 
@@ -148,6 +241,7 @@ def _check_level(level: float) -> None:
 
 __all__ = [
     "ConformalInterval",
+    "Spread",
     "conformal_quantile",
     "difference_halfwidth",
     "empirical_coverage",
