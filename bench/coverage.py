@@ -27,6 +27,7 @@ band and by true-score third.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import time
@@ -40,7 +41,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from accuracy import QUIET, load
 
 from sparseeval import Settings
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.conformal import BAND_NAMES, ConformalInterval, by_band
 from sparseeval.method.estimator import SparseEval
 
 N_TEST, N_VALID, N_CALIB = 400, 200, 200
@@ -95,6 +96,7 @@ def datasets(spec: str):
             yield name, (lambda k, s, name=name: metabench_seed(*_xy(name), k, s))
 
 
+@functools.cache
 def _xy(name: str):
     matrix = load(name)
     return matrix.values.astype(np.float32), matrix.y
@@ -131,6 +133,80 @@ def main() -> None:
         fits[label] = [cached_fit(Path(args.cache), label, args.anchors, s, fit_one) for s in seeds]
     if not args.fit_only:
         print(report(fits, args.anchors, args.level))
+
+
+def intervals(fit: dict, level: float) -> dict[str, ConformalInterval]:
+    """The constant and the adaptive interval from one fit's calibration models."""
+    resid = fit["calib_pred"] - fit["calib_true"]
+    return {"constant": ConformalInterval.fit(resid, level),
+            "adaptive": ConformalInterval.fit(resid, level, pred=fit["calib_pred"])}  # fmt: skip
+
+
+def _band_stats(runs: list[dict], kind: str, level: float) -> dict:
+    """Per band and overall, means over seeds: coverage, half-width; overall min and max."""
+    rows = [by_band(intervals(f, level)[kind], f["test_pred"], f["test_true"]) for f in runs]
+    whole = [by_band(intervals(f, level)[kind], f["test_pred"], f["test_true"], bands=1)[0]
+             for f in runs]  # fmt: skip
+    mean = lambda key: [np.mean([r[b][key] for r in rows]) for b in range(3)]  # noqa: E731
+    cov = [w["coverage"] for w in whole]
+    return {"coverage": mean("coverage"), "halfwidth": mean("halfwidth"),
+            "overall": (np.mean(cov), min(cov), max(cov)),
+            "width": np.mean([w["halfwidth"] for w in whole])}  # fmt: skip
+
+
+def coverage_table(fits: dict[str, list[dict]], k: int, level: float) -> str:
+    """Coverage and half-width by third of the estimate, constant vs adaptive, per data."""
+    thirds = " / ".join(BAND_NAMES)
+    lines = [
+        f"| data | k | seeds | interval | coverage at {level:.0%} by estimate third ({thirds}) "
+        f"| overall (min-max) | half-width by third (pts) | mean half-width (pts) | x constant "
+        "| targets |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, runs in fits.items():
+        base = None
+        for kind in KINDS:
+            s = _band_stats(runs, kind, level)
+            base = base or s["width"]
+            m, lo, hi = s["overall"]
+            ok = all(0.87 <= c <= 0.93 for c in s["coverage"]) and 0.88 <= m <= 0.92
+            ok &= s["width"] <= 1.10 * base
+            lines.append(
+                f"| {label} | {k} | {len(runs)} | {kind} "
+                f"| {' / '.join(f'{c:.1%}' for c in s['coverage'])} | {m:.1%} ({lo:.1%}-{hi:.1%}) "
+                f"| {' / '.join(f'{h:.2f}' for h in s['halfwidth'])} | {s['width']:.2f} "
+                f"| {s['width'] / base:.3f} | {'met' if ok else 'missed'} |"
+            )
+    return "\n".join(lines)
+
+
+def bias_table(fits: dict[str, list[dict]], k: int) -> str:
+    """Signed error (estimate - truth, points) by third of the estimate and of the truth."""
+    thirds = " / ".join(BAND_NAMES)
+    lines = [
+        f"| data | k | seeds | signed error by estimate third ({thirds}) "
+        f"| by true-score third ({thirds}) | overall | within +-0.3 by estimate |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, runs in fits.items():
+        conf = [intervals(f, 0.9)["constant"] for f in runs]
+        cells = []
+        for key in ("test_pred", "test_true"):
+            rows = [by_band(c, f["test_pred"], f["test_true"], key=f[key])
+                    for c, f in zip(conf, runs, strict=True)]  # fmt: skip
+            cells.append([np.mean([r[b]["signed_error"] for r in rows]) for b in range(3)])
+        overall = np.mean([100 * np.mean(f["test_pred"] - f["test_true"]) for f in runs])
+        ok = all(abs(e) <= 0.3 for e in cells[0])
+        lines.append(
+            f"| {label} | {k} | {len(runs)} | {' / '.join(f'{e:+.2f}' for e in cells[0])} "
+            f"| {' / '.join(f'{e:+.2f}' for e in cells[1])} | {overall:+.2f} "
+            f"| {'yes' if ok else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+def report(fits: dict[str, list[dict]], k: int, level: float) -> str:
+    return coverage_table(fits, k, level) + "\n\n" + bias_table(fits, k)
 
 
 if __name__ == "__main__":

@@ -169,8 +169,8 @@ class ConformalInterval:
         return self.quantile * self.spread(p)
 
     def widened(self, residuals, pred) -> ConformalInterval:
-        """At least as wide, and nominal on these (more) models: the larger of the current
-        quantile and the one these residuals give, the spread kept."""
+        """At least as wide, and nominal on these models too: the larger of the current
+        quantile and the one these residuals (at estimates `pred`) give, the spread kept."""
         r = np.asarray(residuals, dtype=np.float64).ravel()
         q = max(self.halfwidth, conformal_quantile(r, self.level))
         if self.spread is None:
@@ -229,6 +229,33 @@ class ConformalInterval:
         )
 
 
+BAND_NAMES = ("low", "middle", "high")
+
+
+def by_band(conf: ConformalInterval, pred, true, key=None, bands: int = 3) -> list[dict]:
+    """Per band of `key` (default the estimates; equal-count bands): n, the key's range,
+    coverage, mean half-width (points, clipping aside) and signed error (estimate - truth,
+    points). A user can condition on the estimate, not on the truth."""
+    pred, true = np.ravel(np.asarray(pred, dtype=np.float64)), np.ravel(np.asarray(true))
+    key = pred if key is None else np.ravel(np.asarray(key, dtype=np.float64))
+    band = np.digitize(key, np.quantile(key, np.arange(1, bands) / bands)) if key.size else key
+    low, high = conf.interval(pred)
+    inside = (true >= low - 1e-12) & (true <= high + 1e-12)
+    names = BAND_NAMES if bands == 3 else tuple(str(b + 1) for b in range(bands))
+    rows = []
+    for b, name in enumerate(names):
+        m = band == b
+        if m.any():
+            rows.append({
+                "band": name, "n": int(m.sum()),
+                "from": 100 * float(key[m].min()), "to": 100 * float(key[m].max()),
+                "coverage": float(inside[m].mean()),
+                "halfwidth": 100 * float(conf.halfwidths(pred[m]).mean()),
+                "signed_error": 100 * float((pred[m] - true[m]).mean()),
+            })  # fmt: skip
+    return rows
+
+
 def _finite_or_none(x: float) -> float | None:
     """JSON has no infinity: an unbounded half-width is written as null."""
     return float(x) if math.isfinite(x) else None
@@ -240,8 +267,10 @@ def _check_level(level: float) -> None:
 
 
 __all__ = [
+    "BAND_NAMES",
     "ConformalInterval",
     "Spread",
+    "by_band",
     "conformal_quantile",
     "difference_halfwidth",
     "empirical_coverage",

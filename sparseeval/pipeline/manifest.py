@@ -78,7 +78,7 @@ def interval(estimator, settings: dict, inputs: dict) -> dict:
     test_pred, test_true = inputs.get("test_pred"), inputs.get("test_true")
     check = None
     if test_pred is not None and test_true is not None and len(test_true):
-        conformal, check = coverage_check(conformal, pred, residuals, test_pred, test_true)
+        conformal, check = coverage_check(conformal, test_pred, test_true)
     width = conformal.halfwidth if pred is None else conformal.halfwidths(pred)
     out = conformal.to_dict() | {
         "calibration_coverage": float(np.mean(np.abs(residuals) <= width)),

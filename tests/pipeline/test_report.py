@@ -55,7 +55,7 @@ def inputs() -> dict:
 def test_full_report_is_self_contained(tmp_path):
     paths = render_report(tmp_path, manifest(), inputs())
     names = sorted(p.name for p in paths["plots"])
-    assert names == ["budget.png", "drift.png", "predicted_vs_true.png"]
+    assert names == ["bands.png", "budget.png", "drift.png", "predicted_vs_true.png"]
     for p in paths["plots"]:
         assert p.read_bytes().startswith(PNG) and p.stat().st_size > 5000
     md = paths["md"].read_text()
@@ -65,7 +65,7 @@ def test_full_report_is_self_contained(tmp_path):
     assert "+-3.0 points" in md and "4.2 points" in md  # interval and resolvable difference
     assert "above the drift threshold" in md
     html = paths["html"].read_text()
-    assert html.count("data:image/png;base64,") == 3
+    assert html.count("data:image/png;base64,") == 4
     srcs = re.findall(r"src='([^']*)'", html)
     assert srcs and all(s.startswith("data:") for s in srcs)  # nothing external
     assert "http://" not in html and "https://" not in html and "<script" not in html
