@@ -92,3 +92,26 @@ def test_unbounded_interval_is_reported_not_crashing(tmp_path):
     paths = render_report(tmp_path, manifest(interval=iv), inputs())
     assert "Too few calibration models" in paths["md"].read_text()
     assert json.loads(paths["metrics"].read_text())["interval"]["halfwidth"] is None
+
+
+def test_report_shows_adaptive_width_bands_and_a_widened_candidate(tmp_path):
+    from sparseeval.consume.conformal import ConformalInterval
+    from sparseeval.pipeline.gate import coverage_check
+
+    rng = np.random.default_rng(3)
+    cp, tp = rng.uniform(0.2, 0.9, 200), rng.uniform(0.2, 0.9, 120)
+    ct = cp - rng.normal(0, 0.004 + 0.1 * cp * (1 - cp) ** 2)
+    tt = tp - rng.normal(0, 2 * (0.004 + 0.1 * tp * (1 - tp) ** 2))
+    wide, check = coverage_check(ConformalInterval.fit(cp - ct, 0.9, pred=cp), tp, tt)
+    iv = wide.to_dict() | {"coverage_check": check, "calibrated_on": "calibration"}
+    data = inputs() | {"test_pred": tp.tolist(), "test_true": tt.tolist()}
+    paths = render_report(tmp_path, manifest(interval=iv), data)
+    md = paths["md"].read_text()
+    assert "depending on the estimate" in md and "width that follows the estimate" in md
+    assert "Not published as fitted: test coverage" in md and "widened to nominal" in md
+    assert f"{100 * check['coverage_before']:.1f}% (standard error" in md  # before widening
+    assert "| third of the estimate |" in md and "| third of the true score |" in md
+    assert "](plots/bands.png)" in md
+    bands = json.loads(paths["metrics"].read_text())["interval"]["bands"]
+    assert [r["band"] for r in bands["estimate"]] == ["low", "middle", "high"]
+    assert sum(r["n"] for r in bands["truth"]) == 120
