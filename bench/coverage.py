@@ -6,6 +6,9 @@ Two kinds of data, each fitted per seed exactly as the pipeline fits it:
   `../shared/data/metabench_reduced`): 400 random test models, 200 validation models and
   200 calibration models taken from the training share, the default `SparseEval` at k
   anchors, then `calibrate` on the calibration models.
+* the suite (`suite`): `SuiteSparseEval` as bench/suite.py fits it (the models in all five
+  metabench benchmarks; 400 test, 200 validation, 200 calibration), each benchmark's joint
+  reader and the suite average;
 * the built-in demo leaderboard (`demo`, or `demo:arc+gsm8k`): the synthetic 1,000-model
   leaderboard that `sparseeval refresh` fills an empty store with, split and fitted by the
   pipeline's own steps (`recipe.split_step` and `recipe.select_step`), `Settings(seed=seed)`.
@@ -82,10 +85,48 @@ def demo_seed(matrix, k: int, seed: int) -> dict:
     return _arrays(est, matrix.values, matrix.y, split.calib, split.valid, split.test)
 
 
+def suite_seed(k: int, seed: int) -> dict:
+    """One `SuiteSparseEval` on bench/suite.py's split of the models in all five benchmarks:
+    the joint readers' arrays per benchmark and the average's, keys "{benchmark}:{name}"."""
+    import suite as bench_suite
+
+    from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
+
+    X, y, _ = bench_suite.common_models()
+    order = np.random.default_rng(2000 + seed).permutation(len(next(iter(y.values()))))
+    sizes = [bench_suite.N_TEST, bench_suite.N_VALID, bench_suite.N_CALIB]
+    te, va, ca, tr = np.split(order, np.cumsum(sizes))
+    y = y | {AVERAGE: suite_average(y)}
+    rows = lambda d, r: {b: v[r] for b, v in d.items() if b != AVERAGE}  # noqa: E731
+    suite = SuiteSparseEval(k, SparseEval(seed=seed, **QUIET))
+    suite.fit(rows(X, tr), rows(y, tr), rows(X, va), rows(y, va))
+    suite.calibrate(rows(X, ca), rows(y, ca))
+    pred = suite.predict(rows(X, te))
+    out = {}
+    for b in (*suite.benchmarks_, AVERAGE):
+        out |= {f"{b}:calib_pred": suite.calibration_predictions_[b], f"{b}:calib_true": y[b][ca],
+                f"{b}:test_pred": pred[b], f"{b}:test_true": y[b][te]}  # fmt: skip
+    return out
+
+
+def expand(label: str, runs: list[dict]) -> dict[str, list[dict]]:
+    """A suite's runs as one entry per benchmark ("suite arc", ..., "suite average")."""
+    if not any(":" in key for key in runs[0]):
+        return {label: runs}
+    names = dict.fromkeys(key.partition(":")[0] for key in runs[0])
+    return {f"{label} {b}": [_part(r, b) for r in runs] for b in names}
+
+
+def _part(run: dict, b: str) -> dict:
+    return {key.partition(":")[2]: v for key, v in run.items() if key.startswith(f"{b}:")}
+
+
 def datasets(spec: str):
     """(label, fit-one-seed function) per benchmark named in `--data`."""
     for name in spec.split(","):
-        if name == "demo" or name.startswith("demo:"):
+        if name == "suite":
+            yield "suite", suite_seed
+        elif name == "demo" or name.startswith("demo:"):
             from sparseeval.pipeline.sources import SyntheticLeaderboard
 
             board = SyntheticLeaderboard().leaderboard
@@ -130,7 +171,8 @@ def main() -> None:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     fits = {}
     for label, fit_one in datasets(args.data):
-        fits[label] = [cached_fit(Path(args.cache), label, args.anchors, s, fit_one) for s in seeds]
+        runs = [cached_fit(Path(args.cache), label, args.anchors, s, fit_one) for s in seeds]
+        fits |= expand(label, runs)
     if not args.fit_only:
         print(report(fits, args.anchors, args.level))
 

@@ -15,13 +15,18 @@ took no part in any choice (`bench/coverage.py` measures it on real data).
 
 Adaptive width (`ConformalInterval.fit(residuals, level, pred=...)`): the size of the
 error depends on the estimate (on metabench's GSM8K, middling estimates miss by twice as
-much as low ones). The calibration residuals are normalized by a spread `sigma(pred)`, a
-quadratic in the predicted score fitted to the calibration models' |r| (floored at
-SCALE_FLOOR x their mean |r|, the estimate clipped to the calibration range), and the
-interval is `pred +- q * sigma(pred)` with `q` the conformal quantile of |r| / sigma(pred)
-(normalized conformal, Lei et al. 2018 section 5.2; sigma has three parameters fitted on
-the same residuals, so the guarantee is approximate; measured in `bench/coverage.py`).
-With fewer than MIN_ADAPTIVE calibration models the width stays constant.
+much as low ones), so one width over-covers some models and under-covers others. The
+calibration residuals are normalized by a spread `sigma(pred)`, a quadratic in the
+estimate fitted to the calibration models' |r| (floored at SCALE_FLOOR x their mean |r|,
+the estimate clipped to the calibration range), and the calibration models are split into
+bands of their estimate (equal counts, at least BAND_MODELS each, at most MAX_BANDS); in
+each band `q_b` is the conformal quantile of |r| / sigma(pred), and the interval is
+`pred +- q_b * sigma(pred)` for the band `pred` falls in. Within a band this is
+split-conformal on the normalized residuals (Mondrian conformal, Vovk et al. 2005;
+normalized residuals, Lei et al. 2018 section 5.2), so each band is covered at the level;
+sigma has three parameters fitted on the same residuals, so that guarantee is approximate
+(measured in `bench/coverage.py`). With fewer than MIN_ADAPTIVE calibration models the
+width stays constant.
 
 For two models A and B, the error of the estimated difference is `r_A - r_B`.
 `difference_halfwidth` calibrates it on all pairs of calibration models; that
@@ -40,11 +45,14 @@ import numpy as np
 
 MAX_PAIR_MODELS = 2000
 MIN_ADAPTIVE = 50  # fewer calibration models: one constant width
+BAND_MODELS = 60  # calibration models per band of the estimate, at least
+MAX_BANDS = 3
 SCALE_FLOOR = 0.3  # sigma(pred) >= SCALE_FLOOR x mean |r|
 CONSTANT = "split-conformal (absolute residuals of held-out calibration models)"
 ADAPTIVE = (
-    "split-conformal, width scaled by the predicted score (absolute residuals of held-out"
-    " calibration models divided by a quadratic fit of their size against the estimate)"
+    "split-conformal by band of the estimate (Mondrian): per band of the held-out"
+    " calibration models' estimates, the conformal quantile of their absolute residuals"
+    " divided by a quadratic fit of the residuals' size against the estimate"
 )
 
 
@@ -125,7 +133,8 @@ class ConformalInterval:
     """A fitted split-conformal interval: `pred +- halfwidths(pred)`, clipped to [0, 1].
 
     `halfwidth` is the constant half-width (the conformal quantile of |r|); with a
-    `spread` the half-width is `quantile * spread(pred)` instead. `diff_halfwidth` is the
+    `spread` the half-width is `quantiles[b] * spread(pred)` instead, `b` the band of
+    `pred` between the cut points `edges`. `diff_halfwidth` is the
     half-width for the difference of two models' estimates (and the smallest resolvable
     difference at `level`).
     """
@@ -136,7 +145,8 @@ class ConformalInterval:
     n_calibration: int
     method: str = CONSTANT
     spread: Spread | None = None
-    quantile: float = float("inf")  # of |r| / spread(pred), with a spread
+    edges: tuple[float, ...] = ()  # cut points between bands of the estimate
+    quantiles: tuple[float, ...] = ()  # per band, of |r| / spread(pred)
 
     @classmethod
     def fit(cls, residuals, level: float = 0.9, pred=None) -> ConformalInterval:
@@ -153,9 +163,13 @@ class ConformalInterval:
         if p.shape != r.shape:
             raise ValueError(f"{p.size} calibration estimates for {r.size} residuals")
         keep &= np.isfinite(p)
-        spread = Spread.fit(p[keep], r[keep])
-        qs = conformal_quantile(r[keep] / spread(p[keep]), level)
-        return replace(fitted, method=ADAPTIVE, spread=spread, quantile=qs)
+        p, r = p[keep], r[keep]
+        spread = Spread.fit(p, r)
+        n_bands = min(MAX_BANDS, max(1, p.size // BAND_MODELS))
+        edges = tuple(float(e) for e in np.quantile(p, np.arange(1, n_bands) / n_bands))
+        band, scaled = np.digitize(p, edges), r / spread(p)
+        qs = tuple(conformal_quantile(scaled[band == b], level) for b in range(n_bands))
+        return replace(fitted, method=ADAPTIVE, spread=spread, edges=edges, quantiles=qs)
 
     @property
     def adaptive(self) -> bool:
@@ -166,19 +180,19 @@ class ConformalInterval:
         p = np.asarray(pred, dtype=np.float64)
         if self.spread is None:
             return np.full(p.shape, self.halfwidth)
-        return self.quantile * self.spread(p)
+        return np.asarray(self.quantiles)[np.digitize(p, self.edges)] * self.spread(p)
 
     def widened(self, residuals, pred) -> ConformalInterval:
-        """At least as wide, and nominal on these models too: the larger of the current
-        quantile and the one these residuals (at estimates `pred`) give, the spread kept."""
+        """At least as wide, and nominal on these models too: each quantile the larger of its
+        own and the one these residuals (at estimates `pred`) give over all bands; the
+        spread and the bands are kept."""
         r = np.asarray(residuals, dtype=np.float64).ravel()
         q = max(self.halfwidth, conformal_quantile(r, self.level))
         if self.spread is None:
             return replace(self, halfwidth=q)
         scaled = r / self.spread(np.asarray(pred, dtype=np.float64).ravel())
-        return replace(
-            self, halfwidth=q, quantile=max(self.quantile, conformal_quantile(scaled, self.level))
-        )
+        new = conformal_quantile(scaled, self.level)
+        return replace(self, halfwidth=q, quantiles=tuple(max(qb, new) for qb in self.quantiles))
 
     def interval(self, pred, extra=0.0):
         """(low, high) for one prediction or an array; `extra` widens each side."""
@@ -208,8 +222,9 @@ class ConformalInterval:
             "n_calibration": self.n_calibration,
         }
         if self.spread is not None:
-            out["adaptive"] = {"quantile": _finite_or_none(self.quantile),
-                               "spread": self.spread.to_dict()}  # fmt: skip
+            quantiles = [_finite_or_none(q) for q in self.quantiles]
+            out["adaptive"] = {"spread": self.spread.to_dict(), "edges": list(self.edges),
+                               "quantiles": quantiles}  # fmt: skip
         return out
 
     @classmethod
@@ -225,7 +240,8 @@ class ConformalInterval:
             n_calibration=int(d.get("n_calibration", 0)),
             method=d.get("method", CONSTANT),
             spread=Spread.from_dict(adaptive["spread"]) if adaptive else None,
-            quantile=inf(adaptive.get("quantile")) if adaptive else float("inf"),
+            edges=tuple(float(e) for e in adaptive["edges"]) if adaptive else (),
+            quantiles=tuple(inf(q) for q in adaptive["quantiles"]) if adaptive else (),
         )
 
 

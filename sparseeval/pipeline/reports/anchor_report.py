@@ -132,7 +132,7 @@ def _verdicts(conf, summary) -> list[str]:
         tau = summary["test_tau"]
         tau_s = f", Kendall tau {tau:.3f}" if tau is not None else ""
         out.append(f"Test MAE {summary['test_mae']:.2f} accuracy points{tau_s}.")
-    if conf.adaptive and math.isfinite(conf.quantile):
+    if conf.adaptive and all(math.isfinite(q) for q in conf.quantiles):
         low, high = 100 * conf.halfwidths(np.array([conf.spread.low, conf.spread.high]))
         h = 100 * conf.halfwidths(np.linspace(conf.spread.low, conf.spread.high, 101))
         out.append(
@@ -311,13 +311,16 @@ def _interval_method(conf, calibrated_on: str) -> str:
         f"{models} models (clipped to [0, 100]%). " + why
     )
     if conf.adaptive:
+        cuts = ", ".join(f"{100 * e:.1f}%" for e in conf.edges) or "none"
         text = (
             f"Split-conformal with a width that follows the estimate: each of the n = "
             f"{conf.n_calibration} {models} models' absolute error is divided by the typical "
-            "error at its estimate (a quadratic in the estimate fitted to those errors); the "
-            f"{100 * conf.level:.0f}% interval is the estimate +- the ceil((n+1) x level)-th "
-            "smallest of these ratios times the typical error at the estimate (clipped to "
-            "[0, 100]%). " + why
+            "error at its estimate (a quadratic in the estimate fitted to those errors), and "
+            f"the models are split into {len(conf.quantiles)} band(s) of their estimate (cut "
+            f"at {cuts}); in each band the {100 * conf.level:.0f}% interval is the estimate "
+            "+- the ceil((n_band+1) x level)-th smallest of these ratios times the typical "
+            "error at the estimate (clipped to [0, 100]%), so each band is covered at the "
+            "level. " + why
         )
     return text + (
         "The coverage above is measured on test models that took part in no choice. "
