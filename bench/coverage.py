@@ -25,6 +25,7 @@ band and by true-score third.
     python bench/coverage.py                               # metabench, k = 50, 5 seeds
     python bench/coverage.py --data demo --anchors 100
     python bench/coverage.py --data arc --seeds 1 --cache /tmp/cov
+    python bench/coverage.py --data suite --out bench/results/coverage_bands_suite.txt
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import argparse
 import functools
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -167,14 +169,20 @@ def main() -> None:
     parser.add_argument("--level", type=float, default=0.9)
     parser.add_argument("--cache", default="bench/out/coverage", help="folder of saved fits")
     parser.add_argument("--fit-only", action="store_true", help="fill the cache, print nothing")
+    parser.add_argument("--out", default=None, help="also write the tables (and the command) here")
     args = parser.parse_args()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     fits = {}
     for label, fit_one in datasets(args.data):
         runs = [cached_fit(Path(args.cache), label, args.anchors, s, fit_one) for s in seeds]
         fits |= expand(label, runs)
-    if not args.fit_only:
-        print(report(fits, args.anchors, args.level))
+    if args.fit_only:
+        return
+    text = report(fits, args.anchors, args.level)
+    print(text)
+    if args.out:
+        command = "python bench/coverage.py " + " ".join(sys.argv[1:])
+        Path(args.out).write_text(f"$ {command}\n\n{text}\n")
 
 
 def intervals(fit: dict, level: float) -> dict[str, ConformalInterval]:
