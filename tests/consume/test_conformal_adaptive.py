@@ -9,10 +9,12 @@ import pytest
 
 from sparseeval.consume.conformal import (
     ADAPTIVE,
+    BAND_MODELS,
     CONSTANT,
     MIN_ADAPTIVE,
     ConformalInterval,
     by_band,
+    conformal_quantile,
 )
 
 
@@ -48,6 +50,19 @@ def test_too_few_calibration_models_or_no_estimates_fall_back_to_one_width():
     assert ConformalInterval.fit(cp - ct, 0.9).spread is None  # no estimates: constant
     with pytest.raises(ValueError, match="calibration estimates"):
         ConformalInterval.fit(cp - ct, 0.9, pred=cp[:-1])
+
+
+@pytest.mark.parametrize("n, bands", [(MIN_ADAPTIVE, 1), (2 * BAND_MODELS, 2), (200, 3), (900, 3)])
+def test_bands_need_enough_calibration_models_each_and_are_conformal_within(n, bands):
+    cp, ct = heteroscedastic(n, 8)
+    conf = ConformalInterval.fit(cp - ct, 0.9, pred=cp)
+    assert len(conf.quantiles) == bands and len(conf.edges) == bands - 1
+    band = np.digitize(cp, conf.edges)
+    for b, q in enumerate(conf.quantiles):  # each band: its own models' conformal quantile
+        m = band == b
+        assert m.sum() >= min(BAND_MODELS, n) - 1
+        assert q == conformal_quantile((cp - ct)[m] / conf.spread(cp[m]), 0.9)
+        assert np.mean(np.abs(cp - ct)[m] <= conf.halfwidths(cp[m]) + 1e-12) >= 0.9
 
 
 def test_spread_is_floored_and_clipped_to_the_calibration_range():
