@@ -287,7 +287,9 @@ class AnchorSet:
         conformal = self.conformal
         flags = self._pool.reasons(x, value) if self._pool else ()
         if flags:
-            spread += float(self._pool.widening(x[None, :], [value], conformal.halfwidth)[0])
+            spread += float(
+                self._pool.widening(x[None, :], [value], conformal.halfwidths(value))[0]
+            )
         low, high = conformal.interval(value, extra=spread)
         check_estimate(self.source, value, low, high)
         k = len(self.items)

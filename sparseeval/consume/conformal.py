@@ -13,6 +13,21 @@ stand in; those models also chose the anchors and the predictor, so they are
 optimistic. Every report shows the empirical coverage on the test models, which
 took no part in any choice (`bench/coverage.py` measures it on real data).
 
+Adaptive width (`ConformalInterval.fit(residuals, level, pred=...)`): the size of the
+error depends on the estimate (on metabench's GSM8K, middling estimates miss by twice as
+much as low ones), so one width over-covers some models and under-covers others. The
+calibration residuals are normalized by a spread `sigma(pred)`, a quadratic in the
+estimate fitted to the calibration models' |r| (floored at SCALE_FLOOR x their mean |r|,
+the estimate clipped to the calibration range), and the calibration models are split into
+bands of their estimate (equal counts, at least BAND_MODELS each, at most MAX_BANDS); in
+each band `q_b` is the conformal quantile of |r| / sigma(pred), and the interval is
+`pred +- q_b * sigma(pred)` for the band `pred` falls in. Within a band this is
+split-conformal on the normalized residuals (Mondrian conformal, Vovk et al. 2005;
+normalized residuals, Lei et al. 2018 section 5.2), so each band is covered at the level;
+sigma has three parameters fitted on the same residuals, so that guarantee is approximate
+(measured in `bench/coverage.py`). With fewer than MIN_ADAPTIVE calibration models the
+width stays constant.
+
 For two models A and B, the error of the estimated difference is `r_A - r_B`.
 `difference_halfwidth` calibrates it on all pairs of calibration models; that
 half-width is also the smallest difference the anchor set can resolve at the
@@ -24,11 +39,21 @@ conformal guarantee.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 MAX_PAIR_MODELS = 2000
+MIN_ADAPTIVE = 50  # fewer calibration models: one constant width
+BAND_MODELS = 60  # calibration models per band of the estimate, at least
+MAX_BANDS = 3
+SCALE_FLOOR = 0.3  # sigma(pred) >= SCALE_FLOOR x mean |r|
+CONSTANT = "split-conformal (absolute residuals of held-out calibration models)"
+ADAPTIVE = (
+    "split-conformal by band of the estimate (Mondrian): per band of the held-out"
+    " calibration models' estimates, the conformal quantile of their absolute residuals"
+    " divided by a quadratic fit of the residuals' size against the estimate"
+)
 
 
 def conformal_quantile(scores, level: float) -> float:
@@ -73,31 +98,106 @@ def empirical_coverage(low, high, true) -> float:
 
 
 @dataclass(frozen=True)
-class ConformalInterval:
-    """A fitted split-conformal interval: `pred +- halfwidth`, clipped to [0, 1].
+class Spread:
+    """sigma(p) = max(c0 + c1 p + c2 p^2, floor), with p clipped to [low, high]."""
 
-    `diff_halfwidth` is the half-width for the difference of two models' estimates
-    (and the smallest resolvable difference at `level`).
+    coef: tuple[float, float, float]
+    floor: float
+    low: float
+    high: float
+
+    @classmethod
+    def fit(cls, pred, residuals) -> Spread:
+        """Least-squares quadratic of |r| against the estimate, over the calibration range."""
+        p, a = np.asarray(pred, dtype=np.float64), np.abs(np.asarray(residuals, dtype=np.float64))
+        coef = np.linalg.lstsq(np.vander(p, 3, increasing=True), a, rcond=None)[0]
+        floor = max(SCALE_FLOOR * float(a.mean()), 1e-9)
+        return cls(tuple(float(c) for c in coef), floor, float(p.min()), float(p.max()))
+
+    def __call__(self, pred) -> np.ndarray:
+        p = np.clip(np.asarray(pred, dtype=np.float64), self.low, self.high)
+        c0, c1, c2 = self.coef
+        return np.maximum(c0 + c1 * p + c2 * p * p, self.floor)
+
+    def to_dict(self) -> dict:
+        return {"coef": list(self.coef), "floor": self.floor, "low": self.low, "high": self.high}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Spread:
+        coef = tuple(float(c) for c in d["coef"])
+        return cls(coef, float(d["floor"]), float(d["low"]), float(d["high"]))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ConformalInterval:
+    """A fitted split-conformal interval: `pred +- halfwidths(pred)`, clipped to [0, 1].
+
+    `halfwidth` is the constant half-width (the conformal quantile of |r|); with a
+    `spread` the half-width is `quantiles[b] * spread(pred)` instead, `b` the band of
+    `pred` between the cut points `edges`. `diff_halfwidth` is the
+    half-width for the difference of two models' estimates (and the smallest resolvable
+    difference at `level`).
     """
 
     level: float
     halfwidth: float
     diff_halfwidth: float
     n_calibration: int
-    method: str = "split-conformal (absolute residuals of held-out calibration models)"
+    method: str = CONSTANT
+    spread: Spread | None = None
+    edges: tuple[float, ...] = ()  # cut points between bands of the estimate
+    quantiles: tuple[float, ...] = ()  # per band, of |r| / spread(pred)
 
     @classmethod
-    def fit(cls, residuals, level: float = 0.9) -> ConformalInterval:
+    def fit(cls, residuals, level: float = 0.9, pred=None) -> ConformalInterval:
+        """From calibration residuals (estimate - truth) and, for an adaptive width, their
+        estimates `pred` (at least MIN_ADAPTIVE models; otherwise the width is constant)."""
         r = np.asarray(residuals, dtype=np.float64).ravel()
-        r = r[np.isfinite(r)]
-        q = conformal_quantile(r, level)
-        qd = difference_halfwidth(r, level) if r.size >= 2 else float("inf")
-        return cls(level=float(level), halfwidth=q, diff_halfwidth=qd, n_calibration=int(r.size))
+        keep = np.isfinite(r)
+        q = conformal_quantile(r[keep], level)
+        qd = difference_halfwidth(r[keep], level) if keep.sum() >= 2 else float("inf")
+        fitted = cls(float(level), q, qd, int(keep.sum()))
+        if pred is None or keep.sum() < MIN_ADAPTIVE:
+            return fitted
+        p = np.asarray(pred, dtype=np.float64).ravel()
+        if p.shape != r.shape:
+            raise ValueError(f"{p.size} calibration estimates for {r.size} residuals")
+        keep &= np.isfinite(p)
+        p, r = p[keep], r[keep]
+        spread = Spread.fit(p, r)
+        n_bands = min(MAX_BANDS, max(1, p.size // BAND_MODELS))
+        edges = tuple(float(e) for e in np.quantile(p, np.arange(1, n_bands) / n_bands))
+        band, scaled = np.digitize(p, edges), r / spread(p)
+        qs = tuple(conformal_quantile(scaled[band == b], level) for b in range(n_bands))
+        return replace(fitted, method=ADAPTIVE, spread=spread, edges=edges, quantiles=qs)
+
+    @property
+    def adaptive(self) -> bool:
+        return self.spread is not None
+
+    def halfwidths(self, pred) -> np.ndarray:
+        """The half-width of the interval at each estimate (before `extra` and clipping)."""
+        p = np.asarray(pred, dtype=np.float64)
+        if self.spread is None:
+            return np.full(p.shape, self.halfwidth)
+        return np.asarray(self.quantiles)[np.digitize(p, self.edges)] * self.spread(p)
+
+    def widened(self, residuals, pred) -> ConformalInterval:
+        """At least as wide, and nominal on these models too: each quantile the larger of its
+        own and the one these residuals (at estimates `pred`) give over all bands; the
+        spread and the bands are kept."""
+        r = np.asarray(residuals, dtype=np.float64).ravel()
+        q = max(self.halfwidth, conformal_quantile(r, self.level))
+        if self.spread is None:
+            return replace(self, halfwidth=q)
+        scaled = r / self.spread(np.asarray(pred, dtype=np.float64).ravel())
+        new = conformal_quantile(scaled, self.level)
+        return replace(self, halfwidth=q, quantiles=tuple(max(qb, new) for qb in self.quantiles))
 
     def interval(self, pred, extra=0.0):
         """(low, high) for one prediction or an array; `extra` widens each side."""
         p = np.asarray(pred, dtype=np.float64)
-        h = self.halfwidth + np.asarray(extra, dtype=np.float64)
+        h = self.halfwidths(p) + np.asarray(extra, dtype=np.float64)
         low, high = np.clip(p - h, 0.0, 1.0), np.clip(p + h, 0.0, 1.0)
         if p.ndim == 0:
             return float(low), float(high)
@@ -114,26 +214,62 @@ class ConformalInterval:
         return empirical_coverage(low, high, np.asarray(true).ravel())
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "method": self.method,
             "level": self.level,
             "halfwidth": _finite_or_none(self.halfwidth),
             "diff_halfwidth": _finite_or_none(self.diff_halfwidth),
             "n_calibration": self.n_calibration,
         }
+        if self.spread is not None:
+            quantiles = [_finite_or_none(q) for q in self.quantiles]
+            out["adaptive"] = {"spread": self.spread.to_dict(), "edges": list(self.edges),
+                               "quantiles": quantiles}  # fmt: skip
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> ConformalInterval:
         def inf(v):
             return float("inf") if v is None else float(v)
 
+        adaptive = d.get("adaptive")
         return cls(
             level=float(d["level"]),
             halfwidth=inf(d.get("halfwidth")),
             diff_halfwidth=inf(d.get("diff_halfwidth")),
             n_calibration=int(d.get("n_calibration", 0)),
-            method=d.get("method", cls.method),
+            method=d.get("method", CONSTANT),
+            spread=Spread.from_dict(adaptive["spread"]) if adaptive else None,
+            edges=tuple(float(e) for e in adaptive["edges"]) if adaptive else (),
+            quantiles=tuple(inf(q) for q in adaptive["quantiles"]) if adaptive else (),
         )
+
+
+BAND_NAMES = ("low", "middle", "high")
+
+
+def by_band(conf: ConformalInterval, pred, true, key=None, bands: int = 3) -> list[dict]:
+    """Per band of `key` (default the estimates; equal-count bands): n, the key's range,
+    coverage, mean half-width (points, clipping aside) and signed error (estimate - truth,
+    points). A user can condition on the estimate, not on the truth."""
+    pred, true = np.ravel(np.asarray(pred, dtype=np.float64)), np.ravel(np.asarray(true))
+    key = pred if key is None else np.ravel(np.asarray(key, dtype=np.float64))
+    band = np.digitize(key, np.quantile(key, np.arange(1, bands) / bands)) if key.size else key
+    low, high = conf.interval(pred)
+    inside = (true >= low - 1e-12) & (true <= high + 1e-12)
+    names = BAND_NAMES if bands == 3 else tuple(str(b + 1) for b in range(bands))
+    rows = []
+    for b, name in enumerate(names):
+        m = band == b
+        if m.any():
+            rows.append({
+                "band": name, "n": int(m.sum()),
+                "from": 100 * float(key[m].min()), "to": 100 * float(key[m].max()),
+                "coverage": float(inside[m].mean()),
+                "halfwidth": 100 * float(conf.halfwidths(pred[m]).mean()),
+                "signed_error": 100 * float((pred[m] - true[m]).mean()),
+            })  # fmt: skip
+    return rows
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -147,7 +283,10 @@ def _check_level(level: float) -> None:
 
 
 __all__ = [
+    "BAND_NAMES",
     "ConformalInterval",
+    "Spread",
+    "by_band",
     "conformal_quantile",
     "difference_halfwidth",
     "empirical_coverage",

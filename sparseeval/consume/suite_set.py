@@ -75,10 +75,12 @@ class SuiteAnchorSet:
         for b in self.benchmarks:
             est = _read(self.joint[b], joint, allow_missing)
             line = disagreement(est, _read(self.own[b], answers[b], allow_missing, b))
-            out[b] = widened(est, (line,) if line else (), self.joint[b].conformal.halfwidth)
+            width = float(self.joint[b].conformal.halfwidths(est.value))
+            out[b] = widened(est, (line,) if line else (), width)
             disagree += [line] if line else []
         average = _read(self.average, joint, allow_missing)
-        return out | {AVERAGE: widened(average, tuple(disagree), self.average.conformal.halfwidth)}
+        width = float(self.average.conformal.halfwidths(average.value))
+        return out | {AVERAGE: widened(average, tuple(disagree), width)}
 
     def fallback_note(self, answered: Iterable[str]) -> str:
         """What a partial answer falls back to, naming the benchmarks not answered ('' when

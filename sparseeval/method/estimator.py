@@ -98,6 +98,8 @@ class SparseEval(AnchorEstimator):
     calibration_residuals_ : ndarray
         Residuals for prediction intervals: the validation residuals until
         `calibrate` is called.
+    calibration_predictions_ : ndarray
+        The estimates those residuals are of (an adaptive interval's width follows them).
     calibration_source_ : {"validation", "calibration"}
         Where `calibration_residuals_` come from.
     """
@@ -225,6 +227,7 @@ class SparseEval(AnchorEstimator):
         self.predictor_ = candidates[self.predictor_name_]
         self.valid_residuals_ = self.predictor_.predict(XvA) - yv
         self.calibration_residuals_ = self.valid_residuals_
+        self.calibration_predictions_ = self.valid_residuals_ + yv
         self.calibration_source_ = "validation"
         say(
             "final predictor: "
@@ -260,7 +263,8 @@ class SparseEval(AnchorEstimator):
             The estimator, with `calibration_residuals_` replaced.
         """
         X_calib, y_calib = check_Xy(X_calib, y_calib, "calibration")
-        self.calibration_residuals_ = self.predict(X_calib) - y_calib
+        self.calibration_predictions_ = self.predict(X_calib)
+        self.calibration_residuals_ = self.calibration_predictions_ - y_calib
         self.calibration_source_ = "calibration"
         return self
 
@@ -306,6 +310,7 @@ class SparseEval(AnchorEstimator):
             residuals[: len(y)][~keep] = est.predict(X[~keep]) - y[~keep]
             residuals[len(y) :][~keep_v] = est.predict(Xv[~keep_v]) - yv[~keep_v]
         self.calibration_residuals_ = residuals
+        self.calibration_predictions_ = residuals + np.concatenate([y, yv])
         self.calibration_source_ = "cross-fit"
         return self
 

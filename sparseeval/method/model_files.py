@@ -1,7 +1,8 @@
 """The one on-disk format of a fitted model: `anchors.json` plus the published `predictor/`.
 
     {folder}/anchors.json      item ids, column indices, predictor name, validation scores,
-                               calibration residuals (and which models they came from),
+                               calibration residuals and estimates (and which models they
+                               came from),
                                validation residuals and the estimator's parameters (so the
                                suite can reuse the fit: `load_estimator`)
     {folder}/predictor/        predictor.json + weights.npz (`sparseeval.consume.inference`)
@@ -36,6 +37,7 @@ class FittedModel:
     calibration_residuals_: np.ndarray = field(default_factory=lambda: np.zeros(0))
     calibration_source_: str = "validation"
     valid_scores_: dict[str, float] = field(default_factory=dict)
+    calibration_predictions_: np.ndarray | None = None  # None: saved before they were
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Estimated accuracy from the full-width +-1 matrix (only anchor columns are read)."""
@@ -58,6 +60,8 @@ def save_fitted(est, folder: str | Path) -> Path:
         "calibration_residuals": [float(r) for r in np.asarray(residuals, dtype=np.float64)],
         "calibration_source": getattr(est, "calibration_source_", "validation"),
     }
+    if getattr(est, "calibration_predictions_", None) is not None:
+        meta["calibration_predictions"] = [float(p) for p in est.calibration_predictions_]
     if hasattr(est, "valid_residuals_") and hasattr(est, "get_params"):
         meta["valid_residuals"] = [float(r) for r in np.asarray(est.valid_residuals_)]
         meta["estimator"] = estimator_params(est)
@@ -77,7 +81,13 @@ def load_fitted(folder: str | Path) -> FittedModel:
         np.asarray(meta.get("calibration_residuals", []), dtype=np.float64),
         meta.get("calibration_source", "validation"),
         dict(meta.get("valid_scores") or {}),
+        _predictions(meta),
     )
+
+
+def _predictions(meta: dict) -> np.ndarray | None:
+    p = meta.get("calibration_predictions")
+    return None if p is None else np.asarray(p, dtype=np.float64)
 
 
 # Parameters that do not change what an estimator learns (threads, where messages go).
@@ -116,4 +126,5 @@ def load_estimator(folder: str | Path, template):
     est.valid_residuals_ = np.asarray(meta["valid_residuals"], dtype=np.float64)
     est.calibration_residuals_ = np.asarray(meta["calibration_residuals"], dtype=np.float64)
     est.calibration_source_ = meta["calibration_source"]
+    est.calibration_predictions_ = _predictions(meta)
     return est

@@ -279,6 +279,7 @@ class PaperSparseEval(SparseEval):
         self.valid_residuals_ = self.predict_anchors(Xv[:, self.anchors_]) - yv
         self.valid_scores_ = {"mlp": float(np.mean(np.abs(self.valid_residuals_)))}
         self.calibration_residuals_ = self.valid_residuals_
+        self.calibration_predictions_ = self.valid_residuals_ + yv
         self.calibration_source_ = "validation"
 
 

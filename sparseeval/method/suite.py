@@ -67,6 +67,8 @@ class SuiteSparseEval(BaseEstimator):
         models after `calibrate`, else from validation models (which under-cover).
     own_calibration_residuals_ : dict of str to ndarray
         The same for each benchmark's own reader (its fallback).
+    calibration_predictions_, own_calibration_predictions_ : dict of str to ndarray
+        The estimates those residuals are of (an adaptive interval's width follows them).
     calibration_source_ : {"validation", "calibration"}
     """
 
@@ -118,6 +120,7 @@ class SuiteSparseEval(BaseEstimator):
         self.own_calibration_residuals_ = {
             b: self.estimators_[b].valid_residuals_ for b in self.benchmarks_
         }
+        self._predictions_of_residuals(yv)
         self.calibration_source_ = "validation"
         return self
 
@@ -233,8 +236,16 @@ class SuiteSparseEval(BaseEstimator):
         self.own_calibration_residuals_ = {
             b: self.estimators_[b].predict(X[b]) - y[b] for b in self.benchmarks_
         }
+        self._predictions_of_residuals(y)
         self.calibration_source_ = "calibration"
         return self
+
+    def _predictions_of_residuals(self, y: Mapping) -> None:
+        """`calibration_predictions_` (and own): residual + truth, the average's included."""
+        truth = _with_average({b: np.asarray(y[b], dtype=np.float64) for b in self.benchmarks_})
+        res, own = self.calibration_residuals_, self.own_calibration_residuals_
+        self.calibration_predictions_ = {b: res[b] + truth[b] for b in res}
+        self.own_calibration_predictions_ = {b: own[b] + truth[b] for b in own}
 
 
 def reusable(est, template: SparseEval, n_items: int, n_valid: int, item_ids=None) -> bool:

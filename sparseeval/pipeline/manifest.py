@@ -66,17 +66,29 @@ def version_manifest(
 
 
 def interval(estimator, settings: dict, inputs: dict) -> dict:
-    """Conformal calibration from the estimator's residuals, and its coverage on test models."""
+    """Conformal calibration from the estimator's residuals (a width that follows the
+    estimate when their estimates are known), its coverage on test models, and the gate's
+    coverage check (`gate.coverage_check`: widened when below nominal)."""
+    from sparseeval.pipeline.gate import coverage_check
+
     residuals = np.asarray(estimator.calibration_residuals_, dtype=np.float64)
-    conformal = ConformalInterval.fit(residuals, float(settings.get("interval_level", 0.9)))
+    pred = getattr(estimator, "calibration_predictions_", None)
+    level = float(settings.get("interval_level", 0.9))
+    conformal = ConformalInterval.fit(residuals, level, pred=pred)
+    test_pred, test_true = inputs.get("test_pred"), inputs.get("test_true")
+    check = None
+    if test_pred is not None and test_true is not None and len(test_true):
+        conformal, check = coverage_check(conformal, test_pred, test_true)
+    width = conformal.halfwidth if pred is None else conformal.halfwidths(pred)
     out = conformal.to_dict() | {
-        "calibration_coverage": float(np.mean(np.abs(residuals) <= conformal.halfwidth)),
+        "calibration_coverage": float(np.mean(np.abs(residuals) <= width)),
         "calibrated_on": getattr(estimator, "calibration_source_", "validation"),
         "missing_answers": MISSING_POLICY,
     }
-    if inputs.get("test_pred") is not None and inputs.get("test_true") is not None:
-        out["test_coverage"] = conformal.coverage(inputs["test_pred"], inputs["test_true"])
-        out["n_test"] = len(inputs["test_true"])
+    if check is not None:
+        out["test_coverage"] = check["coverage_before"]
+        out["n_test"] = len(test_true)
+        out["coverage_check"] = check
     return out
 
 

@@ -153,11 +153,15 @@ def write_suite(
     items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
     level = {"interval_level": settings.interval_level}
 
-    def reader(folder: str, predictor, residuals, b: str, own: bool) -> dict:
+    def reader(folder: str, predictor, b: str, own: bool) -> dict:
         pred = (fit.own_test_pred if own else fit.test_pred)[b]
         inputs = {"test_pred": pred, "test_true": fit.test_true[b]}
-        calib = SimpleNamespace(calibration_residuals_=residuals,
-                                calibration_source_=suite.calibration_source_)  # fmt: skip
+        prefix = "own_" if own else ""
+        calib = SimpleNamespace(
+            calibration_residuals_=getattr(suite, f"{prefix}calibration_residuals_")[b],
+            calibration_predictions_=getattr(suite, f"{prefix}calibration_predictions_")[b],
+            calibration_source_=suite.calibration_source_,
+        )
         k = len(suite.estimators_[b].anchors_) if own else len(items)
         out = {"folder": folder, "interval": interval(calib, level, inputs),
                "anchor_means": anchor_means(predictor, k),
@@ -177,8 +181,8 @@ def write_suite(
             "items": [str(i) for i in suite.estimators_[b].anchor_ids_],
             "reader": suite.reader_names_[b],
             "valid_mae": suite.valid_scores_[b],
-            "joint": reader(joint, suite.readers_[b], suite.calibration_residuals_[b], b, False),
-            "own": reader(own, members[own], suite.own_calibration_residuals_[b], b, True),
+            "joint": reader(joint, suite.readers_[b], b, False),
+            "own": reader(own, members[own], b, True),
         }
     n = len(suite.benchmarks_)
     average = SimpleNamespace(
@@ -186,6 +190,7 @@ def write_suite(
         predictor_=BlendPredictor([suite.readers_[b] for b in suite.benchmarks_], [1 / n] * n),
         predictor_name_="suite average (mean of the joint readers)",
         calibration_residuals_=suite.calibration_residuals_[AVERAGE],
+        calibration_predictions_=suite.calibration_predictions_[AVERAGE],
         calibration_source_=suite.calibration_source_,
     )
     return versions.write_version(

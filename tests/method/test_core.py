@@ -2,6 +2,7 @@
 
 import inspect
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -360,6 +361,7 @@ def test_calibrate_uses_only_the_given_rows(small):
     X_held = np.array([[1] * 60, [0] * 60, [1] * 60])  # every anchor right, wrong, right
     est.calibrate(X_held, np.array([0.75, 0.25, 0.5]))
     assert est.calibration_residuals_.tolist() == [0.25, -0.25, 0.5]  # prediction - truth
+    assert est.calibration_predictions_.tolist() == [1.0, 0.0, 1.0]  # what the width follows
     assert est.calibration_source_ == "calibration"
 
 
@@ -387,5 +389,25 @@ def test_cross_calibration_setting_sets_no_models_aside_and_cross_fits():
     est = select_step(m, split, s, lambda msg: None)
     assert est.calibration_source_ == "cross-fit"
     assert len(est.calibration_residuals_) == len(split.train) + len(split.valid)
+    truth = np.concatenate([m.y[split.train], m.y[split.valid]])
+    assert np.allclose(est.calibration_predictions_ - truth, est.calibration_residuals_)
     with pytest.raises(ValueError, match="calibration must be 'split' or 'cross'"):
         Settings(calibration="both").check()
+
+
+def test_calibration_estimates_are_saved_and_read_back(tmp_path):
+    from sparseeval.method.model_files import load_estimator, load_fitted, save_fitted
+    from tests.helpers import tiny_fit
+
+    m, sp, est = tiny_fit(seed=3)
+    assert np.allclose(est.calibration_predictions_ - m.y[sp.valid], est.calibration_residuals_)
+    est.calibrate(m.values[sp.test], m.y[sp.test])
+    save_fitted(est, tmp_path / "fit")
+    assert np.allclose(load_fitted(tmp_path / "fit").calibration_predictions_,
+                       est.calibration_predictions_)  # fmt: skip
+    again = load_estimator(tmp_path / "fit", est)
+    assert np.allclose(again.calibration_predictions_, est.predict(m.values[sp.test]))
+    meta = json.loads((tmp_path / "fit/anchors.json").read_text())
+    del meta["calibration_predictions"]  # a fit saved before they were
+    (tmp_path / "fit/anchors.json").write_text(json.dumps(meta))
+    assert load_fitted(tmp_path / "fit").calibration_predictions_ is None

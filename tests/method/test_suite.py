@@ -58,6 +58,12 @@ def test_each_benchmark_reads_every_anchor_and_the_average_is_their_mean(leaderb
         assert 100 * np.mean(np.abs(pred[b] - y[b])) < 12  # it reads the benchmark, not noise
     assert set(fitted.calibration_residuals_) == {*ITEMS, AVERAGE}
     assert fitted.calibration_source_ == "calibration"
+    Xc, _ = rows(leaderboard, np.arange(240, 300))
+    pc = fitted.predict(Xc)  # the estimates an adaptive width follows, the average's too
+    for key in (*ITEMS, AVERAGE):
+        assert np.allclose(fitted.calibration_predictions_[key], pc[key])
+    assert np.allclose(fitted.own_calibration_predictions_["arc"],
+                       fitted.estimators_["arc"].predict(Xc["arc"]))  # fmt: skip
 
 
 def test_one_benchmark_alone_falls_back_to_its_own_reader(leaderboard, fitted):
@@ -108,6 +114,9 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
     suite = load_suite(tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["benchmark"] == SUITE and manifest["suite"]["benchmarks"] == list(ITEMS)
+    assert "adaptive" in manifest["interval"]  # 60 calibration models: width follows estimate
+    described = manifest["suite"]["members"].values()
+    assert all("adaptive" in m[r]["interval"] for m in described for r in ("joint", "own"))
     assert {"report.html", "report.md"} <= {p.name for p in folder.iterdir()}
     report = (folder / "report.md").read_text()
     assert "## Per benchmark" in report and "sparseeval.load_suite(" in report

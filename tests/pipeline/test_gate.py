@@ -46,3 +46,48 @@ def test_clearly_worse_on_fresh_models_is_refused_and_clearly_better_accepted():
 
 def test_nothing_to_compare_is_a_refusal_with_a_reason():
     assert decide([]) == (False, "candidate could not be compared with the live set on any model")
+
+
+# -- the coverage check ---------------------------------------------------------------
+
+
+def _under_covering(seed: int = 0):
+    """Intervals calibrated on small errors, test models whose errors are twice as large."""
+    from sparseeval.consume.conformal import ConformalInterval
+
+    rng = np.random.default_rng(seed)
+    cp, tp = rng.uniform(0.3, 0.8, 200), rng.uniform(0.3, 0.8, 150)
+    ct, tt = cp - rng.normal(0, 0.01, 200), tp - rng.normal(0, 0.02, 150)
+    return ConformalInterval.fit(cp - ct, 0.9, pred=cp), cp, ct, tp, tt
+
+
+def test_coverage_below_nominal_beyond_its_error_widens_the_intervals():
+    from sparseeval.pipeline.gate import coverage_check
+
+    conf, cp, ct, tp, tt = _under_covering()
+    wide, check = coverage_check(conf, tp, tt)
+    assert check["action"] == "widened" and check["coverage_before"] < 0.9 - 0.0245
+    assert check["standard_error"] == pytest.approx(np.sqrt(0.09 / 150))
+    assert wide.coverage(tp, tt) >= 0.9 and wide.coverage(cp, ct) >= 0.9
+    assert "below nominal by more than its standard error" in check["reason"]
+    assert "widened to nominal on the test models" in check["reason"]
+    kept, check = coverage_check(conf, cp[:150], ct[:150])  # calibration-like errors
+    assert kept is conf and check["action"] == "kept" and "within" in check["reason"]
+
+
+def test_a_published_manifest_of_an_under_covering_candidate_is_widened_and_says_so():
+    """Fails before issue 20: the manifest kept the narrow intervals, with no check."""
+    from types import SimpleNamespace
+
+    from sparseeval.consume.conformal import ConformalInterval
+    from sparseeval.pipeline.manifest import interval
+
+    conf, cp, ct, tp, tt = _under_covering(1)
+    est = SimpleNamespace(calibration_residuals_=cp - ct, calibration_predictions_=cp,
+                          calibration_source_="calibration")  # fmt: skip
+    out = interval(est, {"interval_level": 0.9}, {"test_pred": tp, "test_true": tt})
+    assert out["coverage_check"]["action"] == "widened"
+    published = ConformalInterval.from_dict(out)
+    assert published.adaptive and max(published.quantiles) > max(conf.quantiles)
+    assert published.coverage(tp, tt) >= 0.9
+    assert out["test_coverage"] == pytest.approx(conf.coverage(tp, tt))  # measured before

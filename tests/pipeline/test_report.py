@@ -55,7 +55,7 @@ def inputs() -> dict:
 def test_full_report_is_self_contained(tmp_path):
     paths = render_report(tmp_path, manifest(), inputs())
     names = sorted(p.name for p in paths["plots"])
-    assert names == ["budget.png", "drift.png", "predicted_vs_true.png"]
+    assert names == ["bands.png", "budget.png", "drift.png", "predicted_vs_true.png"]
     for p in paths["plots"]:
         assert p.read_bytes().startswith(PNG) and p.stat().st_size > 5000
     md = paths["md"].read_text()
@@ -65,7 +65,7 @@ def test_full_report_is_self_contained(tmp_path):
     assert "+-3.0 points" in md and "4.2 points" in md  # interval and resolvable difference
     assert "above the drift threshold" in md
     html = paths["html"].read_text()
-    assert html.count("data:image/png;base64,") == 3
+    assert html.count("data:image/png;base64,") == 4
     srcs = re.findall(r"src='([^']*)'", html)
     assert srcs and all(s.startswith("data:") for s in srcs)  # nothing external
     assert "http://" not in html and "https://" not in html and "<script" not in html
@@ -92,3 +92,26 @@ def test_unbounded_interval_is_reported_not_crashing(tmp_path):
     paths = render_report(tmp_path, manifest(interval=iv), inputs())
     assert "Too few calibration models" in paths["md"].read_text()
     assert json.loads(paths["metrics"].read_text())["interval"]["halfwidth"] is None
+
+
+def test_report_shows_adaptive_width_bands_and_a_widened_candidate(tmp_path):
+    from sparseeval.consume.conformal import ConformalInterval
+    from sparseeval.pipeline.gate import coverage_check
+
+    rng = np.random.default_rng(3)
+    cp, tp = rng.uniform(0.2, 0.9, 200), rng.uniform(0.2, 0.9, 120)
+    ct = cp - rng.normal(0, 0.004 + 0.1 * cp * (1 - cp) ** 2)
+    tt = tp - rng.normal(0, 2 * (0.004 + 0.1 * tp * (1 - tp) ** 2))
+    wide, check = coverage_check(ConformalInterval.fit(cp - ct, 0.9, pred=cp), tp, tt)
+    iv = wide.to_dict() | {"coverage_check": check, "calibrated_on": "calibration"}
+    data = inputs() | {"test_pred": tp.tolist(), "test_true": tt.tolist()}
+    paths = render_report(tmp_path, manifest(interval=iv), data)
+    md = paths["md"].read_text()
+    assert "depending on the estimate" in md and "width that follows the estimate" in md
+    assert "Not published as fitted: test coverage" in md and "widened to nominal" in md
+    assert f"{100 * check['coverage_before']:.1f}% (standard error" in md  # before widening
+    assert "| third of the estimate |" in md and "| third of the true score |" in md
+    assert "](plots/bands.png)" in md
+    bands = json.loads(paths["metrics"].read_text())["interval"]["bands"]
+    assert [r["band"] for r in bands["estimate"]] == ["low", "middle", "high"]
+    assert sum(r["n"] for r in bands["truth"]) == 120

@@ -24,6 +24,7 @@ import numpy as np
 
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.pipeline.reports import plots as report_plots
+from sparseeval.pipeline.reports.bands import band_blocks, band_rows
 from sparseeval.pipeline.reports.render import json_ready, to_html, to_markdown
 
 PLOTS = report_plots.PLOTS
@@ -53,9 +54,11 @@ def render_report(
     drift = [dict(r) for r in inputs.get("drift_rows") or []]
     settings = manifest.get("settings") or {}
 
-    plots = []
+    plots, bands = [], None
     if test_pred is not None and test_true is not None and len(test_pred):
         plots.append(report_plots.plot_pred_vs_true(out, test_pred, test_true, conf))
+        bands = band_rows(conf, test_pred, test_true)
+        plots.append(report_plots.plot_bands(out, bands["estimate"], conf.level))
     if budget:
         plots.append(report_plots.plot_budget(out, budget, manifest.get("n_anchors")))
     if drift:
@@ -63,7 +66,7 @@ def render_report(
 
     summary = _summary(manifest, conf, test_pred, test_true, drift, settings)
     where = version_folder or out
-    blocks = _blocks(manifest, conf, summary, budget, drift, plots, where)
+    blocks = _blocks(manifest, conf, summary, budget, drift, plots, where, bands)
     md_path, html_path = out / "report.md", out / "report.html"
     md_path.write_text(to_markdown(blocks))
     html_path.write_text(to_html(blocks, out, f"{manifest['benchmark']} v{manifest['version']}"))
@@ -79,6 +82,9 @@ def render_report(
             "halfwidth": _num(conf.halfwidth),
             "test_coverage": summary["test_coverage"],
             "n_test": summary["n_test"],
+            "adaptive": conf.adaptive,
+            "coverage_check": (manifest["interval"] or {}).get("coverage_check"),
+            "bands": bands,
         },
         "resolvable_difference": _num(conf.diff_halfwidth),
         "budget": budget,
@@ -93,7 +99,8 @@ def render_report(
 
 
 def _summary(manifest, conf, test_pred, test_true, drift, settings) -> dict:
-    s: dict[str, Any] = {"test_coverage": None, "n_test": 0, "test_mae": None, "test_tau": None}
+    s: dict[str, Any] = {"test_coverage": None, "n_test": 0, "test_mae": None, "test_tau": None,
+                         "check": None}  # fmt: skip
     if test_pred is not None and test_true is not None and len(test_true):
         from sparseeval.method.metrics import evaluate
 
@@ -101,6 +108,9 @@ def _summary(manifest, conf, test_pred, test_true, drift, settings) -> dict:
         s["n_test"] = len(test_true)
         m = evaluate(test_pred, test_true) if len(test_true) > 1 else {}
         s["test_mae"], s["test_tau"] = m.get("mae"), m.get("kendall_tau")
+    s["check"] = (manifest.get("interval") or {}).get("coverage_check")
+    if s["check"] and s["test_coverage"] is not None:  # the coverage before any widening
+        s["test_coverage"] = s["check"]["coverage_before"]
     test_metrics = (manifest.get("metrics") or {}).get("test") or {}
     s["test_mae"] = test_metrics.get("mae", s["test_mae"])
     s["test_tau"] = test_metrics.get("kendall_tau", s["test_tau"])
@@ -116,11 +126,22 @@ def _verdicts(conf, summary) -> list[str]:
         out.append("Interval coverage on test models was not measured for this version.")
     else:
         out.append(coverage_verdict(cov, level, summary["n_test"]))
+    if (summary["check"] or {}).get("action") == "widened":
+        out.append("Not published as fitted: " + summary["check"]["reason"] + ".")
     if summary["test_mae"] is not None:
         tau = summary["test_tau"]
         tau_s = f", Kendall tau {tau:.3f}" if tau is not None else ""
         out.append(f"Test MAE {summary['test_mae']:.2f} accuracy points{tau_s}.")
-    if math.isfinite(conf.halfwidth):
+    if conf.adaptive and all(math.isfinite(q) for q in conf.quantiles):
+        low, high = 100 * conf.halfwidths(np.array([conf.spread.low, conf.spread.high]))
+        h = 100 * conf.halfwidths(np.linspace(conf.spread.low, conf.spread.high, 101))
+        out.append(
+            f"A single estimate is good to about +-{h.min():.1f} to +-{h.max():.1f} points at "
+            f"{100 * conf.level:.0f}%, depending on the estimate (+-{low:.1f} at the lowest "
+            f"calibration estimate, +-{high:.1f} at the highest); two models must differ by "
+            f"more than {100 * conf.diff_halfwidth:.1f} points for the anchors to tell them apart."
+        )
+    elif math.isfinite(conf.halfwidth):
         out.append(
             f"A single estimate is good to about +-{100 * conf.halfwidth:.1f} points at "
             f"{100 * conf.level:.0f}%; two models must differ by more than "
@@ -217,7 +238,7 @@ def _data_line(manifest) -> str:
     return line
 
 
-def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[tuple]:
+def _blocks(manifest, conf, summary, budget, drift, plots, folder=None, bands=None) -> list:
     b, n = manifest["benchmark"], manifest["version"]
     sizes = manifest.get("split_sizes") or {}
     blocks: list[tuple] = [
@@ -247,6 +268,8 @@ def _blocks(manifest, conf, summary, budget, drift, plots, folder=None) -> list[
         blocks.append(("p", "MAE and max error are in accuracy points (x100)."))
     blocks.append(("h2", "Predicted vs true accuracy (test models)"))
     blocks.append(_plot_or_note(plots, "predicted_vs_true", "no test predictions were given"))
+    if bands:
+        blocks += band_blocks(conf, bands, next((p for p in plots if p.stem == "bands"), None))
     blocks.append(("h2", "Error and rank agreement against anchor budget"))
     blocks.append(_plot_or_note(plots, "budget", "no budget comparison was given"))
     if budget:
@@ -287,6 +310,18 @@ def _interval_method(conf, calibrated_on: str) -> str:
         f"ceil((n+1) x level)-th smallest absolute error on the n = {conf.n_calibration} "
         f"{models} models (clipped to [0, 100]%). " + why
     )
+    if conf.adaptive:
+        cuts = ", ".join(f"{100 * e:.1f}%" for e in conf.edges) or "none"
+        text = (
+            f"Split-conformal with a width that follows the estimate: each of the n = "
+            f"{conf.n_calibration} {models} models' absolute error is divided by the typical "
+            "error at its estimate (a quadratic in the estimate fitted to those errors), and "
+            f"the models are split into {len(conf.quantiles)} band(s) of their estimate (cut "
+            f"at {cuts}); in each band the {100 * conf.level:.0f}% interval is the estimate "
+            "+- the ceil((n_band+1) x level)-th smallest of these ratios times the typical "
+            "error at the estimate (clipped to [0, 100]%), so each band is covered at the "
+            "level. " + why
+        )
     return text + (
         "The coverage above is measured on test models that took part in no choice. "
         f"Differences between two models use the same calibration on all pairs of {models} "

@@ -25,6 +25,10 @@ def plot_pred_vs_true(out: Path, pred, true, conf: ConformalInterval) -> Path:
     low, high = conf.interval(pred)
     inside = (true >= low) & (true <= high)
     fig, ax = plt.subplots(figsize=(5.5, 5.2), dpi=110)
+    grid = np.linspace(pred.min(), pred.max(), 200)
+    band_low, band_high = conf.interval(grid)
+    ax.fill_betweenx(100 * grid, 100 * band_low, 100 * band_high, color="tab:blue", alpha=0.12,
+                     lw=0, label=f"{100 * conf.level:.0f}% interval band")  # fmt: skip
     for mask, color, label in ((inside, "tab:blue", "inside"), (~inside, "tab:red", "outside")):
         if mask.any():
             ax.errorbar(
@@ -51,6 +55,27 @@ def plot_pred_vs_true(out: Path, pred, true, conf: ConformalInterval) -> Path:
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, out / PLOTS / "predicted_vs_true.png")
+
+
+def plot_bands(out: Path, rows: list[dict], level: float) -> Path:
+    """Coverage and mean half-width of the test models in each third of the estimate."""
+    plt = _figure()
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), dpi=110)
+    labels = [f"{r['band']}\n{r['from']:.0f}-{r['to']:.0f}%" for r in rows]
+    x = np.arange(len(rows))
+    axes[0].bar(x, [100 * r["coverage"] for r in rows], color="tab:blue", alpha=0.7)
+    axes[0].axhline(100 * level, color="k", ls="--", lw=1, label=f"nominal {100 * level:.0f}%")
+    axes[0].set(ylabel="coverage (%)", ylim=(max(0, 100 * level - 30), 100))
+    axes[0].legend(fontsize=8, loc="lower right")
+    widths = [r["halfwidth"] if np.isfinite(r["halfwidth"]) else np.nan for r in rows]
+    axes[1].bar(x, widths, color="tab:orange", alpha=0.7)  # an unbounded width: no bar
+    axes[1].set(ylabel="mean half-width (points)")
+    for ax in axes:
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_xlabel("third of the estimate")
+        ax.grid(alpha=0.3, axis="y")
+    fig.suptitle("test models by estimate band: coverage and interval width")
+    return _save(fig, out / PLOTS / "bands.png")
 
 
 def plot_budget(out: Path, rows, n_anchors) -> Path:
