@@ -31,7 +31,7 @@ from sparseeval.flows.publish import alert_persistent_drift, publish_benchmark, 
 
 from sparseeval import tasks
 from sparseeval.pipeline.artifacts import forget_loaded
-from sparseeval.pipeline.recipe import PipelineError
+from sparseeval.pipeline.recipe import NothingRan, PipelineError
 from sparseeval.pipeline.records import BenchmarkResult, RunSummary
 from sparseeval.pipeline.settings import Settings
 
@@ -110,9 +110,8 @@ def refresh(
         run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite)
         run = tasks.report(settings, run)
     if run.failed:
-        raise PipelineError(
-            f"refresh failed for {', '.join(run.failed)}; report at {run.report_path}"
-        )
+        error = NothingRan if run.all_failed else PipelineError
+        raise error(f"refresh failed for {', '.join(run.failed)}; report at {run.report_path}")
     return run
 
 

@@ -45,6 +45,10 @@ class PipelineError(RuntimeError):
     """A pipeline step cannot go on; the message says which benchmark and why."""
 
 
+class NothingRan(PipelineError):
+    """Every benchmark of a run failed: nothing was fitted or published (exit 2, not 1)."""
+
+
 class NotEnoughModels(PipelineError):
     """Too few models to split and train yet: the benchmark waits for more (not a failure)."""
 

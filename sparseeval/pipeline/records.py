@@ -278,6 +278,11 @@ class RunSummary(Record):
         return sum(r.published_version is not None for r in self.results)
 
     @property
+    def all_failed(self) -> bool:
+        """Benchmarks ran and every one of them failed."""
+        return bool(self.results) and all(r.error for r in self.results)
+
+    @property
     def failed(self) -> list[str]:
         """What failed: benchmarks, and sources that failed (`source SPEC`)."""
         bad_sources = [f"source {s['source']}" for s in self.ingest.sources if s.get("failed")]

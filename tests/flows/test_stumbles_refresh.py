@@ -23,7 +23,7 @@ def test_a_budget_above_the_pool_is_capped_and_said_in_one_line(tmp_path, capfd,
 def test_a_pool_too_small_fails_the_benchmark_in_one_line(tmp_path, capfd, cli_refresh):
     data, _ = wide_csv(tmp_path / "arc.csv", 150, 1)
     argv = ["--home", str(tmp_path / "home"), "--source", f"wide:arc={data}", *_tiny()]
-    assert cli_refresh(*argv) == 1  # the benchmark failed, the run finished
+    assert cli_refresh(*argv) == 2  # its only benchmark failed: nothing landed (exit 2, not 1)
     err = capfd.readouterr().err
     assert "arc: fit: PipelineError: arc: 1 item(s): selecting anchors needs at least 2" in err
     assert "Traceback" not in err
