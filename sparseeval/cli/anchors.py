@@ -95,7 +95,9 @@ def cmd_anchors(args) -> int:
     tasks = sorted({r["task"] for r in rows if r["task"]})
     named = ", ".join(tasks[:3]) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
     where = (
-        f"lm-eval {'task' if len(tasks) == 1 else 'tasks'} {named}" if tasks else _no_doc_ids(aset)
+        f"lm-eval {'task' if len(tasks) == 1 else 'tasks'} {named}"
+        if tasks
+        else _no_doc_ids(aset, root)
     )
     print(f"{aset.benchmark} v{aset.version}: {len(rows)} anchors ({where})", file=sys.stderr)
     if template is not None:
@@ -109,10 +111,12 @@ def cmd_anchors(args) -> int:
     return 0
 
 
-def _no_doc_ids(aset) -> str:
-    """Why a set's anchors have no lm-eval task/doc ids."""
+def _no_doc_ids(aset, root) -> str:
+    """Why a set's anchors have no lm-eval task/doc ids (the suite's: its members')."""
     from sparseeval.consume.identity import OPAQUE, id_kinds
+    from sparseeval.consume.suite_set import SUITE, load_suite
 
-    if OPAQUE in id_kinds(aset.items, aset.item_sources).values():
+    sets = list(load_suite(root, aset.version).own.values()) if aset.benchmark == SUITE else [aset]
+    if any(OPAQUE in id_kinds(a.items, a.item_sources).values() for a in sets):
         return "opaque item ids, not lm-eval doc ids: export-lm-eval needs --id-map FILE.csv"
     return "no lm-eval task/doc ids: synthetic item ids"

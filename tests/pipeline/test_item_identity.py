@@ -195,7 +195,8 @@ def test_a_set_from_before_exports_with_a_note(tmp_path, capsys):
     assert rc == 0 and f"note: arc v1: {ids.UNKNOWN_NOTE}" in err
 
 
-def test_suite_members_carry_the_identity_of_their_matrices(tmp_path):
+def test_suite_members_carry_the_identity_of_their_matrices(tmp_path, capsys):
+    from sparseeval.cli import main
     from sparseeval.consume.suite_set import SUITE, load_suite
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.identity import save_identity
@@ -215,3 +216,6 @@ def test_suite_members_carry_the_identity_of_their_matrices(tmp_path):
     assert set(ids.id_kinds(arc.items, arc.item_sources).values()) == {ids.OPAQUE}
     gsm8k = suite.own["gsm8k"]  # no identity file given: unknown, as before
     assert set(ids.id_kinds(gsm8k.items, gsm8k.item_sources).values()) == {ids.UNKNOWN}
+    # `anchors --benchmark suite` speaks of its members' ids, not of 'synthetic' ones
+    assert main(["anchors", "--anchor-set", str(tmp_path), "--benchmark", SUITE]) == 0
+    assert "opaque item ids, not lm-eval doc ids" in capsys.readouterr().err
