@@ -32,7 +32,7 @@ from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
 from sparseeval.pipeline.identity import anchor_sources
-from sparseeval.pipeline.recipe import evaluation_of, fitted_of, pool_check_of
+from sparseeval.pipeline.recipe import FLAG_ARRAYS, evaluation_of, fitted_of, pool_check_of
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
 from sparseeval.pipeline.settings import Settings
 
@@ -128,6 +128,7 @@ def write_candidate(
         report_inputs={
             "test_pred": evaluation["test_pred"].tolist(),
             "test_true": evaluation["test_true"].tolist(),
+            **{k: evaluation[k].tolist() for k in FLAG_ARRAYS if k in evaluation},
             "drift_rows": list(drift_rows), "budget_rows": fit.budget_rows,
         },
         budget=budget, extra={"target": fit.target, "provenance": fit.provenance}

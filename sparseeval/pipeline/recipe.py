@@ -38,6 +38,7 @@ from sparseeval.pipeline.settings import Settings
 
 log = logging.getLogger("sparseeval.pipeline.recipe")
 EVALUATION_FILE = "evaluation.npz"
+FLAG_ARRAYS = ("test_flag_range", "test_flag_pattern")  # per test model, in EVALUATION_FILE
 POOL_FILE = "pool_check.json"  # consume.flags.PoolCheck of the fit (absent in older fits)
 
 
@@ -273,8 +274,11 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
     (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
            for k in ("train", "valid", "test")}  # fmt: skip
+    X_test = matrix.values[split.test][:, est.anchors_]
     np.savez(tmp / EVALUATION_FILE, test_pred=np.asarray(pred, dtype=np.float64),
-             test_true=matrix.y[split.test].astype(np.float64), **ids)  # fmt: skip
+             test_true=matrix.y[split.test].astype(np.float64),
+             test_flag_range=pool.out_of_range(pred),
+             test_flag_pattern=pool.lz(X_test, pred) < pool.threshold, **ids)  # fmt: skip
     info.save(tmp / "summary.json")
     if folder.exists():  # `force`: replace the previous fit of the same key
         shutil.rmtree(folder, ignore_errors=True)

@@ -9,7 +9,7 @@ from sparseeval.consume.flags import KEY, PoolCheck
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.artifacts import save_matrix
 from sparseeval.pipeline.publish import write_candidate
-from sparseeval.pipeline.recipe import POOL_FILE, fit_step, pool_check_of
+from sparseeval.pipeline.recipe import POOL_FILE, fit_step, load_evaluation, pool_check_of
 from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.settings import Settings
 
@@ -30,5 +30,13 @@ def test_fit_saves_the_pool_check_and_the_candidate_publishes_it(tmp_path):
     cand = write_candidate(settings, fit)
     manifest = json.loads((Path(cand.path) / "manifest.json").read_text())
     assert manifest[KEY] == saved
+    # the report lists the flag rates of the test models, counted from the fit's own flags
+    evaluation = load_evaluation(fit.model_dir)
+    flagged = int((evaluation["test_flag_range"] | evaluation["test_flag_pattern"]).sum())
+    n = fit.split_sizes["test"]
+    report = (Path(cand.path) / "report.md").read_text()
+    assert f"{flagged} of {n} test models" in report and "unlike the training pool" in report
+    flags = json.loads((Path(cand.path) / "metrics.json").read_text())["flags"]
+    assert flags["flagged"] == flagged and flags["n_test"] == n and flags["widen"] == 3.0
     (Path(fit.model_dir) / POOL_FILE).unlink()  # a fit saved before there were checks
     assert pool_check_of(fit) is None

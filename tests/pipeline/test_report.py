@@ -115,3 +115,23 @@ def test_report_shows_adaptive_width_bands_and_a_widened_candidate(tmp_path):
     bands = json.loads(paths["metrics"].read_text())["interval"]["bands"]
     assert [r["band"] for r in bands["estimate"]] == ["low", "middle", "high"]
     assert sum(r["n"] for r in bands["truth"]) == 120
+
+
+def test_flag_rates_count_both_reasons_and_cover_flagged_models_with_the_wider_interval():
+    from sparseeval.consume.conformal import ConformalInterval
+    from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary
+
+    conf = ConformalInterval.fit(np.full(50, 0.02), 0.9)  # half-width 0.02 everywhere
+    pred = np.array([0.5, 0.5, 0.5, 0.5])
+    true = np.array([0.5, 0.55, 0.45, 0.9])  # the 2nd and 3rd only inside when widened x3
+    inputs = {"test_pred": pred, "test_true": true,
+              "test_flag_range": [False, True, False, False],
+              "test_flag_pattern": [False, False, True, False]}  # fmt: skip
+    pool = {"widen": 3.0, "rate": 0.02}
+    s = flag_summary(conf, pool, inputs)
+    assert (s["flagged"], s["out_of_range"], s["answer_pattern"]) == (2, 1, 1)
+    assert s["coverage_flagged"] == 1.0 and s["coverage_others"] == 0.5
+    assert s["coverage_all"] == 0.75
+    text = flag_blocks(s, 0.9)[1][1]
+    assert text.startswith("2 of 4 test models (50.0%) were flagged") and "3x as wide" in text
+    assert flag_summary(conf, None, inputs) is None and flag_blocks(None, 0.9) == []

@@ -1,0 +1,64 @@
+"""The report's flag rates: how many test models the set calls unlike its training pool.
+
+The fit saves, per test model, whether its estimate lies beyond the training models' range
+and whether its anchor answers are unlikely under them (`consume.flags.PoolCheck`); the
+report counts both and shows the coverage of flagged models with the wider interval they
+get, beside the others'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from sparseeval.consume.conformal import ConformalInterval, empirical_coverage
+
+
+def flag_summary(
+    conf: ConformalInterval, pool: Mapping[str, Any] | None, inputs: Mapping[str, Any]
+) -> dict | None:
+    """Counts and coverage of the flagged test models; None without a check or flags saved."""
+    keys = ("test_pred", "test_true", "test_flag_range", "test_flag_pattern")
+    if not pool or any(inputs.get(k) is None for k in keys):
+        return None
+    pred, true = (np.asarray(inputs[k], dtype=np.float64) for k in keys[:2])
+    out_of_range, pattern = (np.asarray(inputs[k], dtype=bool) for k in keys[2:])
+    flagged = out_of_range | pattern
+    extra = np.where(flagged, (float(pool["widen"]) - 1.0) * conf.halfwidths(pred), 0.0)
+    low, high = conf.interval(pred, extra=extra)
+    inside = (true >= low - 1e-12) & (true <= high + 1e-12)
+
+    def coverage(mask) -> float | None:
+        return float(np.mean(inside[mask])) if mask.any() else None
+
+    return {
+        "n_test": int(pred.size), "flagged": int(flagged.sum()),
+        "out_of_range": int(out_of_range.sum()), "answer_pattern": int(pattern.sum()),
+        "rate_fitted": float(pool["rate"]), "widen": float(pool["widen"]),
+        "coverage_flagged": coverage(flagged), "coverage_others": coverage(~flagged),
+        "coverage_all": empirical_coverage(low, high, true),
+    }  # fmt: skip
+
+
+def flag_blocks(summary: dict | None, level: float) -> list[tuple]:
+    """Report blocks: one paragraph of counts and coverage (nothing without a summary)."""
+    if summary is None:
+        return []
+    n, k = summary["n_test"], summary["flagged"]
+    pct = round(100 * level)
+
+    def cov(v) -> str:
+        return "-" if v is None else f"{100 * v:.1f}%"
+
+    text = (
+        f"{k} of {n} test models ({100 * k / max(n, 1):.1f}%) were flagged as unlike the "
+        f"training pool: {summary['out_of_range']} with an estimate beyond the training "
+        f"models' range, {summary['answer_pattern']} with an unlikely answer pattern (the "
+        f"pattern threshold flags {100 * summary['rate_fitted']:.0f}% of the models it was "
+        f"fit on). A flagged estimate's interval is {summary['widen']:g}x as wide; {pct}% "
+        f"coverage of flagged models {cov(summary['coverage_flagged'])}, of the others "
+        f"{cov(summary['coverage_others'])}, of all {cov(summary['coverage_all'])}."
+    )
+    return [("h2", "Models unlike the training pool (test models)"), ("p", text)]
