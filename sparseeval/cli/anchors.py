@@ -116,6 +116,8 @@ def _no_doc_ids(aset, root) -> str:
     from sparseeval.consume.identity import OPAQUE, id_kinds
     from sparseeval.consume.suite_set import SUITE, load_suite
 
+    if aset.synthetic:
+        return "synthetic item ids of the built-in demo leaderboard: no lm-eval docs behind them"
     sets = list(load_suite(root, aset.version).own.values()) if aset.benchmark == SUITE else [aset]
     if any(OPAQUE in id_kinds(a.items, a.item_sources).values() for a in sets):
         return "opaque item ids, not lm-eval doc ids: export-lm-eval needs --id-map FILE.csv"

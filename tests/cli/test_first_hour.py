@@ -46,6 +46,17 @@ def test_an_empty_home_says_to_run_refresh(tmp_path, capsys, monkeypatch):
     assert rc == 2 and "sparseeval refresh" in one_error(capsys)
 
 
+def test_anchors_of_the_demo_say_they_are_synthetic_not_a_missing_id_map(tmp_path, capsys):
+    root = tmp_path / "published"
+    fitted = tiny_fit(seed=1, item_ids=[f"item-{j:05d}" for j in range(60)])
+    opaque = {i: {"id_kind": "opaque"} for i in fitted[2].anchor_ids_}  # as the demo store has
+    publish_fit(root, "arc", fitted, item_sources=opaque, extra={"provenance": {"synthetic": True}})
+    set_latest(root, "arc", 1)
+    assert main(["anchors", "--anchor-set", str(root), "--benchmark", "arc"]) == 0
+    said = capsys.readouterr().err
+    assert "synthetic item ids of the built-in demo" in said and "--id-map" not in said
+
+
 def test_export_of_synthetic_ids_says_they_are_synthetic(published, tmp_path, capsys):
     root, _, _ = published
     rc = main(["export-lm-eval", "--anchor-set", str(root), "--benchmark", "arc",
