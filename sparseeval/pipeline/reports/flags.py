@@ -59,6 +59,7 @@ def flag_blocks(summary: dict | None, level: float) -> list[tuple]:
         f"pattern threshold flags {100 * summary['rate_fitted']:.0f}% of the models it was "
         f"fit on). A flagged estimate's interval is {summary['widen']:g}x as wide; {pct}% "
         f"coverage of flagged models {cov(summary['coverage_flagged'])}, of the others "
-        f"{cov(summary['coverage_others'])}, of all {cov(summary['coverage_all'])}."
+        f"{cov(summary['coverage_others'])}, of all with the flagged ones widened "
+        f"{cov(summary['coverage_all'])}."
     )
     return [("h2", "Models unlike the training pool (test models)"), ("p", text)]
