@@ -36,7 +36,27 @@ def interval_from(where: object, d: object) -> ConformalInterval:
             )
     if type(n) is not int or n < 0:
         raise AnchorSetError(f"{printable(where)}: interval n_calibration must be an integer")
-    return ConformalInterval.from_dict(dict(d))
+    try:
+        conf = ConformalInterval.from_dict(dict(d))
+    except (KeyError, TypeError, ValueError) as e:
+        raise AnchorSetError(
+            f"{printable(where)}: interval adaptive widths are damaged ({e})"
+        ) from None
+    if conf.spread is not None and not _usable_bands(conf):
+        raise AnchorSetError(
+            f"{printable(where)}: interval adaptive widths are damaged (one finite quantile "
+            ">= 0 per band and finite cut points are needed)"
+        )
+    return conf
+
+
+def _usable_bands(conf: ConformalInterval) -> bool:
+    numbers = (*conf.edges, *conf.quantiles, *conf.spread.coef, conf.spread.floor)
+    return (
+        len(conf.quantiles) == len(conf.edges) + 1
+        and all(math.isfinite(v) for v in numbers)
+        and min(conf.quantiles) >= 0
+    )
 
 
 def reader_folder(where: object, reader: object, label: str = "predictor") -> str:

@@ -89,6 +89,14 @@ def _set(key, value):
      (lambda m: m["interval"].update(diff_halfwidth=-0.1), "diff_halfwidth"),
      (lambda m: m["interval"].update(halfwidth="0.1"), "halfwidth"),
      (lambda m: m["interval"].update(n_calibration=1e9), "n_calibration"),
+     (_set("interval", {"level": 0.9, "halfwidth": 0.1, "adaptive": {"spread": {}}}),
+      "adaptive widths are damaged"),
+     (_set("interval", {"level": 0.9, "halfwidth": 0.1, "adaptive": {
+         "spread": {"coef": [0.1], "floor": 0.01, "low": 0, "high": 1},
+         "edges": [0.5], "quantiles": [1.0, float("nan")]}}), "adaptive widths are damaged"),
+     (_set("interval", {"level": 0.9, "halfwidth": 0.1, "adaptive": {
+         "spread": {"coef": [0.1], "floor": 0.01, "low": 0, "high": 1},
+         "edges": [0.5], "quantiles": [1.0]}}), "adaptive widths are damaged"),
      (lambda m: m.pop("predictor"), "predictor folder"),
      (lambda m: m["predictor"].update(folder="/etc"), "predictor folder"),
      (lambda m: m["predictor"].update(folder="../../x/v1/predictor"), "predictor folder")],
