@@ -32,7 +32,12 @@ from sparseeval.method.estimator import SparseEval
 from sparseeval.method.metrics import evaluate
 from sparseeval.method.paper import PaperSparseEval
 
-METABENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "metabench_reduced"
+# ../shared/data/metabench_reduced beside the clone (a worktree's nearest ancestor having it)
+METABENCH = next(
+    (d for p in Path(__file__).resolve().parents[1:]
+     if (d := p / "shared" / "data" / "metabench_reduced").is_dir()),
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "metabench_reduced",
+)  # fmt: skip
 DATASETS = ("synthetic", "synthetic-narrow", "arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 QUIET = {"progress": lambda s: None}
 METHODS = (

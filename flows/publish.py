@@ -1,15 +1,15 @@
 """The publish step, one Prefect transaction per set: a benchmark's, a budget's, the suite.
 
-write candidate -> gate -> mirror to the Hub -> swap `latest`. Before each step the
-transaction is told why the candidate would be rolled back (`txn.set("reason", ...)`); a
-refused gate, a failed mirror or any crash rolls back, the candidate is discarded with
-that reason in its tombstone (`tasks.discard_candidate`) and the live set stays.
+The library's publish unit (`publish.publish_unit`: write candidate -> gate -> mirror to
+the Hub -> swap `latest`) run with Prefect's transaction and tasks (`PREFECT`). Before each
+step the transaction is told why the candidate would be rolled back; a refused gate, a
+failed mirror or any crash rolls back, the candidate is discarded with that reason in its
+tombstone (`tasks.discard_candidate`) and the live set stays.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 
 from prefect.transactions import transaction
@@ -17,40 +17,13 @@ from sparseeval.flows._support import event, say
 
 from sparseeval import tasks
 from sparseeval.pipeline import publish
-from sparseeval.pipeline.records import BenchmarkResult, Candidate, GateResult, MatrixInfo
+from sparseeval.pipeline.records import BenchmarkResult, MatrixInfo
 from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.suite_publish import suite_line
 
-
-def publish_unit(
-    settings: Settings, write: Callable[[], tuple[Candidate, GateResult]]
-) -> tuple[publish.Outcome, GateResult | None]:
-    """Run `write` (a candidate-writing task and its gate) and publish, as one transaction.
-
-    Refusals and mirror failures are outcomes (the rollback notes a refusal in the set's
-    ledger); a crash propagates after the rollback.
-    """
-    hub_repo, cand, gate = settings.hub_repo, None, None
-    try:
-        with transaction() as txn:
-            cand, gate = write()
-            if not gate.accept:
-                txn.set("reason", publish.refused_reason(gate))
-                txn.set("refusal", gate.reason)
-                raise publish.Refused(gate)
-            sha = None
-            if hub_repo:
-                txn.set("reason", publish.mirror_rollback_reason(hub_repo))
-                try:
-                    sha = tasks.mirror_to_hub(settings, cand)
-                except Exception as exc:
-                    raise publish.mirror_failed(hub_repo, exc) from exc
-            txn.set("reason", publish.promote_rollback_reason(cand, hub_repo, sha))
-            tasks.promote(cand)
-    except publish.Refused:
-        return publish.refused(gate), gate
-    except publish.MirrorFailed as exc:
-        return publish.not_mirrored(exc), gate
-    return publish.published(cand, hub_repo, sha), gate
+# The publish unit's unit of work and steps in the refresh flow.
+PREFECT = publish.Steps(transaction=transaction, mirror=tasks.mirror_to_hub,
+                        promote=tasks.promote)  # fmt: skip
 
 
 def alert_persistent_drift(settings: Settings, r: BenchmarkResult) -> None:
@@ -66,12 +39,11 @@ def alert_persistent_drift(settings: Settings, r: BenchmarkResult) -> None:
 
 def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult:
     """The publish unit of one benchmark's (and budget's) gated candidate."""
-    out, gate = publish_unit(
-        settings, lambda: (tasks.write_candidate(settings, r.fit, r.budget), r.gate)
-    )
+    write = lambda: (tasks.write_candidate(settings, r.fit, r.budget), r.gate)  # noqa: E731
+    out = publish.publish_unit(settings, write, PREFECT)
     if out.version is None:
-        if not gate.accept:
-            event("publish.refused", r, {"reason": gate.reason, **gate.figures})
+        if not r.gate.accept:
+            event("publish.refused", r, {"reason": r.gate.reason, **r.gate.figures})
         return replace(r, outcome=out.line)
     event("anchors.published", r, {
         "version": out.version, "path": out.path, "hub_commit": out.hub_commit,
@@ -83,16 +55,15 @@ def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult
 
 def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:
     """Fit and publish the suite through the same unit, unless up to date or refused before."""
-    from sparseeval.pipeline.suite_recipe import suite_line
-
     say(f"suite: {', '.join(matrices)} read together")
     if line := tasks.suite_status(settings, matrices):
         return line
-    out, gate = publish_unit(settings, lambda: tasks.write_suite_candidate(settings, matrices))
-    suite = BenchmarkResult("suite")
+    write = lambda: tasks.write_suite_candidate(settings, matrices)  # noqa: E731
+    out = publish.publish_unit(settings, write, PREFECT)
+    suite, gate = BenchmarkResult("suite"), out.gate
     if out.version is not None:
         where = {"version": out.version, "path": out.path, "hub_commit": out.hub_commit}
         event("anchors.published", suite, where | {"gate": gate.to_dict()})
     elif not gate.accept:
         event("publish.refused", suite, {"reason": gate.reason, **gate.figures})
-    return suite_line(out, gate)
+    return suite_line(out)

@@ -7,6 +7,7 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from sparseeval.pipeline import assess as decide
 from sparseeval.pipeline import drift, publish
 from sparseeval.pipeline.records import DriftDecision, FitInfo, GateResult, LiveSet, MatrixInfo
 from sparseeval.pipeline.settings import Settings
@@ -35,7 +36,7 @@ def assess(
     budget: int | None = None,
 ) -> tuple[DriftDecision, GateResult | None]:
     """Drift of the live set on new models; the candidate's gate when it may be published."""
-    decision, gate = drift.assess(settings, matrix, fit, live, fresh, requested, budget)
+    decision, gate = decide.assess(settings, matrix, fit, live, fresh, requested, budget)
     log = get_run_logger()
     log.info("%s: %s", matrix.benchmark, decision.reason)
     if gate is not None:

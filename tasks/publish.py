@@ -1,24 +1,22 @@
 """Tasks of the publish step: candidates (rolled back with their reason), mirror, promote.
 
-The refresh flow runs them inside one Prefect transaction (`flows/publish.py`) and says,
-before each step, why the candidate would be rolled back: `txn.set("reason", ...)` (and
-`txn.set("refusal", gate reason)` for a refused gate). A failing step rolls the
-transaction back, and `discard_candidate` writes that reason into the candidate's
-tombstone and a refusal into the set's ledger.
+The refresh flow runs them as the steps of the publish unit (`publish.publish_unit`) inside
+one Prefect transaction (`flows/publish.py`); the unit puts the candidate in the
+transaction and says, before each step, why it would be rolled back. A failing step rolls
+the transaction back, and `discard_candidate` (`publish.roll_back_held`) writes that reason
+into the candidate's tombstone and a refusal into the set's ledger.
 """
 
 from __future__ import annotations
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.transactions import Transaction, get_transaction
+from prefect.transactions import Transaction
 from sparseeval.tasks.policies import transient
 
-from sparseeval.pipeline import drift, publish, suite_recipe
+from sparseeval.pipeline import publish, suite_publish
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
 from sparseeval.pipeline.settings import Settings
-
-ROLLED_BACK = "rolled back"  # the tombstone's reason when the flow named none
 
 
 @task(
@@ -26,9 +24,7 @@ ROLLED_BACK = "rolled back"  # the tombstone's reason when the flow named none
 )
 def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None) -> Candidate:
     """Write the new version's folder (not live yet); rolled back if the unit of work fails."""
-    history = drift.drift_history(settings.artifacts_dir, publish.set_name(fit.benchmark, budget))
-    out = publish.write_candidate(settings, fit, budget, history)
-    _hold(out, settings)
+    out = publish.write_candidate(settings, fit, budget)
     get_run_logger().info("%s: wrote candidate v%s at %s", fit.benchmark, out.version, out.path)
     return out
 
@@ -40,8 +36,7 @@ def write_suite_candidate(
     """Fit the suite over every benchmark and write it as a candidate; its gate."""
     log = get_run_logger()
     say = lambda m: log.info("suite: %s", m)  # noqa: E731
-    cand, gate = suite_recipe.suite_candidate(matrices, settings, say)
-    _hold(cand, settings)
+    cand, gate = suite_publish.suite_candidate(matrices, settings, say)
     log.info("suite: wrote candidate v%s; gate: %s", cand.version, gate.reason)
     return cand, gate
 
@@ -49,27 +44,17 @@ def write_suite_candidate(
 @task(name="suite-status", cache_policy=NO_CACHE)
 def suite_status(settings: Settings, matrices: dict[str, MatrixInfo]) -> str | None:
     """Why the suite needs no fit tonight (up to date, or refused before), or None."""
-    return suite_recipe.suite_status(matrices, settings)
-
-
-def _hold(cand: Candidate, settings: Settings) -> None:
-    """Put the candidate in the unit of work's transaction (what its rollback removes)."""
-    txn = get_transaction()
-    txn.set("candidate", cand)
-    txn.set("artifacts_dir", str(settings.artifacts_dir))
+    return suite_publish.suite_status(matrices, settings)
 
 
 @write_candidate.on_rollback
 @write_suite_candidate.on_rollback
 def discard_candidate(txn: Transaction) -> None:
-    """Remove the candidate with the reason the flow set on the transaction (`reason`).
+    """Remove the candidate with the reason the unit set on the transaction (`reason`).
 
     A refusal by the gate (`refusal`: the gate's reason) also goes into the set's ledger.
     """
-    cand = txn.get("candidate", None)
-    if cand:
-        publish.roll_back(txn.get("artifacts_dir"), cand, txn.get("reason", ROLLED_BACK),
-                          txn.get("refusal", None))  # fmt: skip
+    publish.roll_back_held(txn)
 
 
 @task(

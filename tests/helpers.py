@@ -37,6 +37,23 @@ def publish_fit(root, benchmark: str, fitted, **kw):
     )  # fmt: skip
 
 
+def publish_suite_in_flow(matrices: dict, settings: Settings) -> str:
+    """The refresh flow's suite step (`flows.publish.publish_suite`: the publish unit in its
+    Prefect transaction) on matrix files {benchmark: path}, in a flow of its own; its line."""
+    from prefect import flow
+    from sparseeval.flows.publish import publish_suite
+
+    from sparseeval.pipeline.suite_recipe import matrix_info
+
+    infos = {b: matrix_info(b, path) for b, path in matrices.items()}
+
+    @flow(name="suite-publish-test")
+    def suite_step() -> str:
+        return publish_suite(settings, infos)
+
+    return suite_step()
+
+
 def wide_csv(path: Path, n_models: int, n_items: int, seed: int = 0):
     """A wide table (`model`, items `q0..`) of 0/1 answers, accuracy rising with the model
     from 0.2 to 0.9; returns (path, the answers as an array)."""

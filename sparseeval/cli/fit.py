@@ -204,7 +204,7 @@ def _set_name(args: argparse.Namespace) -> str:
 
 def _write_sets(args: argparse.Namespace, result, matrix, settings, say) -> None:
     """Each budget as a promoted anchor set under `--out`; how to score a model with it."""
-    from sparseeval.pipeline.fit_sets import fit_provenance, fit_target, publish_fits
+    from sparseeval.pipeline.fit_sets import LOCAL_LINE, fit_provenance, fit_target, publish_fits
 
     data = Path(args.data) if args.data else None
     target = fit_target(matrix, Path(args.targets) if args.targets else None)
@@ -213,6 +213,7 @@ def _write_sets(args: argparse.Namespace, result, matrix, settings, say) -> None
     folders = publish_fits(args.out, name, result, matrix, settings, extra)
     say(f"wrote anchors, predictors and metrics to {args.out}, and {len(folders)} anchor set(s)"
         f" of {name!r} ({', '.join(str(f) for f in folders)})")  # fmt: skip
+    say(LOCAL_LINE)
     say(
         f"next: sparseeval predict --anchor-set {args.out} --benchmark {name} --responses"
         " answers.csv"

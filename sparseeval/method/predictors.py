@@ -368,14 +368,9 @@ class BlendPredictor:
         return cls(parts, [1 / len(parts)] * len(parts))
 
     @classmethod
-    def from_state(cls, config: dict, arrays: dict) -> BlendPredictor:
-        from sparseeval.method.registry import predictor_from_state
-
-        members = [
-            predictor_from_state(c, {k[len(f"m{i}/") :]: v for k, v in arrays.items()
-                                     if k.startswith(f"m{i}/")})
-            for i, c in enumerate(config["members"])
-        ]  # fmt: skip
+    def from_members(cls, members: list, config: dict) -> BlendPredictor:
+        """The blend of a published `config` whose members are rebuilt already (by
+        `registry.predictor_from_state`, each by its own kind)."""
         return cls(members, config["weights"])
 
     def state(self):

@@ -87,4 +87,12 @@ def predictor_from_state(config: dict[str, Any], arrays: dict[str, Any]) -> Any:
     owners = [s for s in PREDICTORS.values() if s.kind == kind]
     if not owners:
         raise ValueError(f"no registered predictor publishes kind {kind!r}")
-    return owners[0].trainer_class().from_state(config, arrays)
+    trainer = owners[0].trainer_class()
+    if "members" in config:  # a blend: each member by its own kind, then the blend of them
+        members = [
+            predictor_from_state(c, {k[len(f"m{i}/") :]: v for k, v in arrays.items()
+                                     if k.startswith(f"m{i}/")})
+            for i, c in enumerate(config["members"])
+        ]  # fmt: skip
+        return trainer.from_members(members, config)
+    return trainer.from_state(config, arrays)

@@ -1,9 +1,7 @@
-"""Drift of the live anchor set on newly arrived models, and the quality gate for a candidate.
+"""Drift of the live anchor set on newly arrived models: its figures and what they call for.
 
-`assess` is the whole decision for one benchmark: it reads the matrix and the live set
-once, scores the live set on the models that arrived since it was published, decides
-whether to publish (no set yet, or drift; never a set fit on the data the live one saw)
-and, if so, compares the candidate with the live set on the same held-out models.
+A recipe: it computes (the live set's error on fresh models, whether that is drift, the
+history of checks); publishing decides (`gate.assess` reads these and gates a candidate).
 """
 
 from __future__ import annotations
@@ -19,17 +17,8 @@ import numpy as np
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.pipeline import gate
-from sparseeval.pipeline.artifacts import artifact_path, load_matrix, matrix_of
-from sparseeval.pipeline.publish import already_refused, live_anchor_set
-from sparseeval.pipeline.records import (
-    DriftDecision,
-    FitInfo,
-    GateResult,
-    LiveSet,
-    MatrixInfo,
-    set_name,
-)
+from sparseeval.pipeline.artifacts import artifact_path, load_matrix
+from sparseeval.pipeline.records import DriftDecision, FitInfo, LiveSet
 from sparseeval.pipeline.settings import Settings
 
 
@@ -50,7 +39,8 @@ def fresh_models(store_path: str | Path, benchmark: str, live: LiveSet) -> list[
         return store.models_first_seen_after(after=after, benchmark=benchmark)
 
 
-def _rows(matrix: ResponseMatrix, model_ids: Sequence[str] | None) -> np.ndarray:
+def model_rows(matrix: ResponseMatrix, model_ids: Sequence[str] | None) -> np.ndarray:
+    """Row indices of `model_ids` in `matrix` (all rows when None)."""
     if model_ids is None:
         return np.arange(matrix.shape[0])
     wanted = set(map(str, model_ids))
@@ -59,7 +49,7 @@ def _rows(matrix: ResponseMatrix, model_ids: Sequence[str] | None) -> np.ndarray
 
 def score_set(aset: AnchorSet, matrix: ResponseMatrix, model_ids=None) -> dict[str, Any]:
     """Metrics of a published anchor set on some models of `matrix` (all when None)."""
-    rows = _rows(matrix, model_ids)
+    rows = model_rows(matrix, model_ids)
     if len(rows) == 0:
         return {"n": 0}
     pred = aset.predict_matrix(matrix.values[rows], matrix.item_ids)
@@ -139,99 +129,6 @@ def same_data(live: LiveSet | None, fit: FitInfo) -> str | None:
     if live is not None and live.data_fingerprint == fit.matrix_fingerprint:
         return f"live v{live.version} was fit on this data"
     return None
-
-
-def gate_decision(current_mae: float | None, candidate_mae: float | None) -> tuple[bool, str]:
-    """Pure: publish only a candidate at least as good as the live set on the same models."""
-    if current_mae is None:
-        return True, "no live set to compare with"
-    if candidate_mae is None:
-        return False, "candidate could not be scored on the held-out models"
-    if candidate_mae <= current_mae + 1e-12:
-        return True, f"candidate MAE {candidate_mae:.3f} <= live {current_mae:.3f} points"
-    return False, f"refused: candidate MAE {candidate_mae:.3f} > live {current_mae:.3f} points"
-
-
-def compare_candidate(
-    aset: AnchorSet | None,
-    fit: FitInfo,
-    matrix: ResponseMatrix,
-    fresh: Sequence[str],
-    mode: str = "paired",
-) -> GateResult:
-    """Live set vs candidate on models neither was trained on.
-
-    Held-out models: the candidate's test split (with stable splits and the same seed the
-    live set never trained on them either). The fresh ones among them (arrived since the
-    live set was published) are compared too. mode "paired" (`gate.decide`): refused only
-    when worse beyond noise on either group; "strict": any worse MAE on either refuses.
-    """
-    from sparseeval.pipeline.recipe import evaluation_of, fitted_of
-
-    if aset is None:
-        return GateResult(True, "no live set to compare with")
-    test_ids = sorted(evaluation_of(fit)["test_ids"].tolist())
-    fresh_ids = sorted(set(map(str, fresh)) & set(test_ids))
-    figures: dict[str, Any] = {"n_heldout": len(test_ids), "n_fresh_heldout": len(fresh_ids)}
-    candidate = fitted_of(fit)
-    groups = []
-    for name, ids in (("heldout", test_ids), ("fresh_heldout", fresh_ids)):
-        if ids:
-            rows = _rows(matrix, ids)
-            live_pred = aset.predict_matrix(matrix.values[rows], matrix.item_ids)
-            cand_pred = candidate.predict(matrix.values[rows])
-            groups.append(gate.compare_group(name, live_pred, cand_pred, matrix.y[rows]))
-    for g in groups:
-        figures[f"live_mae_{g.name}"] = g.live_mae
-        figures[f"candidate_mae_{g.name}"] = g.candidate_mae
-        figures[f"noise_{g.name}"] = g.noise
-    if mode == "paired":
-        accept, why = gate.decide(groups)
-        return GateResult(accept, why.replace("_", " "), figures)
-    accept, reasons = True, []
-    for g in groups:
-        ok, why = gate_decision(g.live_mae, g.candidate_mae)
-        accept &= ok
-        reasons.append(f"{g.name.replace('_', ' ')} ({g.n} models): {why}")
-    return GateResult(accept, "; ".join(reasons) or "nothing to compare on", figures)
-
-
-def assess(
-    settings: Settings,
-    matrix_info: MatrixInfo,
-    fit: FitInfo,
-    live: LiveSet | None,
-    fresh: Sequence[str],
-    requested: str | None = None,
-    budget: int | None = None,
-) -> tuple[DriftDecision, GateResult | None]:
-    """Drift decision and, when a candidate may be published, its gate (one read of each file).
-
-    requested: a reason to publish regardless of drift (a retrain by hand); the gate and
-    the same-data rule still apply: a candidate fit on the live set's data, or one the
-    gate refused before (the set's ledger), is not published, and the decision says why.
-    budget: one of several published budgets.
-    """
-    bench, name = matrix_info.benchmark, set_name(matrix_info.benchmark, budget)
-    matrix = matrix_of(matrix_info)
-    aset = live_anchor_set(settings.published_dir, bench, live.version, budget) if live else None
-    figures = drift_figures(aset, matrix, fresh) if aset is not None and fresh else {}
-    decision = drift_decision(bench, live, figures, settings)
-    if record_drift(settings.artifacts_dir, name, live, figures, decision.drift):
-        figures["drift_nights"] = drift_nights(settings.artifacts_dir, name, live.version)
-    if decision.drift:
-        figures["drift_reason"] = decision.reason  # kept when a refusal becomes the reason
-    if requested and live is not None:
-        decision = DriftDecision(bench, decision.drift, True, requested, figures)
-    if not decision.publish:
-        return decision, None
-    if why := same_data(live, fit):
-        return DriftDecision(bench, decision.drift, False, why, figures), None
-    if why := already_refused(settings.artifacts_dir, name, fit.key):
-        if nights := figures.get("drift_nights"):
-            why += f" (refused {nights} nights in a row)"
-        return DriftDecision(bench, decision.drift, False, why, figures), None
-    return decision, compare_candidate(aset, fit, matrix, fresh, settings.gate)
 
 
 def _history_path(artifacts_dir: str | Path, name: str) -> Path:

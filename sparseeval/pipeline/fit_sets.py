@@ -4,6 +4,10 @@ The folder then loads like a published one: `sparseeval predict --anchor-set DIR
 --benchmark NAME`, `load_anchor_set(DIR, NAME)`. One budget is `DIR/{name}/v{N}/`, several
 are `DIR/{name}/k{budget}/v{N}/` (the layout of `sparseeval refresh`); fitting into the
 same folder again adds the next version and points `latest` at it.
+
+Each set goes through the publish unit (`publish.publish_unit`: the same version writer,
+promotion and rollback as `sparseeval refresh`) with no quality gate and no Hub mirror:
+the sets are local and ungated (`UNGATED`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,15 @@ from typing import Any
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.metrics import evaluate
 from sparseeval.pipeline.compare import Comparison
-from sparseeval.pipeline.versions import set_latest, write_version
+from sparseeval.pipeline.publish import candidate, publish_unit
+from sparseeval.pipeline.records import Candidate, GateResult
+from sparseeval.pipeline.versions import write_version
+
+UNGATED = GateResult(True, "local fit: not gated (no live set compared, no Hub mirror)")
+LOCAL_LINE = (
+    "these anchor sets are local and ungated: no quality gate, no Hub mirror"
+    " (sparseeval refresh publishes gated sets)"
+)
 
 
 def fit_target(matrix: ResponseMatrix, targets: Path | None) -> dict[str, str]:
@@ -51,22 +63,32 @@ def publish_fits(
 ) -> list[Path]:
     """Write and promote each fitted budget of `comparison` as a set of `benchmark`.
 
-    extra: manifest entries (`target`, `provenance`). Returns the version folders.
+    settings: a `Settings` (its `hub_repo` is not used: nothing is mirrored). extra:
+    manifest entries (`target`, `provenance`). Returns the version folders.
     """
     several = len(comparison.fitted) > 1
-    split, X, y = comparison.split, matrix.values, matrix.y
+    local = settings.replace(hub_repo=None)  # never mirrored
     folders = []
     for k, est in comparison.fitted.items():
-        pred = est.predict(X[split.test])
         budget = k if several else None
-        folder = write_version(
-            out_dir, benchmark, est, data_fingerprint=matrix.fingerprint(),
-            split_sizes=split.sizes() | {"calibration": len(comparison.calib)},
-            metrics={"test": evaluate(pred, y[split.test])}, settings=settings,
-            report_inputs={"test_pred": pred, "test_true": y[split.test],
-                           "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
-            budget=budget, extra=extra, item_sources=opaque_sources(est.anchor_ids_),
-        )  # fmt: skip
-        set_latest(out_dir, benchmark, int(folder.name[1:]), budget)
-        folders.append(folder)
+
+        def write(k=k, est=est, budget=budget) -> tuple[Candidate, GateResult]:
+            folder = _write(out_dir, benchmark, k, est, budget, comparison, matrix, settings, extra)
+            return candidate(folder, benchmark, "", budget), UNGATED
+
+        folders.append(Path(publish_unit(local, write).path))
     return folders
+
+
+def _write(out_dir, benchmark, k, est, budget, comparison, matrix, settings, extra) -> Path:
+    """One budget's fit as a new, unpromoted version under `out_dir` (`versions.write_version`)."""
+    split, y = comparison.split, matrix.y
+    pred = est.predict(matrix.values[split.test])
+    return write_version(
+        out_dir, benchmark, est, data_fingerprint=matrix.fingerprint(),
+        split_sizes=split.sizes() | {"calibration": len(comparison.calib)},
+        metrics={"test": evaluate(pred, y[split.test])}, settings=settings,
+        report_inputs={"test_pred": pred, "test_true": y[split.test],
+                       "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
+        budget=budget, extra=extra, item_sources=opaque_sources(est.anchor_ids_),
+    )  # fmt: skip

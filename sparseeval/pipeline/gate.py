@@ -119,3 +119,14 @@ def coverage_check(conf: ConformalInterval, test_pred, test_true) -> tuple[Confo
         " no longer an independent check)"
     )
     return wide, out | {"action": "widened", "reason": reason}
+
+
+def gate_decision(current_mae: float | None, candidate_mae: float | None) -> tuple[bool, str]:
+    """Pure: publish only a candidate at least as good as the live set on the same models."""
+    if current_mae is None:
+        return True, "no live set to compare with"
+    if candidate_mae is None:
+        return False, "candidate could not be scored on the held-out models"
+    if candidate_mae <= current_mae + 1e-12:
+        return True, f"candidate MAE {candidate_mae:.3f} <= live {current_mae:.3f} points"
+    return False, f"refused: candidate MAE {candidate_mae:.3f} > live {current_mae:.3f} points"

@@ -1,8 +1,11 @@
-"""Publishing one set (a benchmark's, one budget's, or the suite): what it means, in one place.
+"""The publish unit: one set (a benchmark's, one budget's, or the suite) goes live, or not.
 
-A candidate is written as a new version nobody points at (`write_candidate`, or a suite's
-`suite_recipe.write_suite` wrapped by `candidate`). The quality gate (`drift.assess` for a
-benchmark, `suite_recipe.suite_gate` for the suite) gives a `GateResult`. Then:
+`publish_unit` is the one implementation: candidate -> gate -> mirror -> promote, as one
+unit of work that discards the candidate on any failure and says why. A candidate is
+written as a new version nobody points at (`write_candidate`, a suite's
+`suite_publish.suite_candidate`, or `fit_sets.publish_fits` for `fit --out`, ungated). The
+quality gate (`assess.assess` for a benchmark, `assess.suite_gate` for the suite) gives a
+`GateResult`. Then:
 
     refused      the candidate is discarded with `refused_reason`, and its key goes into
                  the set's ledger of refusals (`roll_back(..., refusal=)`), so an
@@ -11,18 +14,20 @@ benchmark, `suite_recipe.suite_gate` for the suite) gives a `GateResult`. Then:
                  discarded (`mirror_rollback_reason`) and the live set stays everywhere
     promote      `latest` swaps to it (`promote`); a crash there discards it too
 
-The orchestration runs these steps inside a Prefect transaction (`flows/publish.py`);
-`publish_now` runs the same steps in plain Python. The ledger
+`Steps` says how the unit runs: plain Python by default (`LocalTransaction`), and in the
+refresh flow a Prefect transaction whose tasks mirror and promote (`flows/publish.py`).
+Its result is an `Outcome`, for a benchmark and the suite alike. The ledger
 `artifacts/published/{name}-v{N}.json` also notes what each version was built from.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.flags import KEY as POOL_KEY
@@ -31,6 +36,7 @@ from sparseeval.consume.layout import latest_version, set_dir
 from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
+from sparseeval.pipeline.drift import drift_history
 from sparseeval.pipeline.identity import anchor_sources
 from sparseeval.pipeline.recipe import FLAG_ARRAYS, evaluation_of, fitted_of, pool_check_of
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
@@ -49,14 +55,19 @@ class MirrorFailed(Exception):
     """The Hub mirror refused or failed: roll back, the live set stays live everywhere."""
 
 
+ROLLED_BACK = "rolled back"  # the tombstone's reason when the unit named none
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """What publishing one candidate came to: one line, and the version when it went live."""
+    """What publishing one candidate came to: one line, the version when it went live, and
+    the gate's verdict (None when the candidate was never written)."""
 
     line: str
     version: int | None = None
     path: str | None = None
     hub_commit: str | None = None
+    gate: GateResult | None = None
 
 
 # -- the live set -------------------------------------------------------------------------
@@ -114,10 +125,12 @@ def candidate(folder: str | Path, benchmark: str, key: str, budget: int | None =
     return Candidate(benchmark, str(root), str(folder), int(folder.name[1:]), budget, key)
 
 
-def write_candidate(
-    settings: Settings, fit: FitInfo, budget: int | None = None, drift_rows: Sequence[dict] = ()
-) -> Candidate:
-    """Write the fitted model as a new (not yet live) version; note what it was built from."""
+def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None) -> Candidate:
+    """Write the fitted model as a new (not yet live) version; note what it was built from.
+
+    Its report shows the set's drift checks so far (`drift.drift_history`).
+    """
+    drift_rows = drift_history(settings.artifacts_dir, set_name(fit.benchmark, budget))
     evaluation = evaluation_of(fit)
     fitted = fitted_of(fit)
     path = versions.write_version(
@@ -229,45 +242,117 @@ def roll_back(
         note_refusal(artifacts_dir, cand.name, cand.key, refusal)
 
 
+def roll_back_held(txn) -> None:
+    """Roll back the candidate a unit of work holds (`candidate`), with the reason it was
+    last told (`reason`); a gate's `refusal` also goes into the ledger."""
+    cand = txn.get("candidate", None)
+    if cand:
+        roll_back(txn.get("artifacts_dir"), cand, txn.get("reason", ROLLED_BACK),
+                  txn.get("refusal", None))  # fmt: skip
+
+
 def refused(gate: GateResult) -> Outcome:
     """The outcome of a candidate the gate refused."""
-    return Outcome(f"not published: candidate refused ({gate.reason})")
+    return Outcome(f"not published: candidate refused ({gate.reason})", gate=gate)
 
 
-def not_mirrored(failure: MirrorFailed) -> Outcome:
+def not_mirrored(failure: MirrorFailed, gate: GateResult | None = None) -> Outcome:
     """The outcome of a candidate whose mirror failed."""
-    return Outcome(f"not published ({failure})")
+    return Outcome(f"not published ({failure})", gate=gate)
 
 
-def published(cand: Candidate, hub_repo: str | None, sha: str | None) -> Outcome:
-    where = f" and {hub_repo}@{sha[:12]}" if sha and hub_repo else ""
-    return Outcome(f"published v{cand.version} (local{where})", cand.version, cand.path, sha)
-
-
-def publish_now(
-    settings: Settings,
-    cand: Candidate,
-    gate: GateResult,
-    push: Callable[[Candidate], str] | None = None,
+def published(
+    cand: Candidate, hub_repo: str | None, sha: str | None, gate: GateResult | None = None
 ) -> Outcome:
-    """Gate -> mirror (`push`, when given) -> promote in plain Python, discarding on failure.
+    where = f" and {hub_repo}@{sha[:12]}" if sha and hub_repo else ""
+    line = f"published v{cand.version} (local{where})"
+    return Outcome(line, cand.version, cand.path, sha, gate)
 
-    The same steps and reasons as the refresh flow's transaction (`flows/publish.py`).
+
+# -- the unit ------------------------------------------------------------------------------
+
+
+class UnitOfWork(Protocol):
+    """What the unit needs of its transaction (`prefect.transactions.Transaction` has it)."""
+
+    def set(self, name: str, value: Any) -> None: ...
+
+
+class LocalTransaction:
+    """The unit of work in plain Python: on any exception, the candidate it holds is rolled
+    back with the reason it was last told (`roll_back_held`), as the flow's transaction does."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+
+    def set(self, name: str, value: Any) -> None:
+        self._values[name] = value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._values.get(name, default)
+
+    def __enter__(self) -> LocalTransaction:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None:
+            roll_back_held(self)
+        return False
+
+
+def mirror_step(settings: Settings, cand: Candidate) -> str:
+    """Mirror the candidate to `settings.hub_repo`; the commit sha."""
+    return mirror(cand, settings.hub_repo)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How the unit runs: its unit of work, and the steps after the gate.
+
+    Plain Python by default; the refresh flow passes `prefect.transactions.transaction`
+    and its tasks, whose rollback hook is `roll_back_held` (`flows/publish.py`).
     """
-    arts = settings.artifacts_dir
-    if not gate.accept:
-        roll_back(arts, cand, refused_reason(gate), refusal=gate.reason)
-        return refused(gate)
-    sha = None
-    if push is not None:
-        try:
-            sha = push(cand)
-        except Exception as exc:
-            roll_back(arts, cand, mirror_rollback_reason(settings.hub_repo))
-            return not_mirrored(mirror_failed(settings.hub_repo, exc))
+
+    transaction: Callable[[], AbstractContextManager[UnitOfWork]] = LocalTransaction
+    mirror: Callable[[Settings, Candidate], str] = mirror_step
+    promote: Callable[[Candidate], None] = promote
+
+
+LOCAL = Steps()
+
+
+def publish_unit(
+    settings: Settings,
+    write: Callable[[], tuple[Candidate, GateResult]],
+    steps: Steps = LOCAL,
+) -> Outcome:
+    """Run `write` (write a candidate, gate it), then mirror and promote, as one unit of work.
+
+    Before each step the unit of work is told why the candidate would be rolled back
+    (`reason`; `refusal` for a refused gate). A refusal and a failed mirror are outcomes
+    (the candidate discarded, the refusal in the set's ledger); a crash propagates after
+    the rollback. `settings.hub_repo` set: mirrored before it goes live.
+    """
+    hub_repo, gate, sha = settings.hub_repo, None, None
     try:
-        promote(cand)
-    except BaseException:
-        roll_back(arts, cand, promote_rollback_reason(cand, settings.hub_repo, sha))
-        raise
-    return published(cand, settings.hub_repo, sha)
+        with steps.transaction() as txn:
+            cand, gate = write()
+            txn.set("candidate", cand)
+            txn.set("artifacts_dir", str(settings.artifacts_dir))
+            if not gate.accept:
+                txn.set("reason", refused_reason(gate))
+                txn.set("refusal", gate.reason)
+                raise Refused(gate)
+            if hub_repo:
+                txn.set("reason", mirror_rollback_reason(hub_repo))
+                try:
+                    sha = steps.mirror(settings, cand)
+                except Exception as exc:
+                    raise mirror_failed(hub_repo, exc) from exc
+            txn.set("reason", promote_rollback_reason(cand, hub_repo, sha))
+            steps.promote(cand)
+    except Refused:
+        return refused(gate)
+    except MirrorFailed as exc:
+        return not_mirrored(exc, gate)
+    return published(cand, hub_repo, sha, gate)

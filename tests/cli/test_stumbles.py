@@ -30,6 +30,7 @@ def test_a_fit_folder_loads_in_predict_and_load_anchor_set(anchors, tmp_path, ca
     assert _fit(data, out, anchors, "--benchmark", "arc") == 0
     err = capsys.readouterr().err
     assert f"next: sparseeval predict --anchor-set {out} --benchmark arc" in err
+    assert err.count("local and ungated: no quality gate, no Hub mirror") == 1
     aset = sparseeval.load_anchor_set(out, "arc")  # the largest budget
     assert len(aset.items) == max(int(k) for k in anchors.split(","))
     assert aset.target == "mean over the 14 given items" and not aset.synthetic
@@ -85,7 +86,8 @@ def test_report_help_names_the_homes_reports_folder(capsys):
 def suite_root(tmp_path_factory):
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.settings import Settings
-    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
+    from sparseeval.pipeline.suite_publish import write_suite
+    from sparseeval.pipeline.suite_recipe import fit_suite
 
     root = tmp_path_factory.mktemp("suite")
     settings = Settings(home=root, n_anchors=6, n_test=40, n_valid=40, n_calib=40,

@@ -164,7 +164,8 @@ def test_a_published_set_with_non_canonical_item_ids_is_refused(world, bad):
 def suite_root(tmp_path_factory):
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.settings import Settings
-    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
+    from sparseeval.pipeline.suite_publish import write_suite
+    from sparseeval.pipeline.suite_recipe import fit_suite
 
     root = tmp_path_factory.mktemp("suite")
     settings = Settings(home=root, n_anchors=8, n_test=60, n_valid=60, n_calib=60,

@@ -137,7 +137,8 @@ def test_an_intact_set_still_gives_valid_json(world, capsys):
 def suite_master(tmp_path_factory):
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.settings import Settings
-    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
+    from sparseeval.pipeline.suite_publish import write_suite
+    from sparseeval.pipeline.suite_recipe import fit_suite
 
     root = tmp_path_factory.mktemp("suite")
     settings = Settings(home=root, n_anchors=4, n_test=40, n_valid=40, n_calib=40,

@@ -59,7 +59,8 @@ def _publish_suite(root):
     """A tiny suite beside the ARC set, and a file answering every suite anchor correctly."""
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.settings import Settings
-    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
+    from sparseeval.pipeline.suite_publish import write_suite
+    from sparseeval.pipeline.suite_recipe import fit_suite
 
     settings = Settings(n_anchors=6, n_test=40, n_valid=40, n_calib=40, refine_steps=1,
                         epochs=40, ensemble=1)  # fmt: skip

@@ -143,7 +143,8 @@ def world(tmp_path_factory):
     """Published sets of every benchmark (v1, latest), a suite (mmlu + gsm8k), the data."""
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.settings import Settings
-    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
+    from sparseeval.pipeline.suite_publish import write_suite
+    from sparseeval.pipeline.suite_recipe import fit_suite
 
     tmp = tmp_path_factory.mktemp("benchmarks")
     root = tmp / "published"

@@ -26,7 +26,8 @@ ITEMS = {"mmlu": [f"anatomy:{j}" for j in range(60)], "gsm8k": [str(j) for j in 
 def root(tmp_path_factory):
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.settings import Settings
-    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
+    from sparseeval.pipeline.suite_publish import write_suite
+    from sparseeval.pipeline.suite_recipe import fit_suite
 
     root = tmp_path_factory.mktemp("suite")
     lb = {b: ResponseMatrix(m.values, m.model_ids, ITEMS[b])

@@ -139,10 +139,10 @@ def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("injected crash while swapping latest")
 
-    from sparseeval.pipeline import versions
+    from sparseeval.pipeline import assess, versions
     from sparseeval.pipeline.records import GateResult
 
-    monkeypatch.setattr(drift, "compare_candidate", lambda *a, **k: GateResult(True, "forced"))
+    monkeypatch.setattr(assess, "compare_candidate", lambda *a, **k: GateResult(True, "forced"))
     monkeypatch.setattr(versions, "set_latest", crash)
     state = refresh(
         sources=[release(tmp_path, 200, 260, ["arc"])],

@@ -7,7 +7,7 @@ import pytest
 
 from sparseeval import Settings, make_synthetic
 from sparseeval.method.splits import calibration_split
-from sparseeval.pipeline import artifacts, drift, recipe, sources
+from sparseeval.pipeline import artifacts, drift, gate, recipe, sources
 from sparseeval.pipeline.records import LiveSet
 
 
@@ -93,12 +93,12 @@ def test_drift_decision(tmp_path):
 
 
 def test_gate_decision():
-    assert drift.gate_decision(None, 3.0)[0]
-    assert drift.gate_decision(2.0, 2.0)[0]
-    assert drift.gate_decision(2.0, 1.5)[0]
-    ok, why = drift.gate_decision(1.5, 2.0)
+    assert gate.gate_decision(None, 3.0)[0]
+    assert gate.gate_decision(2.0, 2.0)[0]
+    assert gate.gate_decision(2.0, 1.5)[0]
+    ok, why = gate.gate_decision(1.5, 2.0)
     assert not ok and "refused" in why
-    assert not drift.gate_decision(1.5, None)[0]
+    assert not gate.gate_decision(1.5, None)[0]
 
 
 def test_refresh_help_has_an_example(capsys):

@@ -16,9 +16,10 @@ from sparseeval.method.matrix import MatrixError
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.suite_recipe import common_models, fit_suite, refresh_suite, write_suite
+from sparseeval.pipeline.suite_publish import write_suite
+from sparseeval.pipeline.suite_recipe import common_models, fit_suite
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import FakeMirrorHub
+from tests.helpers import FakeMirrorHub, publish_suite_in_flow
 
 QUIET = {"progress": lambda s: None}
 FAST = dict(refine_steps=2, epochs=60, patience=10, ensemble=1, **QUIET)
@@ -142,6 +143,7 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
         load_suite(tmp_path)
 
 
+@pytest.mark.usefixtures("prefect_harness")
 def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
     from sparseeval.pipeline.artifacts import save_matrix
 
@@ -151,13 +153,13 @@ def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
         paths[b] = tmp_path / f"{b}.npz"
         save_matrix(m, paths[b], fingerprint=m.fingerprint())
     pub = tmp_path / "published"
-    first = refresh_suite(paths, settings)
+    first = publish_suite_in_flow(paths, settings)
     assert first.startswith("suite: published v1, 3 benchmarks")
-    assert refresh_suite(paths, settings).startswith("suite: v1 is up to date")
+    assert publish_suite_in_flow(paths, settings).startswith("suite: v1 is up to date")
     worse = Settings(home=tmp_path, **(SETTINGS | {"n_anchors": 2}))  # two anchors: worse
-    third = refresh_suite(paths, worse)
+    third = publish_suite_in_flow(paths, worse)
     assert "refused: candidate suite-average MAE" in third, third
-    again = refresh_suite(paths, worse)  # the same candidate is not fitted again
+    again = publish_suite_in_flow(paths, worse)  # the same candidate is not fitted again
     assert again.startswith("suite: not published (this candidate was already refused"), again
     assert load_suite(pub).version == 1 and (pub / SUITE / ".discarded-v2").exists()
 
@@ -205,11 +207,13 @@ def test_a_shared_reader_publishes_one_output_at_a_time(tmp_path):
         assert np.max(np.abs(got - net.predict(X)[:, j])) < 1e-6
 
 
+@pytest.mark.usefixtures("prefect_harness")
 def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps_it_out(
     leaderboard, tmp_path, monkeypatch
 ):
     from types import SimpleNamespace
 
+    from sparseeval.pipeline import publish
     from sparseeval.pipeline.artifacts import save_matrix
     from sparseeval.pipeline.mirror import mirror_version
 
@@ -229,17 +233,22 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
         paths[b] = tmp_path / f"{b}.npz"
         save_matrix(m, paths[b], fingerprint=m.fingerprint())
     pub = tmp_path / "published"
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings(home=tmp_path, hub_repo="acme/sets", **SETTINGS)
 
-    def broken(version):
-        raise ConnectionError("hub unreachable")
+    def broken(cand, hub_repo, client=None):
+        raise ValueError("hub unreachable")
 
-    line = refresh_suite(paths, settings, mirror=broken)
-    assert line.startswith("suite: not published (mirror to the Hub failed"), line
+    monkeypatch.setattr(publish, "mirror", broken)  # what the flow's mirror task calls
+    line = publish_suite_in_flow(paths, settings)
+    assert line.startswith("suite: not published (mirror to acme/sets failed"), line
     with pytest.raises(AnchorSetError):
         load_suite(pub)  # nothing went live
-    push = lambda v: mirror_version(pub, SUITE, v, "acme/sets", client=hub)  # noqa: E731
-    line = refresh_suite(paths, settings, mirror=push)
+
+    def push(cand, hub_repo, client=None):
+        return mirror_version(pub, SUITE, cand.version, hub_repo, client=hub)
+
+    monkeypatch.setattr(publish, "mirror", push)
+    line = publish_suite_in_flow(paths, settings)
     assert line.startswith("suite: published v2 and "), line
     from_hub = load_suite("acme/sets", hub_client=hub)  # the consumer reads it from the Hub
     assert from_hub.version == 2 and from_hub.benchmarks == list(ITEMS)

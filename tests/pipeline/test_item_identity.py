@@ -200,7 +200,8 @@ def test_suite_members_carry_the_identity_of_their_matrices(tmp_path, capsys):
     from sparseeval.consume.suite_set import SUITE, load_suite
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.identity import save_identity
-    from sparseeval.pipeline.suite_recipe import fit_suite, write_suite
+    from sparseeval.pipeline.suite_publish import write_suite
+    from sparseeval.pipeline.suite_recipe import fit_suite
 
     lb = make_leaderboard(300, {"arc": 40, "gsm8k": 30}, seed=1)
     settings = Settings(home=tmp_path, n_anchors=6, n_test=50, n_valid=50, n_calib=50,

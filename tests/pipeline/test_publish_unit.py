@@ -1,4 +1,8 @@
-"""The one publish unit: one ledger for benchmarks and the suite, reasons in the transaction."""
+"""The one publish unit: one ledger for benchmarks and the suite, reasons in the transaction.
+
+Each test runs the production path: `publish.publish_unit` with the refresh flow's Prefect
+transaction and tasks (`flows.publish.PREFECT`), or the flow's suite step itself.
+"""
 
 import json
 
@@ -13,7 +17,9 @@ from sparseeval.pipeline import publish, suite_recipe
 from sparseeval.pipeline.artifacts import save_matrix
 from sparseeval.pipeline.records import GateResult
 from sparseeval.pipeline.settings import Settings
-from tests.helpers import publish_fit, tiny_fit
+from tests.helpers import publish_fit, publish_suite_in_flow, tiny_fit
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")  # flows: one server per session
 
 SUITE_SETTINGS = dict(n_anchors=8, n_test=60, n_valid=60, n_calib=60, refine_steps=2,
                       epochs=60, patience=10, ensemble=1)  # fmt: skip
@@ -44,9 +50,9 @@ def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
     for b, m in make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4).items():
         paths[b] = tmp_path / f"{b}.npz"
         save_matrix(m, paths[b], fingerprint=m.fingerprint())
-    assert suite_recipe.refresh_suite(paths, settings).startswith("suite: published v1")
+    assert publish_suite_in_flow(paths, settings).startswith("suite: published v1")
     worse = settings.replace(n_anchors=2)
-    line = suite_recipe.refresh_suite(paths, worse)
+    line = publish_suite_in_flow(paths, worse)
     assert line.startswith("suite: not published: candidate refused (refused: candidate"), line
     infos = {b: suite_recipe.matrix_info(b, p) for b, p in paths.items()}
     key = suite_recipe.suite_key(infos, worse)
@@ -61,7 +67,7 @@ def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
         raise AssertionError("a refused suite candidate was fitted again")
 
     monkeypatch.setattr(suite_recipe, "fit_suite", no_fit)
-    again = suite_recipe.refresh_suite(paths, worse)
+    again = publish_suite_in_flow(paths, worse)
     assert again == f"suite: not published (this candidate was already refused: {reason})"
 
 
@@ -83,11 +89,11 @@ def _held(tmp_path, gate: GateResult):
 
 
 def _run_unit(settings: Settings, write):
-    from sparseeval.flows.publish import publish_unit
+    from sparseeval.flows.publish import PREFECT
 
     @flow(name="publish-unit-test")
     def unit():
-        return publish_unit(settings, write)
+        return publish.publish_unit(settings, write, PREFECT)
 
     return unit()
 
@@ -99,7 +105,7 @@ def _tomb(tmp_path) -> str:
 def test_a_refused_gate_rolls_back_with_its_reason_and_notes_the_ledger(tmp_path):
     settings = Settings(home=tmp_path)
     write = _held(tmp_path, GateResult(False, "refused: candidate MAE 3.000 > live 2.000 points"))
-    out, _ = _run_unit(settings, write)
+    out = _run_unit(settings, write)
     assert (
         out.line
         == "not published: candidate refused (refused: candidate MAE 3.000 > live 2.000 points)"
@@ -122,10 +128,37 @@ def test_a_failed_mirror_rolls_back_with_its_reason_and_no_refusal(tmp_path, mon
     monkeypatch.setattr(publish, "mirror", unreachable)
     settings = Settings(home=tmp_path, hub_repo="acme/sets")
     write = _held(tmp_path, GateResult(True, "no live set to compare with"))
-    out, _ = _run_unit(settings, write)
+    out = _run_unit(settings, write)
     assert out.version is None and out.line == (
         "not published (mirror to acme/sets failed (ValueError: hub unreachable);"
         " live set unchanged)"
     )
     assert _tomb(tmp_path) == "rolled back: mirror to acme/sets failed"
     assert publish.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
+
+
+def test_the_plain_unit_rolls_back_as_the_flow_does(tmp_path, monkeypatch):
+    """`publish_unit` with its default steps (`fit --out`'s path): the same reasons and ledger."""
+    from sparseeval.pipeline import versions
+
+    settings = Settings(home=tmp_path)
+    folder = publish_fit(tmp_path / "published", "arc", tiny_fit())
+    cand = publish.candidate(folder, "arc", "fit-key-1")
+    refusal = GateResult(False, "refused: candidate MAE 3.000 > live 2.000 points")
+    out = publish.publish_unit(settings, lambda: (cand, refusal))
+    assert (
+        out.line == f"not published: candidate refused ({refusal.reason})" and out.gate is refusal
+    )
+    assert _tomb(tmp_path) == f"refused by the quality gate: {refusal.reason}"
+    assert publish.refused_before(settings.artifacts_dir, "arc", "fit-key-1") == refusal.reason
+
+    def crash(*a, **k):
+        raise RuntimeError("injected crash while swapping latest")
+
+    folder = publish_fit(tmp_path / "published", "arc", tiny_fit())
+    cand = publish.candidate(folder, "arc", "fit-key-2")
+    monkeypatch.setattr(versions, "set_latest", crash)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        publish.publish_unit(settings, lambda: (cand, GateResult(True, "no live set")))
+    tomb = tmp_path / "published" / "arc" / ".discarded-v2"
+    assert json.loads(tomb.read_text())["reason"] == "rolled back: promoting v2 failed"

@@ -1,0 +1,165 @@
+"""The suite as one set of the publish unit (`pipeline.publish`): one gate rule, one ledger.
+
+write_suite      the fitted suite (`suite_recipe.fit_suite`) as `published/suite/vN/`
+                 (`sparseeval.consume.suite_set` reads it)
+suite_status     why nothing is to be fitted tonight (up to date, or refused before)
+suite_candidate  fit, write and gate the suite (`assess.suite_gate`): the unit's write step
+suite_line       what publishing it came to, in one line
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import SimpleNamespace
+
+from sparseeval.consume.flags import KEY as POOL_KEY
+from sparseeval.consume.suite_set import SUITE, joint_item
+from sparseeval.method import metrics
+from sparseeval.method.predictors import BlendPredictor
+from sparseeval.method.suite import AVERAGE
+from sparseeval.pipeline import publish, suite_recipe, versions
+from sparseeval.pipeline.artifacts import read_once
+from sparseeval.pipeline.assess import suite_gate
+from sparseeval.pipeline.identity import anchor_sources
+from sparseeval.pipeline.manifest import anchor_means, derived_sources, interval
+from sparseeval.pipeline.records import Candidate, GateResult, MatrixInfo
+from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.suite_recipe import SuiteFit, aligned_matrices, matrices_key, suite_key
+
+
+def write_suite(
+    root: str | Path,
+    fit: SuiteFit,
+    settings: Settings,
+    signing_key=None,
+    matrices_key: str = "",
+    matrix_paths: Mapping[str, str] | None = None,
+) -> Path:
+    """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
+
+    matrices_key: `matrices_key` of the matrices it was fit on (lets a later run see it is
+    up to date without reading them); matrix_paths: {benchmark: its matrix file}, whose
+    items' identity the members' `item_sources` carry (`pipeline.identity`).
+    """
+    suite = fit.suite
+    items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
+    level = {"interval_level": settings.interval_level}
+
+    def reader(folder: str, predictor, b: str, own: bool) -> dict:
+        pred = (fit.own_test_pred if own else fit.test_pred)[b]
+        inputs = {"test_pred": pred, "test_true": fit.test_true[b]}
+        prefix = "own_" if own else ""
+        calib = SimpleNamespace(
+            calibration_residuals_=getattr(suite, f"{prefix}calibration_residuals_")[b],
+            calibration_predictions_=getattr(suite, f"{prefix}calibration_predictions_")[b],
+            calibration_source_=suite.calibration_source_,
+        )
+        k = len(suite.estimators_[b].anchors_) if own else len(items)
+        out = {"folder": folder, "interval": interval(calib, level, inputs),
+               "anchor_means": anchor_means(predictor, k),
+               POOL_KEY: fit.pool_checks.get(f"{b}/{'own' if own else 'joint'}")}  # fmt: skip
+        if own:
+            ids = [str(i) for i in suite.estimators_[b].anchor_ids_]
+            path = (matrix_paths or {}).get(b)
+            out["item_sources"] = (path and anchor_sources(path, ids, b)) or derived_sources(ids, b)
+        return out
+
+    members, described = {}, {}
+    for b in suite.benchmarks_:
+        joint, own = f"members/{b}/joint", f"members/{b}/own"
+        members[joint] = suite.readers_[b]
+        members[own] = suite.estimators_[b].predictor_
+        described[b] = {
+            "items": [str(i) for i in suite.estimators_[b].anchor_ids_],
+            "reader": suite.reader_names_[b],
+            "valid_mae": suite.valid_scores_[b],
+            "joint": reader(joint, suite.readers_[b], b, False),
+            "own": reader(own, members[own], b, True),
+        }
+    n = len(suite.benchmarks_)
+    average = SimpleNamespace(
+        anchor_ids_=items,
+        predictor_=BlendPredictor([suite.readers_[b] for b in suite.benchmarks_], [1 / n] * n),
+        predictor_name_="suite average (mean of the joint readers)",
+        calibration_residuals_=suite.calibration_residuals_[AVERAGE],
+        calibration_predictions_=suite.calibration_predictions_[AVERAGE],
+        calibration_source_=suite.calibration_source_,
+    )
+    return versions.write_version(
+        root, SUITE, average,
+        data_fingerprint=fit.data_fingerprint,
+        split_sizes=fit.split_sizes,
+        metrics={"test": metrics.evaluate(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])},
+        settings=settings,
+        report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]},
+        signing_key=signing_key,
+        members=members,
+        extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
+                         "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
+               POOL_KEY: fit.pool_checks.get(AVERAGE)},
+    )  # fmt: skip
+
+
+def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str | None:
+    """Why nothing is to be fitted (the live suite is up to date, or this one was refused).
+
+    Unchanged matrices are recognised without reading them (the live suite's `matrices_key`).
+    """
+    live = _live_suite(settings.published_dir)
+    manifest = live.average.manifest if live is not None else {}
+    same = (manifest.get("suite") or {}).get("matrices_key") == matrices_key(matrices, settings)
+    if live is not None and (
+        same or manifest.get("data_fingerprint") == suite_key(matrices, settings)
+    ):
+        return f"suite: v{live.version} is up to date (same models, answers and settings)"
+    if why := publish.already_refused(settings.artifacts_dir, SUITE, suite_key(matrices, settings)):
+        return f"suite: not published ({why})"
+    return None
+
+
+def suite_candidate(
+    matrices: Mapping[str, MatrixInfo],
+    settings: Settings,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Candidate, GateResult]:
+    """Fit the suite and write it as a candidate; its gate against the live suite.
+
+    The gate: the candidate's suite-average MAE on its test models must not exceed the
+    live suite's on the same models.
+    """
+    key, aligned = suite_key(matrices, settings), aligned_matrices(matrices, settings)
+    fit = suite_recipe.fit_suite(aligned, settings, progress, data_fingerprint=key)
+    folder = write_suite(settings.published_dir, fit, settings,
+                         matrices_key=matrices_key(matrices, settings),
+                         matrix_paths={b: m.path for b, m in matrices.items()})  # fmt: skip
+    return publish.candidate(folder, SUITE, key), suite_gate(
+        _live_suite(settings.published_dir), aligned, fit, settings.gate
+    )
+
+
+def suite_line(outcome: publish.Outcome) -> str:
+    """The suite step's line: what was published (and how it compares), or why not."""
+    gate = outcome.gate
+    if outcome.version is None or gate is None:
+        return f"suite: {outcome.line}"
+    on_hub = f" and {outcome.hub_commit[:12]} on the Hub" if outcome.hub_commit else ""
+    than = f" ({gate.reason})" if gate.figures.get("live_mae") is not None else ""
+    return (
+        f"suite: published v{outcome.version}{on_hub}, {gate.figures['n_benchmarks']} benchmarks, "
+        f"suite-average test MAE {gate.figures['candidate_mae']:.3f} points{than}"
+    )
+
+
+def _live_suite(published_dir):
+    from sparseeval.consume.layout import AnchorSetError, latest_version
+    from sparseeval.consume.suite_set import load_suite
+
+    version = latest_version(published_dir, SUITE)
+    if version is None:
+        return None
+    try:
+        return read_once("suite", Path(published_dir) / SUITE, f"v{version}",
+                         lambda: load_suite(published_dir))  # fmt: skip
+    except AnchorSetError:
+        return None  # unreadable or tampered: the candidate replaces it
