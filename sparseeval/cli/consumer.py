@@ -358,12 +358,12 @@ def exportable(aset, id_map: str | None, task: str | None):
     from dataclasses import replace
 
     from sparseeval.consume import identity as ids
-    from sparseeval.consume.taskmap import BENCHMARK_TASKS
+    from sparseeval.consume.taskmap import default_task
 
     if hasattr(aset, "own"):
         own = {b: exportable(m, id_map, task) for b, m in aset.own.items()}
         return replace(aset, own=own)
-    default = task or BENCHMARK_TASKS.get(aset.benchmark)
+    default = task or default_task(aset.benchmark)
     mapping = ids.read_id_map(id_map, default) if id_map else None
     sources = (
         ids.with_id_map(aset.items, aset.item_sources, mapping) if mapping else aset.item_sources
