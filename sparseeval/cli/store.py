@@ -103,11 +103,14 @@ def run_ingest(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
     else:
         for r in reports:
-            print(r.line(), file=sys.stdout if r.status != "failed" else sys.stderr)
-    failed = [r for r in reports if r.status == "failed"]
+            print(r.line(), file=sys.stderr if r.status in NOTHING_STORED else sys.stdout)
+    failed = [r for r in reports if r.status in NOTHING_STORED]
     if failed and len(failed) == len(reports):
         return EXIT_USER_ERROR  # nothing landed: not "partly failed"
     return EXIT_PARTIAL if failed else 0
+
+
+NOTHING_STORED = ("failed", "quarantined")  # unit statuses that stored nothing
 
 
 def _ingest_all(store, sources: list, force: bool) -> list:
