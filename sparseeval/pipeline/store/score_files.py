@@ -61,6 +61,14 @@ class ScoresFile:
         yield Unit("scores-csv", str(path), key, [str(path)], stage, frames=(SCORE_FRAME,))
 
 
+def looks_like_scores(header: set[str]) -> bool:
+    """Whether a CSV header is a scores table's (either layout), not per-item results."""
+    if {"item", "correct"} & header:
+        return False
+    leaderboard = {"model", "name"} & header and len(set(OLLM_V1_DEFINITIONS) & header) >= 2
+    return set(LONG_SCORE_COLUMNS) <= header or bool(leaderboard)
+
+
 def _stage_scores_file(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     stage_frames(con, None)  # no per-item rows
     stage_scores(con, read_scores_csv(path))
