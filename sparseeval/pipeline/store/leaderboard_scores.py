@@ -71,7 +71,8 @@ def read_json(path: Path) -> dict:
 
 def scores_frame(rows: Mapping[str, dict[str, Any]], model: str) -> pl.DataFrame:
     """{benchmark: {score, definition, ref_no}} as staged score rows (fractions: scale 1)."""
-    out = [{"model": model, "benchmark": b, "scale": 1.0, **r, "score": str(r["score"])}
+    out = [{"model": model, "benchmark": b, "scale": 1.0, **r, "score": str(r["score"]),
+            "refusal": r.get("refusal")}
            for b, r in sorted(rows.items())]  # fmt: skip
     return pl.DataFrame(out, schema=SCORE_SCHEMA)
 
@@ -84,13 +85,18 @@ def v1_scores(files: list[tuple[Path, int]], model: str) -> pl.DataFrame:
     rows: dict[str, dict[str, Any]] = {}
     for path, ref_no in files:
         for bench, score in v1_file_scores(read_json(path)).items():
-            rows[bench] = {"score": score, "definition": OLLM_V1_DEFINITIONS[bench],
-                           "ref_no": ref_no}  # fmt: skip
+            refusal = score if isinstance(score, Refusal) else None
+            rows[bench] = {"score": "" if refusal else score, "refusal": refusal,
+                           "definition": OLLM_V1_DEFINITIONS[bench], "ref_no": ref_no}  # fmt: skip
     return scores_frame(rows, model)
 
 
+class Refusal(str):
+    """Why a benchmark's value of a results file is quarantined (e.g. a subject's accuracy)."""
+
+
 def v1_file_scores(data: dict) -> dict[str, object]:
-    """{benchmark: value} of one v1 results file's `results`."""
+    """{benchmark: value or `Refusal`} of one v1 results file's `results`."""
     results = data.get("results") if isinstance(data.get("results"), dict) else {}
     out: dict[str, object] = {}
     for bench, (key, metric) in V1_ENTRIES.items():
@@ -102,8 +108,9 @@ def v1_file_scores(data: dict) -> dict[str, object]:
     return out
 
 
-def _v1_mmlu(results: dict, versions: object) -> float | None:
-    """The mean of the 57 subjects' acc, or None (a subject missing, or MMLU version 0)."""
+def _v1_mmlu(results: dict, versions: object) -> float | Refusal | None:
+    """The mean of the 57 subjects' acc; None (a subject missing, or MMLU version 0); a
+    `Refusal` naming a subject whose accuracy is outside 0..1 (the mean would hide it)."""
     old = "harness|hendrycksTest-abstract_algebra|5"
     if isinstance(versions, dict) and versions.get(old) == 0:
         return None
@@ -113,6 +120,8 @@ def _v1_mmlu(results: dict, versions: object) -> float | None:
         value = entry.get("acc") if isinstance(entry, dict) else None
         if not isinstance(value, int | float) or isinstance(value, bool):
             return None
+        if not 0.0 <= value <= 1.0:
+            return Refusal(f"MMLU subject {subject}: accuracy {value:g} is outside 0..1")
         accs.append(float(value))
     return sum(accs) / len(accs)
 
