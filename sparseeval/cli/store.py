@@ -58,8 +58,8 @@ def _add_ingest(subparsers: argparse._SubParsersAction) -> None:
         epilog=INGEST_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("sources", nargs="*", type=Path,
-                   help="files, folders or specs (wide:BENCH=FILE.csv, scores:FILE.csv, ...)")  # fmt: skip
+    sources_help = "files, folders or specs (wide:BENCH=FILE.csv, scores:FILE.csv, ...)"
+    p.add_argument("sources", nargs="*", type=Path, help=sources_help)
     p.add_argument("--format", choices=["auto", "long", "wide", "lm-eval"], default="auto")
     p.add_argument("--benchmark", help="the benchmark of a wide table")
     p.add_argument("--model", help="model of an lm-eval folder (default: its results JSON)")
