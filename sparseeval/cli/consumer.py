@@ -340,10 +340,16 @@ def _lm_eval_options(args) -> dict:
 
 def describe_data(est) -> str:
     """What the estimate is of, and a warning when the set was fit on the synthetic demo."""
-    line = f"estimates: {est.target or 'the mean over the benchmark items it was fit on'}"
-    if est.synthetic:
-        line += "\nnote: this set was fit on the built-in SYNTHETIC demo leaderboard, not real data"
-    return line
+    from sparseeval.consume.about import SYNTHETIC_NOTE
+
+    line = f"estimates: {_estimates(est)}"
+    return line + (f"\nnote: {SYNTHETIC_NOTE}" if est.synthetic else "")
+
+
+def _estimates(est) -> str:
+    """What one estimate is of, and where the set's data came from when recorded."""
+    what = est.target or "the mean over the benchmark items it was fit on"
+    return what + (f" (data: {est.data})" if est.data else "")
 
 
 def _predict_suite(args) -> int:
@@ -365,8 +371,15 @@ def _predict_suite(args) -> int:
     print(f"suite v{suite.version} ({read}):")
     for b, e in estimates.items():
         print(f"  {b:<12} {e}")
+    print("estimates:")
+    for b, e in estimates.items():
+        print(f"  {b:<12} {_estimates(e)}")
     if note:
         print(f"note: {note}")
+    if any(e.synthetic for e in estimates.values()):
+        from sparseeval.consume.about import SYNTHETIC_NOTE
+
+        print(f"note: {SYNTHETIC_NOTE.replace('this set', 'this suite')}")
     return 0
 
 
@@ -455,12 +468,12 @@ def exportable(aset, id_map: str | None, task: str | None):
     from dataclasses import replace
 
     from sparseeval.consume import identity as ids
-    from sparseeval.consume.taskmap import BENCHMARK_TASKS
+    from sparseeval.consume.taskmap import default_task
 
     if hasattr(aset, "own"):
         own = {b: exportable(m, id_map, task) for b, m in aset.own.items()}
         return replace(aset, own=own)
-    default = task or BENCHMARK_TASKS.get(aset.benchmark)
+    default = task or default_task(aset.benchmark)
     mapping = ids.read_id_map(id_map, default) if id_map else None
     sources = (
         ids.with_id_map(aset.items, aset.item_sources, mapping) if mapping else aset.item_sources

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sparseeval.consume.about import data_sources
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.estimate import Difference, Estimate
 from sparseeval.consume.flags import PoolCheck, pool_check_of
@@ -244,6 +245,11 @@ class AnchorSet:
         return str((self.manifest.get("target") or {}).get("definition") or "")
 
     @property
+    def data(self) -> str:
+        """Where the set's results came from, in words ("" when not recorded)."""
+        return data_sources(self.manifest.get("provenance"))
+
+    @property
     def synthetic(self) -> bool:
         """Whether the set was fit on the built-in synthetic demo leaderboard."""
         return bool((self.manifest.get("provenance") or {}).get("synthetic"))
@@ -436,7 +442,7 @@ class AnchorSet:
         est = Estimate(
             value, low, high, self.level, self.benchmark, self.version, n_anchors=k,
             n_answered=k - len(missing), missing=tuple(missing), imputed=bool(missing),
-            target=self.target, synthetic=self.synthetic, flags=flags,
+            target=self.target, synthetic=self.synthetic, data=self.data, flags=flags,
         )  # fmt: skip
         return est, spread
 
