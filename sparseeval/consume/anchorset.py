@@ -90,7 +90,7 @@ def load_anchor_set(
     folder, source, hub = _fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
     manifest = _checked_manifest(folder, benchmark, hub, public_key)
     aset = AnchorSet(manifest=manifest, predictor=_predictor(folder, manifest), source=source,
-                     folder=folder, curves=_curves(folder, manifest))  # fmt: skip
+                     folder=folder, curves=load_curves(folder, manifest))  # fmt: skip
     aset.check_predictor()
     return aset
 
@@ -172,7 +172,7 @@ def _predictor(folder: Path, manifest: dict[str, Any]):
     return predictor
 
 
-def _curves(folder: Path, manifest: dict[str, Any]) -> ItemCurves | None:
+def load_curves(folder: Path, manifest: dict[str, Any]) -> ItemCurves | None:
     """The set's item list and curves (`consume.next_items`), or None for sets without them."""
     entry = manifest.get(CURVES_KEY)
     if entry is None:
@@ -295,7 +295,7 @@ class AnchorSet:
         residuals alone (`consume.next_items`); other items are ignored.
         """
         est, _ = self._estimate(responses, allow_missing)
-        return self._corrected(est, responses)
+        return self.corrected(est, responses)
 
     def next_items(
         self, responses=None, n: int = 30, strategy: str = DEFAULT_STRATEGY, seed: int | None = 0
@@ -375,8 +375,9 @@ class AnchorSet:
         idx = np.array(sorted(got), dtype=int)
         return idx, (np.array([got[j] for j in idx], dtype=float) + 1) / 2
 
-    def _corrected(self, est: Estimate, responses) -> Estimate:
-        """`est` corrected by the answers on extra items (unchanged when there are none)."""
+    def corrected(self, est: Estimate, responses) -> Estimate:
+        """`est` corrected by the answers on extra items (unchanged when there are none);
+        a suite corrects its joint readers' estimates with each benchmark's own set."""
         extra, answers = self._extra(responses)
         if not len(extra):
             return est
