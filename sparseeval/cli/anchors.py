@@ -11,8 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from sparseeval.cli.anchor_args import FMT, _anchor_root, _common, _guarded
 from sparseeval.cli.common import UserError
-from sparseeval.cli.consumer import FMT, _anchor_root, _common, _guarded
 
 
 def add_anchors_command(subparsers) -> None:

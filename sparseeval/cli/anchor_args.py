@@ -1,0 +1,60 @@
+"""What the commands that read a published set share: its options (--anchor-set,
+--benchmark, --version, --budget, --public-key), where it is, and the guard that prints a
+user error as one line (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sparseeval.cli.common import EXIT_USER_ERROR, UserError
+
+FMT = argparse.RawDescriptionHelpFormatter
+
+
+def _common(p, many: bool = False) -> None:
+    p.add_argument(
+        "--anchor-set",
+        metavar="DIR_OR_REPO",
+        help="published folder or Hub dataset repo id (default: $SPARSEEVAL_HOME/published)",
+    )
+    if many:
+        p.add_argument("--benchmark", nargs="+", required=True, metavar="B")
+    else:
+        p.add_argument("--benchmark", required=True, metavar="B")
+    p.add_argument("--version", default="latest", help="latest (default), N or vN")
+    p.add_argument("--budget", type=int, metavar="K",
+                   help="which budget when several are published (default: largest)")  # fmt: skip
+    p.add_argument("--public-key", metavar="PEM",
+                   help="refuse the set unless manifest.sig verifies with this key")  # fmt: skip
+
+
+def _guarded(fn):
+    def run(args) -> int:
+        from sparseeval.consume.layout import AnchorSetError
+        from sparseeval.consume.lm_eval import LmEvalError
+        from sparseeval.consume.responses import ResponsesError
+
+        try:
+            return fn(args)
+        except (UserError, AnchorSetError, ResponsesError, LmEvalError) as e:
+            print(f"error: {e}", file=sys.stderr)
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+            print(f"error: {e.strerror}: {e.filename}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+    run.__name__ = fn.__name__
+    return run
+
+
+def _trust(args) -> dict:
+    """Which budget, and the publisher's public key when the set must be signed."""
+    return {"budget": args.budget, "public_key": args.public_key}
+
+
+def _anchor_root(args) -> str:
+    if args.anchor_set:
+        return args.anchor_set
+    from sparseeval.pipeline.settings import Settings
+
+    return str(Settings.load().published_dir)
