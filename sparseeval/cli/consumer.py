@@ -67,6 +67,12 @@ def _add_predict(subparsers) -> None:
         action="store_true",
         help="estimate from the answered anchors (imputes the rest, widens the interval)",
     )
+    p.add_argument(
+        "--max-width",
+        type=float,
+        metavar="POINTS",
+        help="an interval wider than this (points) says how many more items would help",
+    )
     p.add_argument("--metric", help="lm-eval metric to read (default: per task, e.g. acc_norm)")
     p.add_argument("--filter", help="lm-eval filter to read (default: strict-match or none)")
     p.add_argument("--task", help="lm-eval task for bare integer item ids")
@@ -130,17 +136,64 @@ def cmd_predict(args) -> int:
             print(f"A - B: {diff} ({verdict})")
         return 0
     est = aset.predict(a, allow_missing=args.allow_missing)
+    more = suggestion(aset, a, est, args)
     if args.json:
-        print(json.dumps(est.to_dict() | {"source": aset.source}, indent=2))
-    else:
-        print(
-            f"{aset.benchmark} v{aset.version}: estimated accuracy {replace(est, flags=())} "
-            f"from {est.n_answered}/{est.n_anchors} anchors"
-        )
-        print(describe_data(est))
-        if est.flags:
-            print(f"flagged: {est.flag_line}")
+        print(json.dumps(est.to_dict() | {"source": aset.source, "next": more}, indent=2))
+        return 0
+    c = est.correction
+    extra = (f" and {est.n_extra} more items (anchors alone {100 * c['anchor_estimate'][0]:.1f}%,"
+             f" corrected {100 * c['shift']:+.1f} points)" if c else "")  # fmt: skip
+    print(
+        f"{aset.benchmark} v{aset.version}: estimated accuracy "
+        f"{replace(est, flags=(), correction=None)} "
+        f"from {est.n_answered}/{est.n_anchors} anchors{extra}"
+    )
+    print(describe_data(est))
+    if est.flags:
+        print(f"flagged: {est.flag_line}")
+    if est.note:
+        print(f"note: {est.note}")
+    if more:
+        print(more["line"])
     return 0
+
+
+def _fresh(stem: str, taken: list[str]) -> str:
+    """`stem`, or `stem2`, `stem3`... : a file stem none of `taken` (nor the folder) has."""
+    names = {Path(t).stem for t in taken}
+    k = 1
+    while (name := stem if k == 1 else f"{stem}{k}") in names or Path(f"{name}.csv").exists():
+        k += 1
+    return name
+
+
+def suggestion(aset, answers: dict, est, args) -> dict | None:
+    """How many more items would help, and the commands to get and use them (None: none
+    needed, or the set cannot take them); for a flagged estimate or one wider than
+    `--max-width`."""
+    width = 100 * (est.high - est.low)
+    wide = args.max_width is not None and width > args.max_width
+    if not (wide or (est.flags and not est.n_extra)):
+        return None
+    goal = args.max_width if wide else 200 * float(aset.conformal.halfwidths(est.value))
+    n = aset.items_needed(answers, goal / 100)
+    if not n:
+        return None
+    where = f"--anchor-set {_anchor_root(args)} --benchmark {aset.benchmark}"
+    where += f" --version {aset.version}" + (f" --budget {args.budget}" if args.budget else "")
+    files = " ".join(args.responses)
+    more = _fresh("more", args.responses)
+    get = f"sparseeval anchors {where} --next {n} --responses {files} --template {more}.csv"
+    lm_eval = f"sparseeval export-lm-eval {where} --next {n} --responses {files} --out {more}.json"
+    use = f"sparseeval predict {where} --responses {files} {more}.csv"
+    why = f"wider than {args.max_width:g} points" if wide else "flagged"
+    line = (
+        f"more items would help ({why}): answer {n} more items of {aset.benchmark} for an"
+        f" interval about {goal:.1f} points wide:\n  {get}\n  (or the lm-eval --samples JSON"
+        f" of them: {lm_eval})\nfill {more}.csv, then: {use}"
+    )
+    return {"n": n, "width_points": goal, "anchors": get, "export_lm_eval": lm_eval,
+            "predict": use, "line": line}  # fmt: skip
 
 
 def _lm_eval_options(args) -> dict:
@@ -151,10 +204,16 @@ def _lm_eval_options(args) -> dict:
 
 def describe_data(est) -> str:
     """What the estimate is of, and a warning when the set was fit on the synthetic demo."""
-    line = f"estimates: {est.target or 'the mean over the benchmark items it was fit on'}"
-    if est.synthetic:
-        line += "\nnote: this set was fit on the built-in SYNTHETIC demo leaderboard, not real data"
-    return line
+    from sparseeval.consume.about import SYNTHETIC_NOTE
+
+    line = f"estimates: {_estimates(est)}"
+    return line + (f"\nnote: {SYNTHETIC_NOTE}" if est.synthetic else "")
+
+
+def _estimates(est) -> str:
+    """What one estimate is of, and where the set's data came from when recorded."""
+    what = est.target or "the mean over the benchmark items it was fit on"
+    return what + (f" (data: {est.data})" if est.data else "")
 
 
 def _predict_suite(args) -> int:
@@ -176,8 +235,15 @@ def _predict_suite(args) -> int:
     print(f"suite v{suite.version} ({read}):")
     for b, e in estimates.items():
         print(f"  {b:<12} {e}")
+    print("estimates:")
+    for b, e in estimates.items():
+        print(f"  {b:<12} {_estimates(e)}")
     if note:
         print(f"note: {note}")
+    if any(e.synthetic for e in estimates.values()):
+        from sparseeval.consume.about import SYNTHETIC_NOTE
+
+        print(f"note: {SYNTHETIC_NOTE.replace('this set', 'this suite')}")
     return 0
 
 

@@ -8,7 +8,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-from sparseeval.cli.anchor_args import FMT, _anchor_root, _common, _guarded, _trust
+from sparseeval.cli.anchor_args import (
+    FMT,
+    _anchor_root,
+    _common,
+    _guarded,
+    _trust,
+    add_next_options,
+    chosen_items,
+)
 from sparseeval.cli.common import UserError
 
 
@@ -64,6 +72,7 @@ def add_export_command(subparsers) -> None:
         "task's split (mmlu_anatomy:test=FILE; several benchmarks, MMLU, the suite)",
     )
     e.add_argument("--task", help="lm-eval task for bare integer item ids")
+    add_next_options(e)
     e.add_argument(
         "--id-map",
         metavar="FILE.csv",
@@ -86,9 +95,12 @@ def cmd_export_lm_eval(args) -> int:
     if not args.out:
         _note_unknown_ids(sets)
         return 0
-    members = [m for a in sets for m in _members(a)]
-    parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in members]
-    mapping = merge_samples(*parts)
+    if args.next is not None:
+        mapping = _next_samples(sets, args)
+    else:
+        members = [m for a in sets for m in _members(a)]
+        parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in members]
+        mapping = merge_samples(*parts)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(mapping, indent=1) + "\n")
@@ -102,6 +114,19 @@ def cmd_export_lm_eval(args) -> int:
     )
     _note_unknown_ids(sets)
     return 0
+
+
+def _next_samples(sets: list, args) -> dict:
+    """The --samples mapping of the next items of one benchmark (`--next N --responses`)."""
+    from sparseeval.consume import identity as ids
+    from sparseeval.consume.lm_eval import export_samples
+
+    if len(sets) != 1 or hasattr(sets[0], "own"):
+        raise UserError("--next exports one benchmark's items (not the suite, not several)")
+    aset = sets[0]
+    items = chosen_items(aset, args)
+    ids.check_exportable(aset.benchmark, items, aset.all_item_sources)
+    return export_samples(items, aset.benchmark, aset.all_item_sources, args.task)
 
 
 def _members(aset) -> list:

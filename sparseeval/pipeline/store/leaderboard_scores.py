@@ -58,7 +58,8 @@ def read_json(path: Path) -> dict:
 
 def scores_frame(rows: Mapping[str, dict[str, Any]], model: str) -> pl.DataFrame:
     """{benchmark: {score, definition, ref_no}} as staged score rows (fractions: scale 1)."""
-    out = [{"model": model, "benchmark": b, "scale": 1.0, **r, "score": str(r["score"])}
+    out = [{"model": model, "benchmark": b, "scale": 1.0, **r, "score": str(r["score"]),
+            "refusal": r.get("refusal")}
            for b, r in sorted(rows.items())]  # fmt: skip
     return pl.DataFrame(out, schema=SCORE_SCHEMA)
 
@@ -72,13 +73,18 @@ def v1_scores(files: list[tuple[Path, int]], model: str) -> pl.DataFrame:
     definitions = {b.name: b.v1.definition for b in records() if b.v1}
     for path, ref_no in files:
         for bench, score in v1_file_scores(read_json(path)).items():
-            rows[bench] = {"score": score, "definition": definitions[bench],
-                           "ref_no": ref_no}  # fmt: skip
+            refusal = score if isinstance(score, Refusal) else None
+            rows[bench] = {"score": "" if refusal else score, "refusal": refusal,
+                           "definition": definitions[bench], "ref_no": ref_no}  # fmt: skip
     return scores_frame(rows, model)
 
 
+class Refusal(str):
+    """Why a benchmark's value of a results file is quarantined (e.g. a subject's accuracy)."""
+
+
 def v1_file_scores(data: dict) -> dict[str, object]:
-    """{benchmark: value} of one v1 results file's `results`."""
+    """{benchmark: value or `Refusal`} of one v1 results file's `results`."""
     results = data.get("results") if isinstance(data.get("results"), dict) else {}
     out: dict[str, object] = {}
     for b in records():
@@ -92,9 +98,12 @@ def v1_file_scores(data: dict) -> dict[str, object]:
     return out
 
 
-def _v1_mean(b: Benchmark, v1: LeaderboardV1, results: dict, versions: object) -> float | None:
-    """The mean of the subtasks' metric (MMLU: the 57 subjects' acc), or None (a subtask
-    missing, or the stale version)."""
+def _v1_mean(
+    b: Benchmark, v1: LeaderboardV1, results: dict, versions: object
+) -> float | Refusal | None:
+    """The mean of the subtasks' metric (MMLU: the 57 subjects' acc); None (a subtask
+    missing, or the stale version); a `Refusal` naming a subtask whose value is outside 0..1
+    (the mean would hide it)."""
     if isinstance(versions, dict) and v1.stale_version and versions.get(v1.stale_version) == 0:
         return None
     values = []
@@ -103,6 +112,8 @@ def _v1_mean(b: Benchmark, v1: LeaderboardV1, results: dict, versions: object) -
         value = entry.get(v1.metric) if isinstance(entry, dict) else None
         if not isinstance(value, int | float) or isinstance(value, bool):
             return None
+        if not 0.0 <= value <= 1.0:
+            return Refusal(f"{b.name} subtask {sub}: {v1.metric} {value:g} is outside 0..1")
         values.append(float(value))
     return sum(values) / len(values) if values else None
 
