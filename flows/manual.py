@@ -7,7 +7,8 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
-from sparseeval.flows._support import hold_home, resolve_settings, stamp
+from sparseeval.flows._home import hold_home
+from sparseeval.flows._run import resolve_settings, stamp
 from sparseeval.flows.refresh import assess_and_publish, fit_benchmarks
 
 from sparseeval import tasks

@@ -13,20 +13,15 @@ from typing import Any
 
 from prefect import flow
 from prefect.runtime import flow_run
-from sparseeval.flows._support import (
+from sparseeval.flows._home import check_not_empty, deployed, hold_home
+from sparseeval.flows._results import (
     benchmarks_to_run,
-    check_not_empty,
     collect,
-    deployed,
     event,
     fit_said,
-    hold_home,
-    resolve_settings,
-    say,
-    stamp,
-    task_runner_for,
     with_sibling_budgets,
-)  # fmt: skip
+)
+from sparseeval.flows._run import resolve_settings, say, stamp, task_runner_for
 from sparseeval.flows.publish import alert_persistent_drift, publish_benchmark, publish_suite
 
 from sparseeval import tasks

@@ -70,7 +70,7 @@ def test_refresh_then_cached_then_incremental(tmp_path):
 def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     import importlib
 
-    module = importlib.import_module("sparseeval.flows._support")  # where events are emitted
+    module = importlib.import_module("sparseeval.flows._results")  # where events are emitted
     events = []
     real_emit = module.emit_event
     monkeypatch.setattr(module, "emit_event", lambda **kw: events.append(kw) or real_emit(**kw))
