@@ -17,7 +17,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from sparseeval.pipeline.lease import HomeLease
 from sparseeval.pipeline.records import BenchmarkResult, FitInfo, MatrixInfo, Waiting
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Settings, SettingsError
 
 PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 
@@ -50,7 +50,7 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
         try:
             from prefect_dask import DaskTaskRunner
         except ImportError as exc:  # the `dask` extra
-            raise RuntimeError(
+            raise SettingsError(
                 "task_runner = 'dask' needs prefect-dask: pip install 'sparseeval[dask]'"
             ) from exc
         if settings.dask_address:
@@ -63,7 +63,7 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
                 "dashboard_address": None,
             }
         )
-    raise ValueError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")
+    raise SettingsError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")
 
 
 def error_of(state) -> str:
@@ -81,7 +81,7 @@ def benchmarks_to_run(wanted: list[str] | None, states: dict[str, str]) -> list[
     names = list(wanted or states)
     unknown = [b for b in names if b not in states]
     if unknown:
-        raise ValueError(
+        raise SettingsError(
             f"no results in the store for benchmark(s) {', '.join(unknown)}"
             f" (have: {', '.join(states) or 'none'})"
         )
@@ -163,14 +163,14 @@ def deployed(home: str | None) -> bool:
     if deployment.get_id() is None:
         return False
     if not (home or os.environ.get("SPARSEEVAL_HOME", "").strip()):
-        raise ValueError(NO_HOME)
+        raise SettingsError(NO_HOME)
     return True
 
 
 def check_not_empty(states: dict[str, str], settings: Settings) -> None:
     """An empty store after ingest (no sources, no demo fill) is a failed run, in one line."""
     if not states:
-        raise ValueError(NO_SOURCES.format(home=settings.home))
+        raise SettingsError(NO_SOURCES.format(home=settings.home))
 
 
 @contextlib.contextmanager
@@ -181,7 +181,7 @@ def hold_home(settings: Settings) -> Iterator[None]:
     try:
         lease.acquire()
     except (FileExistsError, NotADirectoryError) as exc:
-        raise ValueError(f"home {settings.home} is not a folder ({exc.strerror})") from None
+        raise SettingsError(f"home {settings.home} is not a folder ({exc.strerror})") from None
     if lease.took_over is not None:
         say(f"took over the lease of a crashed run: {lease.took_over.get('holder')}",
             logging.WARNING)  # fmt: skip

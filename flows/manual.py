@@ -11,9 +11,11 @@ from sparseeval.flows._support import hold_home, resolve_settings, stamp
 from sparseeval.flows.refresh import assess_and_publish, fit_benchmarks
 
 from sparseeval import tasks
+from sparseeval.consume.layout import AnchorSetError
 from sparseeval.pipeline.artifacts import forget_loaded
+from sparseeval.pipeline.recipe import NotEnoughModels
 from sparseeval.pipeline.records import BenchmarkResult, IngestSummary
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Settings, SettingsError
 
 
 @flow(name="ingest-only", log_prints=True, flow_run_name=lambda: f"ingest {stamp()}")
@@ -47,7 +49,7 @@ def retrain_benchmark(
         states = tasks.store_state(settings)
         if benchmark not in states:
             have = ", ".join(states)
-            raise ValueError(f"no results for benchmark {benchmark!r} (have: {have})")
+            raise SettingsError(f"no results for benchmark {benchmark!r} (have: {have})")
         try:
             fitted = fit_benchmarks(settings, [benchmark], {benchmark: states[benchmark]}, True)
             return [_retrained(settings, r, publish) for r in fitted]
@@ -60,7 +62,7 @@ def _retrained(settings: Settings, r: BenchmarkResult, publish: bool) -> Benchma
     if r.error:
         raise RuntimeError(f"{r.label}: {r.error}")
     if r.fit is None:  # too few models yet
-        raise ValueError(f"{r.label}: {r.outcome}")
+        raise NotEnoughModels(f"{r.label}: {r.outcome}")
     if publish:
         r = assess_and_publish(settings, r, "retrain requested")
     print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")
@@ -83,7 +85,7 @@ def evaluate_published(
     settings = resolve_settings(home)
     live = tasks.live_set(settings, benchmark)
     if live is None:
-        raise ValueError(f"nothing published for {benchmark!r} under {settings.published_dir}")
+        raise AnchorSetError(f"nothing published for {benchmark!r} under {settings.published_dir}")
     if models is None:
         since_live = replace(live, created=since, last_run=None) if since else live
         models = tasks.fresh_models(settings, benchmark, since_live)

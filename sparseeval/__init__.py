@@ -22,6 +22,7 @@ _EXPORTS = {
     "MatrixError": "method.matrix",
     "ResponseMatrix": "method.matrix",
     "Settings": "pipeline.settings",
+    "SparseEvalError": "consume.errors",
     "SparseEval": "method.estimator",
     "SuiteAnchorSet": "consume.suite_set",
     "SuiteSparseEval": "method.suite",
@@ -42,6 +43,7 @@ __all__ = [
     "ResponsesError",
     "Settings",
     "SparseEval",
+    "SparseEvalError",
     "Split",
     "SuiteAnchorSet",
     "SuiteSparseEval",
@@ -68,6 +70,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from sparseeval.consume.anchorset import AnchorSet, Difference, Estimate, load_anchor_set
+    from sparseeval.consume.errors import SparseEvalError
     from sparseeval.consume.layout import AnchorSetError
     from sparseeval.consume.responses import ResponsesError
     from sparseeval.consume.suite_set import SuiteAnchorSet, load_suite

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sparseeval.cli.common import EXIT_PARTIAL, EXIT_USER_ERROR, first_line
+from sparseeval.cli.common import EXIT_PARTIAL, EXIT_USER_ERROR, UserError, first_line
 
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
@@ -150,7 +150,7 @@ def _sources(args: argparse.Namespace) -> list:
 
     if args.hub:
         if not (args.hub_models or args.hub_all):
-            raise ValueError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
+            raise UserError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
         models = None if args.hub_all else args.hub_models
         from sparseeval.pipeline.settings import Settings
 
@@ -159,7 +159,7 @@ def _sources(args: argparse.Namespace) -> list:
             OpenLLMLeaderboard(default_hub_client(), models, args.hub, args.hub_org, max_repos=cap)
         ]
     if not args.sources:
-        raise ValueError("give files or folders to ingest, or --hub v1|v2")
+        raise UserError("give files or folders to ingest, or --hub v1|v2")
     return [_parse(p, args) for p in args.sources]
 
 
@@ -215,7 +215,7 @@ def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
         }
         pl.DataFrame({"model": matrix.model_ids.astype(str)} | cols).write_csv(path)
     else:
-        raise ValueError(f"--export {path}: use a .npz or .csv file name")
+        raise UserError(f"--export {path}: use a .npz or .csv file name")
 
 
 def _store_path(args: argparse.Namespace, settings=None) -> Path:

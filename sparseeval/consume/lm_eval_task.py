@@ -303,7 +303,7 @@ class Shots(ContextSampler):
     def sample(self, n, eval_doc=None, df=None, **kwargs):
         shots = eval_doc[rt.SHOTS_FIELD]
         if n > len(shots):
-            raise ValueError(f"{n} few-shot docs asked, the subject has {len(shots)}")
+            raise LmEvalError(f"{n} few-shot docs asked, the subject has {len(shots)}")
         return shots[:n]
 '''
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
@@ -42,7 +43,7 @@ FLAG_ARRAYS = ("test_flag_range", "test_flag_pattern")  # per test model, in EVA
 POOL_FILE = "pool_check.json"  # consume.flags.PoolCheck of the fit (absent in older fits)
 
 
-class PipelineError(RuntimeError):
+class PipelineError(SparseEvalError, RuntimeError):
     """A pipeline step cannot go on; the message says which benchmark and why."""
 
 
