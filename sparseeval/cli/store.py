@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.cli.common import EXIT_PARTIAL, EXIT_USER_ERROR, UserError, first_line
+from sparseeval.consume.errors import SparseEvalError
 
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
@@ -30,12 +31,11 @@ MATRIX_EPILOG = """examples:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    """What these commands say in one line: user errors, the store's and its paths' trouble
+    (a plain ValueError is a bug: `cli.main` keeps its traceback)."""
     import duckdb
 
-    from sparseeval.method.matrix import MatrixError
-    from sparseeval.pipeline.store import SourceError, StoreError
-
-    return (StoreError, SourceError, MatrixError, OSError, ValueError, duckdb.Error)
+    return (SparseEvalError, OSError, duckdb.Error)
 
 
 def add_store_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -137,7 +137,7 @@ class _Unreadable:
     """A path given to `ingest` that is not a source (a pipe, a folder without results): it
     fails alone, after the other paths were ingested."""
 
-    errors = (ValueError, OSError)
+    errors = (SparseEvalError, OSError)
 
     def __init__(self, path: Path, error: Exception) -> None:
         self.path, self.error = path, error
@@ -235,6 +235,6 @@ def _fail(exc: BaseException, store: Path | None = None) -> int:
     from sparseeval.pipeline.store.integrity import damaged_message, is_damage
 
     if store is not None and is_damage(exc):  # a query reached a block the file lacks
-        exc = ValueError(damaged_message(store, exc))
+        exc = UserError(damaged_message(store, exc))
     print(f"error: {first_line(exc)}", file=sys.stderr)
     return 2
