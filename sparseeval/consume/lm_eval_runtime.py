@@ -132,7 +132,22 @@ def _estimate(root: str, benchmark: str, version: int, budget: int | None, pairs
               "imputed, interval widened")  # fmt: skip
     if est.flags:
         _note(f"{benchmark}: {est.flag_line}")
+        _note_next(root, benchmark, version, budget, est, dict(pairs))
     return est
+
+
+def _note_next(root: str, benchmark: str, version: int, budget: int | None, est, answers):
+    """For a flagged estimate: how many more items would help, and how to run them."""
+    from sparseeval.consume.next_items import next_step
+
+    aset = _anchor_set(root, benchmark, version, budget)
+    goal = 200 * float(aset.conformal.halfwidths(est.value))
+    n = aset.items_needed(answers, goal / 100) if not est.correction else None
+    if n:
+        where = f"--anchor-set {root} --benchmark {benchmark} --version {version}"
+        where += f" --budget {budget}" if budget else ""
+        step = next_step(where, benchmark, n, goal, "OUTPUT_PATH/", "more", "flagged")
+        _note(step["line"] + " (OUTPUT_PATH: this run's --output_path with --log_samples)")
 
 
 def estimate(root: str, benchmark: str, version: int, budget: int | None, pairs: Pairs):

@@ -198,6 +198,22 @@ def items_for_width(
     return n_rest if n_rest else None
 
 
+def next_step(where: str, benchmark: str, n: int, goal: float, files: str, more: str,
+              why: str) -> dict:  # fmt: skip
+    """The commands that get `n` more items and use them: {n, width_points, anchors,
+    export_lm_eval, predict, line}. where: `--anchor-set R --benchmark B ...`."""
+    get = f"sparseeval anchors {where} --next {n} --responses {files} --template {more}.csv"
+    lm_eval = f"sparseeval export-lm-eval {where} --next {n} --responses {files} --out {more}.json"
+    use = f"sparseeval predict {where} --responses {files} {more}.csv"
+    line = (
+        f"more items would help ({why}): answer {n} more items of {benchmark} for an"
+        f" interval about {goal:.1f} points wide:\n  {get}\n  (or the lm-eval --samples JSON"
+        f" of them: {lm_eval})\nfill {more}.csv, then: {use}"
+    )
+    return {"n": n, "width_points": goal, "anchors": get, "export_lm_eval": lm_eval,
+            "predict": use, "line": line}  # fmt: skip
+
+
 def z_quantile(p: float) -> float:
     """The standard normal quantile (bisection on erf; stdlib only)."""
     lo, hi = -10.0, 10.0

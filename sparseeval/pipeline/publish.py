@@ -33,7 +33,13 @@ from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
 from sparseeval.pipeline.identity import anchor_sources
-from sparseeval.pipeline.recipe import FLAG_ARRAYS, evaluation_of, fitted_of, pool_check_of
+from sparseeval.pipeline.recipe import (
+    FLAG_ARRAYS,
+    curves_of,
+    evaluation_of,
+    fitted_of,
+    pool_check_of,
+)
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
 from sparseeval.pipeline.settings import Settings
 
@@ -135,6 +141,7 @@ def write_candidate(
         budget=budget, extra={"target": fit.target, "provenance": fit.provenance}
         | pool_extra(fit),
         item_sources=anchor_sources(fit.matrix_path, fitted.anchor_ids_, fit.benchmark),
+        curves=curves_of(fit),
     )  # fmt: skip
     cand = candidate(path, fit.benchmark, fit.key, budget)
     built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")

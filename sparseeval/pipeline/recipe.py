@@ -22,6 +22,7 @@ import numpy as np
 
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import fingerprint
+from sparseeval.consume.next_items import CURVES_DIR, ItemCurves
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.splits import Split, calibration_split, model_count, split_models
@@ -277,6 +278,7 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
     save_fitted(est, tmp)
     pool = estimator_pool_check(est, matrix.values[split.train], matrix.values[split.calib])
     (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
+    save_curves(tmp, info, matrix, split.train)
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
            for k in ("train", "valid", "test")}  # fmt: skip
     X_test = matrix.values[split.test][:, est.anchors_]
@@ -291,6 +293,23 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
         os.replace(tmp, folder)
     except OSError:  # another worker finished the same key first
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def save_curves(folder: Path, info: FitInfo, matrix, rows) -> None:
+    """Every item of the matrix and its curve (`method.item_curves`) in `folder/items/`."""
+    from sparseeval.method.item_curves import fit_curves
+    from sparseeval.pipeline.identity import anchor_sources
+
+    ids = [str(i) for i in matrix.item_ids]
+    sources = anchor_sources(info.matrix_path, ids, info.benchmark)
+    item_mean = (info.target or {}).get("kind") == "items"
+    fit_curves(matrix.values[rows], ids, item_mean, sources).save(folder / CURVES_DIR)
+
+
+def curves_of(fit: FitInfo):
+    """The fit's item curves (`consume.next_items.ItemCurves`), or None for older fits."""
+    folder = Path(fit.model_dir) / CURVES_DIR
+    return ItemCurves.load(folder) if folder.is_dir() else None
 
 
 def fitted_of(fit: FitInfo):
