@@ -12,7 +12,7 @@ from prefect.runtime import deployment, flow_run
 from sparseeval.flows._run import say
 
 from sparseeval.pipeline.lease import HomeLease
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Settings, SettingsError
 
 NO_HOME = (
     "a deployed run needs SPARSEEVAL_HOME (set it, and SPARSEEVAL_CONFIG, in the shell that"
@@ -31,14 +31,14 @@ def deployed(home: str | None) -> bool:
     if deployment.get_id() is None:
         return False
     if not (home or os.environ.get("SPARSEEVAL_HOME", "").strip()):
-        raise ValueError(NO_HOME)
+        raise SettingsError(NO_HOME)
     return True
 
 
 def check_not_empty(states: dict[str, str], settings: Settings) -> None:
     """An empty store after ingest (no sources, no demo fill) is a failed run, in one line."""
     if not states:
-        raise ValueError(NO_SOURCES.format(home=settings.home))
+        raise SettingsError(NO_SOURCES.format(home=settings.home))
 
 
 @contextlib.contextmanager
@@ -49,7 +49,7 @@ def hold_home(settings: Settings) -> Iterator[None]:
     try:
         lease.acquire()
     except (FileExistsError, NotADirectoryError) as exc:
-        raise ValueError(f"home {settings.home} is not a folder ({exc.strerror})") from None
+        raise SettingsError(f"home {settings.home} is not a folder ({exc.strerror})") from None
     if lease.took_over is not None:
         say(f"took over the lease of a crashed run: {lease.took_over.get('holder')}",
             logging.WARNING)  # fmt: skip

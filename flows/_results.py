@@ -9,6 +9,7 @@ from typing import Any
 from prefect.events import emit_event
 
 from sparseeval.pipeline.records import BenchmarkResult, FitInfo, MatrixInfo, Waiting
+from sparseeval.pipeline.settings import SettingsError
 
 
 def error_of(state) -> str:
@@ -22,7 +23,7 @@ def benchmarks_to_run(wanted: list[str] | None, states: dict[str, str]) -> list[
     names = list(wanted or states)
     unknown = [b for b in names if b not in states]
     if unknown:
-        raise ValueError(
+        raise SettingsError(
             f"no results in the store for benchmark(s) {', '.join(unknown)}"
             f" (have: {', '.join(states) or 'none'})"
         )

@@ -9,7 +9,7 @@ from typing import Any
 from prefect import get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Settings, SettingsError
 
 PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 
@@ -42,7 +42,7 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
         try:
             from prefect_dask import DaskTaskRunner
         except ImportError as exc:  # the `dask` extra
-            raise RuntimeError(
+            raise SettingsError(
                 "task_runner = 'dask' needs prefect-dask: pip install 'sparseeval[dask]'"
             ) from exc
         if settings.dask_address:
@@ -55,7 +55,7 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
                 "dashboard_address": None,
             }
         )
-    raise ValueError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")
+    raise SettingsError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")
 
 
 def stamp() -> str:

@@ -181,19 +181,11 @@ def suggestion(aset, answers: dict, est, args) -> dict | None:
         return None
     where = f"--anchor-set {_anchor_root(args)} --benchmark {aset.benchmark}"
     where += f" --version {aset.version}" + (f" --budget {args.budget}" if args.budget else "")
-    files = " ".join(args.responses)
-    more = _fresh("more", args.responses)
-    get = f"sparseeval anchors {where} --next {n} --responses {files} --template {more}.csv"
-    lm_eval = f"sparseeval export-lm-eval {where} --next {n} --responses {files} --out {more}.json"
-    use = f"sparseeval predict {where} --responses {files} {more}.csv"
     why = f"wider than {args.max_width:g} points" if wide else "flagged"
-    line = (
-        f"more items would help ({why}): answer {n} more items of {aset.benchmark} for an"
-        f" interval about {goal:.1f} points wide:\n  {get}\n  (or the lm-eval --samples JSON"
-        f" of them: {lm_eval})\nfill {more}.csv, then: {use}"
-    )
-    return {"n": n, "width_points": goal, "anchors": get, "export_lm_eval": lm_eval,
-            "predict": use, "line": line}  # fmt: skip
+    from sparseeval.consume.next_items import next_step
+
+    more = _fresh("more", args.responses)
+    return next_step(where, aset.benchmark, n, goal, " ".join(args.responses), more, why)
 
 
 def _lm_eval_options(args) -> dict:

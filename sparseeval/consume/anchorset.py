@@ -184,7 +184,7 @@ class AnchorSet:
         those residuals alone (`consume.next_items`); other items are ignored.
         """
         est, _ = self._estimate(responses, allow_missing)
-        return self._corrected(est, responses)
+        return self.corrected(est, responses)
 
     def next_items(
         self, responses=None, n: int = 30, strategy: str = DEFAULT_STRATEGY, seed: int | None = 0
@@ -264,8 +264,9 @@ class AnchorSet:
         idx = np.array(sorted(got), dtype=int)
         return idx, (np.array([got[j] for j in idx], dtype=float) + 1) / 2
 
-    def _corrected(self, est: Estimate, responses) -> Estimate:
-        """`est` corrected by the answers on extra items (unchanged when there are none)."""
+    def corrected(self, est: Estimate, responses) -> Estimate:
+        """`est` corrected by the answers on extra items (unchanged when there are none);
+        a suite corrects its joint readers' estimates with each benchmark's own set."""
         extra, answers = self._extra(responses)
         if not len(extra):
             return est
