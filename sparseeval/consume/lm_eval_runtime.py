@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from sparseeval.consume.lm_eval_ids import ITEM_FIELD
+from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError
 
 if TYPE_CHECKING:
     from sparseeval.consume.estimate import Estimate
@@ -39,7 +39,7 @@ def keep_anchors(dataset, anchors: Mapping[int, str], doc: Callable, benchmark: 
     """`doc(d)` of each anchor doc of `dataset` (doc id -> item), with its item id."""
     missing = [i for i in anchors if i >= len(dataset)]
     if missing:
-        raise ValueError(f"{benchmark} anchors {missing} are not in the {len(dataset)} docs")
+        raise LmEvalError(f"{benchmark} anchors {missing} are not in the {len(dataset)} docs")
     return [doc(dataset[i]) | dict(extra or {}) | {ITEM_FIELD: item} for i, item in anchors.items()]
 
 

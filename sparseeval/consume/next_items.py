@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from sparseeval.consume.errors import SettingsError, SparseEvalError
+
 CURVES_DIR = "items"
 ITEMS_FILE = "items.json"
 CURVES_FILE = "curves.npz"
@@ -49,7 +51,7 @@ DEFAULT_STRATEGY = RANDOM  # measured: bench/next_items.py (bench/results/next_i
 MIN_RESIDUAL_VAR = 0.01  # s2 floor: a handful of residuals that agree say little about the rest
 
 
-class CurvesError(ValueError):
+class CurvesError(SparseEvalError, ValueError):
     """Item curves that cannot serve (damaged, or not matching the set's anchors)."""
 
 
@@ -186,7 +188,7 @@ def choose(
 ) -> np.ndarray:
     """`n` positions among `candidates`: at random, or those the model is least sure of."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        raise SettingsError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     n = min(int(n), len(candidates))
     if strategy == RANDOM or theta is None:
         return np.sort(np.random.default_rng(seed).choice(candidates, n, replace=False))

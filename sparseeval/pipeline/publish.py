@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hub import redact
 from sparseeval.consume.layout import latest_version, set_dir
@@ -43,7 +44,7 @@ from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet,
 from sparseeval.pipeline.settings import Settings
 
 
-class Refused(Exception):
+class Refused(SparseEvalError):
     """The gate refused the candidate: the unit of work rolls back."""
 
     def __init__(self, gate: GateResult) -> None:
@@ -51,7 +52,7 @@ class Refused(Exception):
         self.gate = gate
 
 
-class MirrorFailed(Exception):
+class MirrorFailed(SparseEvalError):
     """The Hub mirror refused or failed: roll back, the live set stays live everywhere."""
 
 
