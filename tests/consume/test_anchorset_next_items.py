@@ -143,3 +143,17 @@ def test_t_quantiles_match_the_tables():
     assert nx.t_quantile(0.9, 10) == pytest.approx(1.812, abs=0.005)
     assert nx.t_quantile(0.9, 30) == pytest.approx(1.697, abs=0.003)
     assert nx.t_quantile(0.95, 1000) == pytest.approx(1.962, abs=0.003)
+
+
+def test_the_lm_eval_task_says_the_next_step_for_a_flagged_estimate(world, capsys):
+    from dataclasses import replace
+
+    from sparseeval.consume import lm_eval_runtime
+
+    aset, rows, _, root = world
+    answers = _anchors(aset, rows[0])
+    flagged = replace(aset.predict(answers), flags=("out of the training range",))
+    lm_eval_runtime._note_next(str(root), "arc", 1, None, flagged, answers)
+    said = capsys.readouterr().out
+    assert "more items would help (flagged)" in said and "--next " in said
+    assert "export-lm-eval" in said and "OUTPUT_PATH" in said
