@@ -2,7 +2,7 @@
 
 A candidate is written as a new version nobody points at (`write_candidate`, or a suite's
 `suite_recipe.write_suite` wrapped by `candidate`). The quality gate (`drift.assess` for a
-benchmark, `suite_recipe.suite_gate` for the suite) gives a `GateResult`. Then:
+benchmark, `suite_publish.suite_gate` for the suite) gives a `GateResult`. Then:
 
     refused      the candidate is discarded with `refused_reason`, and its key goes into
                  the set's ledger of refusals (`roll_back(..., refusal=)`), so an
