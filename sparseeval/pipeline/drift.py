@@ -9,7 +9,6 @@ and, if so, compares the candidate with the live set on the same held-out models
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.fields import drift_row_problem
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline import gate, sealed
@@ -274,20 +274,11 @@ def drift_history(artifacts_dir: str | Path, name: str) -> list[dict[str, Any]]:
             row = json.loads(line) if line.strip() else None
         except ValueError:
             row = "damaged"
-        if row is not None and not _drift_row_ok(row):
+        if row is not None and drift_row_problem(row):
             sealed.missed(path, sealed.CacheMiss(f"line {n} is not a drift check; skipped"))
         elif row is not None:
             rows.append(row)
     return rows
-
-
-def _drift_row_ok(row: Any) -> bool:
-    """A drift check as `record_drift` writes it (version, MAE, models, drifted?)."""
-    num = lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
-    return (isinstance(row, dict) and isinstance(row.get("version"), int)
-            and num(row.get("mae")) and row["mae"] >= 0
-            and isinstance(row.get("n_models"), int) and row["n_models"] >= 0
-            and isinstance(row.get("drift", False), bool))  # fmt: skip
 
 
 def drift_nights(artifacts_dir: str | Path, name: str, version: int) -> int:

@@ -160,7 +160,6 @@ def test_the_seal_lists_every_file(tmp_path):
         sealed.check_folder(folder, "k", ("a.txt",), matrix_fingerprint="f")
 
 
-
 def test_an_unwritable_artifacts_folder_is_one_line(tmp_path, monkeypatch):
     blocker = tmp_path / "artifacts"
     blocker.write_text("a file where the folder should be")
