@@ -20,10 +20,12 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sparseeval.consume.errors import SparseEvalError
+
 LEASE_FILE = ".lease"
 
 
-class LeaseHeld(ValueError):
+class LeaseHeld(SparseEvalError, RuntimeError):
     """Another live run holds the home (or its lease file cannot be used): one line."""
 
 

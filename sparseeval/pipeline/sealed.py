@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import file_sha256
 
 log = logging.getLogger("sparseeval.pipeline.cache")
@@ -102,7 +103,7 @@ def read_note(path: str | Path, default: Any) -> Any:
     return data
 
 
-class CacheUnwritable(ValueError):
+class CacheUnwritable(SparseEvalError, ValueError):
     """The artifacts folder cannot be written (read-only, full, or not a folder)."""
 
 

@@ -15,11 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hashing import fingerprint
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
@@ -56,6 +58,7 @@ class SuiteFit:
     own_test_pred: dict[str, np.ndarray]
     test_ids: list[str]
     pool_checks: dict[str, dict] = field(default_factory=dict)  # method.pool.suite_pool_checks
+    curves: dict[str, Any] = field(default_factory=dict)  # {benchmark: its ItemCurves}
 
     def test_metrics(self) -> dict[str, dict[str, float]]:
         """Test metrics of each benchmark's joint reader, its own reader, and the average."""
@@ -99,6 +102,7 @@ def fit_suite(
     from threadpoolctl import threadpool_limits
 
     from sparseeval.method.estimator import SparseEval
+    from sparseeval.method.item_curves import fit_curves
 
     if len(matrices) < MIN_BENCHMARKS:
         raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
@@ -132,6 +136,7 @@ def fit_suite(
         own,
         [str(m) for m in first.model_ids[split.test]],
         {name: check.to_dict() for name, check in pools.items()},
+        {b: fit_curves(m.values[split.train], m.item_ids) for b, m in aligned.items()},
     )
 
 
@@ -142,13 +147,17 @@ def write_suite(
     signing_key=None,
     matrices_key: str = "",
     matrix_paths: Mapping[str, str] | None = None,
+    about: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
 
     matrices_key: `matrices_key` of the matrices it was fit on (lets a later run see it is
     up to date without reading them); matrix_paths: {benchmark: its matrix file}, whose
-    items' identity the members' `item_sources` carry (`pipeline.identity`).
+    items' identity the members' `item_sources` carry (`pipeline.identity`); about:
+    {benchmark: {"target", "provenance"}} (`members_about`): what each member estimates and
+    where its data came from, recorded per member and for the suite average.
     """
+    about = dict(about or {})
     suite = fit.suite
     items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
     level = {"interval_level": settings.interval_level}
@@ -172,7 +181,7 @@ def write_suite(
             out["item_sources"] = (path and anchor_sources(path, ids, b)) or derived_sources(ids, b)
         return out
 
-    members, described = {}, {}
+    members, described, curves = {}, {}, member_curves(fit, matrix_paths, about)
     for b in suite.benchmarks_:
         joint, own = f"members/{b}/joint", f"members/{b}/own"
         members[joint] = suite.readers_[b]
@@ -183,7 +192,10 @@ def write_suite(
             "valid_mae": suite.valid_scores_[b],
             "joint": reader(joint, suite.readers_[b], b, False),
             "own": reader(own, members[own], b, True),
+            **about.get(b, {}),
         }
+        if b in curves:
+            described[b]["own"][CURVES_KEY] = curves[b].manifest_entry() | {"folder": f"items/{b}"}
     n = len(suite.benchmarks_)
     average = SimpleNamespace(
         anchor_ids_=items,
@@ -202,10 +214,51 @@ def write_suite(
         report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]},
         signing_key=signing_key,
         members=members,
+        member_curves={f"items/{b}": c for b, c in curves.items()},
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
-               POOL_KEY: fit.pool_checks.get(AVERAGE)},
+               POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about),
     )  # fmt: skip
+
+
+def member_curves(fit: SuiteFit, matrix_paths, about) -> dict[str, Any]:
+    """{benchmark: its items' curves}, with their sources and whether they are its target."""
+    out = {}
+    for b, c in fit.curves.items():
+        path = (matrix_paths or {}).get(b)
+        sources = path and anchor_sources(path, c.items, b)
+        target = (about or {}).get(b, {}).get("target") or {}
+        item_mean = target.get("kind", "items") == "items"  # unknown: the mean it was fit on
+        out[b] = replace(c, item_mean=item_mean, sources=sources or None)
+    return out
+
+
+def members_about(matrices: Mapping[str, MatrixInfo]) -> dict[str, dict[str, Any]]:
+    """{benchmark: {"target", "provenance"}} of the matrices (what `write_suite` records)."""
+    return {b: {"target": dict(m.target), "provenance": dict(m.provenance)}
+            for b, m in matrices.items() if m.target or m.provenance}  # fmt: skip
+
+
+def suite_about(about: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The suite average's `target` and `provenance`: the mean of the members' targets, and
+    every member's sources (synthetic when any member is). {} when nothing is known."""
+    if not about:
+        return {}
+    targets = {b: (a.get("target") or {}).get("definition") for b, a in about.items()}
+    words = "; ".join(f"{b}: {t}" for b, t in targets.items() if t)
+    kinds: dict[str, dict[str, Any]] = {}
+    for a in about.values():
+        for kind, k in ((a.get("provenance") or {}).get("kinds") or {}).items():
+            into = kinds.setdefault(kind, {"n_results": 0, "n_sources": 0, "sources": []})
+            into["n_results"] += int(k.get("n_results", 0))
+            into["n_sources"] += int(k.get("n_sources", 0))
+            into["sources"] += list(k.get("sources", []))[: 20 - len(into["sources"])]
+    synthetic = any((a.get("provenance") or {}).get("synthetic") for a in about.values())
+    definition = f"the mean of the {len(about)} benchmarks' estimates" + (
+        f" ({words})" if words else ""
+    )
+    return {"target": {"kind": "suite average", "definition": definition},
+            "provenance": {"synthetic": synthetic, "kinds": kinds}}  # fmt: skip
 
 
 def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
@@ -271,7 +324,8 @@ def suite_candidate(
     fit = fit_suite(aligned, settings, progress, data_fingerprint=key)
     folder = write_suite(settings.published_dir, fit, settings,
                          matrices_key=matrices_key(matrices, settings),
-                         matrix_paths={b: m.path for b, m in matrices.items()})  # fmt: skip
+                         matrix_paths={b: m.path for b, m in matrices.items()},
+                         about=members_about(matrices))  # fmt: skip
     return publish.candidate(folder, SUITE, key), suite_gate(
         _live_suite(settings.published_dir), aligned, fit, settings.gate
     )

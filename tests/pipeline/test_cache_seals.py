@@ -39,11 +39,13 @@ def home(tmp_path_factory):
 
 
 def _matrix(settings, bench="arc"):
-    return matrix_step(settings, bench, benchmark_states(settings.store_path)[bench])
+    state = benchmark_states(settings.store_path)[bench]
+    return matrix_step(settings.section("paths"), settings.section("matrix"), bench, state)
 
 
 def _pointer(settings, bench="arc") -> Path:
-    key = matrix_key(bench, benchmark_states(settings.store_path)[bench], settings)
+    state = benchmark_states(settings.store_path)[bench]
+    key = matrix_key(bench, state, settings.section("matrix"), settings.artifacts_dir)
     return artifact_path(settings.artifacts_dir, "matrix", key + ".json")
 
 

@@ -93,6 +93,6 @@ def test_a_lease_that_is_a_folder_is_one_line(tmp_path):
 
 
 def test_lease_held_is_an_input_error_said_in_one_line():
-    from sparseeval.cli.refresh import INPUT_ERRORS
+    from sparseeval.consume.errors import SparseEvalError
 
-    assert issubclass(LeaseHeld, INPUT_ERRORS)
+    assert issubclass(LeaseHeld, SparseEvalError)
