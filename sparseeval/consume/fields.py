@@ -207,9 +207,14 @@ PREDICTOR = table(
      "anchor_means": listing(number(), length="items", null=True)},
     ("folder",),
 )  # fmt: skip
+ITEM_CURVES = table(
+    {"folder": text(), "n_items": integer(1), "item_mean": anything},
+    ("folder", "n_items"), null=True,
+)  # fmt: skip
 READER = table(
     {"folder": text(), "interval": INTERVAL, "anchor_means": listing(number(), null=True),
-     "pool_check": POOL_CHECK.unscoped(), "item_sources": SOURCES.unscoped()},
+     "pool_check": POOL_CHECK.unscoped(), "item_sources": SOURCES.unscoped(),
+     "item_curves": ITEM_CURVES},
     ("folder", "interval"),
 )  # fmt: skip
 MEMBER = table(
@@ -230,6 +235,7 @@ MANIFEST: dict[str, Check] = {
     "settings": table({}), "target": table({}, each=text(null=True)),
     "provenance": table({}), "pool_check": POOL_CHECK, "suite": SUITE, "version": integer(1),
     "created": text(), "files": table({}, each=text()), "manifest_sha256": text(),
+    "item_curves": ITEM_CURVES,
 }  # fmt: skip
 REQUIRED = ("benchmark", "items", "predictor", "interval", "version")
 
@@ -245,7 +251,7 @@ MANIFEST_TABLE = table(MANIFEST, REQUIRED, rule=_n_anchors)
 MEMBER_READER = table(
     {"items": listing(text()), "folder": text(), "interval": INTERVAL,
      "anchor_means": listing(number(), length="items", null=True), "pool_check": POOL_CHECK,
-     "item_sources": SOURCES},
+     "item_sources": SOURCES, "item_curves": ITEM_CURVES},
     ("items", "folder", "interval"),
 )  # fmt: skip
 
