@@ -28,6 +28,7 @@ from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hub import redact
 from sparseeval.consume.layout import latest_version, set_dir
+from sparseeval.consume.set_models import MODELS_FILE, models_text
 from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
@@ -134,6 +135,7 @@ def write_candidate(
         budget=budget, extra={"target": fit.target, "provenance": fit.provenance}
         | pool_extra(fit),
         item_sources=anchor_sources(fit.matrix_path, fitted.anchor_ids_, fit.benchmark),
+        files={MODELS_FILE: models_text(split_models(evaluation))},
     )  # fmt: skip
     cand = candidate(path, fit.benchmark, fit.key, budget)
     built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")
@@ -142,6 +144,14 @@ def write_candidate(
         json.dumps({"data_fingerprint": fit.matrix_fingerprint, "last_run": fit.last_run})
     )
     return cand
+
+
+def split_models(evaluation: dict) -> dict[str, Any]:
+    """{role: model ids} of a fit's saved evaluation (`consume.set_models`; fits saved
+    before the calibration ids leave those out)."""
+    keys = {"test": "test_ids", "train": "train_ids", "valid": "valid_ids",
+            "calibration": "calib_ids"}  # fmt: skip
+    return {role: evaluation[k].tolist() for role, k in keys.items() if k in evaluation}
 
 
 def pool_extra(fit: FitInfo) -> dict[str, Any]:

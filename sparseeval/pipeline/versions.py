@@ -65,6 +65,7 @@ def write_version(
     signing_key=None,
     members: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    files: Mapping[str, str] | None = None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -87,7 +88,9 @@ def write_version(
     signing_key: an Ed25519 private key (PEM bytes/str, a path to a PEM file, or an
     `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
     members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
-    per-benchmark readers); extra: optional entries added to the manifest (sealed with it).
+    per-benchmark readers); extra: optional entries added to the manifest (sealed with it);
+    files: optional {file name: text} written beside it (hashed in the manifest, e.g. the
+    set's models, `consume.set_models`).
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     from sparseeval.consume.signing import private_key
@@ -99,12 +102,14 @@ def write_version(
         report_inputs=report_inputs, extra=extra,
     )  # fmt: skip
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
-    return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key)
+    bench_dir = set_dir(root, benchmark, budget)
+    return write_folder(bench_dir, predictors, manifest, inputs, key, files=files)
 
 
 def write_folder(
-    bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None
-) -> Path:
+    bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None,
+    files: Mapping[str, str] | None = None,
+) -> Path:  # fmt: skip
     """Write a version folder under the next free number of a set's folder; that folder.
 
     A concurrent writer that takes the number first makes this one retry with the next.
@@ -112,14 +117,16 @@ def write_folder(
     bench_dir.mkdir(parents=True, exist_ok=True)
     while True:
         version = _next_version(bench_dir)
-        target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key)
+        target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key,
+                               dict(files or {}))  # fmt: skip
         if target is not None:
             return target
 
 
 def _write_folder(
-    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None
-) -> Path | None:
+    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None,
+    files: dict | None = None,
+) -> Path | None:  # fmt: skip
     """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
     from sparseeval.consume.inference import save_predictor
     from sparseeval.pipeline.reports.anchor_report import render_report
@@ -129,6 +136,8 @@ def _write_folder(
     try:
         for rel, predictor in predictors.items():
             save_predictor(predictor, tmp / rel)
+        for name, text in (files or {}).items():
+            (tmp / name).write_text(text)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
         manifest = manifest | {
             "version": version,
