@@ -13,6 +13,9 @@ from sparseeval.cli.common import EXIT_PARTIAL, EXIT_USER_ERROR, first_line
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
   sparseeval ingest arc_responses.csv --benchmark arc   # wide table: model + one column per item
+  sparseeval ingest wide:arc=arc_responses.csv      # the same, the benchmark named in the spec
+  sparseeval ingest scores:open-llm-leaderboard.csv # reported scores in percent: model (or
+                                       # name) + arc, gsm8k, ... columns, or model,benchmark,score
   sparseeval ingest lm_eval_out/                    # lm-eval folder written with --log_samples
   sparseeval ingest --hub v1 --hub-model meta-llama/Llama-2-7b-hf   # Open LLM Leaderboard details
   sparseeval ingest --hub v2 --hub-all --json       # every v2 details repo (token: HF_TOKEN)
@@ -55,7 +58,8 @@ def _add_ingest(subparsers: argparse._SubParsersAction) -> None:
         epilog=INGEST_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("sources", nargs="*", type=Path, help="files or folders to read")
+    sources_help = "files, folders or specs (wide:BENCH=FILE.csv, scores:FILE.csv, ...)"
+    p.add_argument("sources", nargs="*", type=Path, help=sources_help)
     p.add_argument("--format", choices=["auto", "long", "wide", "lm-eval"], default="auto")
     p.add_argument("--benchmark", help="the benchmark of a wide table")
     p.add_argument("--model", help="model of an lm-eval folder (default: its results JSON)")
@@ -103,11 +107,14 @@ def run_ingest(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
     else:
         for r in reports:
-            print(r.line(), file=sys.stdout if r.status != "failed" else sys.stderr)
-    failed = [r for r in reports if r.status == "failed"]
+            print(r.line(), file=sys.stderr if r.status in NOTHING_STORED else sys.stdout)
+    failed = [r for r in reports if r.status in NOTHING_STORED]
     if failed and len(failed) == len(reports):
         return EXIT_USER_ERROR  # nothing landed: not "partly failed"
     return EXIT_PARTIAL if failed else 0
+
+
+NOTHING_STORED = ("failed", "quarantined")  # unit statuses that stored nothing
 
 
 def _ingest_all(store, sources: list, force: bool) -> list:

@@ -167,13 +167,17 @@ def load_suite(
         raise AnchorSetError(f"{printable(average.source)}: suite members are not readers")
     joint, own = {}, {}
     for b, member in members.items():
-        own[b] = _member(average, b, member["own"], member["items"])
-        joint[b] = _member(average, b, member["joint"], average.items)
+        own[b] = _member(average, b, member, "own", member["items"])
+        joint[b] = _member(average, b, member, "joint", average.items)
     return SuiteAnchorSet(average, joint, own)
 
 
-def _member(suite: AnchorSet, benchmark: str, reader: dict, items: list[str]) -> AnchorSet:
-    """One member reader as an `AnchorSet` (its files were verified with the suite's)."""
+def _member(
+    suite: AnchorSet, benchmark: str, member: dict, kind: str, items: list[str]
+) -> AnchorSet:
+    """One member reader (`kind`: joint or own) as an `AnchorSet` (its files were verified
+    with the suite's); it says what the member estimates and where its data came from."""
+    reader = member[kind]
     check_reader(suite.source, benchmark, reader, items)
     try:
         predictor = load_predictor(suite.folder / reader["folder"])
@@ -190,6 +194,8 @@ def _member(suite: AnchorSet, benchmark: str, reader: dict, items: list[str]) ->
         "interval": reader["interval"],
         "predictor": {"folder": reader["folder"], "anchor_means": reader.get("anchor_means")},
         KEY: reader.get(KEY),
+        "target": member.get("target"),
+        "provenance": member.get("provenance") or suite.manifest.get("provenance"),
     }
     member = AnchorSet(manifest, predictor, suite.source, suite.folder)
     member.check_predictor()

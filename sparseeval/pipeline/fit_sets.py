@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.set_models import MODELS_FILE, models_text
 from sparseeval.method.matrix import ResponseMatrix
@@ -46,6 +48,14 @@ def opaque_sources(items) -> dict[str, dict]:
     return {str(i): {"id_kind": OPAQUE} for i in items}
 
 
+def benchmark_curves(matrix: ResponseMatrix, rows, item_mean: bool, sources=None):
+    """Every item of the matrix with its curve fitted on `rows` (`method.item_curves`)."""
+    from sparseeval.method.item_curves import fit_curves
+
+    ids = [str(i) for i in matrix.item_ids]
+    return fit_curves(matrix.values[rows], ids, item_mean, sources or opaque_sources(ids))
+
+
 def publish_fits(
     out_dir: str | Path,
     benchmark: str,
@@ -63,6 +73,8 @@ def publish_fits(
     ids = {role: matrix.model_ids[rows] for role, rows in
            (("test", split.test), ("train", split.train), ("valid", split.valid),
             ("calibration", calib))}  # fmt: skip
+    curves = benchmark_curves(matrix, np.concatenate([split.train, split.valid]),
+                              (extra.get("target") or {}).get("kind") == "items")  # fmt: skip
     folders = []
     for k, est in comparison.fitted.items():
         pred = est.predict(X[split.test])
@@ -77,6 +89,7 @@ def publish_fits(
                            "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
             budget=budget, extra=dict(extra) | {POOL_KEY: check.to_dict()},
             item_sources=opaque_sources(est.anchor_ids_), files={MODELS_FILE: models_text(ids)},
+            curves=curves,
         )  # fmt: skip
         set_latest(out_dir, benchmark, int(folder.name[1:]), budget)
         folders.append(folder)

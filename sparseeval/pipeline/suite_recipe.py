@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -142,13 +143,17 @@ def write_suite(
     signing_key=None,
     matrices_key: str = "",
     matrix_paths: Mapping[str, str] | None = None,
+    about: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
 
     matrices_key: `matrices_key` of the matrices it was fit on (lets a later run see it is
     up to date without reading them); matrix_paths: {benchmark: its matrix file}, whose
-    items' identity the members' `item_sources` carry (`pipeline.identity`).
+    items' identity the members' `item_sources` carry (`pipeline.identity`); about:
+    {benchmark: {"target", "provenance"}} (`members_about`): what each member estimates and
+    where its data came from, recorded per member and for the suite average.
     """
+    about = dict(about or {})
     suite = fit.suite
     items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
     level = {"interval_level": settings.interval_level}
@@ -183,6 +188,7 @@ def write_suite(
             "valid_mae": suite.valid_scores_[b],
             "joint": reader(joint, suite.readers_[b], b, False),
             "own": reader(own, members[own], b, True),
+            **about.get(b, {}),
         }
     n = len(suite.benchmarks_)
     average = SimpleNamespace(
@@ -204,8 +210,36 @@ def write_suite(
         members=members,
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
-               POOL_KEY: fit.pool_checks.get(AVERAGE)},
+               POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about),
     )  # fmt: skip
+
+
+def members_about(matrices: Mapping[str, MatrixInfo]) -> dict[str, dict[str, Any]]:
+    """{benchmark: {"target", "provenance"}} of the matrices (what `write_suite` records)."""
+    return {b: {"target": dict(m.target), "provenance": dict(m.provenance)}
+            for b, m in matrices.items() if m.target or m.provenance}  # fmt: skip
+
+
+def suite_about(about: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The suite average's `target` and `provenance`: the mean of the members' targets, and
+    every member's sources (synthetic when any member is). {} when nothing is known."""
+    if not about:
+        return {}
+    targets = {b: (a.get("target") or {}).get("definition") for b, a in about.items()}
+    words = "; ".join(f"{b}: {t}" for b, t in targets.items() if t)
+    kinds: dict[str, dict[str, Any]] = {}
+    for a in about.values():
+        for kind, k in ((a.get("provenance") or {}).get("kinds") or {}).items():
+            into = kinds.setdefault(kind, {"n_results": 0, "n_sources": 0, "sources": []})
+            into["n_results"] += int(k.get("n_results", 0))
+            into["n_sources"] += int(k.get("n_sources", 0))
+            into["sources"] += list(k.get("sources", []))[: 20 - len(into["sources"])]
+    synthetic = any((a.get("provenance") or {}).get("synthetic") for a in about.values())
+    definition = f"the mean of the {len(about)} benchmarks' estimates" + (
+        f" ({words})" if words else ""
+    )
+    return {"target": {"kind": "suite average", "definition": definition},
+            "provenance": {"synthetic": synthetic, "kinds": kinds}}  # fmt: skip
 
 
 def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
@@ -271,7 +305,8 @@ def suite_candidate(
     fit = fit_suite(aligned, settings, progress, data_fingerprint=key)
     folder = write_suite(settings.published_dir, fit, settings,
                          matrices_key=matrices_key(matrices, settings),
-                         matrix_paths={b: m.path for b, m in matrices.items()})  # fmt: skip
+                         matrix_paths={b: m.path for b, m in matrices.items()},
+                         about=members_about(matrices))  # fmt: skip
     return publish.candidate(folder, SUITE, key), suite_gate(
         _live_suite(settings.published_dir), aligned, fit, settings.gate
     )

@@ -41,6 +41,8 @@ from sparseeval.consume.layout import (
     set_dir,
     verify,
 )
+from sparseeval.consume.next_items import CURVES_DIR
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.promotion import promoted_versions
 from sparseeval.pipeline.manifest import jsonable, version_manifest
 
@@ -66,6 +68,7 @@ def write_version(
     members: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
     files: Mapping[str, str] | None = None,
+    curves=None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -91,6 +94,8 @@ def write_version(
     per-benchmark readers); extra: optional entries added to the manifest (sealed with it);
     files: optional {file name: text} written beside it (hashed in the manifest, e.g. the
     set's models, `consume.set_models`).
+    curves: the benchmark's items and their curves (`consume.next_items.ItemCurves`), saved
+    in `items/` for `AnchorSet.next_items` and the corrected estimate.
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     from sparseeval.consume.signing import private_key
@@ -101,13 +106,16 @@ def write_version(
         metrics=metrics, settings=settings, item_sources=item_sources,
         report_inputs=report_inputs, extra=extra,
     )  # fmt: skip
+    if curves is not None:
+        manifest[CURVES_KEY] = curves.manifest_entry()
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
-    bench_dir = set_dir(root, benchmark, budget)
-    return write_folder(bench_dir, predictors, manifest, inputs, key, files=files)
+    return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key,
+                        curves, files)  # fmt: skip
 
 
 def write_folder(
     bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None,
+    curves=None,
     files: Mapping[str, str] | None = None,
 ) -> Path:  # fmt: skip
     """Write a version folder under the next free number of a set's folder; that folder.
@@ -118,13 +126,14 @@ def write_folder(
     while True:
         version = _next_version(bench_dir)
         target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key,
-                               dict(files or {}))  # fmt: skip
+                               curves, dict(files or {}))  # fmt: skip
         if target is not None:
             return target
 
 
 def _write_folder(
     bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None,
+    curves=None,
     files: dict | None = None,
 ) -> Path | None:  # fmt: skip
     """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
@@ -136,6 +145,8 @@ def _write_folder(
     try:
         for rel, predictor in predictors.items():
             save_predictor(predictor, tmp / rel)
+        if curves is not None:
+            curves.save(tmp / CURVES_DIR)
         for name, text in (files or {}).items():
             (tmp / name).write_text(text)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))

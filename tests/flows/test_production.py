@@ -111,7 +111,8 @@ def test_predict_says_what_the_set_estimates_and_warns_on_the_demo(prefect_harne
     assert main(["predict", "--anchor-set", str(demo / "published"), "--benchmark", "arc",
                  "--responses", str(answers)]) == 0  # fmt: skip
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1] == f"estimates: {aset.target}" and aset.target.startswith("mean over the")
+    assert lines[1] == f"estimates: {aset.target} (data: {aset.data})"
+    assert aset.target.startswith("mean over the") and aset.data.startswith("synthetic")
     assert lines[2] == (
         "note: this set was fit on the built-in SYNTHETIC demo leaderboard, not real data"
     )

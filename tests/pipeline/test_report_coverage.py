@@ -35,7 +35,7 @@ def test_an_under_covering_suite_reader_is_widened_and_the_report_says_so():
                     {"test_pred": test_true, "test_true": test_true})  # fmt: skip
     member = lambda iv: {"items": ["1"], "reader": "ridge", "joint": {"interval": iv}}  # noqa: E731
     members = {"arc": member(got), "mmlu": member(fine)}
-    (_, (_, _, rows), (_, note)) = _suite_blocks({"suite": {"members": members}})
+    (_, (_, _, rows), (_, note), *_) = _suite_blocks({"suite": {"members": members}})
     assert rows[0][-1].endswith("(widened)") and not rows[1][-1].endswith("(widened)")
     assert "widened to nominal for arc" in note
     assert coverage_check(widened, test_pred, test_true)[1]["action"] == "kept"

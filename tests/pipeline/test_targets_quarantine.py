@@ -80,7 +80,7 @@ def test_a_column_of_fractions_in_a_percent_file_is_quarantined_whole(store, tmp
 def test_a_hub_subject_accuracy_outside_0_1_is_a_refusal(tmp_path):
     data = json.loads(v1_results("org/m", {}, mmlu_accs(anatomy=45.0, others=0.5)))
     got = v1_file_scores(data)["mmlu"]
-    assert isinstance(got, Refusal) and got == "MMLU subject anatomy: accuracy 45 is outside 0..1"
+    assert isinstance(got, Refusal) and got == "mmlu subtask anatomy: acc 45 is outside 0..1"
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data))
     frame = v1_scores([(path, 0)], "org/m")

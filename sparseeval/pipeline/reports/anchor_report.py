@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from sparseeval.consume.about import data_sources
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.pipeline.reports import plots as report_plots
 from sparseeval.pipeline.reports.bands import band_blocks, band_rows
@@ -240,14 +241,15 @@ def _suite_blocks(manifest: dict) -> list[tuple]:
             "anchors. Each reader's intervals pass the average's coverage check")  # fmt: skip
     note += (f": widened to nominal for {', '.join(widened)} (below nominal by more than the"
              " standard error as fitted)." if widened else ".")  # fmt: skip
-    return [("h2", "Per benchmark"), ("table", head, rows), ("p", note)]
+    about = [f"{b}: {_data_line(m).removeprefix('Estimates: ')}"
+             for b, m in (suite.get("members") or {}).items()]  # fmt: skip
+    return [("h2", "Per benchmark"), ("table", head, rows), ("p", note), ("ul", about)]
 
 
 def _data_line(manifest) -> str:
     """What the set estimates and where its data came from (a loud note for the demo)."""
     target = (manifest.get("target") or {}).get("definition") or "the mean over the items"
-    kinds = (manifest.get("provenance") or {}).get("kinds") or {}
-    came = ", ".join(f"{k} ({v.get('n_sources', '?')} source(s))" for k, v in kinds.items())
+    came = data_sources(manifest.get("provenance"))
     line = f"Estimates: {target}. Data: {came or 'not recorded'}."
     if (manifest.get("provenance") or {}).get("synthetic"):
         line += " **Fit on the built-in SYNTHETIC demo leaderboard: not real results.**"

@@ -18,7 +18,7 @@ from pathlib import Path
 from sparseeval.pipeline.store.hub import OpenLLMLeaderboard
 from sparseeval.pipeline.store.ingestion import Source
 from sparseeval.pipeline.store.lm_eval_run import LmEvalRun
-from sparseeval.pipeline.store.score_files import ScoresFile
+from sparseeval.pipeline.store.score_files import ScoresFile, looks_like_scores
 from sparseeval.pipeline.store.synthetic import SyntheticLeaderboard
 from sparseeval.pipeline.store.tables import LongTable, WideTable
 from sparseeval.pipeline.store.unit import SpecOptions
@@ -127,6 +127,11 @@ def _guess_format(path: Path) -> str:
         return "long"  # the reader names the missing file
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
         header = {c.strip() for c in next(csv.reader(f), [])}
+    if looks_like_scores(header):
+        raise ValueError(
+            f"{path} looks like a table of reported scores (model/name and benchmark columns),"
+            f" not per-item results: ingest it as scores:{path}"
+        )
     return "wide" if "model" in header and not {"benchmark", "item"} & header else "long"
 
 

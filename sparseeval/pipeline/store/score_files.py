@@ -7,7 +7,7 @@ Two layouts, told apart by the header:
 - leaderboard: a `model` or `name` column and one column per Open LLM Leaderboard v1
   benchmark (`arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k`; others such as
   `avg` or `params` are ignored), as metabench's `open-llm-leaderboard.csv`; each value
-  gets that benchmark's leaderboard definition (`scores.OLLM_V1_DEFINITIONS`). An empty
+  gets that benchmark's leaderboard definition (`scores.v1_definitions`). An empty
   cell is no score (the model was not evaluated there), not a bad one.
 
 Scores are percent, as leaderboards publish them; a fraction such as 0.62 would be read
@@ -30,7 +30,7 @@ import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
 from sparseeval.pipeline.store.db import Store
-from sparseeval.pipeline.store.scores import OLLM_V1_DEFINITIONS, SCORE_FRAME, stage_scores
+from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores, v1_definitions
 from sparseeval.pipeline.store.tables import not_utf8
 from sparseeval.pipeline.store.unit import (
     SourceError,
@@ -65,6 +65,14 @@ class ScoresFile:
         yield Unit("scores-csv", str(path), key, [str(path)], stage, frames=(SCORE_FRAME,))
 
 
+def looks_like_scores(header: set[str]) -> bool:
+    """Whether a CSV header is a scores table's (either layout), not per-item results."""
+    if {"item", "correct"} & header:
+        return False
+    leaderboard = {"model", "name"} & header and len(set(v1_definitions()) & header) >= 2
+    return set(LONG_SCORE_COLUMNS) <= header or bool(leaderboard)
+
+
 def _stage_scores_file(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     stage_frames(con, None)  # no per-item rows
     stage_scores(con, read_scores_csv(path))
@@ -85,17 +93,19 @@ def read_scores_csv(path: Path) -> pl.DataFrame:
         )
         return fractions_refused(scores, path.name)
     model = next((c for c in ("model", "name") if c in cols), None)
-    benchmarks = [c for c in OLLM_V1_DEFINITIONS if c in cols]
+    definitions = v1_definitions()
+    benchmarks = [c for c in definitions if c in cols]
     if model is None or not benchmarks:
         shown = ", ".join(frame.columns[:8]) + (" ..." if len(frame.columns) > 8 else "")
         raise SourceError(
             _printable(
                 f"{path}: line 1: not a scores table: need columns model, benchmark, score"
                 f" (optional definition), or model/name and leaderboard columns"
-                f" ({', '.join(OLLM_V1_DEFINITIONS)}); has: {shown}"
+                f" ({', '.join(definitions)}); has: {shown}"
             )
         )
-    return fractions_refused(_melt_leaderboard(frame, model, benchmarks), path.name)
+    columns = {b: definitions[b] for b in benchmarks}
+    return fractions_refused(_melt_leaderboard(frame, model, columns), path.name)
 
 
 def fractions_refused(scores: pl.DataFrame, name: str) -> pl.DataFrame:
@@ -118,16 +128,17 @@ def fractions_refused(scores: pl.DataFrame, name: str) -> pl.DataFrame:
     return scores.join(refusals, on="benchmark", how="left", maintain_order="left")
 
 
-def _melt_leaderboard(frame: pl.DataFrame, model: str, benchmarks: list[str]) -> pl.DataFrame:
-    """One row per (model, leaderboard column) with a non-empty cell."""
+def _melt_leaderboard(frame: pl.DataFrame, model: str, columns: dict[str, str]) -> pl.DataFrame:
+    """One row per (model, leaderboard column) with a non-empty cell; columns: {column:
+    its definition}."""
     long = (
         frame.with_row_index("line", offset=2)
-        .select(pl.col(model).alias("model"), "line", *benchmarks)
+        .select(pl.col(model).alias("model"), "line", *columns)
         .unpivot(index=["model", "line"], variable_name="benchmark", value_name="score")
         .filter(pl.col("score").is_not_null() & (pl.col("score").str.strip_chars() != ""))
     )
     return long.with_columns(
-        definition=pl.col("benchmark").replace_strict(OLLM_V1_DEFINITIONS),
+        definition=pl.col("benchmark").replace_strict(columns),
         scale=pl.lit(100.0),
         ref_no=pl.lit(0),
     ).sort("line", "benchmark")

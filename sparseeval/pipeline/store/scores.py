@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from sparseeval.consume.benchmarks import records
 from sparseeval.pipeline.store.db import Store, execute, fetch
 from sparseeval.pipeline.store.unit import conform
 
@@ -33,15 +34,12 @@ SCORE_SCHEMA = {
     "ref_no": pl.Int32,
     "refusal": pl.String,  # the stager's own reason to quarantine the row (else null)
 }
-# The Open LLM Leaderboard v1's reported score per benchmark (DESIGN.md, "Reported score").
-OLLM_V1_DEFINITIONS = {
-    "arc": "Open LLM Leaderboard v1 ARC-Challenge (25-shot): acc_norm",
-    "hellaswag": "Open LLM Leaderboard v1 HellaSwag (10-shot): acc_norm",
-    "mmlu": "Open LLM Leaderboard v1 MMLU (5-shot): mean of 57 subject accuracies",
-    "truthfulqa": "Open LLM Leaderboard v1 TruthfulQA (0-shot): mc2",
-    "winogrande": "Open LLM Leaderboard v1 Winogrande (5-shot): acc",
-    "gsm8k": "Open LLM Leaderboard v1 GSM8K (5-shot): acc (exact match)",
-}
+
+
+def v1_definitions() -> dict[str, str]:
+    """{benchmark: the Open LLM Leaderboard v1's reported score in words} (DESIGN.md,
+    "Reported score"), from the benchmarks' records."""
+    return {b.name: b.v1.definition for b in records() if b.v1}
 
 
 @dataclass
