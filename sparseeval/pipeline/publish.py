@@ -130,6 +130,7 @@ def write_candidate(
             "test_pred": evaluation["test_pred"].tolist(),
             "test_true": evaluation["test_true"].tolist(),
             **{k: evaluation[k].tolist() for k in FLAG_ARRAYS if k in evaluation},
+            "test_recent": _recent(settings, fit.benchmark, evaluation.get("test_ids")),
             "drift_rows": list(drift_rows), "budget_rows": fit.budget_rows,
         },
         budget=budget, extra={"target": fit.target, "provenance": fit.provenance}
@@ -144,6 +145,21 @@ def write_candidate(
         json.dumps({"data_fingerprint": fit.matrix_fingerprint, "last_run": fit.last_run})
     )
     return cand
+
+
+def _recent(settings: Settings, benchmark: str, test_ids) -> list[bool] | None:
+    """Which test models arrived last in the store (`reports.arrivals`; None: no order)."""
+    from sparseeval.pipeline.reports.arrivals import recent_flags
+    from sparseeval.pipeline.store import Store
+
+    path = Path(settings.store_path)
+    if test_ids is None or not path.exists():
+        return None
+    with Store.open(path, read_only=True) as store:
+        frame = store.query("models_first_seen", {"bid": store.benchmark_id(benchmark),
+                                                  "after": None, "run": 0})  # fmt: skip
+    runs = dict(zip(frame["model"].to_list(), frame["first_run"].to_list(), strict=True))
+    return recent_flags(frame["model"].to_list(), runs, test_ids)
 
 
 def split_models(evaluation: dict) -> dict[str, Any]:

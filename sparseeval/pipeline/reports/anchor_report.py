@@ -25,6 +25,7 @@ import numpy as np
 from sparseeval.consume.about import data_sources
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.pipeline.reports import plots as report_plots
+from sparseeval.pipeline.reports.arrivals import recent_blocks, recent_summary
 from sparseeval.pipeline.reports.bands import band_blocks, band_rows
 from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary
 from sparseeval.pipeline.reports.render import json_ready, to_html, to_markdown
@@ -68,10 +69,11 @@ def render_report(
 
     summary = _summary(manifest, conf, test_pred, test_true, drift, settings)
     flags = flag_summary(conf, manifest.get("pool_check"), inputs)
+    recent = recent_summary(conf, inputs)
     where = version_folder or out
     blocks = _blocks(manifest, conf, summary, budget, drift, plots, where, bands)
     at = blocks.index(("h2", "How the intervals are made"))
-    blocks[at:at] = flag_blocks(flags, conf.level)
+    blocks[at:at] = flag_blocks(flags, conf.level) + recent_blocks(recent, conf.level)
     md_path, html_path = out / "report.md", out / "report.html"
     md_path.write_text(to_markdown(blocks))
     html_path.write_text(to_html(blocks, out, f"{manifest['benchmark']} v{manifest['version']}"))
@@ -92,6 +94,7 @@ def render_report(
             "bands": bands,
         },
         "flags": flags,
+        "recent": recent,
         "resolvable_difference": _num(conf.diff_halfwidth),
         "budget": budget,
         "drift": drift,
