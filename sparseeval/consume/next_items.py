@@ -13,9 +13,15 @@ anchors; taken as a simple random sample of the N_R non-anchor items of the N), 
     v' + (N_R / N) * mean over E of (x_j - p_j)
 
 It is unbiased over the draw of E whatever the curves and the anchor estimate are, so its
-interval, +- t(n-1) * (N_R / N) * sqrt((1 - n / N_R) * s2 / n) with s2 the sample variance
-of the residuals x_j - p_j (finite-population corrected), does not rest on the model being
-like the training models; it narrows as n grows and is 0 once every item is answered.
+interval, +- t(n-1) * sd with sd = (N_R / N) * sqrt((1 - n / N_R) * s2 / n) and s2 the
+sample variance of the residuals x_j - p_j (finite-population corrected), does not rest on
+the model being like the training models; it narrows as n grows and is 0 once every item is
+answered. That interval is the one reported. The point reported inside it moves from v
+toward the unbiased value by 1 - w, w = sd^2 / (sd^2 + max(sA^2, shift^2 - sd^2)), with sA
+the anchor estimate's own spread (its conformal half-width / z) and shift the unbiased
+value minus v: a model whose residuals say the anchors are off (shift^2 well above sd^2)
+gets the unbiased value, a familiar one keeps most of the anchors' (measured lower error,
+same interval: bench/results/next_items.txt).
 It corrects the mean over the set's items, so a set applies it only when that mean is its
 target (`ItemCurves.item_mean`): not for a leaderboard score that is no function of these
 items (TruthfulQA's mc2, or a score over items the set does not list).
@@ -27,11 +33,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from sparseeval.consume.errors import SettingsError, SparseEvalError
 
 CURVES_DIR = "items"
 ITEMS_FILE = "items.json"
@@ -43,7 +51,7 @@ DEFAULT_STRATEGY = RANDOM  # measured: bench/next_items.py (bench/results/next_i
 MIN_RESIDUAL_VAR = 0.01  # s2 floor: a handful of residuals that agree say little about the rest
 
 
-class CurvesError(ValueError):
+class CurvesError(SparseEvalError, ValueError):
     """Item curves that cannot serve (damaged, or not matching the set's anchors)."""
 
 
@@ -104,16 +112,22 @@ class ItemCurves:
 class Correction:
     """What the extra items did to one model's estimate."""
 
-    value: float  # the corrected estimate
+    value: float  # the corrected estimate (inside the interval)
     shift: float  # value - anchor estimate
-    sd: float  # its standard error (sampling of the extra items)
+    sd: float  # the unbiased value's standard error (sampling of the extra items)
     n_extra: int
     n_rest: int  # non-anchor items of the benchmark
     items: tuple[str, ...]  # the extra items used
+    unbiased: float = float("nan")  # the difference estimator's value (the interval's centre)
+
+    def within(self, low: float, high: float) -> Correction:
+        """The point moved into [low, high] (where the interval clipped it)."""
+        point = min(max(self.value, low), high)
+        return replace(self, value=point, shift=self.shift + point - self.value)
 
     def interval(self, level: float) -> tuple[float, float]:
         h = t_quantile(level, self.n_extra - 1) * self.sd
-        return max(0.0, self.value - h), min(1.0, self.value + h)
+        return max(0.0, self.unbiased - h), min(1.0, self.unbiased + h)
 
 
 def abilities(curves: ItemCurves, known: np.ndarray, known01: np.ndarray, values) -> np.ndarray:
@@ -143,8 +157,10 @@ def correct(
     value: float,
     extra: np.ndarray,
     extra01: np.ndarray,
+    anchor_sd: float = 0.0,
 ) -> Correction:
-    """The difference estimator of one model (module docstring): positions, 0/1 answers."""
+    """The difference estimator of one model and the point inside its interval (module
+    docstring): positions and 0/1 answers; anchor_sd: the anchor estimate's spread."""
     n_all, n_rest, n = len(curves.items), len(curves.items) - len(anchors), len(extra)
     theta = abilities(curves, anchors, anchors01[None, :], [value])[0]
     p = curves.probabilities(theta)[0]
@@ -155,8 +171,11 @@ def correct(
     s2 = max(float(r.var(ddof=1)) if n > 1 else 0.25, MIN_RESIDUAL_VAR)
     sd = n_rest / n_all * math.sqrt(max(0.0, 1 - n / n_rest) * s2 / n)
     value_c = min(1.0, max(0.0, value_c))
+    shift = value_c - value
+    w = sd * sd / (sd * sd + max(anchor_sd**2, shift * shift - sd * sd)) if sd > 0 else 0.0
+    point = value + (1 - w) * shift
     items = tuple(curves.items[j] for j in extra)
-    return Correction(value_c, value_c - value, sd, n, n_rest, items)
+    return Correction(point, point - value, sd, n, n_rest, items, value_c)
 
 
 def choose(
@@ -169,7 +188,7 @@ def choose(
 ) -> np.ndarray:
     """`n` positions among `candidates`: at random, or those the model is least sure of."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        raise SettingsError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     n = min(int(n), len(candidates))
     if strategy == RANDOM or theta is None:
         return np.sort(np.random.default_rng(seed).choice(candidates, n, replace=False))
@@ -194,6 +213,22 @@ def items_for_width(
         if 2 * t_quantile(level, n - 1) * sd <= width:
             return n
     return n_rest if n_rest else None
+
+
+def next_step(where: str, benchmark: str, n: int, goal: float, files: str, more: str,
+              why: str) -> dict:  # fmt: skip
+    """The commands that get `n` more items and use them: {n, width_points, anchors,
+    export_lm_eval, predict, line}. where: `--anchor-set R --benchmark B ...`."""
+    get = f"sparseeval anchors {where} --next {n} --responses {files} --template {more}.csv"
+    lm_eval = f"sparseeval export-lm-eval {where} --next {n} --responses {files} --out {more}.json"
+    use = f"sparseeval predict {where} --responses {files} {more}.csv"
+    line = (
+        f"more items would help ({why}): answer {n} more items of {benchmark} for an"
+        f" interval about {goal:.1f} points wide:\n  {get}\n  (or the lm-eval --samples JSON"
+        f" of them: {lm_eval})\nfill {more}.csv, then: {use}"
+    )
+    return {"n": n, "width_points": goal, "anchors": get, "export_lm_eval": lm_eval,
+            "predict": use, "line": line}  # fmt: skip
 
 
 def z_quantile(p: float) -> float:

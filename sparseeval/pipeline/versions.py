@@ -69,6 +69,7 @@ def write_version(
     extra: Mapping[str, Any] | None = None,
     files: Mapping[str, str] | None = None,
     curves=None,
+    member_curves: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -95,7 +96,8 @@ def write_version(
     files: optional {file name: text} written beside it (hashed in the manifest, e.g. the
     set's models, `consume.set_models`).
     curves: the benchmark's items and their curves (`consume.next_items.ItemCurves`), saved
-    in `items/` for `AnchorSet.next_items` and the corrected estimate.
+    in `items/` for `AnchorSet.next_items` and the corrected estimate; member_curves:
+    {relative folder: ItemCurves} more of them (a suite's members', named in `extra`).
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     from sparseeval.consume.signing import private_key
@@ -109,8 +111,9 @@ def write_version(
     if curves is not None:
         manifest[CURVES_KEY] = curves.manifest_entry()
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
+    saved = ({CURVES_DIR: curves} if curves is not None else {}) | dict(member_curves or {})
     return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key,
-                        curves, files)  # fmt: skip
+                        saved, files)  # fmt: skip
 
 
 def write_folder(
@@ -145,8 +148,8 @@ def _write_folder(
     try:
         for rel, predictor in predictors.items():
             save_predictor(predictor, tmp / rel)
-        if curves is not None:
-            curves.save(tmp / CURVES_DIR)
+        for rel, item_curves in (curves or {}).items():
+            item_curves.save(tmp / rel)
         for name, text in (files or {}).items():
             (tmp / name).write_text(text)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
