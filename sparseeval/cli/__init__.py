@@ -15,6 +15,7 @@ import sys
 from sparseeval._version import __version__
 from sparseeval.cli.anchors import add_anchors_command
 from sparseeval.cli.automations import add_automations_command
+from sparseeval.cli.check import add_check_command
 from sparseeval.cli.common import EXIT_BUG, EXIT_USER_ERROR, UserError, report
 from sparseeval.cli.config import add_config_command
 from sparseeval.cli.consumer import add_consumer_commands
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_refresh_command(sub)
     add_consumer_commands(sub)
     add_anchors_command(sub)
+    add_check_command(sub)
     add_automations_command(sub)
     add_config_command(sub)
     return parser

@@ -310,7 +310,7 @@ def fit_step(
 def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -> None:
     """Write the model folder under a temporary name, then rename it into place."""
     from sparseeval.method.model_files import save_fitted
-    from sparseeval.method.pool import estimator_pool_check
+    from sparseeval.method.pool import estimator_pool_check, test_flags
 
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -320,12 +320,11 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
     (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
     save_curves(tmp, info, matrix, split.train)
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
-           for k in ("train", "valid", "test")}  # fmt: skip
+           for k in ("train", "valid", "test", "calib")}  # fmt: skip
     X_test = matrix.values[split.test][:, est.anchors_]
     np.savez(tmp / EVALUATION_FILE, test_pred=np.asarray(pred, dtype=np.float64),
              test_true=matrix.y[split.test].astype(np.float64),
-             test_flag_range=pool.out_of_range(pred),
-             test_flag_pattern=pool.lz(X_test, pred) < pool.threshold, **ids)  # fmt: skip
+             **test_flags(pool, X_test, pred), **ids)  # fmt: skip
     info.save(tmp / "summary.json")
     sealed.seal_folder(tmp, info.key, matrix_fingerprint=info.matrix_fingerprint)
     if folder.exists():  # `force`: replace the previous fit of the same key
