@@ -91,7 +91,7 @@ def fit(X, y, test, seed: int, k: int, path: str, predictor: str) -> dict:
     )
     est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, predictor=predictor, **QUIET)
     t = time.perf_counter()
-    est.fit(X[train] * 2 - 1, y[train], X[valid] * 2 - 1, y[valid]).calibrate(
+    est.fit(X[train] * 2 - 1, y[train], X_valid=X[valid] * 2 - 1, y_valid=y[valid]).calibrate(
         X[calib] * 2 - 1, y[calib]
     )
     out = {"anchors": est.anchors_, "train": train, "test": test,
@@ -171,8 +171,8 @@ def speed(n_models: int = 1500, n_items: int = 1000, k: int = 100, n_extra: int 
     m = make_synthetic(n_models, n_items, seed=0)
     rows = np.arange(n_models)
     est = SparseEval(n_anchors=k, init="random", refine_steps=0, predictor="ridge", **QUIET)
-    est.fit(m.values[rows[:-300]], m.y[rows[:-300]], m.values[rows[-300:]], m.y[rows[-300:]],
-            item_ids=m.item_ids)  # fmt: skip
+    est.fit(m.values[rows[:-300]], m.y[rows[:-300]], X_valid=m.values[rows[-300:]],
+            y_valid=m.y[rows[-300:]], item_ids=m.item_ids)  # fmt: skip
     root = tempfile.mkdtemp()
     write_version(root, "speed", est, data_fingerprint="speed", split_sizes={"train": 1},
                   metrics={"test": evaluate(est.predict(m.values[:50]), m.y[:50])},
