@@ -9,6 +9,7 @@ in one line what to install.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 
@@ -49,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:  # libraries' INFO lines propagate here too
         handler.setLevel(logging.WARNING)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:  # `sparseeval predict ... | head`: the reader had enough
+        return _quiet_stdout()
     except ModuleNotFoundError as e:
         hint = missing_extra(e)
         if hint is None:
@@ -57,6 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         return fail(args.command, hint)
     except (UserError, ValueError, OSError) as e:
         return fail(args.command, first_line(e))
+
+
+def _quiet_stdout() -> int:
+    """Point stdout at /dev/null (so the exit flush is silent); exit code 1 (Python's advice)."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 1
 
 
 __all__ = ["EXIT_USER_ERROR", "UserError", "build_parser", "main"]

@@ -185,6 +185,7 @@ def _common(p, many: bool = False) -> None:
 
 def _guarded(fn):
     def run(args) -> int:
+        from sparseeval.consume.anchorset import ALLOW_MISSING
         from sparseeval.consume.layout import AnchorSetError
         from sparseeval.consume.lm_eval import LmEvalError
         from sparseeval.consume.responses import ResponsesError
@@ -192,7 +193,7 @@ def _guarded(fn):
         try:
             return fn(args)
         except (UserError, AnchorSetError, ResponsesError, LmEvalError) as e:
-            print(f"error: {e}", file=sys.stderr)
+            print(f"error: {str(e).replace(ALLOW_MISSING, '--allow-missing')}", file=sys.stderr)
         except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
             print(f"error: {e.strerror}: {e.filename}", file=sys.stderr)
         return EXIT_USER_ERROR
@@ -434,6 +435,10 @@ def _write_tasks(args, root, sets) -> None:
         f"{' '.join(names)} --include_path {args.tasks_dir} --output_path results/",
         file=sys.stderr,
     )
+    if not args.dataset:
+        hub = ", ".join(sorted({p.spec.dataset_path for p in plans}))
+        print(f"note: lm-eval downloads {hub} from the Hub when it runs; offline, write the "
+              "tasks with local copies: --dataset [SPLIT=]FILE", file=sys.stderr)  # fmt: skip
 
 
 def cmd_report(args) -> int:

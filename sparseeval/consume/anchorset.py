@@ -38,6 +38,7 @@ from sparseeval.consume.responses import (
 from sparseeval.consume.shape import check_arrays, check_estimate, check_manifest, reader_folder
 
 N_COMPLETIONS = 256
+ALLOW_MISSING = "allow_missing=True"  # as the error says it (the CLI says its flag instead)
 _REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
 MISSING_POLICY = (
     "with allow_missing, each missing anchor is imputed by its expected value under a "
@@ -316,7 +317,7 @@ class AnchorSet:
         if missing and not allow_missing:
             raise ResponsesError(
                 missing_message(missing, len(self.items), "answers")
-                + "; pass allow_missing=True (CLI: --allow-missing) to estimate from the rest"
+                + f"; pass {ALLOW_MISSING} to estimate from the rest"
             )
         if not missing:
             return self._predict_one(x), 0.0, []

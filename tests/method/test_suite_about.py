@@ -76,3 +76,10 @@ def test_suite_report_says_what_it_estimates_and_where_data_came_from(tmp_path, 
         assert "Data: not recorded" not in text and "SYNTHETIC" not in text
         assert "Estimates: the mean of the 2 benchmarks' estimates" in text
         assert "arc: the leaderboard's reported arc score. Data: leaderboard scores (2" in text
+
+
+def test_anchors_of_the_demo_suite_say_synthetic_not_a_missing_id_map(demo, capsys):
+    root = demo[demo.index("--anchor-set") + 1]
+    assert main(["anchors", "--anchor-set", root, "--benchmark", SUITE]) == 0
+    said = capsys.readouterr().err
+    assert "synthetic item ids of the built-in demo" in said and "--id-map" not in said
