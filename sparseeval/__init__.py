@@ -23,6 +23,7 @@ _EXPORTS = {
     "ResponseMatrix": "method.matrix",
     "Settings": "pipeline.settings",
     "SparseEval": "method.estimator",
+    "PaperSparseEval": "method.paper",
     "SuiteAnchorSet": "consume.suite_set",
     "SuiteSparseEval": "method.suite",
     "load_suite": "consume.suite_set",
@@ -38,6 +39,7 @@ __all__ = [
     "Difference",
     "Estimate",
     "MatrixError",
+    "PaperSparseEval",
     "ResponseMatrix",
     "ResponsesError",
     "Settings",
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from sparseeval.consume.suite_set import SuiteAnchorSet, load_suite
     from sparseeval.method.estimator import SparseEval
     from sparseeval.method.matrix import MatrixError, ResponseMatrix
+    from sparseeval.method.paper import PaperSparseEval
     from sparseeval.method.splits import Split, split_models
     from sparseeval.method.suite import SuiteSparseEval
     from sparseeval.method.synthetic import make_leaderboard, make_synthetic

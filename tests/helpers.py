@@ -21,7 +21,7 @@ def tiny_fit(seed: int = 0, n_test: int = 80, n_valid: int = 80, item_ids=None):
         n_anchors=8, refine_steps=1, epochs=50, ensemble=1, predictor="ridge",
         progress=lambda s: None,
     )  # fmt: skip
-    est.fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid],
+    est.fit(m.values[sp.train], m.y[sp.train], X_valid=m.values[sp.valid], y_valid=m.y[sp.valid],
             item_ids=m.item_ids if item_ids is None else item_ids)  # fmt: skip
     return m, sp, est
 

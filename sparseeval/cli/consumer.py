@@ -68,6 +68,12 @@ def _add_predict(subparsers) -> None:
         action="store_true",
         help="estimate from the answered anchors (imputes the rest, widens the interval)",
     )
+    p.add_argument(
+        "--max-width",
+        type=float,
+        metavar="POINTS",
+        help="an interval wider than this (points) says how many more items would help",
+    )
     p.add_argument("--metric", help="lm-eval metric to read (default: per task, e.g. acc_norm)")
     p.add_argument("--filter", help="lm-eval filter to read (default: strict-match or none)")
     p.add_argument("--task", help="lm-eval task for bare integer item ids")
@@ -130,6 +136,7 @@ def _add_export(subparsers) -> None:
         "task's split (mmlu_anatomy:test=FILE; several benchmarks, MMLU, the suite)",
     )
     e.add_argument("--task", help="lm-eval task for bare integer item ids")
+    add_next_options(e)
     e.add_argument(
         "--id-map",
         metavar="FILE.csv",
@@ -181,6 +188,41 @@ def _common(p, many: bool = False) -> None:
                    help="which budget when several are published (default: largest)")  # fmt: skip
     p.add_argument("--public-key", metavar="PEM",
                    help="refuse the set unless manifest.sig verifies with this key")  # fmt: skip
+
+
+def add_next_options(p) -> None:
+    """--next N, --responses FILE..., --strategy: the items to answer after the anchors."""
+    p.add_argument("--next", type=int, metavar="N",
+                   help="instead of the anchors: N more items of the benchmark for this model "
+                   "(neither anchors nor answered in --responses)")  # fmt: skip
+    p.add_argument(
+        "--responses",
+        nargs="+",
+        metavar="FILE",
+        help="with --next: the answers so far (anchors, and any items since)",
+    )
+    p.add_argument(
+        "--strategy",
+        default="random",
+        choices=("random", "informative"),
+        help="with --next: a random sample of the rest (default; keeps the "
+        "corrected estimate unbiased) or the items this model is least sure of",
+    )
+    p.add_argument("--seed", type=int, default=0, help="with --next: the random draw's seed")
+
+
+def chosen_items(aset, args) -> list[str]:
+    """The anchors, or with --next the next items for the model answering --responses."""
+    if args.next is None:
+        return aset.items
+    if args.next < 1:
+        raise UserError(f"--next must be at least 1, got {args.next}")
+    if not args.responses:
+        raise UserError("--next needs --responses FILE (the model's answers on the anchors)")
+    from sparseeval.consume.responses import read_responses_files
+
+    answers = read_responses_files(args.responses, aset)
+    return aset.next_items(answers, args.next, args.strategy, args.seed)
 
 
 def _guarded(fn):
@@ -239,17 +281,64 @@ def cmd_predict(args) -> int:
             print(f"A - B: {diff} ({verdict})")
         return 0
     est = aset.predict(a, allow_missing=args.allow_missing)
+    more = suggestion(aset, a, est, args)
     if args.json:
-        print(json.dumps(est.to_dict() | {"source": aset.source}, indent=2))
-    else:
-        print(
-            f"{aset.benchmark} v{aset.version}: estimated accuracy {replace(est, flags=())} "
-            f"from {est.n_answered}/{est.n_anchors} anchors"
-        )
-        print(describe_data(est))
-        if est.flags:
-            print(f"flagged: {est.flag_line}")
+        print(json.dumps(est.to_dict() | {"source": aset.source, "next": more}, indent=2))
+        return 0
+    c = est.correction
+    extra = (f" and {est.n_extra} more items (anchors alone {100 * c['anchor_estimate'][0]:.1f}%,"
+             f" corrected {100 * c['shift']:+.1f} points)" if c else "")  # fmt: skip
+    print(
+        f"{aset.benchmark} v{aset.version}: estimated accuracy "
+        f"{replace(est, flags=(), correction=None)} "
+        f"from {est.n_answered}/{est.n_anchors} anchors{extra}"
+    )
+    print(describe_data(est))
+    if est.flags:
+        print(f"flagged: {est.flag_line}")
+    if est.note:
+        print(f"note: {est.note}")
+    if more:
+        print(more["line"])
     return 0
+
+
+def _fresh(stem: str, taken: list[str]) -> str:
+    """`stem`, or `stem2`, `stem3`... : a file stem none of `taken` (nor the folder) has."""
+    names = {Path(t).stem for t in taken}
+    k = 1
+    while (name := stem if k == 1 else f"{stem}{k}") in names or Path(f"{name}.csv").exists():
+        k += 1
+    return name
+
+
+def suggestion(aset, answers: dict, est, args) -> dict | None:
+    """How many more items would help, and the commands to get and use them (None: none
+    needed, or the set cannot take them); for a flagged estimate or one wider than
+    `--max-width`."""
+    width = 100 * (est.high - est.low)
+    wide = args.max_width is not None and width > args.max_width
+    if not (wide or (est.flags and not est.n_extra)):
+        return None
+    goal = args.max_width if wide else 200 * float(aset.conformal.halfwidths(est.value))
+    n = aset.items_needed(answers, goal / 100)
+    if not n:
+        return None
+    where = f"--anchor-set {_anchor_root(args)} --benchmark {aset.benchmark}"
+    where += f" --version {aset.version}" + (f" --budget {args.budget}" if args.budget else "")
+    files = " ".join(args.responses)
+    more = _fresh("more", args.responses)
+    get = f"sparseeval anchors {where} --next {n} --responses {files} --template {more}.csv"
+    lm_eval = f"sparseeval export-lm-eval {where} --next {n} --responses {files} --out {more}.json"
+    use = f"sparseeval predict {where} --responses {files} {more}.csv"
+    why = f"wider than {args.max_width:g} points" if wide else "flagged"
+    line = (
+        f"more items would help ({why}): answer {n} more items of {aset.benchmark} for an"
+        f" interval about {goal:.1f} points wide:\n  {get}\n  (or the lm-eval --samples JSON"
+        f" of them: {lm_eval})\nfill {more}.csv, then: {use}"
+    )
+    return {"n": n, "width_points": goal, "anchors": get, "export_lm_eval": lm_eval,
+            "predict": use, "line": line}  # fmt: skip
 
 
 def _lm_eval_options(args) -> dict:
@@ -344,9 +433,12 @@ def cmd_export_lm_eval(args) -> int:
     if not args.out:
         _note_unknown_ids(sets)
         return 0
-    members = [m for a in sets for m in _members(a)]
-    parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in members]
-    mapping = merge_samples(*parts)
+    if args.next is not None:
+        mapping = _next_samples(sets, args)
+    else:
+        members = [m for a in sets for m in _members(a)]
+        parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in members]
+        mapping = merge_samples(*parts)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(mapping, indent=1) + "\n")
@@ -362,6 +454,19 @@ def cmd_export_lm_eval(args) -> int:
     return 0
 
 
+def _next_samples(sets: list, args) -> dict:
+    """The --samples mapping of the next items of one benchmark (`--next N --responses`)."""
+    from sparseeval.consume import identity as ids
+    from sparseeval.consume.lm_eval import export_samples
+
+    if len(sets) != 1 or hasattr(sets[0], "own"):
+        raise UserError("--next exports one benchmark's items (not the suite, not several)")
+    aset = sets[0]
+    items = chosen_items(aset, args)
+    ids.check_exportable(aset.benchmark, items, aset.all_item_sources)
+    return export_samples(items, aset.benchmark, aset.all_item_sources, args.task)
+
+
 def _members(aset) -> list:
     """A benchmark's set, or each member benchmark's own set of the suite."""
     return list(aset.own.values()) if hasattr(aset, "own") else [aset]
@@ -372,12 +477,12 @@ def exportable(aset, id_map: str | None, task: str | None):
     from dataclasses import replace
 
     from sparseeval.consume import identity as ids
-    from sparseeval.consume.taskmap import BENCHMARK_TASKS
+    from sparseeval.consume.taskmap import default_task
 
     if hasattr(aset, "own"):
         own = {b: exportable(m, id_map, task) for b, m in aset.own.items()}
         return replace(aset, own=own)
-    default = task or BENCHMARK_TASKS.get(aset.benchmark)
+    default = task or default_task(aset.benchmark)
     mapping = ids.read_id_map(id_map, default) if id_map else None
     sources = (
         ids.with_id_map(aset.items, aset.item_sources, mapping) if mapping else aset.item_sources

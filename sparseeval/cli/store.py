@@ -14,8 +14,8 @@ INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
   sparseeval ingest arc_responses.csv --benchmark arc   # wide table: model + one column per item
   sparseeval ingest wide:arc=arc_responses.csv      # the same, the benchmark named in the spec
-  sparseeval ingest scores:open-llm-leaderboard.csv # reported scores (percent): model or name
-                                       # + arc, gsm8k, ... columns, or model,benchmark,score rows
+  sparseeval ingest scores:open-llm-leaderboard.csv # reported scores in percent: model (or
+                                       # name) + arc, gsm8k, ... columns, or model,benchmark,score
   sparseeval ingest lm_eval_out/                    # lm-eval folder written with --log_samples
   sparseeval ingest --hub v1 --hub-model meta-llama/Llama-2-7b-hf   # Open LLM Leaderboard details
   sparseeval ingest --hub v2 --hub-all --json       # every v2 details repo (token: HF_TOKEN)
@@ -58,8 +58,8 @@ def _add_ingest(subparsers: argparse._SubParsersAction) -> None:
         epilog=INGEST_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    specs = "files, folders or specs (wide:BENCH=FILE.csv, scores:FILE.csv, ...)"
-    p.add_argument("sources", nargs="*", type=Path, help=specs)
+    sources_help = "files, folders or specs (wide:BENCH=FILE.csv, scores:FILE.csv, ...)"
+    p.add_argument("sources", nargs="*", type=Path, help=sources_help)
     p.add_argument("--format", choices=["auto", "long", "wide", "lm-eval"], default="auto")
     p.add_argument("--benchmark", help="the benchmark of a wide table")
     p.add_argument("--model", help="model of an lm-eval folder (default: its results JSON)")

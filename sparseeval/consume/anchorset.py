@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,18 @@ from sparseeval.consume.layout import (
     resolve_version_dir,
     verify,
 )
+from sparseeval.consume.next_items import (
+    DEFAULT_STRATEGY,
+    Correction,
+    CurvesError,
+    ItemCurves,
+    abilities,
+    choose,
+    correct,
+    items_for_width,
+    positions,
+)
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.promotion import check_promoted
 from sparseeval.consume.responses import (
     ResponsesError,
@@ -79,7 +91,7 @@ def load_anchor_set(
     folder, source, hub = _fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
     manifest = _checked_manifest(folder, benchmark, hub, public_key)
     aset = AnchorSet(manifest=manifest, predictor=_predictor(folder, manifest), source=source,
-                     folder=folder)  # fmt: skip
+                     folder=folder, curves=_curves(folder, manifest))  # fmt: skip
     aset.check_predictor()
     return aset
 
@@ -161,6 +173,21 @@ def _predictor(folder: Path, manifest: dict[str, Any]):
     return predictor
 
 
+def _curves(folder: Path, manifest: dict[str, Any]) -> ItemCurves | None:
+    """The set's item list and curves (`consume.next_items`), or None for sets without them."""
+    entry = manifest.get(CURVES_KEY)
+    if entry is None:
+        return None
+    try:
+        curves = ItemCurves.load(folder / reader_folder(folder, entry, "item curves"))
+        positions(curves, manifest["items"])
+    except CurvesError as e:
+        raise AnchorSetError(f"{printable(folder)}: {e}") from None
+    if len(curves.items) != entry.get("n_items"):
+        raise AnchorSetError(f"{printable(folder)}: item curves list a different number of items")
+    return curves
+
+
 @dataclass
 class AnchorSet:
     """A loaded, verified anchor set: the anchor items and a predictor over their answers."""
@@ -169,11 +196,15 @@ class AnchorSet:
     predictor: Any
     source: str = ""
     folder: Path | None = None
+    curves: ItemCurves | None = None  # every item of the benchmark and its curve
     _index: dict = field(default_factory=dict, repr=False)
     _pool: PoolCheck | None = field(default=None, repr=False)
+    _all: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._index = {item: j for j, item in enumerate(self.items)}
+        if self.curves is not None:
+            self._all = {item: j for j, item in enumerate(self.curves.items)}
         try:
             self._pool = pool_check_of(self.manifest, len(self.items))
         except (KeyError, TypeError, ValueError) as e:
@@ -241,16 +272,125 @@ class AnchorSet:
 
     # -- single model
 
+    @property
+    def known_items(self) -> list[str]:
+        """Every item the set can read: the anchors, then the benchmark's other items."""
+        extra = [i for i in (self.curves.items if self.curves else ()) if i not in self._index]
+        return self.items + extra
+
+    @property
+    def all_item_sources(self) -> dict | None:
+        """Task, doc id and hash of every known item, where known (the anchors' first)."""
+        merged = dict((self.curves.sources if self.curves else None) or {})
+        return (merged | dict(self.item_sources or {})) or None
+
     def predict(self, responses, allow_missing: bool = False) -> Estimate:
-        """Estimate one model's full-benchmark accuracy from its answers on the anchors.
+        """Estimate one model's full-benchmark accuracy from its answers.
 
         responses: {item id: correct}, a polars/pandas DataFrame with columns
         `item` and `correct`, or a sequence/array in anchor order (`.items`).
-        correct: 0/1, True/False or -1/+1 (None/NaN = not answered). Items that
-        are not anchors are ignored. A missing anchor is an error naming it unless
-        `allow_missing=True` (see MISSING_POLICY for how the interval widens).
+        correct: 0/1, True/False or -1/+1 (None/NaN = not answered). A missing anchor is
+        an error naming it unless `allow_missing=True` (see MISSING_POLICY for how the
+        interval widens). Answers on the benchmark's other items (`next_items`) correct the
+        anchor estimate by this model's residuals on them, with an interval from those
+        residuals alone (`consume.next_items`); other items are ignored.
         """
-        return self._estimate(responses, allow_missing)[0]
+        est, _ = self._estimate(responses, allow_missing)
+        return self._corrected(est, responses)
+
+    def next_items(
+        self, responses=None, n: int = 30, strategy: str = DEFAULT_STRATEGY, seed: int | None = 0
+    ) -> list[str]:
+        """`n` item ids of the benchmark, neither anchors nor answered, to answer next.
+
+        strategy "random" (the default): a random sample of the rest, which keeps the
+        corrected estimate of `predict` unbiased on any model; "informative": the items
+        this model is least sure of given its anchor answers (measured in
+        bench/next_items.py). Answer them and pass every answer to `predict`.
+        """
+        curves = self._need_curves()
+        known = self._answered_positions(responses)
+        candidates = np.setdiff1d(np.arange(len(curves.items)), known)
+        theta = None if strategy == DEFAULT_STRATEGY else self._ability(responses)
+        picked = choose(curves, candidates, n, strategy, theta, seed)
+        return [curves.items[j] for j in picked]
+
+    def items_needed(self, responses, width: float) -> int | None:
+        """How many more items (`next_items`) would bring the interval to `width` (0-1).
+
+        Guessed from this model's curves (their p(1-p) stands for the residuals' variance);
+        None when the set has no item curves or its target is not the mean over its items.
+        """
+        if self.curves is None or not self.curves.item_mean:
+            return None
+        p = self.curves.probabilities(self._ability(responses))[0]
+        rest = np.setdiff1d(np.arange(len(self.curves.items)), positions(self.curves, self.items))
+        answered = len(self._extra(responses)[0])
+        total = items_for_width(self.curves, len(self.items), p[rest], answered, width, self.level)
+        return None if total is None else max(total - answered, 0)
+
+    def _ability(self, responses) -> float:
+        """This model's ability on the curves, from its anchor estimate and answers."""
+        answers = {} if responses is None else responses
+        est, _ = self._estimate(answers, allow_missing=True)
+        x = self._vector(answers)
+        answered = ~np.isnan(x)
+        anchors = positions(
+            self.curves, [i for i, a in zip(self.items, answered, strict=True) if a]
+        )
+        return float(
+            abilities(self.curves, anchors, (x[answered][None, :] + 1) / 2, [est.value])[0]
+        )
+
+    def _need_curves(self) -> ItemCurves:
+        if self.curves is None:
+            raise AnchorSetError(
+                f"{printable(self.source)}: this set has no list of the benchmark's items"
+                " (published before next items); refit it to ask for more items"
+            )
+        return self.curves
+
+    def _answered_positions(self, responses) -> np.ndarray:
+        """Positions (in the curves' list) of the anchors and of every answered item."""
+        curves = self._need_curves()
+        extra, _ = self._extra(responses)
+        return np.union1d(positions(curves, self.items), extra).astype(int)
+
+    def _extra(self, responses) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and 0/1 answers of answered items of the benchmark that are not anchors."""
+        pairs = as_pairs(responses) if responses is not None else None
+        if pairs is None or self.curves is None:
+            return np.zeros(0, int), np.zeros(0)
+        got: dict[int, float] = {}
+        for item, v in pairs:
+            name = item_id(item, "answers")
+            j = self._all.get(name)
+            if j is None or name in self._index:
+                continue
+            s = sign(v, str(item))
+            if np.isnan(s):
+                continue
+            if got.get(j, s) != s:
+                raise ResponsesError(f"conflicting answers for item {printable(item)}")
+            got[j] = s
+        idx = np.array(sorted(got), dtype=int)
+        return idx, (np.array([got[j] for j in idx], dtype=float) + 1) / 2
+
+    def _corrected(self, est: Estimate, responses) -> Estimate:
+        """`est` corrected by the answers on extra items (unchanged when there are none)."""
+        extra, answers = self._extra(responses)
+        if not len(extra):
+            return est
+        if est.missing or not self.curves.item_mean:
+            why = ("anchors are missing" if est.missing else
+                   "the set's target is not the mean over its items")  # fmt: skip
+            return replace(est, note=f"{len(extra)} extra items not used: {why}")
+        x = self._vector(responses)
+        c = correct(self.curves, positions(self.curves, self.items), (x + 1) / 2, est.value,
+                    extra, answers)  # fmt: skip
+        low, high = c.interval(self.level)
+        check_estimate(self.source, c.value, low, high)
+        return replace(est, value=c.value, low=low, high=high, correction=_as_dict(c, est))
 
     def compare(self, responses_a, responses_b, allow_missing: bool = False) -> Difference:
         """Estimated accuracy of model A minus model B, with an interval at the set's level."""
@@ -372,6 +512,12 @@ class AnchorSet:
                 if not np.isnan(s):
                     x[j] = s
         return x
+
+
+def _as_dict(c: Correction, est: Estimate) -> dict:
+    """The correction as `Estimate.correction` carries it."""
+    return {"n_extra": c.n_extra, "n_rest": c.n_rest, "shift": c.shift, "sd": c.sd,
+            "anchor_estimate": [est.value, est.low, est.high], "items": list(c.items)}  # fmt: skip
 
 
 def _sigmoid(z):

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from sparseeval.consume.benchmarks import RESERVED_NAMES
+
 MAX_MODEL_LEN = 256
 MAX_ITEM_LEN = 256
 MAX_BENCHMARK_LEN = 64
@@ -101,16 +103,11 @@ def check_benchmark_name(name: object) -> str:
     return s
 
 
-# Names the published layout gives a meaning of its own: the suite's set and its average,
-# the `latest` pointer, budget folders `kN` and version folders `vN`.
-_RESERVED = re.compile(r"(?i)suite|average|latest|[kv]\d+")
-
-
 def check_new_benchmark_name(name: object) -> str:
     """`check_benchmark_name`, and not a name the published layout reserves (a benchmark
     called `suite`, `latest`, `k25` or `v3` would be read as something else)."""
     s = check_benchmark_name(name)
-    if _RESERVED.fullmatch(s):
+    if RESERVED_NAMES.fullmatch(s):
         raise IdError(
             f"benchmark name {s!r} is reserved by the published layout (suite, average, "
             "latest, kN, vN); choose another"

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sparseeval.consume.jsontext import short_repr
-from sparseeval.consume.taskmap import BENCHMARK_TASKS, mmlu_subject
+from sparseeval.consume.taskmap import default_task, subtask_task
 
 # The field of an exported lm-eval task's docs that carries the anchor item id.
 ITEM_FIELD = "sparseeval_item"
@@ -61,12 +61,9 @@ def item_source(
     if ":" in item:
         prefix, _, doc = item.rpartition(":")
         if doc.strip().lstrip("-").isascii() and doc.strip().lstrip("-").isdigit():
-            subject = mmlu_subject(prefix)
-            if subject is not None:
-                return f"mmlu_{subject}", int(doc)
-            return prefix, int(doc)
+            return subtask_task(prefix) or prefix, int(doc)
     if item.strip().isascii() and item.strip().isdigit():
-        default = task or BENCHMARK_TASKS.get((benchmark or "").lower())
+        default = task or default_task((benchmark or "").lower())
         if default:
             return default, int(item)
         raise LmEvalError(

@@ -46,9 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparseeval._version import __version__
+from sparseeval.consume.benchmarks import find_spec, task_specs, why_not
 from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError, item_source
 from sparseeval.consume.lm_eval_runtime import DESCRIPTION_FIELD
-from sparseeval.consume.lm_eval_specs import SPECS, TaskSpec, find_spec, why_not
+from sparseeval.consume.lm_eval_specs import TaskSpec
 
 TASK_PREFIX = "sparseeval_"
 SUITE_GROUP = "sparseeval_suite"
@@ -59,7 +60,7 @@ Dataset = str | Path | Mapping[str, str | Path] | None
 class TaskPlan:
     """Which original task(s) an anchor set's items come from: {lm-eval task: {doc: item}}."""
 
-    key: str  # the spec's key in `SPECS`
+    key: str  # the spec's lm-eval task name (`benchmarks.task_specs`)
     spec: TaskSpec
     sources: dict[str, dict[int, str]]
     subtasks: dict[str, str | None]
@@ -84,7 +85,7 @@ def plan_task(aset) -> TaskPlan:
         if spec is None:
             raise LmEvalError(
                 f"no generated lm-eval task for {task!r} yet{why_not(aset.benchmark)} "
-                f"(supported: {', '.join(SPECS)}); use `export-lm-eval --out` (lm-eval "
+                f"(supported: {', '.join(task_specs())}); use `export-lm-eval --out` (lm-eval "
                 "--samples) and `sparseeval predict` instead"
             )
         found[task] = spec
@@ -418,5 +419,5 @@ def _sources(c: _Context, item) -> str:
     return pprint.pformat(out, sort_dicts=False, width=96)
 
 
-__all__ = ["ITEM_FIELD", "SPECS", "SUITE_GROUP", "TaskPlan", "TaskSpec", "plan_task",
+__all__ = ["ITEM_FIELD", "SUITE_GROUP", "TaskPlan", "TaskSpec", "plan_task",
            "task_name", "write_suite", "write_task"]  # fmt: skip

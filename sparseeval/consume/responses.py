@@ -131,7 +131,7 @@ def read_responses_files(
     """
     from sparseeval.consume.lm_eval import is_samples_file
 
-    merged = MergedAnswers(set(anchor_set.items))
+    merged = MergedAnswers(set(getattr(anchor_set, "known_items", anchor_set.items)))
     lm_eval_paths = []
     for f in map(Path, files):
         if not f.exists():
@@ -167,8 +167,9 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
     ignore_hashes = bool(opts.pop("ignore_hash_mismatch", False))
     try:
         answers = read_responses(
-            paths, items=anchor_set.items, benchmark=anchor_set.benchmark,
-            item_sources=anchor_set.item_sources, **opts,
+            paths, items=getattr(anchor_set, "known_items", anchor_set.items),
+            benchmark=anchor_set.benchmark,
+            item_sources=getattr(anchor_set, "all_item_sources", anchor_set.item_sources), **opts,
         )  # fmt: skip
         if not ignore_hashes:
             check_hashes(anchor_set, paths, answers)
@@ -184,7 +185,8 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
 class MergedAnswers:
     """Answers from several sources; conflicting answers on an anchor are collected.
 
-    Only anchors are kept (`values` holds the anchors answered); other items are checked
+    Only the set's items are kept (`values`: anchors, and with item curves the others);
+    other items are checked
     for a canonical id and dropped, so memory follows the anchors, not the file.
 
     Item ids are canonicalized (`consume.ids`), so `'1 '` and `'1'` are one item; an id

@@ -91,7 +91,7 @@ def compare_methods(
     trains on them. With too few for that (under 10), the intervals come from
     `SparseEval.cross_calibrate` instead (5 extra fits, cheap at that size), never from
     the validation residuals, which under-cover.
-    `paper=True` adds the paper's recipe (`SparseEval.paper`), which is much slower.
+    `paper=True` adds the paper's recipe (`PaperSparseEval`), which is much slower.
     """
     split = split or split_models(
         matrix.model_ids, settings.n_test, settings.n_valid, settings.seed, settings.stable_split
@@ -104,14 +104,16 @@ def compare_methods(
     for k in budgets_for(budgets, matrix.shape[1]):
         methods = {"sparseeval": SparseEval.from_settings(settings, n_anchors=k, progress=progress)}
         if paper:
-            methods["paper"] = SparseEval.paper(k, seed=settings.seed, progress=progress)
+            from sparseeval.method.paper import PaperSparseEval  # torch: only when asked
+
+            methods["paper"] = PaperSparseEval(k, seed=settings.seed, progress=progress)
         methods |= {b: BASELINES[b](n_anchors=k, seed=settings.seed) for b in baselines
                     if b not in REFERENCES or not out.rows}  # fmt: skip
         for name, method in methods.items():
             start = time.perf_counter()
             progress(f"[{k} anchors] fitting {name}")
             kw = {"item_ids": matrix.item_ids} if isinstance(method, SparseEval) else {}
-            method.fit(X[tr], y[tr], X[va], y[va], **kw)
+            method.fit(X[tr], y[tr], X_valid=X[va], y_valid=y[va], **kw)
             seconds = time.perf_counter() - start
             if name == "sparseeval":
                 _calibrate(method, X, y, tr, va, calib, kw)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.metrics import evaluate
 from sparseeval.pipeline.compare import Comparison
@@ -41,6 +43,14 @@ def opaque_sources(items) -> dict[str, dict]:
     return {str(i): {"id_kind": OPAQUE} for i in items}
 
 
+def benchmark_curves(matrix: ResponseMatrix, rows, item_mean: bool, sources=None):
+    """Every item of the matrix with its curve fitted on `rows` (`method.item_curves`)."""
+    from sparseeval.method.item_curves import fit_curves
+
+    ids = [str(i) for i in matrix.item_ids]
+    return fit_curves(matrix.values[rows], ids, item_mean, sources or opaque_sources(ids))
+
+
 def publish_fits(
     out_dir: str | Path,
     benchmark: str,
@@ -55,6 +65,8 @@ def publish_fits(
     """
     several = len(comparison.fitted) > 1
     split, X, y = comparison.split, matrix.values, matrix.y
+    curves = benchmark_curves(matrix, np.concatenate([split.train, split.valid]),
+                              (extra.get("target") or {}).get("kind") == "items")  # fmt: skip
     folders = []
     for k, est in comparison.fitted.items():
         pred = est.predict(X[split.test])
@@ -66,6 +78,7 @@ def publish_fits(
             report_inputs={"test_pred": pred, "test_true": y[split.test],
                            "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
             budget=budget, extra=extra, item_sources=opaque_sources(est.anchor_ids_),
+            curves=curves,
         )  # fmt: skip
         set_latest(out_dir, benchmark, int(folder.name[1:]), budget)
         folders.append(folder)

@@ -185,7 +185,7 @@ def select_step(matrix: ResponseMatrix, split: FitSplit, settings: Settings, say
     n_jobs = 1 if settings.workers > 1 else None
     with threadpool_limits(limits=1):
         est = SparseEval.from_settings(settings, progress=say, n_jobs=n_jobs).fit(
-            X[split.train], y[split.train], X[split.valid], y[split.valid],
+            X[split.train], y[split.train], X_valid=X[split.valid], y_valid=y[split.valid],
             item_ids=matrix.item_ids,
         )  # fmt: skip
     if settings.calibration == "cross":

@@ -41,6 +41,8 @@ from sparseeval.consume.layout import (
     set_dir,
     verify,
 )
+from sparseeval.consume.next_items import CURVES_DIR
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.promotion import promoted_versions
 from sparseeval.pipeline.manifest import jsonable, version_manifest
 
@@ -65,6 +67,7 @@ def write_version(
     signing_key=None,
     members: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    curves=None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -88,6 +91,8 @@ def write_version(
     `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
     members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
     per-benchmark readers); extra: optional entries added to the manifest (sealed with it).
+    curves: the benchmark's items and their curves (`consume.next_items.ItemCurves`), saved
+    in `items/` for `AnchorSet.next_items` and the corrected estimate.
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     from sparseeval.consume.signing import private_key
@@ -98,13 +103,17 @@ def write_version(
         metrics=metrics, settings=settings, item_sources=item_sources,
         report_inputs=report_inputs, extra=extra,
     )  # fmt: skip
+    if curves is not None:
+        manifest[CURVES_KEY] = curves.manifest_entry()
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
-    return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key)
+    return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key,
+                        curves)  # fmt: skip
 
 
 def write_folder(
-    bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None
-) -> Path:
+    bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None,
+    curves=None,
+) -> Path:  # fmt: skip
     """Write a version folder under the next free number of a set's folder; that folder.
 
     A concurrent writer that takes the number first makes this one retry with the next.
@@ -112,14 +121,16 @@ def write_folder(
     bench_dir.mkdir(parents=True, exist_ok=True)
     while True:
         version = _next_version(bench_dir)
-        target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key)
+        target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key,
+                               curves)  # fmt: skip
         if target is not None:
             return target
 
 
 def _write_folder(
-    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None
-) -> Path | None:
+    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None,
+    curves=None,
+) -> Path | None:  # fmt: skip
     """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
     from sparseeval.consume.inference import save_predictor
     from sparseeval.pipeline.reports.anchor_report import render_report
@@ -129,6 +140,8 @@ def _write_folder(
     try:
         for rel, predictor in predictors.items():
             save_predictor(predictor, tmp / rel)
+        if curves is not None:
+            curves.save(tmp / CURVES_DIR)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
         manifest = manifest | {
             "version": version,

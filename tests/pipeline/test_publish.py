@@ -249,7 +249,13 @@ def test_mlp_predictor_round_trips(tmp_path):
     sp = split_models(m.model_ids, n_test=40, n_valid=50, seed=3)
     est = SparseEval(
         n_anchors=6, refine_steps=0, epochs=30, ensemble=1, predictor="mlp", progress=lambda s: None
-    ).fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid], item_ids=m.item_ids)
+    ).fit(
+        m.values[sp.train],
+        m.y[sp.train],
+        X_valid=m.values[sp.valid],
+        y_valid=m.y[sp.valid],
+        item_ids=m.item_ids,
+    )
     write_version(
         tmp_path,
         "arc",
