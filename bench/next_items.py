@@ -152,6 +152,42 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def speed(n_models: int = 1500, n_items: int = 1000, k: int = 100, n_extra: int = 50) -> str:
+    """Seconds per `AnchorSet.predict` (load excluded) on a published 1,000-item set."""
+    import tempfile
+
+    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.method.metrics import evaluate
+    from sparseeval.pipeline.fit_sets import benchmark_curves
+    from sparseeval.pipeline.versions import set_latest, write_version
+
+    m = make_synthetic(n_models, n_items, seed=0)
+    rows = np.arange(n_models)
+    est = SparseEval(n_anchors=k, init="random", refine_steps=0, predictor="ridge", **QUIET)
+    est.fit(m.values[rows[:-300]], m.y[rows[:-300]], m.values[rows[-300:]], m.y[rows[-300:]],
+            item_ids=m.item_ids)  # fmt: skip
+    root = tempfile.mkdtemp()
+    write_version(root, "speed", est, data_fingerprint="speed", split_sizes={"train": 1},
+                  metrics={"test": evaluate(est.predict(m.values[:50]), m.y[:50])},
+                  settings=Settings(home=root), curves=benchmark_curves(m, rows, True))  # fmt: skip
+    set_latest(root, "speed", 1)
+    aset = load_anchor_set(root, "speed")
+    answers = dict(zip(map(str, m.item_ids), (m.values[0] > 0).astype(int).tolist(), strict=True))
+    mine = {i: answers[i] for i in aset.items}
+    mine |= {i: answers[i] for i in aset.next_items(mine, n_extra)}
+    times = []
+    for _ in range(20):
+        t = time.perf_counter()
+        aset.predict(mine)
+        times.append(time.perf_counter() - t)
+    t = time.perf_counter()
+    aset.next_items(mine, n_extra)
+    pick = time.perf_counter() - t
+    return (f"predict on a {n_items:,}-item set ({k} anchors + {n_extra} more items): median "
+            f"{1000 * np.median(times):.1f} ms, max {1000 * max(times):.1f} ms over 20; "
+            f"next_items {1000 * pick:.1f} ms")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -172,7 +208,11 @@ def main() -> None:
         default=str(accuracy.METABENCH),
         help="the metabench_reduced folder (default: beside the repository)",
     )
+    parser.add_argument("--speed", action="store_true", help="only time predict (1,000 items)")
     args = parser.parse_args()
+    if args.speed:
+        print(speed())
+        return
     accuracy.METABENCH = newcomers.METABENCH = Path(args.metabench)
     os.makedirs(args.cache, exist_ok=True)
     rows = []

@@ -16,7 +16,7 @@ import sys
 from sparseeval._version import __version__
 from sparseeval.cli.anchors import add_anchors_command
 from sparseeval.cli.automations import add_automations_command
-from sparseeval.cli.common import EXIT_USER_ERROR, UserError, fail, first_line, missing_extra
+from sparseeval.cli.common import EXIT_BUG, EXIT_USER_ERROR, UserError, report
 from sparseeval.cli.config import add_config_command
 from sparseeval.cli.consumer import add_consumer_commands
 from sparseeval.cli.fit import add_fit_command
@@ -55,13 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except BrokenPipeError:  # `sparseeval predict ... | head`: the reader had enough
         return _quiet_stdout()
-    except ModuleNotFoundError as e:
-        hint = missing_extra(e)
-        if hint is None:
-            raise
-        return fail(args.command, hint)
-    except (UserError, ValueError, OSError) as e:
-        return fail(args.command, first_line(e))
+    except Exception as e:  # a user error in one line; a bug with its traceback
+        return report(args.command, e)
 
 
 def _quiet_stdout() -> int:
@@ -74,7 +69,7 @@ def _quiet_stdout() -> int:
     return 1
 
 
-__all__ = ["EXIT_USER_ERROR", "UserError", "build_parser", "main"]
+__all__ = ["EXIT_BUG", "EXIT_USER_ERROR", "UserError", "build_parser", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,8 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from sparseeval.cli.common import UserError
-from sparseeval.cli.consumer import (
+from sparseeval.cli.anchor_args import (
     FMT,
     _anchor_root,
     _common,
@@ -20,6 +19,7 @@ from sparseeval.cli.consumer import (
     add_next_options,
     chosen_items,
 )
+from sparseeval.cli.common import UserError
 
 
 def add_anchors_command(subparsers) -> None:

@@ -3,16 +3,48 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from pathlib import Path
+
+from sparseeval.consume.errors import SparseEvalError
 
 EXIT_PARTIAL = 1  # the command ran, but some inputs failed (the others landed); see the report
 EXIT_USER_ERROR = 2  # nothing done: a usage, settings or data error, said in one line
+EXIT_BUG = 3  # a bug in sparseeval: its traceback, and where to report it
+BUG = ("this is a bug in sparseeval, not in your data or settings: please report it with the"
+       " traceback above at the project's issue tracker")  # fmt: skip
 PIPELINE_MODULES = {"prefect", "duckdb", "polars", "torch", "sklearn", "scipy", "matplotlib",
                     "huggingface_hub", "threadpoolctl", "pyarrow", "yaml"}  # fmt: skip
 
 
-class UserError(Exception):
+class UserError(SparseEvalError):
     """A problem the user can fix; printed as one line, exit code 2."""
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Whether the user can fix it: a SparseEvalError, or an OSError about a path they
+    named (missing, not readable, a folder, a full disk: it carries the file name) or the
+    network. Anything else (a plain ValueError, TypeError, KeyError, ...) is a bug."""
+    if isinstance(exc, SparseEvalError):
+        return True
+    if isinstance(exc, OSError):
+        return exc.filename is not None or isinstance(exc, ConnectionError | TimeoutError)
+    return False
+
+
+def report(command: str, exc: BaseException) -> int:
+    """Say an error that stopped `command`; its exit code.
+
+    A user error: one line (exit 2); a missing pipeline dependency: the install line (2);
+    anything else: the traceback and a line saying it is a bug and where to report it (3).
+    """
+    if isinstance(exc, ModuleNotFoundError) and (hint := missing_extra(exc)):
+        return fail(command, hint)
+    if is_user_error(exc):
+        return fail(command, first_line(exc))
+    traceback.print_exception(exc, file=sys.stderr)
+    print(f"sparseeval {command}: {BUG}", file=sys.stderr)
+    return EXIT_BUG
 
 
 def first_line(exc: BaseException) -> str:

@@ -166,12 +166,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         say(f"the built-in synthetic leaderboard: {m} models x {n} items")
         matrix = make_synthetic(m, n, seed=settings.seed)
     say(f"matrix: {matrix.shape[0]:,} models x {matrix.shape[1]:,} items")
-    try:
-        if note := clamp_note(budgets, matrix.shape[1]):
-            say(note)
-        result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper)
-    except ValueError as e:
-        raise UserError(str(e)) from e
+    if note := clamp_note(budgets, matrix.shape[1]):
+        say(note)
+    result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper)
     if args.out:
         write_fit(args.out, result, matrix, settings)
         _write_sets(args, result, matrix, settings, say)

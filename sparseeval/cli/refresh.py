@@ -16,13 +16,10 @@ from sparseeval.cli.common import (
     UserError,
     fail,
     first_line,
-    missing_extra,
+    is_user_error,
     parse_budgets,
+    report,
 )
-
-# What the flow raises for a bad input (an unknown benchmark, a bad setting): the CLI says it
-# in one line, so Prefect's console copy of it (an ERROR line and a traceback) is left out.
-INPUT_ERRORS = (ValueError, UserError)
 
 REFRESH_EPILOG = """examples:
   sparseeval refresh                       # first run: fills an empty store from the built-in
@@ -75,7 +72,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--set takes KEY=VALUE, got {item!r}")
+            raise UserError(f"--set takes KEY=VALUE, got {item!r}")
         out[key.strip()] = value.strip()
     if args.task_runner:
         out["task_runner"] = args.task_runner
@@ -111,13 +108,11 @@ def run_refresh(args: argparse.Namespace) -> int:
         run = state.result(raise_on_failure=False)
         if isinstance(run, BaseException):
             raise run
-    except ModuleNotFoundError as exc:
-        return fail("refresh", missing_extra(exc) or first_line(exc))
-    except Exception as exc:  # one clear line, no traceback
+    except Exception as exc:  # a user error in one line; a bug with its traceback
         if type(exc).__name__ == "PipelineError":  # some benchmarks failed, the others ran
             fail("refresh", first_line(exc))
             return EXIT_PARTIAL
-        return fail("refresh", first_line(exc))
+        return report("refresh", exc)
     from sparseeval.pipeline.reports.run_report import summary_line
 
     if args.json:
@@ -129,31 +124,26 @@ def run_refresh(args: argparse.Namespace) -> int:
 
 
 class _DropInputErrors(logging.Filter):
-    """Drops log records that carry one of `errors` (Prefect logs them with a traceback)."""
-
-    def __init__(self, errors: tuple[type[BaseException], ...]) -> None:
-        super().__init__()
-        self.errors = errors
+    """Drops log records that carry a user error (Prefect logs them with a traceback): the
+    CLI says it in one line. A bug's record stays (`cli.common.is_user_error`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, self.errors)
+        return exc is None or not is_user_error(exc)
 
 
 @contextlib.contextmanager
 def _input_errors_in_one_line(verbose: bool) -> Iterator[None]:
-    """While the flow runs, the console shows no log record of an input error or of the
-    flow's PipelineError (unless `verbose`): the CLI says it in one line, and the run's log
-    on the Prefect server keeps it, traceback included. The console: the root logger's
-    stream handlers (`main`'s and Prefect's), files aside."""
+    """While the flow runs, the console shows no log record of a user error (the flow's
+    PipelineError included) unless `verbose`: the CLI says it in one line, and the run's log
+    on the Prefect server keeps it, traceback included; a bug's record stays. The console:
+    the root logger's stream handlers (`main`'s and Prefect's), files aside."""
     consoles = [] if verbose else logging.getLogger().handlers
     consoles = [
         h for h in consoles
         if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
     ]  # fmt: skip
-    from sparseeval.pipeline.recipe import PipelineError  # benchmarks failed: each said so
-
-    drop = _DropInputErrors((*INPUT_ERRORS, PipelineError))
+    drop = _DropInputErrors()
     for handler in consoles:
         handler.addFilter(drop)
     try:

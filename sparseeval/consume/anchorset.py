@@ -6,7 +6,6 @@ anchors.predict({item: 1 for item in anchors.items})   # Estimate with a 90% int
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,18 +17,12 @@ from sparseeval.consume.about import data_sources
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.estimate import Difference, Estimate
 from sparseeval.consume.flags import PoolCheck, pool_check_of
-from sparseeval.consume.ids import IdError, check_benchmark_name, is_canonical
-from sparseeval.consume.layout import (
-    LATEST,
-    AnchorSetError,
-    read_manifest,
-    resolve_version_dir,
-    verify,
-)
+from sparseeval.consume.ids import IdError, check_benchmark_name
+from sparseeval.consume.layout import LATEST, AnchorSetError
+from sparseeval.consume.missing import fill_missing
 from sparseeval.consume.next_items import (
     DEFAULT_STRATEGY,
     Correction,
-    CurvesError,
     ItemCurves,
     abilities,
     choose,
@@ -37,8 +30,6 @@ from sparseeval.consume.next_items import (
     items_for_width,
     positions,
 )
-from sparseeval.consume.next_items import KEY as CURVES_KEY
-from sparseeval.consume.promotion import check_promoted
 from sparseeval.consume.responses import (
     ResponsesError,
     as_pairs,
@@ -47,19 +38,10 @@ from sparseeval.consume.responses import (
     printable,
     sign,
 )
-from sparseeval.consume.shape import check_arrays, check_estimate, check_manifest, reader_folder
+from sparseeval.consume.set_files import checked_manifest, fetch, load_curves, load_predictor
+from sparseeval.consume.shape import check_estimate
 
-N_COMPLETIONS = 256
 ALLOW_MISSING = "allow_missing=True"  # as the error says it (the CLI says its flag instead)
-_REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
-MISSING_POLICY = (
-    "with allow_missing, each missing anchor is imputed by its expected value under a "
-    "one-parameter logistic shift: p_j = sigmoid(logit(training rate of item j) + s), with s "
-    "chosen so that the mean of p over the answered anchors equals the model's accuracy on "
-    "them; the estimate uses these expected values, and each side of the interval is widened "
-    f"by the spread (central level-range) of the estimates over {N_COMPLETIONS} random "
-    "completions of the missing answers, each drawn correct with its probability p_j."
-)
 
 
 def load_anchor_set(
@@ -88,104 +70,12 @@ def load_anchor_set(
         check_benchmark_name(benchmark)
     except IdError as exc:
         raise AnchorSetError(str(exc)) from None
-    folder, source, hub = _fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
-    manifest = _checked_manifest(folder, benchmark, hub, public_key)
-    aset = AnchorSet(manifest=manifest, predictor=_predictor(folder, manifest), source=source,
-                     folder=folder, curves=_curves(folder, manifest))  # fmt: skip
+    folder, source, hub = fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
+    manifest = checked_manifest(folder, benchmark, hub, public_key)
+    aset = AnchorSet(manifest=manifest, predictor=load_predictor(folder, manifest), source=source,
+                     folder=folder, curves=load_curves(folder, manifest))  # fmt: skip
     aset.check_predictor()
     return aset
-
-
-def _fetch(
-    path_or_repo: str | Path,
-    benchmark: str,
-    version: int | str,
-    hub_client,
-    revision: str | None,
-    budget: int | None,
-) -> tuple[Path, str, bool]:
-    """(version folder, where it came from, from the Hub?): a local folder, or a download."""
-    p = Path(path_or_repo)
-    hub = not p.exists() and _REPO_ID.match(str(path_or_repo))
-    if hub:
-        from sparseeval.consume.hub import download_version
-
-        folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget)
-        return folder, f"hf://datasets/{hub.group(1)}", True
-    if not p.exists():
-        raise AnchorSetError(
-            f"{printable(path_or_repo)}: no such folder (nor a Hub repo id owner/name); run"
-            " `sparseeval refresh` to publish anchor sets there, or pass the folder that holds"
-            " them (--anchor-set DIR)"
-        )
-    folder = resolve_version_dir(p, benchmark, version, budget)
-    return folder, str(folder), False
-
-
-def _checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> dict[str, Any]:
-    """The folder's manifest, once it names `benchmark`, is promoted (locally) and every file,
-    the seal and (with `public_key`) the signature verify."""
-    manifest = read_manifest(folder)
-    if manifest.get("benchmark") != benchmark:
-        raise AnchorSetError(
-            f"{printable(folder)} holds benchmark {printable(repr(manifest.get('benchmark')))}, "
-            f"not {benchmark!r}"
-        )
-    if not hub:  # a Hub commit moves `latest` with the version; pin it with `revision`
-        check_promoted(folder, manifest)
-    verify(folder, manifest, follow_file_links=hub)  # the Hub cache links to blobs
-    if public_key is not None:
-        from sparseeval.consume.signing import verify_signature
-
-        verify_signature(folder, manifest, public_key)
-    _check_items(folder, manifest.get("items"))
-    check_manifest(folder, manifest)
-    return manifest
-
-
-def _check_items(folder: Path, items: object) -> None:
-    """A published set's item ids are a list of distinct canonical ids (`consume.ids`)."""
-    if not isinstance(items, list) or not items:
-        raise AnchorSetError(f"{printable(folder)}: manifest has no list of items")
-    bad = next((i for i in items if not is_canonical(i)), None)
-    if bad is not None:
-        raise AnchorSetError(
-            f"{printable(folder)}: manifest item id {printable(repr(bad))[:80]} is not canonical"
-            " (trimmed, NFC, no control or format characters)"
-        )
-    if len(set(items)) != len(items):
-        raise AnchorSetError(f"{printable(folder)}: manifest lists an item id twice")
-
-
-def _predictor(folder: Path, manifest: dict[str, Any]):
-    """The NumPy predictor of a verified version folder."""
-    from sparseeval.consume.inference import load_predictor
-
-    try:
-        predictor = load_predictor(folder / reader_folder(folder, manifest["predictor"]))
-    except AnchorSetError:
-        raise
-    except Exception as e:
-        raise AnchorSetError(
-            f"{printable(folder)}: cannot load predictor weights ({printable(e)})"
-        ) from e
-    check_arrays(folder, predictor.state()[1])
-    return predictor
-
-
-def _curves(folder: Path, manifest: dict[str, Any]) -> ItemCurves | None:
-    """The set's item list and curves (`consume.next_items`), or None for sets without them."""
-    entry = manifest.get(CURVES_KEY)
-    if entry is None:
-        return None
-    try:
-        curves = ItemCurves.load(folder / reader_folder(folder, entry, "item curves"))
-        positions(curves, manifest["items"])
-    except CurvesError as e:
-        raise AnchorSetError(f"{printable(folder)}: {e}") from None
-    if len(curves.items) != entry.get("n_items"):
-        raise AnchorSetError(f"{printable(folder)}: item curves list a different number of items")
-    return curves
 
 
 @dataclass
@@ -290,13 +180,13 @@ class AnchorSet:
         responses: {item id: correct}, a polars/pandas DataFrame with columns
         `item` and `correct`, or a sequence/array in anchor order (`.items`).
         correct: 0/1, True/False or -1/+1 (None/NaN = not answered). A missing anchor is
-        an error naming it unless `allow_missing=True` (see MISSING_POLICY for how the
-        interval widens). Answers on the benchmark's other items (`next_items`) correct the
-        anchor estimate by this model's residuals on them, with an interval from those
-        residuals alone (`consume.next_items`); other items are ignored.
+        an error naming it unless `allow_missing=True` (`consume.missing.MISSING_POLICY`
+        says how the interval widens). Answers on the benchmark's other items (`next_items`)
+        correct the anchor estimate by this model's residuals on them, with an interval from
+        those residuals alone (`consume.next_items`); other items are ignored.
         """
         est, _ = self._estimate(responses, allow_missing)
-        return self._corrected(est, responses)
+        return self.corrected(est, responses)
 
     def next_items(
         self, responses=None, n: int = 30, strategy: str = DEFAULT_STRATEGY, seed: int | None = 0
@@ -376,8 +266,9 @@ class AnchorSet:
         idx = np.array(sorted(got), dtype=int)
         return idx, (np.array([got[j] for j in idx], dtype=float) + 1) / 2
 
-    def _corrected(self, est: Estimate, responses) -> Estimate:
-        """`est` corrected by the answers on extra items (unchanged when there are none)."""
+    def corrected(self, est: Estimate, responses) -> Estimate:
+        """`est` corrected by the answers on extra items (unchanged when there are none);
+        a suite corrects its joint readers' estimates with each benchmark's own set."""
         extra, answers = self._extra(responses)
         if not len(extra):
             return est
@@ -463,33 +354,9 @@ class AnchorSet:
             return self._predict_one(x), 0.0, []
         if miss.all():
             raise ResponsesError(f"no answers on any of the {len(self.items)} anchors")
-        p = self._impute_probabilities(x, miss)
-        filled = x.copy()
-        filled[miss] = 2 * p - 1
-        value = self._predict_one(filled)
-        rng = np.random.default_rng(0)
-        draws = np.repeat(x[None, :], N_COMPLETIONS, axis=0)
-        draws[:, miss] = np.where(rng.random((N_COMPLETIONS, miss.sum())) < p, 1.0, -1.0)
-        sims = np.asarray(self.predictor.predict(draws.astype(np.float32)), dtype=np.float64)
-        tail = (1 - self.level) / 2
-        lo, hi = np.quantile(sims, [tail, 1 - tail])
-        return value, float(max(value - lo, hi - value, 0.0)), missing
-
-    def _impute_probabilities(self, x: np.ndarray, miss: np.ndarray) -> np.ndarray:
         means = self.manifest["predictor"].get("anchor_means")
-        rate = (
-            np.full(len(self.items), 0.5) if means is None else (np.asarray(means, float) + 1) / 2
-        )
-        logit = np.log(np.clip(rate, 0.02, 0.98) / (1 - np.clip(rate, 0.02, 0.98)))
-        target = float(np.clip(((x[~miss] + 1) / 2).mean(), 0.01, 0.99))
-        lo_s, hi_s = -20.0, 20.0
-        for _ in range(60):  # bisection: mean sigmoid(logit + s) over answered = target
-            s = (lo_s + hi_s) / 2
-            if np.mean(_sigmoid(logit[~miss] + s)) < target:
-                lo_s = s
-            else:
-                hi_s = s
-        return _sigmoid(logit[miss] + (lo_s + hi_s) / 2)
+        value, spread = fill_missing(self.predictor, x, miss, means, self.level)
+        return value, spread, missing
 
     def _vector(self, responses) -> np.ndarray:
         """+-1 floats in anchor order, NaN where not answered."""
@@ -518,7 +385,3 @@ def _as_dict(c: Correction, est: Estimate) -> dict:
     """The correction as `Estimate.correction` carries it."""
     return {"n_extra": c.n_extra, "n_rest": c.n_rest, "shift": c.shift, "sd": c.sd,
             "anchor_estimate": [est.value, est.low, est.high], "items": list(c.items)}  # fmt: skip
-
-
-def _sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-z))

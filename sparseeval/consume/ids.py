@@ -22,6 +22,7 @@ import re
 import unicodedata
 
 from sparseeval.consume.benchmarks import RESERVED_NAMES
+from sparseeval.consume.errors import SparseEvalError
 
 MAX_MODEL_LEN = 256
 MAX_ITEM_LEN = 256
@@ -32,7 +33,7 @@ _ZERO_WIDTH = ((0x200B, 0x200D), (0x2060, 0x2060), (0xFEFF, 0xFEFF), (0x00AD, 0x
 _BENCHMARK = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 
 
-class IdError(ValueError):
+class IdError(SparseEvalError, ValueError):
     """An id that cannot be canonicalized; the message is the reason."""
 
 

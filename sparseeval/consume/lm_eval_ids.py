@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.jsontext import short_repr
 from sparseeval.consume.taskmap import default_task, subtask_task
 
@@ -16,7 +17,7 @@ from sparseeval.consume.taskmap import default_task, subtask_task
 ITEM_FIELD = "sparseeval_item"
 
 
-class LmEvalError(ValueError):
+class LmEvalError(SparseEvalError, ValueError):
     """lm-eval files or anchor ids that cannot be mapped or read."""
 
 
@@ -33,9 +34,9 @@ def doc_id(value: object) -> int:
         value = int(value.strip()) if len(value.strip()) <= 19 else MAX_DOC_ID + 1
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         if value > MAX_DOC_ID:
-            raise ValueError(f"doc_id is out of range (more than {MAX_DOC_ID:,})")
+            raise LmEvalError(f"doc_id is out of range (more than {MAX_DOC_ID:,})")
         return value
-    raise ValueError(f"doc_id {short_repr(value)} is not a non-negative integer")
+    raise LmEvalError(f"doc_id {short_repr(value)} is not a non-negative integer")
 
 
 def item_source(

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from sparseeval.consume.errors import SettingsError, SparseEvalError
+
 CURVES_DIR = "items"
 ITEMS_FILE = "items.json"
 CURVES_FILE = "curves.npz"
@@ -43,7 +45,7 @@ DEFAULT_STRATEGY = RANDOM  # measured: bench/next_items.py (bench/results/next_i
 MIN_RESIDUAL_VAR = 0.01  # s2 floor: a handful of residuals that agree say little about the rest
 
 
-class CurvesError(ValueError):
+class CurvesError(SparseEvalError, ValueError):
     """Item curves that cannot serve (damaged, or not matching the set's anchors)."""
 
 
@@ -169,7 +171,7 @@ def choose(
 ) -> np.ndarray:
     """`n` positions among `candidates`: at random, or those the model is least sure of."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        raise SettingsError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     n = min(int(n), len(candidates))
     if strategy == RANDOM or theta is None:
         return np.sort(np.random.default_rng(seed).choice(candidates, n, replace=False))
@@ -194,6 +196,22 @@ def items_for_width(
         if 2 * t_quantile(level, n - 1) * sd <= width:
             return n
     return n_rest if n_rest else None
+
+
+def next_step(where: str, benchmark: str, n: int, goal: float, files: str, more: str,
+              why: str) -> dict:  # fmt: skip
+    """The commands that get `n` more items and use them: {n, width_points, anchors,
+    export_lm_eval, predict, line}. where: `--anchor-set R --benchmark B ...`."""
+    get = f"sparseeval anchors {where} --next {n} --responses {files} --template {more}.csv"
+    lm_eval = f"sparseeval export-lm-eval {where} --next {n} --responses {files} --out {more}.json"
+    use = f"sparseeval predict {where} --responses {files} {more}.csv"
+    line = (
+        f"more items would help ({why}): answer {n} more items of {benchmark} for an"
+        f" interval about {goal:.1f} points wide:\n  {get}\n  (or the lm-eval --samples JSON"
+        f" of them: {lm_eval})\nfill {more}.csv, then: {use}"
+    )
+    return {"n": n, "width_points": goal, "anchors": get, "export_lm_eval": lm_eval,
+            "predict": use, "line": line}  # fmt: skip
 
 
 def z_quantile(p: float) -> float:

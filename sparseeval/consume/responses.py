@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.ids import IdError, canonical_id
 from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys
 from sparseeval.consume.sniff import compressed_message, layout_hint, shown_columns
@@ -32,7 +33,7 @@ _TEXT_SIGNS = dict.fromkeys(CORRECT_WORDS, 1.0) | dict.fromkeys(WRONG_WORDS, -1.
 _NOT_ANSWERED = {"", "nan", "none", "null", "na"}
 
 
-class ResponsesError(ValueError):
+class ResponsesError(SparseEvalError, ValueError):
     """A model's answers on the anchors cannot be used (missing, unknown or bad values)."""
 
 

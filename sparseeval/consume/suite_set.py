@@ -18,10 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set
+from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set, load_curves
 from sparseeval.consume.flags import KEY, disagreement, widened
 from sparseeval.consume.inference import load_predictor
 from sparseeval.consume.layout import LATEST, AnchorSetError
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.responses import MergedAnswers, ResponsesError, as_pairs, printable
 from sparseeval.consume.shape import check_arrays, check_reader
 
@@ -60,7 +61,9 @@ class SuiteAnchorSet:
         answers: {benchmark: responses}, each as `AnchorSet.predict` takes them (a dict
         {item: correct}, an item/correct table, or a sequence in anchor order). With every
         benchmark answered each is read from all anchors; otherwise each given benchmark
-        falls back to its own reader and there is no average.
+        falls back to its own reader and there is no average. Answers on a benchmark's
+        other items (its own set's `next_items`) correct that benchmark's estimate
+        (`AnchorSet.predict`); the average stays the joint readers'.
         """
         for b in answers:
             self._known(b)
@@ -76,7 +79,7 @@ class SuiteAnchorSet:
             est = _read(self.joint[b], joint, allow_missing)
             line = disagreement(est, _read(self.own[b], answers[b], allow_missing, b))
             width = float(self.joint[b].conformal.halfwidths(est.value))
-            out[b] = widened(est, (line,) if line else (), width)
+            out[b] = self.own[b].corrected(widened(est, (line,) if line else (), width), answers[b])
             disagree += [line] if line else []
         average = _read(self.average, joint, allow_missing)
         width = float(self.average.conformal.halfwidths(average.value))
@@ -197,6 +200,9 @@ def _member(
         "target": member.get("target"),
         "provenance": member.get("provenance") or suite.manifest.get("provenance"),
     }
-    member = AnchorSet(manifest, predictor, suite.source, suite.folder)
+    if reader.get(CURVES_KEY):
+        manifest[CURVES_KEY] = reader[CURVES_KEY]
+    curves = load_curves(suite.folder, manifest)
+    member = AnchorSet(manifest, predictor, suite.source, suite.folder, curves=curves)
     member.check_predictor()
     return member

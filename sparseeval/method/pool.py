@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparseeval.consume.errors import SettingsError
 from sparseeval.consume.flags import PoolCheck, logit, person_fit
 
 # Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
@@ -60,7 +61,7 @@ def fit_pool_check(
     calibration models together (200 calibration models alone make a noisy 3% quantile:
     3-6% of random held-out metabench models flagged, against 1.5-3.7% pooled)."""
     if not 0.0 < rate < 1.0:
-        raise ValueError(f"flag rate must be between 0 and 1, got {rate}")
+        raise SettingsError(f"flag rate must be between 0 and 1, got {rate}")
     low, high = np.quantile(np.asarray(pred_train, dtype=np.float64), [tail, 1 - tail])
     a, b = item_curves(X_train, pred_train)
     lz = person_fit(X_train, pred_train, a, b)

@@ -12,7 +12,7 @@ import numpy as np
 
 from sparseeval.method.baselines import BASELINES
 from sparseeval.method.estimator import SparseEval
-from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.matrix import MatrixError, ResponseMatrix
 from sparseeval.method.metrics import evaluate
 from sparseeval.method.model_files import save_fitted
 from sparseeval.method.splits import Split, calibration_split, split_models
@@ -53,7 +53,7 @@ def budget_that_fits(budget: int, n_items: int) -> int:
     """`budget` capped at `n_items - 1` (at least one item stays out of the anchors); a
     ValueError, said in one line, when the pool is too small to select from."""
     if n_items < 2:
-        raise ValueError(f"{n_items} item(s): selecting anchors needs at least 2 items")
+        raise MatrixError(f"{n_items} item(s): selecting anchors needs at least 2 items")
     return min(budget, n_items - 1)
 
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sparseeval.consume.errors import SparseEvalError
+from sparseeval.consume.errors import SettingsError
 
 CONFIG_ENV = "SPARSEEVAL_CONFIG"
 HOME_ENV = "SPARSEEVAL_HOME"
@@ -38,10 +38,6 @@ DEFAULT_HOME = Path(".sparseeval")
 
 # (value, where it came from), per setting name
 Layer = dict[str, tuple[Any, str]]
-
-
-class SettingsError(SparseEvalError):
-    """A setting no run can use (unknown, misplaced, of the wrong type or out of range)."""
 
 
 def env_home(env: Mapping[str, str]) -> str:

@@ -20,10 +20,12 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sparseeval.consume.errors import SparseEvalError
+
 LEASE_FILE = ".lease"
 
 
-class LeaseHeld(RuntimeError):
+class LeaseHeld(SparseEvalError, RuntimeError):
     """Another live run holds the home."""
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hub import redact
 from sparseeval.consume.layout import latest_version, set_dir
@@ -32,12 +33,18 @@ from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
 from sparseeval.pipeline.identity import anchor_sources
-from sparseeval.pipeline.recipe import FLAG_ARRAYS, evaluation_of, fitted_of, pool_check_of
+from sparseeval.pipeline.recipe import (
+    FLAG_ARRAYS,
+    curves_of,
+    evaluation_of,
+    fitted_of,
+    pool_check_of,
+)
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
 from sparseeval.pipeline.settings import Settings
 
 
-class Refused(Exception):
+class Refused(SparseEvalError):
     """The gate refused the candidate: the unit of work rolls back."""
 
     def __init__(self, gate: GateResult) -> None:
@@ -45,7 +52,7 @@ class Refused(Exception):
         self.gate = gate
 
 
-class MirrorFailed(Exception):
+class MirrorFailed(SparseEvalError):
     """The Hub mirror refused or failed: roll back, the live set stays live everywhere."""
 
 
@@ -134,6 +141,7 @@ def write_candidate(
         budget=budget, extra={"target": fit.target, "provenance": fit.provenance}
         | pool_extra(fit),
         item_sources=anchor_sources(fit.matrix_path, fitted.anchor_ids_, fit.benchmark),
+        curves=curves_of(fit),
     )  # fmt: skip
     cand = candidate(path, fit.benchmark, fit.key, budget)
     built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")

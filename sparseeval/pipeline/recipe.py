@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import fingerprint
+from sparseeval.consume.next_items import CURVES_DIR, ItemCurves
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.splits import Split, calibration_split, model_count, split_models
@@ -34,7 +36,7 @@ from sparseeval.pipeline.artifacts import (
     save_matrix,
 )
 from sparseeval.pipeline.records import FitInfo, MatrixInfo
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section, Settings
 
 log = logging.getLogger("sparseeval.pipeline.recipe")
 EVALUATION_FILE = "evaluation.npz"
@@ -42,7 +44,7 @@ FLAG_ARRAYS = ("test_flag_range", "test_flag_pattern")  # per test model, in EVA
 POOL_FILE = "pool_check.json"  # consume.flags.PoolCheck of the fit (absent in older fits)
 
 
-class PipelineError(RuntimeError):
+class PipelineError(SparseEvalError, RuntimeError):
     """A pipeline step cannot go on; the message says which benchmark and why."""
 
 
@@ -69,8 +71,12 @@ def benchmark_states(store_path: str | Path) -> dict[str, str]:
     return {name: fingerprint(str(path.resolve()), *sig) for name, sig in signatures.items()}
 
 
-def matrix_step(settings: Settings, benchmark: str, store_state: str | None = None) -> MatrixInfo:
+def matrix_step(
+    paths: Section, matrix: Section, benchmark: str, store_state: str | None = None
+) -> MatrixInfo:
     """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`.
+
+    paths, matrix: those sections of the settings (`Settings.section`).
 
     store_state: the benchmark's signature (`benchmark_states`); with it the matrix is
     looked up first under its key (`artifacts/matrix/{key}.json`, pointing at the npz) and
@@ -82,23 +88,23 @@ def matrix_step(settings: Settings, benchmark: str, store_state: str | None = No
 
     pointer = None
     if store_state is not None:
-        key = matrix_key(benchmark, store_state, settings)
-        pointer = artifact_path(settings.artifacts_dir, "matrix", key + ".json")
+        key = matrix_key(benchmark, store_state, matrix, paths.artifacts_dir)
+        pointer = artifact_path(paths.artifacts_dir, "matrix", key + ".json")
         if found := _matrix_on_disk(pointer):
             return found
-    with Store.open(settings.store_path, read_only=True) as store:
+    with Store.open(paths.store_path, read_only=True) as store:
         last_run = store.last_run_id()
-        matrix, summary = build_matrix(
-            store, benchmark, settings.max_missing_model_frac, target=settings.target
+        built, summary = build_matrix(
+            store, benchmark, matrix.max_missing_model_frac, target=matrix.target
         )
         provenance = store.provenance(benchmark)
         identity = item_identity(store, benchmark)
-    path = artifact_path(settings.artifacts_dir, "matrix", summary.fingerprint + ".npz")
+    path = artifact_path(paths.artifacts_dir, "matrix", summary.fingerprint + ".npz")
     if not path.exists():
-        save_matrix(matrix, path, fingerprint=summary.fingerprint)
-    save_identity(path, matrix.item_ids, identity)
+        save_matrix(built, path, fingerprint=summary.fingerprint)
+    save_identity(path, built.item_ids, identity)
     info = MatrixInfo(
-        benchmark, str(path), summary.fingerprint, int(matrix.shape[0]), int(matrix.shape[1]),
+        benchmark, str(path), summary.fingerprint, int(built.shape[0]), int(built.shape[1]),
         int(last_run), summary.line(), target=target_of(summary), provenance=provenance,
     )  # fmt: skip
     if pointer is not None:
@@ -272,6 +278,7 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
     save_fitted(est, tmp)
     pool = estimator_pool_check(est, matrix.values[split.train], matrix.values[split.calib])
     (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
+    save_curves(tmp, info, matrix, split.train)
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
            for k in ("train", "valid", "test")}  # fmt: skip
     X_test = matrix.values[split.test][:, est.anchors_]
@@ -286,6 +293,23 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
         os.replace(tmp, folder)
     except OSError:  # another worker finished the same key first
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def save_curves(folder: Path, info: FitInfo, matrix, rows) -> None:
+    """Every item of the matrix and its curve (`method.item_curves`) in `folder/items/`."""
+    from sparseeval.method.item_curves import fit_curves
+    from sparseeval.pipeline.identity import anchor_sources
+
+    ids = [str(i) for i in matrix.item_ids]
+    sources = anchor_sources(info.matrix_path, ids, info.benchmark)
+    item_mean = (info.target or {}).get("kind") == "items"
+    fit_curves(matrix.values[rows], ids, item_mean, sources).save(folder / CURVES_DIR)
+
+
+def curves_of(fit: FitInfo):
+    """The fit's item curves (`consume.next_items.ItemCurves`), or None for older fits."""
+    folder = Path(fit.model_dir) / CURVES_DIR
+    return ItemCurves.load(folder) if folder.is_dir() else None
 
 
 def fitted_of(fit: FitInfo):

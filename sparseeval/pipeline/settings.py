@@ -382,10 +382,13 @@ def _section_type(name: str) -> type[Section]:
     """The frozen dataclass of one section: its fields, types and defaults from `Settings`."""
     own = [(f.name, f.type, field(default=f.default)) for f in fields(Settings)
            if f.metadata["section"] == name]  # fmt: skip
-    return make_dataclass(f"{name.title()}Section", own, bases=(Section,), frozen=True,
-                          namespace={"name": name})  # fmt: skip
+    kind = make_dataclass(f"{name.title()}Section", own, bases=(Section,), frozen=True,
+                          namespace={"name": name, "__module__": __name__})  # fmt: skip
+    globals()[kind.__name__] = kind  # importable by name: a Dask worker unpickles it
+    return kind
 
 
+# PathsSection, SourcesSection, SelectionSection, ..., RunnerSection
 SECTION_TYPES: dict[str, type[Section]] = {name: _section_type(name) for name in SECTIONS}
 
 __all__ = ["SECTIONS", "Section", "Settings", "SettingsError"]

@@ -21,6 +21,7 @@ import numpy as np
 
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hashing import fingerprint
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
@@ -57,6 +58,7 @@ class SuiteFit:
     own_test_pred: dict[str, np.ndarray]
     test_ids: list[str]
     pool_checks: dict[str, dict] = field(default_factory=dict)  # method.pool.suite_pool_checks
+    curves: dict[str, Any] = field(default_factory=dict)  # {benchmark: its ItemCurves}
 
     def test_metrics(self) -> dict[str, dict[str, float]]:
         """Test metrics of each benchmark's joint reader, its own reader, and the average."""
@@ -100,6 +102,7 @@ def fit_suite(
     from threadpoolctl import threadpool_limits
 
     from sparseeval.method.estimator import SparseEval
+    from sparseeval.method.item_curves import fit_curves
 
     if len(matrices) < MIN_BENCHMARKS:
         raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
@@ -133,6 +136,7 @@ def fit_suite(
         own,
         [str(m) for m in first.model_ids[split.test]],
         {name: check.to_dict() for name, check in pools.items()},
+        {b: fit_curves(m.values[split.train], m.item_ids) for b, m in aligned.items()},
     )
 
 
@@ -177,7 +181,7 @@ def write_suite(
             out["item_sources"] = (path and anchor_sources(path, ids, b)) or derived_sources(ids, b)
         return out
 
-    members, described = {}, {}
+    members, described, curves = {}, {}, member_curves(fit, matrix_paths, about)
     for b in suite.benchmarks_:
         joint, own = f"members/{b}/joint", f"members/{b}/own"
         members[joint] = suite.readers_[b]
@@ -190,6 +194,8 @@ def write_suite(
             "own": reader(own, members[own], b, True),
             **about.get(b, {}),
         }
+        if b in curves:
+            described[b]["own"][CURVES_KEY] = curves[b].manifest_entry() | {"folder": f"items/{b}"}
     n = len(suite.benchmarks_)
     average = SimpleNamespace(
         anchor_ids_=items,
@@ -208,10 +214,23 @@ def write_suite(
         report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]},
         signing_key=signing_key,
         members=members,
+        member_curves={f"items/{b}": c for b, c in curves.items()},
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
                POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about),
     )  # fmt: skip
+
+
+def member_curves(fit: SuiteFit, matrix_paths, about) -> dict[str, Any]:
+    """{benchmark: its items' curves}, with their sources and whether they are its target."""
+    out = {}
+    for b, c in fit.curves.items():
+        path = (matrix_paths or {}).get(b)
+        sources = path and anchor_sources(path, c.items, b)
+        target = (about or {}).get(b, {}).get("target") or {}
+        item_mean = target.get("kind", "items") == "items"  # unknown: the mean it was fit on
+        out[b] = replace(c, item_mean=item_mean, sources=sources or None)
+    return out
 
 
 def members_about(matrices: Mapping[str, MatrixInfo]) -> dict[str, dict[str, Any]]:

@@ -68,6 +68,7 @@ def write_version(
     members: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
     curves=None,
+    member_curves: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -92,7 +93,8 @@ def write_version(
     members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
     per-benchmark readers); extra: optional entries added to the manifest (sealed with it).
     curves: the benchmark's items and their curves (`consume.next_items.ItemCurves`), saved
-    in `items/` for `AnchorSet.next_items` and the corrected estimate.
+    in `items/` for `AnchorSet.next_items` and the corrected estimate; member_curves:
+    {relative folder: ItemCurves} more of them (a suite's members', named in `extra`).
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     from sparseeval.consume.signing import private_key
@@ -106,8 +108,9 @@ def write_version(
     if curves is not None:
         manifest[CURVES_KEY] = curves.manifest_entry()
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
+    saved = ({CURVES_DIR: curves} if curves is not None else {}) | dict(member_curves or {})
     return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key,
-                        curves)  # fmt: skip
+                        saved)  # fmt: skip
 
 
 def write_folder(
@@ -140,8 +143,8 @@ def _write_folder(
     try:
         for rel, predictor in predictors.items():
             save_predictor(predictor, tmp / rel)
-        if curves is not None:
-            curves.save(tmp / CURVES_DIR)
+        for rel, item_curves in (curves or {}).items():
+            item_curves.save(tmp / rel)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
         manifest = manifest | {
             "version": version,

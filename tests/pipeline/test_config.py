@@ -144,3 +144,20 @@ def test_sparseeval_config_groups_by_section_and_refuses_a_bad_boolean(folders, 
         "sparseeval config: error: suite must be true or false (or 1/0, yes/no, on/off),"
         " got 'ture'\n"
     )
+
+
+def test_the_matrix_key_depends_on_the_matrix_section_alone_and_is_unchanged(tmp_path):
+    from sparseeval.consume.hashing import fingerprint
+    from sparseeval.pipeline.artifacts import MATRIX_FIELDS, code_version, matrix_key
+
+    s = Settings(home=tmp_path)
+    key = matrix_key("arc", "state", s.section("matrix"), s.artifacts_dir)
+    flat = {n: s.to_dict()[n] for n in MATRIX_FIELDS}  # the key's input when it took Settings
+    old = fingerprint(
+        "matrix", "arc", "state", flat, str(s.artifacts_dir.resolve()), code_version()
+    )
+    assert key == old
+    other = s.replace(drift_mae_points=9.0, seed=5, workers=7).section("matrix")
+    assert matrix_key("arc", "state", other, s.artifacts_dir) == key
+    items = s.replace(target="items").section("matrix")
+    assert matrix_key("arc", "state", items, s.artifacts_dir) != key

@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
     MAX_BENCHMARK_LEN,
     MAX_ITEM_LEN,
@@ -40,7 +41,7 @@ INTERRUPTED = (
 _LIVE_RUNS: dict[str, set[int]] = {}
 
 
-class StoreError(RuntimeError):
+class StoreError(SparseEvalError, RuntimeError):
     """The store cannot do what was asked (locked, unknown benchmark, bad file)."""
 
 

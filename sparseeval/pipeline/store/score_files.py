@@ -55,7 +55,7 @@ class ScoresFile:
     def from_spec(cls, body: str, options: SpecOptions) -> ScoresFile:
         """`FILE` (the spec `scores:FILE`)."""
         if not body.strip():
-            raise ValueError("scores source must be scores:FILE.csv")
+            raise SourceError("scores source must be scores:FILE.csv")
         return cls(Path(body))
 
     def units(self, store: Store) -> Iterator[Unit]:
