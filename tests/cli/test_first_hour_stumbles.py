@@ -124,3 +124,29 @@ def test_the_quick_start_keeps_filled_answers_out_of_the_checkout():
     written = [w for line in quick.splitlines() if "--template" in line
                for w in [line.split("--template")[1].split()[0]]]  # fmt: skip
     assert written and all(w.startswith(".sparseeval/") for w in written), written
+
+
+@pytest.mark.parametrize(
+    "manifest, says, not_said",
+    [
+        ({"provenance": {"synthetic": True}, "items": ["1"]}, "not for this set", "--out"),
+        ({"items": ["7"], "item_sources": {"7": {"id_kind": "opaque"}}}, "--id-map MAP.csv", ""),
+        ({"items": ["7"], "item_sources": {"7": {"task": "arc_challenge", "doc_id": 7}}},
+         "--out samples.json", "--id-map"),
+        ({"items": ["arc/7"], "suite": {"members": {"arc": {"items": ["7"], "own": {
+            "item_sources": {"7": {"id_kind": "opaque"}}}}}}}, "--id-map MAP.csv", ""),
+    ],
+)  # fmt: skip
+def test_reports_suggest_export_only_where_it_works(manifest, says, not_said):
+    from sparseeval.pipeline.reports.anchor_report import _export_line
+
+    line = _export_line(manifest, "--benchmark arc")
+    assert says in line and (not not_said or not_said not in line), line
+
+
+def test_a_suite_id_map_keys_rows_by_suite_id_or_by_the_members_own_id():
+    from sparseeval.cli.export_lm_eval import _member_rows
+
+    rows = {"arc/5": {"doc_id": 1}, "gsm8k/5": {"doc_id": 2}, "9": {"doc_id": 3}}
+    assert _member_rows(rows, "arc", ("arc", "gsm8k")) == {"5": {"doc_id": 1}, "9": {"doc_id": 3}}
+    assert _member_rows(rows, "gsm8k", ("arc", "gsm8k"))["5"] == {"doc_id": 2}
