@@ -150,3 +150,16 @@ def test_a_suite_id_map_keys_rows_by_suite_id_or_by_the_members_own_id():
     rows = {"arc/5": {"doc_id": 1}, "gsm8k/5": {"doc_id": 2}, "9": {"doc_id": 3}}
     assert _member_rows(rows, "arc", ("arc", "gsm8k")) == {"5": {"doc_id": 1}, "9": {"doc_id": 3}}
     assert _member_rows(rows, "gsm8k", ("arc", "gsm8k"))["5"] == {"doc_id": 2}
+
+
+def test_a_slow_temporary_server_is_one_line_not_a_bug():
+    from sparseeval.cli.common import UserError, is_user_error
+    from sparseeval.cli.tempserver import _wait_healthy
+
+    class Running:
+        def poll(self):
+            return None
+
+    with pytest.raises(UserError, match="did not start within 0s") as caught:
+        _wait_healthy("http://127.0.0.1:9/api", Running(), 0, None)
+    assert is_user_error(caught.value) and "PREFECT_API_URL" in str(caught.value)
