@@ -16,7 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.transactions import Transaction, get_transaction
 from sparseeval.tasks.policies import transient
 
-from sparseeval.pipeline import drift, publish, suite_recipe
+from sparseeval.pipeline import drift, publish, suite_publish
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
 from sparseeval.pipeline.settings import Settings
 
@@ -47,7 +47,7 @@ def write_suite_candidate(
         log.info("suite: %s", line)
         PROGRESS.info("suite: %s", line)
 
-    cand, gate = suite_recipe.suite_candidate(matrices, settings, say)
+    cand, gate = suite_publish.suite_candidate(matrices, settings, say)
     _hold(cand, settings)
     log.info("suite: wrote candidate v%s; gate: %s", cand.version, gate.reason)
     return cand, gate
@@ -56,7 +56,7 @@ def write_suite_candidate(
 @task(name="suite-status", cache_policy=NO_CACHE)
 def suite_status(settings: Settings, matrices: dict[str, MatrixInfo]) -> str | None:
     """Why the suite needs no fit tonight (up to date, or refused before), or None."""
-    return suite_recipe.suite_status(matrices, settings)
+    return suite_publish.suite_status(matrices, settings)
 
 
 def _hold(cand: Candidate, settings: Settings) -> None:

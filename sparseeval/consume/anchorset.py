@@ -29,6 +29,7 @@ from sparseeval.consume.next_items import (
     correct,
     items_for_width,
     positions,
+    z_quantile,
 )
 from sparseeval.consume.responses import (
     ResponsesError,
@@ -277,9 +278,12 @@ class AnchorSet:
                    "the set's target is not the mean over its items")  # fmt: skip
             return replace(est, note=f"{len(extra)} extra items not used: {why}")
         x = self._vector(responses)
+        z = z_quantile(1 - (1 - self.level) / 2)
+        spread = float(self.conformal.halfwidths(est.value)) / z
         c = correct(self.curves, positions(self.curves, self.items), (x + 1) / 2, est.value,
-                    extra, answers)  # fmt: skip
+                    extra, answers, spread)  # fmt: skip
         low, high = c.interval(self.level)
+        c = c.within(low, high)
         check_estimate(self.source, c.value, low, high)
         return replace(est, value=c.value, low=low, high=high, correction=_as_dict(c, est))
 
@@ -384,4 +388,5 @@ class AnchorSet:
 def _as_dict(c: Correction, est: Estimate) -> dict:
     """The correction as `Estimate.correction` carries it."""
     return {"n_extra": c.n_extra, "n_rest": c.n_rest, "shift": c.shift, "sd": c.sd,
+            "unbiased": c.unbiased,
             "anchor_estimate": [est.value, est.low, est.high], "items": list(c.items)}  # fmt: skip

@@ -13,9 +13,15 @@ anchors; taken as a simple random sample of the N_R non-anchor items of the N), 
     v' + (N_R / N) * mean over E of (x_j - p_j)
 
 It is unbiased over the draw of E whatever the curves and the anchor estimate are, so its
-interval, +- t(n-1) * (N_R / N) * sqrt((1 - n / N_R) * s2 / n) with s2 the sample variance
-of the residuals x_j - p_j (finite-population corrected), does not rest on the model being
-like the training models; it narrows as n grows and is 0 once every item is answered.
+interval, +- t(n-1) * sd with sd = (N_R / N) * sqrt((1 - n / N_R) * s2 / n) and s2 the
+sample variance of the residuals x_j - p_j (finite-population corrected), does not rest on
+the model being like the training models; it narrows as n grows and is 0 once every item is
+answered. That interval is the one reported. The point reported inside it moves from v
+toward the unbiased value by 1 - w, w = sd^2 / (sd^2 + max(sA^2, shift^2 - sd^2)), with sA
+the anchor estimate's own spread (its conformal half-width / z) and shift the unbiased
+value minus v: a model whose residuals say the anchors are off (shift^2 well above sd^2)
+gets the unbiased value, a familiar one keeps most of the anchors' (measured lower error,
+same interval: bench/results/next_items.txt).
 It corrects the mean over the set's items, so a set applies it only when that mean is its
 target (`ItemCurves.item_mean`): not for a leaderboard score that is no function of these
 items (TruthfulQA's mc2, or a score over items the set does not list).
@@ -27,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,16 +112,22 @@ class ItemCurves:
 class Correction:
     """What the extra items did to one model's estimate."""
 
-    value: float  # the corrected estimate
+    value: float  # the corrected estimate (inside the interval)
     shift: float  # value - anchor estimate
-    sd: float  # its standard error (sampling of the extra items)
+    sd: float  # the unbiased value's standard error (sampling of the extra items)
     n_extra: int
     n_rest: int  # non-anchor items of the benchmark
     items: tuple[str, ...]  # the extra items used
+    unbiased: float = float("nan")  # the difference estimator's value (the interval's centre)
+
+    def within(self, low: float, high: float) -> Correction:
+        """The point moved into [low, high] (where the interval clipped it)."""
+        point = min(max(self.value, low), high)
+        return replace(self, value=point, shift=self.shift + point - self.value)
 
     def interval(self, level: float) -> tuple[float, float]:
         h = t_quantile(level, self.n_extra - 1) * self.sd
-        return max(0.0, self.value - h), min(1.0, self.value + h)
+        return max(0.0, self.unbiased - h), min(1.0, self.unbiased + h)
 
 
 def abilities(curves: ItemCurves, known: np.ndarray, known01: np.ndarray, values) -> np.ndarray:
@@ -145,8 +157,10 @@ def correct(
     value: float,
     extra: np.ndarray,
     extra01: np.ndarray,
+    anchor_sd: float = 0.0,
 ) -> Correction:
-    """The difference estimator of one model (module docstring): positions, 0/1 answers."""
+    """The difference estimator of one model and the point inside its interval (module
+    docstring): positions and 0/1 answers; anchor_sd: the anchor estimate's spread."""
     n_all, n_rest, n = len(curves.items), len(curves.items) - len(anchors), len(extra)
     theta = abilities(curves, anchors, anchors01[None, :], [value])[0]
     p = curves.probabilities(theta)[0]
@@ -157,8 +171,11 @@ def correct(
     s2 = max(float(r.var(ddof=1)) if n > 1 else 0.25, MIN_RESIDUAL_VAR)
     sd = n_rest / n_all * math.sqrt(max(0.0, 1 - n / n_rest) * s2 / n)
     value_c = min(1.0, max(0.0, value_c))
+    shift = value_c - value
+    w = sd * sd / (sd * sd + max(anchor_sd**2, shift * shift - sd * sd)) if sd > 0 else 0.0
+    point = value + (1 - w) * shift
     items = tuple(curves.items[j] for j in extra)
-    return Correction(value_c, value_c - value, sd, n, n_rest, items)
+    return Correction(point, point - value, sd, n, n_rest, items, value_c)
 
 
 def choose(

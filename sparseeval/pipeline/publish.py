@@ -2,7 +2,7 @@
 
 A candidate is written as a new version nobody points at (`write_candidate`, or a suite's
 `suite_recipe.write_suite` wrapped by `candidate`). The quality gate (`drift.assess` for a
-benchmark, `suite_recipe.suite_gate` for the suite) gives a `GateResult`. Then:
+benchmark, `suite_publish.suite_gate` for the suite) gives a `GateResult`. Then:
 
     refused      the candidate is discarded with `refused_reason`, and its key goes into
                  the set's ledger of refusals (`roll_back(..., refusal=)`), so an
@@ -30,7 +30,7 @@ from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hub import redact
 from sparseeval.consume.layout import latest_version, set_dir
 from sparseeval.pipeline import mirror as hub_mirror
-from sparseeval.pipeline import versions
+from sparseeval.pipeline import sealed, versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
 from sparseeval.pipeline.identity import anchor_sources
 from sparseeval.pipeline.recipe import (
@@ -90,7 +90,7 @@ def live_set(
     built = artifact_path(
         artifacts_dir, "published", f"{set_name(benchmark, budget)}-v{version}.json"
     )
-    noted = json.loads(built.read_text()) if artifacts_dir and built.is_file() else {}
+    noted = sealed.read_note(built, {}) if artifacts_dir else {}
     if noted.get("data_fingerprint") != man.get("data_fingerprint"):
         noted = {}  # not ours (e.g. another home published it)
     return LiveSet(
@@ -167,8 +167,8 @@ def _refusals(artifacts_dir: str | Path, name: str) -> Path:
 
 def refused_before(artifacts_dir: str | Path, name: str, key: str) -> str | None:
     """The gate's reason if this very candidate (same key) of set `name` was refused before."""
-    path = _refusals(artifacts_dir, name)
-    return json.loads(path.read_text()).get(key) if path.is_file() else None
+    reason = sealed.read_note(_refusals(artifacts_dir, name), {}).get(key)
+    return str(reason) if reason is not None else None
 
 
 def already_refused(artifacts_dir: str | Path, name: str, key: str) -> str | None:
@@ -180,7 +180,7 @@ def already_refused(artifacts_dir: str | Path, name: str, key: str) -> str | Non
 def note_refusal(artifacts_dir: str | Path, name: str, key: str, reason: str) -> None:
     """Remember a refused candidate, so later runs with nothing new do not gate it again."""
     path = _refusals(artifacts_dir, name)
-    seen = json.loads(path.read_text()) if path.is_file() else {}
+    seen = sealed.read_note(path, {})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(seen | {key: reason}))

@@ -131,8 +131,9 @@ def test_the_difference_estimator_is_unbiased_with_wrong_curves():
     for seed in range(400):
         extra = nx.choose(wrong, rest, 30, seed=seed)
         c = nx.correct(wrong, anchors, x[anchors], 0.3, extra, x[extra])  # 0.3: a poor anchor guess
-        values.append(c.value)
+        values.append(c.unbiased)
         lo, hi = c.interval(0.9)
+        assert lo <= c.within(lo, hi).value <= hi
         inside.append(lo <= x.mean() <= hi)
     assert abs(np.mean(values) - x.mean()) < 0.005
     assert 0.85 <= np.mean(inside) <= 0.97

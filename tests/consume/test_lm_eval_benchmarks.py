@@ -38,7 +38,7 @@ from sparseeval.consume.lm_eval_task import ITEM_FIELD
 from sparseeval.consume.suite_set import load_suite
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import publish_fit, tiny_fit
+from tests.helpers import published, tiny_fit
 from tests.lm_eval_cli import lm_eval, load_module, needs_lm_eval, original_task, read_jsonl
 
 pytestmark = needs_lm_eval
@@ -148,8 +148,7 @@ def world(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("benchmarks")
     root = tmp / "published"
     for seed, (benchmark, items) in enumerate(ITEMS.items()):
-        publish_fit(root, benchmark, tiny_fit(seed=seed, n_test=60, n_valid=80, item_ids=items))
-        set_latest(root, benchmark, 1)
+        published(root, benchmark, tiny_fit(seed=seed, n_test=60, n_valid=80, item_ids=items))
     lb = {
         b: ResponseMatrix(m.values, m.model_ids, ITEMS[b])
         for b, m in make_leaderboard(360, {"mmlu": 60, "gsm8k": 60}, seed=4).items()

@@ -11,7 +11,8 @@ from sparseeval.cli import main
 from sparseeval.consume.suite_set import SUITE, load_suite
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.suite_recipe import matrix_info, refresh_suite
+from sparseeval.pipeline.suite_publish import refresh_suite
+from sparseeval.pipeline.suite_recipe import matrix_info
 
 SETTINGS = dict(n_anchors=6, n_test=50, n_valid=50, n_calib=50, refine_steps=1, epochs=40,
                 patience=5, ensemble=1)  # fmt: skip
