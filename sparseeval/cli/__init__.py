@@ -9,6 +9,7 @@ in one line what to install.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 
@@ -51,9 +52,23 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:  # libraries' INFO lines propagate here too
         handler.setLevel(logging.WARNING)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:  # `sparseeval predict ... | head`: the reader had enough
+        return _quiet_stdout()
     except Exception as e:  # a user error in one line; a bug with its traceback
         return report(args.command, e)
+
+
+def _quiet_stdout() -> int:
+    """Point stdout at /dev/null (so the exit flush is silent); exit code 1 (Python's advice)."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 1
 
 
 __all__ = ["EXIT_BUG", "EXIT_USER_ERROR", "UserError", "build_parser", "main"]

@@ -10,6 +10,7 @@ Publishing it (its gate, the candidate, the step's line): `pipeline.suite_publis
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -68,6 +69,18 @@ class SuiteFit:
         }
 
 
+def throttled(say: Callable[[str], None], seconds: float = 15.0) -> Callable[[str], None]:
+    """`say`, passing on at most one line per `seconds` (the first one at once)."""
+    last = [-float("inf")]
+
+    def passed_on(line: str) -> None:
+        if time.monotonic() - last[0] >= seconds:
+            last[0] = time.monotonic()
+            say(line)
+
+    return passed_on
+
+
 def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseMatrix]:
     """Each matrix restricted to the models every benchmark has, in one sorted order.
 
@@ -110,10 +123,11 @@ def fit_suite(
     split_settings = replace(settings, calibration="split")  # the suite has no cross-fit
     split = split_step(first, split_settings, f"suite ({len(aligned)} benchmarks, models in all)")
     say = progress or (lambda s: None)
+    steps = throttled(say)  # a selection's refinement steps: a line every 15 s at most
     rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
                       {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
     k = max(settings.budgets)
-    suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=say),
+    suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=steps),
                             progress=say)  # fmt: skip
     prints = {b: m.fingerprint() for b, m in aligned.items()}
     fitted = reusable_fits(matrices, aligned, prints, split, settings, suite, benchmark_fits)

@@ -206,7 +206,8 @@ def _use_it(manifest: dict, folder: Path | None) -> str:
             'suite.predict({"arc": {item: 0 or 1, ...}, ...})  # every benchmark -> + average\n\n'
             f"sparseeval anchors --anchor-set {root} --benchmark {b} --template all.csv\n"
             f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}"
-            " --responses all.csv"
+            " --responses all.csv\n"
+            + _export_line(manifest, f"--anchor-set {root} --benchmark {b}")
         )
     return (
         "import sparseeval\n"
@@ -216,8 +217,23 @@ def _use_it(manifest: dict, folder: Path | None) -> str:
         f"sparseeval anchors --anchor-set {root} --benchmark {b}{flag} --template answers.csv\n"
         f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}{flag}"
         " --responses answers.csv\n"
-        f"sparseeval export-lm-eval --anchor-set {root} --benchmark {b}{flag} --out samples.json"
+        + _export_line(manifest, f"--anchor-set {root} --benchmark {b}{flag}")
     )
+
+
+def _export_line(manifest: dict, where: str) -> str:
+    """The `export-lm-eval` command when it works for this set; else what it would need."""
+    from sparseeval.consume.identity import OPAQUE, id_kinds
+
+    if (manifest.get("provenance") or {}).get("synthetic"):
+        return "# export-lm-eval: not for this set (synthetic demo ids, no lm-eval docs behind)"
+    members = ((manifest.get("suite") or {}).get("members") or {}).values()
+    sets = [(m.get("items", []), (m.get("own") or {}).get("item_sources")) for m in members]
+    sets = sets or [(manifest.get("items", []), manifest.get("item_sources"))]
+    if any(OPAQUE in id_kinds(items, sources).values() for items, sources in sets):
+        return (f"sparseeval export-lm-eval {where} --id-map MAP.csv --out samples.json"
+                "  # opaque ids: MAP.csv (item,doc_id[,task]) maps them")  # fmt: skip
+    return f"sparseeval export-lm-eval {where} --out samples.json"
 
 
 def _suite_blocks(manifest: dict) -> list[tuple]:
