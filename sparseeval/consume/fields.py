@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.layout import AnchorSetError
 from sparseeval.consume.responses import printable
 
@@ -23,7 +24,7 @@ Items = Sequence[str] | None  # the anchors the lengths refer to (None: not know
 Check = Callable[[Any, Items], None]  # raises FieldProblem
 
 
-class FieldProblem(ValueError):
+class FieldProblem(SparseEvalError, ValueError):
     """A field that is not what readers need: its path and what is wrong."""
 
     def __init__(self, message: str, path: tuple[str, ...] = ()) -> None:

@@ -24,7 +24,7 @@ log = logging.getLogger("sparseeval.pipeline.cache")
 SEAL_FILE = "seal.json"  # the seal of a folder entry, inside it
 
 
-class CacheMiss(Exception):
+class CacheMiss(SparseEvalError):
     """A cache entry that is not what its seal says; the message says which file and why."""
 
 
