@@ -12,6 +12,7 @@ from prefect.runtime import deployment, flow_run
 from sparseeval.flows._run import say
 
 from sparseeval.pipeline.lease import HomeLease
+from sparseeval.pipeline.sealed import check_writable
 from sparseeval.pipeline.settings import Settings, SettingsError
 
 NO_HOME = (
@@ -46,6 +47,7 @@ def hold_home(settings: Settings) -> Iterator[None]:
     """One run per home: hold its lease (`pipeline.lease`) while the run works."""
     holder = f"{flow_run.get_name() or 'refresh'} (flow run {flow_run.get_id()})"
     lease = HomeLease(settings.home, holder, wait=settings.lease_wait_seconds)
+    check_writable(settings.artifacts_dir)  # a read-only cache: one line, before any work
     try:
         lease.acquire()
     except (FileExistsError, NotADirectoryError) as exc:

@@ -66,6 +66,7 @@ def chosen_items(aset, args) -> list[str]:
 
 def _guarded(fn):
     def run(args) -> int:
+        from sparseeval.consume.anchorset import ALLOW_MISSING
         from sparseeval.consume.layout import AnchorSetError
         from sparseeval.consume.lm_eval import LmEvalError
         from sparseeval.consume.responses import ResponsesError
@@ -73,7 +74,7 @@ def _guarded(fn):
         try:
             return fn(args)
         except (UserError, AnchorSetError, ResponsesError, LmEvalError) as e:
-            print(f"error: {e}", file=sys.stderr)
+            print(f"error: {str(e).replace(ALLOW_MISSING, '--allow-missing')}", file=sys.stderr)
         except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
             print(f"error: {e.strerror}: {e.filename}", file=sys.stderr)
         return EXIT_USER_ERROR

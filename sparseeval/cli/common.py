@@ -59,6 +59,17 @@ def fail(command: str, message: str) -> int:
     return EXIT_USER_ERROR
 
 
+def parse_budgets(text: str) -> list[int]:
+    """`--anchors K[,K...]` as budgets; a `UserError` in one line when it is not that."""
+    try:
+        budgets = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError as e:
+        raise UserError(f"--anchors takes comma-separated integers, got {text!r}") from e
+    if not budgets or min(budgets) < 1:
+        raise UserError(f"--anchors takes budgets of at least 1 anchor, got {text!r}")
+    return budgets
+
+
 def missing_extra(exc: ModuleNotFoundError) -> str | None:
     """The one-line install hint when a pipeline dependency is not installed, else None."""
     root = (exc.name or "").split(".")[0]
@@ -71,8 +82,35 @@ def missing_extra(exc: ModuleNotFoundError) -> str | None:
 
 
 def install_hint(extra: str) -> str:
-    """The install command for an extra that works here: from a checkout, the checkout."""
-    here = Path("pyproject.toml")
-    if here.is_file() and 'name = "sparseeval"' in here.read_text(errors="replace"):
+    """The install command for an extra that works here: the checkout it was installed from
+    (`.` when that is the working directory); the package is not on an index."""
+    if _is_checkout(Path(".")):
         return f"pip install '.[{extra}]'"
-    return f"pip install 'sparseeval[{extra}]'"
+    source = _installed_from()
+    if source is None:
+        return f"pip install 'CHECKOUT[{extra}]' (CHECKOUT: your clone of sparseeval)"
+    return f"pip install '{source}[{extra}]'"
+
+
+def _is_checkout(folder: Path) -> bool:
+    here = folder / "pyproject.toml"
+    return here.is_file() and 'name = "sparseeval"' in here.read_text(errors="replace")
+
+
+def _installed_from() -> Path | None:
+    """The checkout this package was installed from: the recorded source folder (PEP 610
+    `direct_url.json`), or the folder above the package (an editable install)."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        url = json.loads(metadata.distribution("sparseeval").read_text("direct_url.json") or "{}")
+        url = str(url.get("url", ""))
+    except (metadata.PackageNotFoundError, ValueError, AttributeError):
+        url = ""
+    import sparseeval
+
+    folders = [Path(unquote(urlparse(url).path))] if url.startswith("file://") else []
+    folders.append(Path(sparseeval.__file__).resolve().parent.parent)
+    return next((f for f in folders if _is_checkout(f)), None)

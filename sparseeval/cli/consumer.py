@@ -274,7 +274,7 @@ def cmd_report(args) -> int:
     inputs_file = aset.folder / "report_inputs.json" if aset.folder else None
     inputs = json.loads(inputs_file.read_text()) if inputs_file and inputs_file.is_file() else {}
     if args.drift:
-        inputs["drift_rows"] = _json_rows(args.drift)
+        inputs["drift_rows"] = _drift_rows(args.drift)
     if args.budget_rows:
         inputs["budget_rows"] = _json_rows(args.budget_rows)
     if args.out:
@@ -287,6 +287,17 @@ def cmd_report(args) -> int:
     print(f"report: {paths['html']}")
     print(f"        {paths['md']} ({len(paths['plots'])} plots)")
     return 0
+
+
+def _drift_rows(path) -> list[dict]:
+    """`--drift` rows, each a drift check (`consume.fields.drift_row_problem`)."""
+    from sparseeval.consume.fields import drift_row_problem
+
+    rows = _json_rows(path)
+    for n, row in enumerate(rows, 1):
+        if problem := drift_row_problem(row):
+            raise UserError(f"{path}: drift row {n}: {problem}")
+    return rows
 
 
 def _json_rows(path) -> list[dict]:

@@ -134,23 +134,37 @@ def _members(aset) -> list:
     return list(aset.own.values()) if hasattr(aset, "own") else [aset]
 
 
-def exportable(aset, id_map: str | None, task: str | None):
-    """The set (or suite) with `--id-map` applied; refused (one line) while any id is opaque."""
+def exportable(aset, id_map: str | None, task: str | None, members: tuple[str, ...] = ()):
+    """The set (or suite) with `--id-map` applied; refused (one line) while any id is opaque.
+
+    A suite's map may key rows by suite id `B/ITEM` (that member only) or by a member's own
+    id `ITEM` (every member that has it); a row without a task gets the member's own task.
+    """
     from dataclasses import replace
 
     from sparseeval.consume import identity as ids
     from sparseeval.consume.taskmap import default_task
 
     if hasattr(aset, "own"):
-        own = {b: exportable(m, id_map, task) for b, m in aset.own.items()}
+        names = tuple(aset.own)
+        own = {b: exportable(m, id_map, task, names) for b, m in aset.own.items()}
         return replace(aset, own=own)
     default = task or default_task(aset.benchmark)
     mapping = ids.read_id_map(id_map, default) if id_map else None
+    if mapping and members:
+        mapping = _member_rows(mapping, aset.benchmark, members)
     sources = (
         ids.with_id_map(aset.items, aset.item_sources, mapping) if mapping else aset.item_sources
     )
     ids.check_exportable(aset.benchmark, aset.items, sources)
     return replace(aset, manifest={**aset.manifest, "item_sources": sources}) if mapping else aset
+
+
+def _member_rows(mapping: dict, benchmark: str, members: tuple[str, ...]) -> dict:
+    """The rows of a suite's id map for one member: its `B/ITEM` rows and the plain ones."""
+    mine = {k[len(benchmark) + 1 :]: v for k, v in mapping.items() if k.startswith(f"{benchmark}/")}
+    plain = {k: v for k, v in mapping.items() if not k.startswith(tuple(f"{b}/" for b in members))}
+    return plain | mine
 
 
 def _note_unknown_ids(sets: list) -> None:
@@ -202,3 +216,7 @@ def _write_tasks(args, root, sets) -> None:
         f"{' '.join(names)} --include_path {args.tasks_dir} --output_path results/",
         file=sys.stderr,
     )
+    if not args.dataset:
+        hub = ", ".join(sorted({p.spec.dataset_path for p in plans}))
+        print(f"note: lm-eval downloads {hub} from the Hub when it runs; offline, write the "
+              "tasks with local copies: --dataset [SPLIT=]FILE", file=sys.stderr)  # fmt: skip

@@ -11,7 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sparseeval.cli.common import EXIT_PARTIAL, UserError, fail, first_line, is_user_error, report
+from sparseeval.cli.common import (
+    EXIT_PARTIAL,
+    UserError,
+    fail,
+    first_line,
+    is_user_error,
+    parse_budgets,
+    report,
+)
 
 REFRESH_EPILOG = """examples:
   sparseeval refresh                       # first run: fills an empty store from the built-in
@@ -69,6 +77,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.task_runner:
         out["task_runner"] = args.task_runner
     if args.anchors:
+        parse_budgets(args.anchors)  # one line for `--anchors abc`, before any work
         out["n_anchors"] = args.anchors
     return out
 
@@ -176,14 +185,16 @@ def _next_steps(run, settings) -> str:
     lines.append(f"run summary: {Path(run.report_path).resolve()}")
     if html:
         b = run.results[0].benchmark
+        home = settings.home.resolve()  # git-ignored: the filled files stay out of a checkout
+        answers, every = home / "answers.csv", home / "all.csv"
         lines += [
-            "next: sparseeval anchors --benchmark " + b + f" --anchor-set {pub}"
-            "   # the items a new model must answer",
-            f"      sparseeval predict --benchmark {b} --anchor-set {pub} --responses answers.csv",
+            f"next: sparseeval anchors --benchmark {b} --anchor-set {pub} --template {answers}"
+            "   # the items a new model must answer, and a blank to fill",
+            f"      sparseeval predict --benchmark {b} --anchor-set {pub} --responses {answers}",
         ]
         if run.suite and any(h.startswith(str(pub / "suite")) for h in html):
             lines.append(
-                f"      sparseeval anchors --benchmark suite --anchor-set {pub} --template all.csv"
+                f"      sparseeval anchors --benchmark suite --anchor-set {pub} --template {every}"
                 "   # every benchmark's anchors, read together"
             )
     return "\n".join(lines)

@@ -42,6 +42,8 @@ from sparseeval.consume.responses import (
 from sparseeval.consume.set_files import checked_manifest, fetch, load_curves, load_predictor
 from sparseeval.consume.shape import check_estimate
 
+ALLOW_MISSING = "allow_missing=True"  # as the error says it (the CLI says its flag instead)
+
 
 def load_anchor_set(
     path_or_repo: str | Path,
@@ -350,7 +352,7 @@ class AnchorSet:
         if missing and not allow_missing:
             raise ResponsesError(
                 missing_message(missing, len(self.items), "answers")
-                + "; pass allow_missing=True (CLI: --allow-missing) to estimate from the rest"
+                + f"; pass {ALLOW_MISSING} to estimate from the rest"
             )
         if not missing:
             return self._predict_one(x), 0.0, []

@@ -23,7 +23,7 @@ from typing import Any
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.ids import IdError, canonical_id
 from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys
-from sparseeval.consume.sniff import compressed_message, delimiter_hint
+from sparseeval.consume.sniff import compressed_message, layout_hint, shown_columns
 
 # The answer words, read alike by `predict` and the store (sql/validate.sql gets these lists):
 # case-insensitive, after trimming spaces.
@@ -293,8 +293,8 @@ def _read_csv(path: Path) -> Iterator[tuple[str, object, str]]:
     cols = [c.strip() for c in reader.fieldnames or []]
     if "item" not in cols or "correct" not in cols:
         raise ResponsesError(
-            f"{printable(path)}: needs a header with columns item,correct (got {printable(cols)})"
-            + delimiter_hint(cols)
+            f"{printable(path)}: needs a header with columns item,correct"
+            f" (got {printable(shown_columns(cols))})" + layout_hint(cols)
         )
     twice = [c for c in ("item", "correct") if cols.count(c) > 1]
     if twice:

@@ -83,6 +83,12 @@ def estimator_pool_check(est, X_train, X_calib, **kw) -> PoolCheck:
     return fit_pool_check(Xt[:, est.anchors_], est.predict(Xt), Xc[:, est.anchors_], pred_c, **kw)
 
 
+def test_flags(check: PoolCheck, X_anchors, pred) -> dict[str, np.ndarray]:
+    """Per test model, flagged by range and by answer pattern (the report's flag rates)."""
+    return {"test_flag_range": check.out_of_range(pred),
+            "test_flag_pattern": check.lz(X_anchors, pred) < check.threshold}  # fmt: skip
+
+
 def suite_pool_checks(suite, X_train, X_calib, **kw) -> dict[str, PoolCheck]:
     """Pool checks of a fitted `SuiteSparseEval`'s readers: "average" and each benchmark's
     "{b}/joint" over every anchor, "{b}/own" over b's own anchors (X: {benchmark: matrix})."""

@@ -67,6 +67,7 @@ def write_version(
     signing_key=None,
     members: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    files: Mapping[str, str] | None = None,
     curves=None,
     member_curves: Mapping[str, Any] | None = None,
 ) -> Path:
@@ -91,7 +92,9 @@ def write_version(
     signing_key: an Ed25519 private key (PEM bytes/str, a path to a PEM file, or an
     `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
     members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
-    per-benchmark readers); extra: optional entries added to the manifest (sealed with it).
+    per-benchmark readers); extra: optional entries added to the manifest (sealed with it);
+    files: optional {file name: text} written beside it (hashed in the manifest, e.g. the
+    set's models, `consume.set_models`).
     curves: the benchmark's items and their curves (`consume.next_items.ItemCurves`), saved
     in `items/` for `AnchorSet.next_items` and the corrected estimate; member_curves:
     {relative folder: ItemCurves} more of them (a suite's members', named in `extra`).
@@ -110,12 +113,13 @@ def write_version(
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
     saved = ({CURVES_DIR: curves} if curves is not None else {}) | dict(member_curves or {})
     return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key,
-                        saved)  # fmt: skip
+                        saved, files)  # fmt: skip
 
 
 def write_folder(
     bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None,
     curves=None,
+    files: Mapping[str, str] | None = None,
 ) -> Path:  # fmt: skip
     """Write a version folder under the next free number of a set's folder; that folder.
 
@@ -125,7 +129,7 @@ def write_folder(
     while True:
         version = _next_version(bench_dir)
         target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key,
-                               curves)  # fmt: skip
+                               curves, dict(files or {}))  # fmt: skip
         if target is not None:
             return target
 
@@ -133,6 +137,7 @@ def write_folder(
 def _write_folder(
     bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None,
     curves=None,
+    files: dict | None = None,
 ) -> Path | None:  # fmt: skip
     """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
     from sparseeval.consume.inference import save_predictor
@@ -145,6 +150,8 @@ def _write_folder(
             save_predictor(predictor, tmp / rel)
         for rel, item_curves in (curves or {}).items():
             item_curves.save(tmp / rel)
+        for name, text in (files or {}).items():
+            (tmp / name).write_text(text)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
         manifest = manifest | {
             "version": version,

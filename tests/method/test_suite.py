@@ -16,7 +16,8 @@ from sparseeval.method.matrix import MatrixError
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.suite_recipe import common_models, fit_suite, refresh_suite, write_suite
+from sparseeval.pipeline.suite_publish import refresh_suite
+from sparseeval.pipeline.suite_recipe import common_models, fit_suite, write_suite
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import FakeMirrorHub
 

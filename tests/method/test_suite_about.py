@@ -11,7 +11,8 @@ from sparseeval.cli import main
 from sparseeval.consume.suite_set import SUITE, load_suite
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.suite_recipe import matrix_info, refresh_suite
+from sparseeval.pipeline.suite_publish import refresh_suite
+from sparseeval.pipeline.suite_recipe import matrix_info
 
 SETTINGS = dict(n_anchors=6, n_test=50, n_valid=50, n_calib=50, refine_steps=1, epochs=40,
                 patience=5, ensemble=1)  # fmt: skip
@@ -76,3 +77,25 @@ def test_suite_report_says_what_it_estimates_and_where_data_came_from(tmp_path, 
         assert "Data: not recorded" not in text and "SYNTHETIC" not in text
         assert "Estimates: the mean of the 2 benchmarks' estimates" in text
         assert "arc: the leaderboard's reported arc score. Data: leaderboard scores (2" in text
+
+
+def test_anchors_of_the_demo_suite_say_synthetic_not_a_missing_id_map(demo, capsys):
+    root = demo[demo.index("--anchor-set") + 1]
+    assert main(["anchors", "--anchor-set", root, "--benchmark", SUITE]) == 0
+    said = capsys.readouterr().err
+    assert "synthetic item ids of the built-in demo" in said and "--id-map" not in said
+
+
+def test_suite_progress_names_each_benchmark_and_throttles_refinement(tmp_path):
+    from sparseeval.pipeline.suite_recipe import fit_suite, throttled
+
+    lines: list[str] = []
+    fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1),
+              Settings(home=tmp_path, **SETTINGS), progress=lines.append)  # fmt: skip
+    assert any("arc" in line for line in lines) and any("gsm8k" in line for line in lines)
+    assert sum(line.startswith(("refine", "init")) for line in lines) <= 1  # fast: one at most
+    said: list[str] = []
+    say = throttled(said.append, seconds=60)
+    say("first")
+    say("second")
+    assert said == ["first"]

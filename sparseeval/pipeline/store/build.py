@@ -79,6 +79,11 @@ def build_matrix(
     bid = store.benchmark_id(benchmark)
     items = store.con.sql(sql("build_items"), params={"bid": bid}).pl()
     models = store.con.sql(sql("build_models"), params={"bid": bid}).pl()
+    if not len(models) or not len(items):
+        raise MatrixError(
+            f"{benchmark}: no results stored for this benchmark yet"
+            " (`sparseeval ingest` reads some; `sparseeval matrix` lists what the store holds)"
+        )
     values = _scatter(store, bid, models["model_id"].to_numpy(), items["item_id"].to_numpy())
     present = values != 0
     cells_missing = int(present.size - present.sum())
