@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from prefect.runtime import deployment, flow_run
 from sparseeval.flows._run import say
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.pipeline.lease import HomeLease
 from sparseeval.pipeline.sealed import check_writable
 from sparseeval.pipeline.settings import Settings, SettingsError
@@ -47,11 +48,15 @@ def hold_home(settings: Settings) -> Iterator[None]:
     """One run per home: hold its lease (`pipeline.lease`) while the run works."""
     holder = f"{flow_run.get_name() or 'refresh'} (flow run {flow_run.get_id()})"
     lease = HomeLease(settings.home, holder, wait=settings.lease_wait_seconds)
-    check_writable(settings.artifacts_dir)  # a read-only cache: one line, before any work
     try:
         lease.acquire()
     except (FileExistsError, NotADirectoryError) as exc:
         raise SettingsError(f"home {settings.home} is not a folder ({exc.strerror})") from None
+    try:
+        check_writable(settings.artifacts_dir)  # a read-only cache: one line, before any work
+    except SparseEvalError:
+        lease.release()
+        raise
     if lease.took_over is not None:
         say(f"took over the lease of a crashed run: {lease.took_over.get('holder')}",
             logging.WARNING)  # fmt: skip

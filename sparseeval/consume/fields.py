@@ -212,8 +212,8 @@ ITEM_CURVES = table(
     {"folder": text(), "n_items": integer(1), "item_mean": anything},
     ("folder", "n_items"), null=True,
 )  # fmt: skip
-READER = table(
-    {"folder": text(), "interval": INTERVAL, "anchor_means": listing(number(), null=True),
+READER = table(  # its folder: `shape.reader_folder`, as the member is read
+    {"folder": anything, "interval": INTERVAL, "anchor_means": listing(number(), null=True),
      "pool_check": POOL_CHECK.unscoped(), "item_sources": SOURCES.unscoped(),
      "item_curves": ITEM_CURVES},
     ("folder", "interval"),
