@@ -13,7 +13,8 @@ import logging
 from dataclasses import replace
 
 from prefect.transactions import transaction
-from sparseeval.flows._support import event, say
+from sparseeval.flows._results import event
+from sparseeval.flows._run import say
 
 from sparseeval import tasks
 from sparseeval.pipeline import publish

@@ -22,6 +22,7 @@ _EXPORTS = {
     "MatrixError": "method.matrix",
     "ResponseMatrix": "method.matrix",
     "Settings": "pipeline.settings",
+    "SparseEvalError": "consume.errors",
     "SparseEval": "method.estimator",
     "PaperSparseEval": "method.paper",
     "SuiteAnchorSet": "consume.suite_set",
@@ -44,6 +45,7 @@ __all__ = [
     "ResponsesError",
     "Settings",
     "SparseEval",
+    "SparseEvalError",
     "Split",
     "SuiteAnchorSet",
     "SuiteSparseEval",
@@ -70,6 +72,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from sparseeval.consume.anchorset import AnchorSet, Difference, Estimate, load_anchor_set
+    from sparseeval.consume.errors import SparseEvalError
     from sparseeval.consume.layout import AnchorSetError
     from sparseeval.consume.responses import ResponsesError
     from sparseeval.consume.suite_set import SuiteAnchorSet, load_suite

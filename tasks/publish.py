@@ -9,6 +9,8 @@ into the candidate's tombstone and a refusal into the set's ledger.
 
 from __future__ import annotations
 
+import logging
+
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.transactions import Transaction
@@ -17,6 +19,8 @@ from sparseeval.tasks.policies import transient
 from sparseeval.pipeline import publish, suite_publish
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
 from sparseeval.pipeline.settings import Settings
+
+PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 
 
 @task(
@@ -35,7 +39,11 @@ def write_suite_candidate(
 ) -> tuple[Candidate, GateResult]:
     """Fit the suite over every benchmark and write it as a candidate; its gate."""
     log = get_run_logger()
-    say = lambda m: log.info("suite: %s", m)  # noqa: E731
+
+    def say(line: str) -> None:  # the run's log and the console (`sparseeval.progress`)
+        log.info("suite: %s", line)
+        PROGRESS.info("suite: %s", line)
+
     cand, gate = suite_publish.suite_candidate(matrices, settings, say)
     log.info("suite: wrote candidate v%s; gate: %s", cand.version, gate.reason)
     return cand, gate

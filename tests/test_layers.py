@@ -52,9 +52,9 @@ LAZY: dict[str, set[str]] = {
 # Every pipeline module (its first name under pipeline/) in one tier, lowest first.
 PIPELINE_TIERS = {
     "store": ("", "store", "sources", "settings", "config", "records", "artifacts", "identity",
-              "lease"),
-    "recipes": ("recipe", "compare", "drift", "suite_recipe", "suite_reuse", "reports"),
-    "publish": ("publish", "assess", "gate", "suite_publish", "manifest", "versions", "mirror",
+              "lease", "sealed"),
+    "recipes": ("recipe", "compare", "drift", "suite_recipe", "suite_reuse", "reports", "gate"),
+    "publish": ("publish", "assess", "suite_publish", "manifest", "versions", "mirror",
                 "fit_sets"),
 }  # fmt: skip
 TIERS = tuple(PIPELINE_TIERS)
@@ -323,8 +323,8 @@ MUTATIONS = {
                         "<a computed name>"),
     "third party not allowlisted": ("sparseeval.consume.hub", "import huggingface_hub",
                                     "sparseeval.consume.hub (consume) imports huggingface_hub"),
-    "upward inside pipeline": ("sparseeval.pipeline.drift", "from sparseeval.pipeline import gate",
-                               "sparseeval.pipeline.drift (recipes) -> sparseeval.pipeline.gate"),
+    "upward inside pipeline": ("sparseeval.pipeline.drift", "import sparseeval.pipeline.mirror",
+                               "sparseeval.pipeline.drift (recipes) -> sparseeval.pipeline.mirror"),
     "deployments": ("deployments.spec", "import torch", "deployments.spec (deployments) imports"
                     " torch"),
     "the library importing deployments": ("sparseeval.pipeline.settings",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from sparseeval.consume.errors import SettingsError
 from sparseeval.method.anchor_estimator import (
     AnchorEstimator,
     check_fit_input,
@@ -181,7 +182,7 @@ class SparseEval(AnchorEstimator):
             The fitted estimator.
         """
         if self.predictor not in PREDICTOR_CHOICES:
-            raise ValueError(
+            raise SettingsError(
                 f"predictor must be one of {PREDICTOR_CHOICES}, got {self.predictor!r}"
             )
         X, y, X_valid, y_valid = validation_split(X, y, X_valid, y_valid, self.seed)
@@ -283,7 +284,7 @@ class SparseEval(AnchorEstimator):
 
         X, y, Xv, yv = check_fit_input(X_train, y_train, X_valid, y_valid, need_valid=True)
         if not 2 <= int(folds) <= min(len(y), len(yv)):
-            raise ValueError(
+            raise SettingsError(
                 f"folds must be in 2..{min(len(y), len(yv))} (the fewer of training and "
                 f"validation models), got {folds}"
             )

@@ -16,6 +16,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin_min
 from torch import nn
 
+from sparseeval.consume.errors import SettingsError
 from sparseeval.method.anchor_estimator import (
     check_fit_input,
     check_item_ids,
@@ -188,7 +189,7 @@ class PaperSparseEval(SparseEval):
 
     def _init_name(self) -> str:
         if self.init not in PAPER_INIT_CHOICES:
-            raise ValueError(f"init must be one of {PAPER_INIT_CHOICES}, got {self.init!r}")
+            raise SettingsError(f"init must be one of {PAPER_INIT_CHOICES}, got {self.init!r}")
         if self.init != "auto":
             return self.init
         bench = (self.benchmark or "").lower()
@@ -204,7 +205,7 @@ class PaperSparseEval(SparseEval):
         X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid, need_valid=True)
         n_items, k = X.shape[1], self.n_anchors
         if not 0 < k < n_items:
-            raise ValueError(f"n_anchors must be in 1..{n_items - 1}, got {k}")
+            raise SettingsError(f"n_anchors must be in 1..{n_items - 1}, got {k}")
         ids = check_item_ids(item_ids, n_items)
         say = self.progress or log.info
         device = self._seeded_device()

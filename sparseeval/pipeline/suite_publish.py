@@ -1,7 +1,8 @@
 """The suite as one set of the publish unit (`pipeline.publish`): one gate rule, one ledger.
 
 write_suite      the fitted suite (`suite_recipe.fit_suite`) as `published/suite/vN/`
-                 (`sparseeval.consume.suite_set` reads it)
+                 (`sparseeval.consume.suite_set` reads it), with each member's item curves
+                 and what each member estimates (`members_about`)
 suite_status     why nothing is to be fitted tonight (up to date, or refused before)
 suite_candidate  fit, write and gate the suite (`assess.suite_gate`): the unit's write step
 suite_line       what publishing it came to, in one line
@@ -10,10 +11,13 @@ suite_line       what publishing it came to, in one line
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from sparseeval.consume.flags import KEY as POOL_KEY
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.predictors import BlendPredictor
@@ -35,13 +39,17 @@ def write_suite(
     signing_key=None,
     matrices_key: str = "",
     matrix_paths: Mapping[str, str] | None = None,
+    about: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
 
     matrices_key: `matrices_key` of the matrices it was fit on (lets a later run see it is
     up to date without reading them); matrix_paths: {benchmark: its matrix file}, whose
-    items' identity the members' `item_sources` carry (`pipeline.identity`).
+    items' identity the members' `item_sources` carry (`pipeline.identity`); about:
+    {benchmark: {"target", "provenance"}} (`members_about`): what each member estimates and
+    where its data came from, recorded per member and for the suite average.
     """
+    about = dict(about or {})
     suite = fit.suite
     items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
     level = {"interval_level": settings.interval_level}
@@ -65,7 +73,7 @@ def write_suite(
             out["item_sources"] = (path and anchor_sources(path, ids, b)) or derived_sources(ids, b)
         return out
 
-    members, described = {}, {}
+    members, described, curves = {}, {}, member_curves(fit, matrix_paths, about)
     for b in suite.benchmarks_:
         joint, own = f"members/{b}/joint", f"members/{b}/own"
         members[joint] = suite.readers_[b]
@@ -76,7 +84,10 @@ def write_suite(
             "valid_mae": suite.valid_scores_[b],
             "joint": reader(joint, suite.readers_[b], b, False),
             "own": reader(own, members[own], b, True),
+            **about.get(b, {}),
         }
+        if b in curves:
+            described[b]["own"][CURVES_KEY] = curves[b].manifest_entry() | {"folder": f"items/{b}"}
     n = len(suite.benchmarks_)
     average = SimpleNamespace(
         anchor_ids_=items,
@@ -95,10 +106,51 @@ def write_suite(
         report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]},
         signing_key=signing_key,
         members=members,
+        member_curves={f"items/{b}": c for b, c in curves.items()},
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
-               POOL_KEY: fit.pool_checks.get(AVERAGE)},
+               POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about),
     )  # fmt: skip
+
+
+def member_curves(fit: SuiteFit, matrix_paths, about) -> dict[str, Any]:
+    """{benchmark: its items' curves}, with their sources and whether they are its target."""
+    out = {}
+    for b, c in fit.curves.items():
+        path = (matrix_paths or {}).get(b)
+        sources = path and anchor_sources(path, c.items, b)
+        target = (about or {}).get(b, {}).get("target") or {}
+        item_mean = target.get("kind", "items") == "items"  # unknown: the mean it was fit on
+        out[b] = replace(c, item_mean=item_mean, sources=sources or None)
+    return out
+
+
+def members_about(matrices: Mapping[str, MatrixInfo]) -> dict[str, dict[str, Any]]:
+    """{benchmark: {"target", "provenance"}} of the matrices (what `write_suite` records)."""
+    return {b: {"target": dict(m.target), "provenance": dict(m.provenance)}
+            for b, m in matrices.items() if m.target or m.provenance}  # fmt: skip
+
+
+def suite_about(about: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The suite average's `target` and `provenance`: the mean of the members' targets, and
+    every member's sources (synthetic when any member is). {} when nothing is known."""
+    if not about:
+        return {}
+    targets = {b: (a.get("target") or {}).get("definition") for b, a in about.items()}
+    words = "; ".join(f"{b}: {t}" for b, t in targets.items() if t)
+    kinds: dict[str, dict[str, Any]] = {}
+    for a in about.values():
+        for kind, k in ((a.get("provenance") or {}).get("kinds") or {}).items():
+            into = kinds.setdefault(kind, {"n_results": 0, "n_sources": 0, "sources": []})
+            into["n_results"] += int(k.get("n_results", 0))
+            into["n_sources"] += int(k.get("n_sources", 0))
+            into["sources"] += list(k.get("sources", []))[: 20 - len(into["sources"])]
+    synthetic = any((a.get("provenance") or {}).get("synthetic") for a in about.values())
+    definition = f"the mean of the {len(about)} benchmarks' estimates" + (
+        f" ({words})" if words else ""
+    )
+    return {"target": {"kind": "suite average", "definition": definition},
+            "provenance": {"synthetic": synthetic, "kinds": kinds}}  # fmt: skip
 
 
 def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str | None:
@@ -132,7 +184,8 @@ def suite_candidate(
     fit = suite_recipe.fit_suite(aligned, settings, progress, data_fingerprint=key)
     folder = write_suite(settings.published_dir, fit, settings,
                          matrices_key=matrices_key(matrices, settings),
-                         matrix_paths={b: m.path for b, m in matrices.items()})  # fmt: skip
+                         matrix_paths={b: m.path for b, m in matrices.items()},
+                         about=members_about(matrices))  # fmt: skip
     return publish.candidate(folder, SUITE, key), suite_gate(
         _live_suite(settings.published_dir), aligned, fit, settings.gate
     )

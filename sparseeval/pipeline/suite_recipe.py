@@ -12,9 +12,11 @@ a candidate and `assess.suite_gate` compares it with the live suite.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +52,7 @@ class SuiteFit:
     own_test_pred: dict[str, np.ndarray]
     test_ids: list[str]
     pool_checks: dict[str, dict] = field(default_factory=dict)  # method.pool.suite_pool_checks
+    curves: dict[str, Any] = field(default_factory=dict)  # {benchmark: its ItemCurves}
 
     def test_metrics(self) -> dict[str, dict[str, float]]:
         """Test metrics of each benchmark's joint reader, its own reader, and the average."""
@@ -58,6 +61,18 @@ class SuiteFit:
             f"{b} (own anchors only)": metrics.evaluate(p, self.test_true[b])
             for b, p in self.own_test_pred.items()
         }
+
+
+def throttled(say: Callable[[str], None], seconds: float = 15.0) -> Callable[[str], None]:
+    """`say`, passing on at most one line per `seconds` (the first one at once)."""
+    last = [-float("inf")]
+
+    def passed_on(line: str) -> None:
+        if time.monotonic() - last[0] >= seconds:
+            last[0] = time.monotonic()
+            say(line)
+
+    return passed_on
 
 
 def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseMatrix]:
@@ -93,6 +108,7 @@ def fit_suite(
     from threadpoolctl import threadpool_limits
 
     from sparseeval.method.estimator import SparseEval
+    from sparseeval.method.item_curves import fit_curves
 
     if len(matrices) < MIN_BENCHMARKS:
         raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
@@ -101,10 +117,11 @@ def fit_suite(
     split_settings = replace(settings, calibration="split")  # the suite has no cross-fit
     split = split_step(first, split_settings, f"suite ({len(aligned)} benchmarks, models in all)")
     say = progress or (lambda s: None)
+    steps = throttled(say)  # a selection's refinement steps: a line every 15 s at most
     rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
                       {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
     k = max(settings.budgets)
-    suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=say),
+    suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=steps),
                             progress=say)  # fmt: skip
     prints = {b: m.fingerprint() for b, m in aligned.items()}
     fitted = reusable_fits(matrices, aligned, prints, split, settings, suite, benchmark_fits)
@@ -126,6 +143,7 @@ def fit_suite(
         own,
         [str(m) for m in first.model_ids[split.test]],
         {name: check.to_dict() for name, check in pools.items()},
+        {b: fit_curves(m.values[split.train], m.item_ids) for b, m in aligned.items()},
     )
 
 

@@ -67,7 +67,7 @@ def test_suite_gate_paired_tolerates_noise_strict_does_not(monkeypatch):
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_repeated_refusal_escalates_to_persistent_drift(tmp_path, monkeypatch):
-    module = importlib.import_module("sparseeval.flows._support")  # where events are emitted
+    module = importlib.import_module("sparseeval.flows._results")  # where events are emitted
     events = []
     real_emit = module.emit_event
     monkeypatch.setattr(module, "emit_event", lambda **kw: events.append(kw) or real_emit(**kw))
