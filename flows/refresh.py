@@ -21,6 +21,7 @@ from sparseeval.flows._support import (
     event,
     fit_said,
     hold_home,
+    nothing_yet,
     resolve_settings,
     say,
     stamp,
@@ -104,15 +105,29 @@ def refresh(
         ingested = tasks.ingest(settings, specs, fill)
         say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
         states = tasks.store_state(settings)
-        names = benchmarks_to_run(benchmarks, states)
-        check_not_empty(states, settings)
-        results, suite, runner = fit_and_publish(settings, names, states, dask_processes)
-        run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite)
+        results, suite, runner = [], "", ""
+        if waiting := nothing_yet(states, ingested, specs):
+            say(waiting)
+        elif names := benchmarks_to_run(benchmarks, states):
+            results, suite, runner = fit_and_publish(settings, names, states, dask_processes)
+        else:
+            check_not_empty(ingested, settings)
+        run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite,
+                         waiting=waiting)  # fmt: skip
         run = tasks.report(settings, run)
     if run.failed:
-        error = NothingRan if run.all_failed else PipelineError
-        raise error(f"refresh failed for {', '.join(run.failed)}; report at {run.report_path}")
+        raise failed_run(run)
     return run
+
+
+def failed_run(run: RunSummary) -> PipelineError:
+    """The error of a run where something failed: what failed first, why, how many more, the
+    report; it carries the run (`.run`) so that `--json` still prints the summary."""
+    error = NothingRan if run.status == "failed" else PipelineError
+    exc = error(f"refresh failed for {', '.join(run.failed)}: {run.failure_line()};"
+                f" report at {run.report_path}")  # fmt: skip
+    exc.run = run  # type: ignore[attr-defined]
+    return exc
 
 
 def fit_and_publish(

@@ -104,12 +104,11 @@ def run_refresh(args: argparse.Namespace) -> int:
         if isinstance(run, BaseException):
             raise run
     except ModuleNotFoundError as exc:
-        return fail("refresh", missing_extra(exc) or first_line(exc))
+        return _failed(args, missing_extra(exc) or first_line(exc))
     except Exception as exc:  # one clear line, no traceback
-        if type(exc).__name__ == "PipelineError":  # some benchmarks failed, the others ran
-            fail("refresh", first_line(exc))
-            return EXIT_PARTIAL
-        return fail("refresh", first_line(exc))
+        partial = type(exc).__name__ == "PipelineError"  # some failed, the others ran
+        code = _failed(args, first_line(exc), getattr(exc, "run", None))
+        return EXIT_PARTIAL if partial else code
     from sparseeval.pipeline.reports.run_report import summary_line
 
     if args.json:
@@ -118,6 +117,15 @@ def run_refresh(args: argparse.Namespace) -> int:
         print(summary_line(run))
         print(_next_steps(run, settings))
     return 0
+
+
+def _failed(args: argparse.Namespace, line: str, run=None) -> int:
+    """The error line on stderr; with `--json` the summary on stdout all the same (the run's
+    when there is one, else the error alone)."""
+    if args.json:
+        doc = _json_summary(run) if run is not None else {"status": "failed", "failures": []}
+        print(json.dumps(doc | {"error": line}, indent=2, default=str))
+    return fail("refresh", line)
 
 
 class _DropInputErrors(logging.Filter):
@@ -201,8 +209,11 @@ def _next_steps(run, settings) -> str:
 
 
 def _json_summary(run) -> dict[str, Any]:
-    keep = ("started", "n_trained", "n_cached", "n_published", "report_path", "failed")
-    out = {k: getattr(run, k) for k in keep}
+    """The run as one JSON document: status, error (None), failures (each source, unit and
+    reason; each failed benchmark), what waits, ingest and one entry per benchmark."""
+    keep = ("status", "started", "n_trained", "n_cached", "n_published", "report_path",
+            "failed", "failures", "waiting")  # fmt: skip
+    out = {k: getattr(run, k) for k in keep} | {"error": None}
     out["ingest"] = {"line": run.ingest.line(), "sources": list(run.ingest.sources)}
     out["benchmarks"] = [
         {
