@@ -70,6 +70,8 @@ def render_report(run: RunSummary) -> str:
     lines += ["", "## What arrived", "", run.ingest.markdown().rstrip(), "", "## Decisions", ""]
     for r in run.results:
         lines.append(f"- **{r.label}**: {r.outcome}")
+        if r.decision and "window: " in r.decision.reason:  # the window drift was judged on
+            lines.append(f"  - drift check: {r.decision.reason}")
         if r.gate and r.gate.reason:
             lines.append(f"  - gate: {r.gate.reason}")
         if r.published_path:
