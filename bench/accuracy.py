@@ -30,6 +30,7 @@ from sparseeval import ResponseMatrix, Settings, make_synthetic
 from sparseeval.method.baselines import BASELINES, AllItemsRidge
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.metrics import evaluate
+from sparseeval.method.paper import PaperSparseEval
 
 METABENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "metabench_reduced"
 DATASETS = ("synthetic", "synthetic-narrow", "arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
@@ -70,7 +71,7 @@ def methods(k: int, seed: int, names: list[str], data: str | None = None) -> dic
     factories = {
         "sparseeval": lambda: SparseEval.from_settings(pipeline, n_anchors=k, seed=seed, **QUIET),
         # the released code starts MMLU and Winogrande from random items, the others k-means
-        "paper": lambda: SparseEval.paper(k, seed=seed, benchmark=data, **QUIET),
+        "paper": lambda: PaperSparseEval(k, seed=seed, benchmark=data, **QUIET),
         "all-items-ridge": AllItemsRidge,
     } | {b: (lambda b=b: BASELINES[b](n_anchors=k, seed=seed)) for b in BASELINES}
     return {n: factories[n]() for n in names}
@@ -98,7 +99,7 @@ def run(args) -> list[dict]:
                     tr, va, te = split(len(y), n_test, size, seed)
                     for method, est in methods(k, seed, args.methods, name).items():
                         t = time.perf_counter()
-                        est.fit(X[tr], y[tr], X[va], y[va])
+                        est.fit(X[tr], y[tr], X_valid=X[va], y_valid=y[va])
                         row = {
                             "data": name,
                             "train": len(tr) + len(va),

@@ -74,7 +74,7 @@ def metabench_seed(X, y, k: int, seed: int) -> dict:
     calib = order[N_TEST + N_VALID : N_TEST + N_VALID + N_CALIB]
     train = order[N_TEST + N_VALID + N_CALIB :]
     est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, **QUIET)
-    est.fit(X[train], y[train], X[valid], y[valid])
+    est.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
     return _arrays(est, X, y, calib, valid, test)
 
 

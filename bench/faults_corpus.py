@@ -56,6 +56,9 @@ CLASSES = (
     "ids that differ invisibly",
     "damaged published files",
     "messages that are tracebacks",
+    "cache entries not as written",
+    "manifest fields unchecked",
+    "lease lines",
 )
 
 
@@ -1218,3 +1221,6 @@ def format_table(table: dict) -> str:
         "| " + " | ".join(x.ljust(w) for x, w in zip(r, widths, strict=True)) + " |" for r in body
     ]
     return "\n".join([line, sep, *rows])
+
+
+import faults_corpus_28  # noqa: E402, F401  (issue 28's families register themselves)

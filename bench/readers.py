@@ -51,8 +51,8 @@ def fit(seed: int):
         n_anchors=8, refine_steps=1, epochs=50, ensemble=1, predictor="ridge",
         progress=lambda s: None,
     )  # fmt: skip
-    est.fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid],
-            item_ids=m.item_ids)  # fmt: skip
+    est.fit(m.values[sp.train], m.y[sp.train], X_valid=m.values[sp.valid],
+            y_valid=m.y[sp.valid], item_ids=m.item_ids)  # fmt: skip
     return m, sp, est
 
 

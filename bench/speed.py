@@ -25,6 +25,7 @@ import numpy as np
 from sparseeval import Settings, make_synthetic, split_models
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.metrics import evaluate
+from sparseeval.method.paper import PaperSparseEval
 
 QUIET = {"progress": lambda s: None}
 
@@ -36,11 +37,11 @@ def one_fit(recipe: str, seed: int, queue) -> None:
     est = (
         SparseEval.from_settings(Settings(), n_anchors=100, seed=seed, **QUIET)
         if recipe == "ours"
-        else SparseEval.paper(100, seed=seed, **QUIET)
+        else PaperSparseEval(100, seed=seed, **QUIET)
     )
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    est.fit(X[s.train], y[s.train], X[s.valid], y[s.valid])
+    est.fit(X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid])
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     queue.put(

@@ -36,7 +36,8 @@ def make_published(root: Path) -> Path:
     X, y = m.values.astype("float32"), m.y
     est = SparseEval(n_anchors=20, refine_steps=1, ensemble=1, epochs=50, predictor="mlp",
                      progress=lambda s: None)  # fmt: skip
-    est.fit(X[sp.train], y[sp.train], X[sp.valid], y[sp.valid], item_ids=m.item_ids)
+    est.fit(X[sp.train], y[sp.train], X_valid=X[sp.valid], y_valid=y[sp.valid],
+            item_ids=m.item_ids)  # fmt: skip
     pred = est.predict(X[sp.test])
     published = root / "published"
     write_version(published, "arc", est, data_fingerprint=m.fingerprint(),

@@ -7,13 +7,16 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
-from sparseeval.flows._support import hold_home, resolve_settings, stamp
+from sparseeval.flows._home import hold_home
+from sparseeval.flows._run import resolve_settings, stamp
 from sparseeval.flows.refresh import assess_and_publish, fit_benchmarks
 
 from sparseeval import tasks
+from sparseeval.consume.layout import AnchorSetError
 from sparseeval.pipeline.artifacts import forget_loaded
+from sparseeval.pipeline.recipe import NotEnoughModels
 from sparseeval.pipeline.records import BenchmarkResult, IngestSummary
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Settings, SettingsError
 
 
 @flow(name="ingest-only", log_prints=True, flow_run_name=lambda: f"ingest {stamp()}")
@@ -23,7 +26,9 @@ def ingest_only(
     """Ingest sources (default: the watched `sources` setting); nothing is trained or published."""
     settings = resolve_settings(home)
     with hold_home(settings):  # one writer per home, as a refresh
-        out = tasks.ingest(settings, list(sources or settings.sources), fill_if_empty)
+        specs = list(sources or settings.sources)
+        out = tasks.ingest(settings.section("paths"), settings.section("sources"), specs,
+                           fill_if_empty)  # fmt: skip
     print(f"ingested {out.units} unit(s): {out.new:,} new results")
     return out
 
@@ -44,10 +49,10 @@ def retrain_benchmark(
     """
     settings = resolve_settings(home, n_anchors, settings_overrides)
     with hold_home(settings):  # a refresh starting now must not take our candidate for a leftover
-        states = tasks.store_state(settings)
+        states = tasks.store_state(settings.section("paths"))
         if benchmark not in states:
             have = ", ".join(states)
-            raise ValueError(f"no results for benchmark {benchmark!r} (have: {have})")
+            raise SettingsError(f"no results for benchmark {benchmark!r} (have: {have})")
         try:
             fitted = fit_benchmarks(settings, [benchmark], {benchmark: states[benchmark]}, True)
             return [_retrained(settings, r, publish) for r in fitted]
@@ -60,7 +65,7 @@ def _retrained(settings: Settings, r: BenchmarkResult, publish: bool) -> Benchma
     if r.error:
         raise RuntimeError(f"{r.label}: {r.error}")
     if r.fit is None:  # too few models yet
-        raise ValueError(f"{r.label}: {r.outcome}")
+        raise NotEnoughModels(f"{r.label}: {r.outcome}")
     if publish:
         r = assess_and_publish(settings, r, "retrain requested")
     print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")
@@ -81,15 +86,16 @@ def evaluate_published(
     neither: the models that arrived after the set was published.
     """
     settings = resolve_settings(home)
-    live = tasks.live_set(settings, benchmark)
+    paths = settings.section("paths")
+    live = tasks.live_set(paths, benchmark)
     if live is None:
-        raise ValueError(f"nothing published for {benchmark!r} under {settings.published_dir}")
+        raise AnchorSetError(f"nothing published for {benchmark!r} under {settings.published_dir}")
     if models is None:
         since_live = replace(live, created=since, last_run=None) if since else live
-        models = tasks.fresh_models(settings, benchmark, since_live)
-    states = tasks.store_state(settings)
-    matrix = tasks.build_matrix(settings, benchmark, states[benchmark])
-    scores = tasks.evaluate_published(settings, matrix, models, version)
+        models = tasks.fresh_models(paths, benchmark, since_live)
+    states = tasks.store_state(paths)
+    matrix = tasks.build_matrix(paths, settings.section("matrix"), benchmark, states[benchmark])
+    scores = tasks.evaluate_published(paths, matrix, models, version)
     rows = [{"benchmark": benchmark, "version": version, **scores}]
     create_table_artifact(rows, key="sparseeval-evaluation", description="published set on models")
     shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"

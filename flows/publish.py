@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from prefect.transactions import transaction
-from sparseeval.flows._support import event, say
+from sparseeval.flows._results import event
+from sparseeval.flows._run import say
 
 from sparseeval import tasks
 from sparseeval.pipeline import publish
@@ -83,7 +84,7 @@ def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult
 
 def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:
     """Fit and publish the suite through the same unit, unless up to date or refused before."""
-    from sparseeval.pipeline.suite_recipe import suite_line
+    from sparseeval.pipeline.suite_publish import suite_line
 
     say(f"suite: {', '.join(matrices)} read together")
     if line := tasks.suite_status(settings, matrices):

@@ -13,21 +13,15 @@ from typing import Any
 
 from prefect import flow
 from prefect.runtime import flow_run
-from sparseeval.flows._support import (
+from sparseeval.flows._home import check_not_empty, deployed, hold_home, nothing_yet
+from sparseeval.flows._results import (
     benchmarks_to_run,
-    check_not_empty,
     collect,
-    deployed,
     event,
     fit_said,
-    hold_home,
-    nothing_yet,
-    resolve_settings,
-    say,
-    stamp,
-    task_runner_for,
     with_sibling_budgets,
-)  # fmt: skip
+)
+from sparseeval.flows._run import resolve_settings, say, stamp, task_runner_for
 from sparseeval.flows.publish import alert_persistent_drift, publish_benchmark, publish_suite
 
 from sparseeval import tasks
@@ -43,7 +37,8 @@ def fit_benchmarks(
     settings: Settings, benchmarks: list[str], store_states: dict[str, str], force: bool = False
 ) -> list[BenchmarkResult]:
     """Fan out: build each benchmark's matrix and fit each budget, concurrently."""
-    mats = {b: tasks.build_matrix.submit(settings, b, store_states[b]) for b in benchmarks}
+    paths, matrix = settings.section("paths"), settings.section("matrix")
+    mats = {b: tasks.build_matrix.submit(paths, matrix, b, store_states[b]) for b in benchmarks}
     fits = {(b, k): tasks.fit_benchmark.submit(settings, mats[b], k, force)
             for b in benchmarks for k in settings.budgets}  # fmt: skip
     out = []
@@ -60,8 +55,8 @@ def assess_and_publish(
     settings: Settings, r: BenchmarkResult, requested: str | None = None
 ) -> BenchmarkResult:
     """Drift of the live set on fresh models, then the publish unit when it calls for one."""
-    live = tasks.live_set(settings, r.benchmark, r.budget)
-    fresh = tasks.fresh_models(settings, r.benchmark, live)
+    live = tasks.live_set(settings.section("paths"), r.benchmark, r.budget)
+    fresh = tasks.fresh_models(settings.section("paths"), r.benchmark, live)
     decision, gate = tasks.assess(settings, r.matrix, r.fit, live, fresh, requested, r.budget)
     r = replace(r, live=live, decision=decision, gate=gate, n_fresh=len(fresh))
     if decision.drift:
@@ -102,9 +97,10 @@ def refresh(
         specs = list(sources or settings.sources)
         none = "ingest: no --source given and no `sources` setting"
         say(f"ingest: reading {len(specs)} source(s)" if specs else none)
-        ingested = tasks.ingest(settings, specs, fill)
+        paths = settings.section("paths")
+        ingested = tasks.ingest(paths, settings.section("sources"), specs, fill)
         say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
-        states = tasks.store_state(settings)
+        states = tasks.store_state(paths)
         results, suite, runner = [], "", ""
         if waiting := nothing_yet(states, ingested, specs):
             say(waiting)
@@ -114,7 +110,7 @@ def refresh(
             check_not_empty(ingested, settings)
         run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite,
                          waiting=waiting)  # fmt: skip
-        run = tasks.report(settings, run)
+        run = tasks.report(paths, run)
     if run.failed:
         raise failed_run(run)
     return run
@@ -135,7 +131,7 @@ def fit_and_publish(
 ) -> tuple[list[BenchmarkResult], str, str]:
     """Clean leftovers, fit the benchmarks, assess and publish each, then the suite."""
     sets = [*names, "suite"] if settings.suite else names  # a crashed suite step leaves one too
-    if cleaned := tasks.clean_leftovers(settings, sets):
+    if cleaned := tasks.clean_leftovers(settings.section("paths"), sets):
         say(f"cleaned up {len(cleaned)} leftover(s) of interrupted runs", logging.WARNING)
     say(f"fit: {len(names)} benchmark(s) ({', '.join(names)}), {settings.workers} at a time")
     runner = task_runner_for(settings, dask_processes)

@@ -22,7 +22,9 @@ _EXPORTS = {
     "MatrixError": "method.matrix",
     "ResponseMatrix": "method.matrix",
     "Settings": "pipeline.settings",
+    "SparseEvalError": "consume.errors",
     "SparseEval": "method.estimator",
+    "PaperSparseEval": "method.paper",
     "SuiteAnchorSet": "consume.suite_set",
     "SuiteSparseEval": "method.suite",
     "load_suite": "consume.suite_set",
@@ -38,10 +40,12 @@ __all__ = [
     "Difference",
     "Estimate",
     "MatrixError",
+    "PaperSparseEval",
     "ResponseMatrix",
     "ResponsesError",
     "Settings",
     "SparseEval",
+    "SparseEvalError",
     "Split",
     "SuiteAnchorSet",
     "SuiteSparseEval",
@@ -68,11 +72,13 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from sparseeval.consume.anchorset import AnchorSet, Difference, Estimate, load_anchor_set
+    from sparseeval.consume.errors import SparseEvalError
     from sparseeval.consume.layout import AnchorSetError
     from sparseeval.consume.responses import ResponsesError
     from sparseeval.consume.suite_set import SuiteAnchorSet, load_suite
     from sparseeval.method.estimator import SparseEval
     from sparseeval.method.matrix import MatrixError, ResponseMatrix
+    from sparseeval.method.paper import PaperSparseEval
     from sparseeval.method.splits import Split, split_models
     from sparseeval.method.suite import SuiteSparseEval
     from sparseeval.method.synthetic import make_leaderboard, make_synthetic

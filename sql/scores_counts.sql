@@ -1,4 +1,4 @@
--- (read, refused, duplicate, new, changed) of the staged reported scores (before the merge).
+-- (read, refused, duplicate, new, changed, contradicted by the items) of the staged reported scores (before the merge).
 SELECT (SELECT count(*) FROM scores_checked),
        (SELECT count(*) FROM scores_checked WHERE reason IS NOT NULL),
        (SELECT count(*) FROM scores_checked WHERE reason IS NULL AND duplicate),
@@ -10,4 +10,5 @@ SELECT (SELECT count(*) FROM scores_checked),
         JOIN models m ON m.model = c.model
         JOIN reported_scores r ON r.model_id = m.model_id AND r.benchmark_id = c.benchmark_id
         WHERE c.reason IS NULL AND NOT c.duplicate
-          AND (r.score <> c.value OR r.definition <> c.definition))
+          AND (r.score <> c.value OR r.definition <> c.definition)),
+       (SELECT count(*) FROM scores_checked WHERE reason IS NOT NULL AND contradicted)

@@ -6,7 +6,9 @@ assess   live_set, fresh_models, assess, evaluate_published
 publish  write_candidate, write_suite_candidate, suite_status, mirror_to_hub, promote
 report   report
 
-Every task takes the run's `Settings` first. Expensive tasks cache on content, and the
+A task takes the sections of the run's settings it uses (`Settings.section`: `paths`,
+`sources`, `matrix`), or the whole `Settings` where its step reads several (fit, assess,
+publish). Expensive tasks cache on content, and the
 cache is the artifacts on disk, `artifacts/{kind}/{key}`: the key is the fingerprint of
 their inputs (store content signature or matrix fingerprint) plus the settings that
 matter plus the code version. No task result is persisted to Prefect's result storage

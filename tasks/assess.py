@@ -9,19 +9,19 @@ from prefect.cache_policies import NO_CACHE
 
 from sparseeval.pipeline import drift, publish
 from sparseeval.pipeline.records import DriftDecision, FitInfo, GateResult, LiveSet, MatrixInfo
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section, Settings
 
 
 @task(name="live-set", cache_policy=NO_CACHE, task_run_name="live-set-{benchmark}")
-def live_set(settings: Settings, benchmark: str, budget: int | None = None) -> LiveSet | None:
+def live_set(paths: Section, benchmark: str, budget: int | None = None) -> LiveSet | None:
     """The live published version (and what it was built from), or None."""
-    return publish.live_set(settings.published_dir, benchmark, settings.artifacts_dir, budget)
+    return publish.live_set(paths.published_dir, benchmark, paths.artifacts_dir, budget)
 
 
 @task(name="fresh-models", cache_policy=NO_CACHE, task_run_name="fresh-models-{benchmark}")
-def fresh_models(settings: Settings, benchmark: str, live: LiveSet | None) -> list[str]:
+def fresh_models(paths: Section, benchmark: str, live: LiveSet | None) -> list[str]:
     """Models that arrived after the live set's data was read (none without a live set)."""
-    return drift.fresh_models(settings.store_path, benchmark, live) if live else []
+    return drift.fresh_models(paths.store_path, benchmark, live) if live else []
 
 
 @task(name="assess", cache_policy=NO_CACHE, task_run_name="assess-{matrix.benchmark}")
@@ -45,10 +45,10 @@ def assess(
 
 @task(name="evaluate-published", cache_policy=NO_CACHE)
 def evaluate_published(
-    settings: Settings, matrix: MatrixInfo, model_ids: list[str] | None,
+    paths: Section, matrix: MatrixInfo, model_ids: list[str] | None,
     version: str | int = "latest",
 ) -> dict[str, Any]:  # fmt: skip
     """Scores of a published set on some models of the benchmark's matrix."""
     return drift.evaluate_published(
-        settings.published_dir, matrix.benchmark, matrix.path, model_ids, version
+        paths.published_dir, matrix.benchmark, matrix.path, model_ids, version
     )

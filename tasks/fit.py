@@ -13,13 +13,14 @@ from prefect.cache_policies import NO_CACHE
 
 from sparseeval.pipeline import recipe
 from sparseeval.pipeline.records import FitInfo, MatrixInfo, Waiting
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section, Settings
 
 
 @task(name="build-matrix", cache_policy=NO_CACHE, task_run_name="build-matrix-{benchmark}")
-def build_matrix(settings: Settings, benchmark: str, store_state: str) -> MatrixInfo:
-    """The benchmark's ±1 matrix as `artifacts/matrix/{fingerprint}.npz` (reused if there)."""
-    out = recipe.matrix_step(settings, benchmark, store_state)
+def build_matrix(paths: Section, matrix: Section, benchmark: str, store_state: str) -> MatrixInfo:
+    """The benchmark's ±1 matrix as `artifacts/matrix/{fingerprint}.npz` (reused if there);
+    it depends on the `matrix` section alone (its cache key: `artifacts.matrix_key`)."""
+    out = recipe.matrix_step(paths, matrix, benchmark, store_state)
     get_run_logger().info("matrix %s (%s)", out.summary, "built" if out.built else "cached")
     return out
 

@@ -6,9 +6,10 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from sparseeval.tasks.policies import transient
 
-from sparseeval.pipeline import recipe, sources, versions
+from sparseeval.pipeline import recipe, versions
 from sparseeval.pipeline.records import IngestSummary
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section
+from sparseeval.pipeline.sources import ingest_sources
 
 
 @task(
@@ -19,14 +20,14 @@ from sparseeval.pipeline.settings import Settings
     retry_condition_fn=transient,
     cache_policy=NO_CACHE,
 )
-def ingest(settings: Settings, specs: list[str], fill_if_empty: bool = True) -> IngestSummary:
+def ingest(
+    paths: Section, sources: Section, specs: list[str], fill_if_empty: bool = True
+) -> IngestSummary:
     """Ingest new results; each source's failure is a row of the summary, not an error.
 
     Hub calls retry 429 / 5xx themselves (honouring Retry-After); a locked store retries here.
     """
-    out = sources.ingest_sources(
-        str(settings.store_path), specs, fill_if_empty, settings.hub_max_repos
-    )
+    out = ingest_sources(str(paths.store_path), specs, fill_if_empty, sources.hub_max_repos)
     log = get_run_logger()
     if out.filled_with_synthetic:
         log.info("empty store: filled it from the built-in synthetic leaderboard")
@@ -34,16 +35,16 @@ def ingest(settings: Settings, specs: list[str], fill_if_empty: bool = True) -> 
 
 
 @task(name="store-state", cache_policy=NO_CACHE)
-def store_state(settings: Settings) -> dict[str, str]:
+def store_state(paths: Section) -> dict[str, str]:
     """A content signature per benchmark (changes whenever its results change)."""
-    return recipe.benchmark_states(settings.store_path)
+    return recipe.benchmark_states(paths.store_path)
 
 
 @task(name="clean-leftovers", cache_policy=NO_CACHE)
-def clean_leftovers(settings: Settings, sets: list[str]) -> list[str]:
+def clean_leftovers(paths: Section, sets: list[str]) -> list[str]:
     """Remove what interrupted runs left in these sets (temp folders, unpromoted candidates)."""
     clean = versions.clean_leftovers
-    done = [x for b in sets for x in clean(settings.published_dir, b, all_unpromoted=True)]
+    done = [x for b in sets for x in clean(paths.published_dir, b, all_unpromoted=True)]
     for line in done:
         get_run_logger().warning("cleaned up: %s", line)
     return done

@@ -9,15 +9,18 @@ tombstone and a refusal into the set's ledger.
 
 from __future__ import annotations
 
+import logging
+
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.transactions import Transaction, get_transaction
 from sparseeval.tasks.policies import transient
 
-from sparseeval.pipeline import drift, publish, suite_recipe
+from sparseeval.pipeline import drift, publish, suite_publish
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
 from sparseeval.pipeline.settings import Settings
 
+PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 ROLLED_BACK = "rolled back"  # the tombstone's reason when the flow named none
 
 
@@ -39,8 +42,12 @@ def write_suite_candidate(
 ) -> tuple[Candidate, GateResult]:
     """Fit the suite over every benchmark and write it as a candidate; its gate."""
     log = get_run_logger()
-    say = lambda m: log.info("suite: %s", m)  # noqa: E731
-    cand, gate = suite_recipe.suite_candidate(matrices, settings, say)
+
+    def say(line: str) -> None:  # the run's log and the console (`sparseeval.progress`)
+        log.info("suite: %s", line)
+        PROGRESS.info("suite: %s", line)
+
+    cand, gate = suite_publish.suite_candidate(matrices, settings, say)
     _hold(cand, settings)
     log.info("suite: wrote candidate v%s; gate: %s", cand.version, gate.reason)
     return cand, gate
@@ -49,7 +56,7 @@ def write_suite_candidate(
 @task(name="suite-status", cache_policy=NO_CACHE)
 def suite_status(settings: Settings, matrices: dict[str, MatrixInfo]) -> str | None:
     """Why the suite needs no fit tonight (up to date, or refused before), or None."""
-    return suite_recipe.suite_status(matrices, settings)
+    return suite_publish.suite_status(matrices, settings)
 
 
 def _hold(cand: Candidate, settings: Settings) -> None:

@@ -10,14 +10,14 @@ from prefect.cache_policies import NO_CACHE
 
 from sparseeval.pipeline.records import RunSummary
 from sparseeval.pipeline.reports import run_report as runreport
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section
 
 
 @task(name="report", cache_policy=NO_CACHE)
-def report(settings: Settings, run: RunSummary) -> RunSummary:
+def report(paths: Section, run: RunSummary) -> RunSummary:
     """Write `reports/` and the run's artifacts (report, ingest, metrics, published paths)."""
     markdown = runreport.render_report(run)
-    run = replace(run, report_path=str(runreport.write_report(settings.reports_dir, markdown)))
+    run = replace(run, report_path=str(runreport.write_report(paths.reports_dir, markdown)))
     create_markdown_artifact(markdown, key="sparseeval-refresh-report", description="refresh")
     create_markdown_artifact(
         run.ingest.markdown(), key="sparseeval-ingest", description="what arrived, per source"

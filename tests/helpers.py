@@ -21,7 +21,7 @@ def tiny_fit(seed: int = 0, n_test: int = 80, n_valid: int = 80, item_ids=None):
         n_anchors=8, refine_steps=1, epochs=50, ensemble=1, predictor="ridge",
         progress=lambda s: None,
     )  # fmt: skip
-    est.fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid],
+    est.fit(m.values[sp.train], m.y[sp.train], X_valid=m.values[sp.valid], y_valid=m.y[sp.valid],
             item_ids=m.item_ids if item_ids is None else item_ids)  # fmt: skip
     return m, sp, est
 
@@ -35,6 +35,39 @@ def publish_fit(root, benchmark: str, fitted, **kw):
         metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings(home=root),
         report_inputs={"test_pred": pred, "test_true": m.y[sp.test]}, **kw,
     )  # fmt: skip
+
+
+def published(root: Path, benchmark: str, fitted) -> Path:
+    """`fitted` published as v1 of `benchmark` under `root` and promoted (`latest`)."""
+    from sparseeval.pipeline.versions import set_latest
+
+    publish_fit(root, benchmark, fitted)
+    set_latest(root, benchmark, 1)
+    return root
+
+
+def anchor_answers(fitted, model: int = 0) -> dict[str, int]:
+    """The `model`-th test model's 0/1 answers to the anchors of a fit whose item ids are
+    the column numbers ("0".."59", `tiny_fit(item_ids=...)`)."""
+    m, sp, est = fitted
+    row = m.values[int(sp.test[model])]
+    return {str(j): int(row[j] > 0) for j in est.anchors_}
+
+
+def answers_csv(path: Path, answers: dict, extra: str = "", prefix: str = "") -> Path:
+    """An `item,correct` answers file; `prefix` before the header, `extra` after the rows."""
+    body = "".join(f"{k},{v}\n" for k, v in answers.items())
+    path.write_text(prefix + "item,correct\n" + body + extra, encoding="utf-8")
+    return path
+
+
+def cli(argv, capsys) -> tuple[int, str, str]:
+    """`sparseeval ARGV` in this process: (exit code, stdout, stderr)."""
+    from sparseeval.cli import main
+
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
 
 
 def wide_csv(path: Path, n_models: int, n_items: int, seed: int = 0):

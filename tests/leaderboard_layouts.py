@@ -38,7 +38,7 @@ import json
 
 import polars as pl
 
-from sparseeval.consume.taskmap import MMLU_SUBJECTS
+from sparseeval.consume.benchmarks import MMLU_SUBJECTS
 from tests.hub_standin import parquet_bytes, v1_card
 
 TS_OLD, TS_NEW = "2023-08-19T16-36-54.384542", "2023-12-02T10-11-12.131415"

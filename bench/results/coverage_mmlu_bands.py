@@ -21,7 +21,7 @@ X, y = m.values.astype(np.float32), m.y
 order = np.random.default_rng(1000 + seed).permutation(len(y))
 test, valid, calib, train = order[:400], order[400:600], order[600:800], order[800:]
 est = SparseEval.from_settings(Settings(), n_anchors=50, seed=seed, **QUIET)
-est.fit(X[train], y[train], X[valid], y[valid]).calibrate(X[calib], y[calib])
+est.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid]).calibrate(X[calib], y[calib])
 rc, rt = est.calibration_residuals_, est.predict(X[test]) - y[test]
 ci = ConformalInterval.fit(rc, 0.9)
 print("predictor", est.predictor_name_, est.valid_scores_)

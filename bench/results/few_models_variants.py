@@ -40,7 +40,7 @@ def main(k: int) -> None:
         tr, va, te = split(len(y), 200, 90, seed)
         for name, kw in VARIANTS.items():
             est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, **QUIET, **kw)
-            est.fit(X[tr], y[tr], X[va], y[va])
+            est.fit(X[tr], y[tr], X_valid=X[va], y_valid=y[va])
             res[name].append(mae_points(est.predict(X[te]), y[te]))
         greedy = GreedyRidge(n_anchors=k, seed=seed).fit(X[tr], y[tr], X[va], y[va])
         res["greedy+ridge"].append(mae_points(greedy.predict(X[te]), y[te]))

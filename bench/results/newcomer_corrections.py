@@ -33,7 +33,7 @@ def main(name: str, seed: int = 0) -> None:
     order = np.random.default_rng(7).permutation(np.setdiff1d(np.arange(len(y)), strong))
     rnd, valid, train = order[:400], order[400:600], order[600:]
     est = SparseEval.from_settings(Settings(), n_anchors=50, seed=seed, **QUIET)
-    est.fit(X[train], y[train], X[valid], y[valid])
+    est.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
     A = est.anchors_
     lin = NonNegativeRidge().fit(X[train][:, A], y[train])
     mean = X[:, A].mean(1)

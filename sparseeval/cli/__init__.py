@@ -9,13 +9,15 @@ in one line what to install.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 
 from sparseeval._version import __version__
 from sparseeval.cli.anchors import add_anchors_command
 from sparseeval.cli.automations import add_automations_command
-from sparseeval.cli.common import EXIT_USER_ERROR, UserError, fail, first_line, missing_extra
+from sparseeval.cli.check import add_check_command
+from sparseeval.cli.common import EXIT_BUG, EXIT_USER_ERROR, UserError, report
 from sparseeval.cli.config import add_config_command
 from sparseeval.cli.consumer import add_consumer_commands
 from sparseeval.cli.fit import add_fit_command
@@ -34,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_refresh_command(sub)
     add_consumer_commands(sub)
     add_anchors_command(sub)
+    add_check_command(sub)
     add_automations_command(sub)
     add_config_command(sub)
     return parser
@@ -49,17 +52,26 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:  # libraries' INFO lines propagate here too
         handler.setLevel(logging.WARNING)
     try:
-        return args.func(args)
-    except ModuleNotFoundError as e:
-        hint = missing_extra(e)
-        if hint is None:
-            raise
-        return fail(args.command, hint)
-    except (UserError, ValueError, OSError) as e:
-        return fail(args.command, first_line(e))
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:  # `sparseeval predict ... | head`: the reader had enough
+        return _quiet_stdout()
+    except Exception as e:  # a user error in one line; a bug with its traceback
+        return report(args.command, e)
 
 
-__all__ = ["EXIT_USER_ERROR", "UserError", "build_parser", "main"]
+def _quiet_stdout() -> int:
+    """Point stdout at /dev/null (so the exit flush is silent); exit code 1 (Python's advice)."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 1
+
+
+__all__ = ["EXIT_BUG", "EXIT_USER_ERROR", "UserError", "build_parser", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,8 +11,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+from sparseeval.cli.anchor_args import (
+    FMT,
+    _anchor_root,
+    _common,
+    _guarded,
+    add_next_options,
+    chosen_items,
+)
 from sparseeval.cli.common import UserError
-from sparseeval.cli.consumer import FMT, _anchor_root, _common, _guarded
 
 
 def add_anchors_command(subparsers) -> None:
@@ -51,17 +58,19 @@ def add_anchors_command(subparsers) -> None:
         help="also write a blank answers CSV (item,correct; one row per anchor) to fill",
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing --template file")
+    add_next_options(p)
     p.set_defaults(func=_guarded(cmd_anchors))
 
 
-def anchor_rows(aset) -> list[dict]:
-    """One dict per anchor, in the set's order: item, and task and doc_id when known."""
+def anchor_rows(aset, items: list[str] | None = None) -> list[dict]:
+    """One dict per anchor (or per one of `items`), in order: item, task and doc_id when known."""
     from sparseeval.consume.lm_eval import LmEvalError, item_source
 
     rows = []
-    for item in aset.items:
+    sources = aset.all_item_sources if items is not None else aset.item_sources
+    for item in aset.items if items is None else items:
         try:
-            task, doc = item_source(item, aset.benchmark, aset.item_sources)
+            task, doc = item_source(item, aset.benchmark, sources)
         except LmEvalError:
             rows.append({"item": item, "task": None, "doc_id": None})
         else:
@@ -77,7 +86,7 @@ def cmd_anchors(args) -> int:
     if template is not None and template.exists() and not args.force:
         raise UserError(f"{template} exists (pass --force to overwrite it)")
     aset = load_anchor_set(root, args.benchmark, args.version, budget=args.budget)
-    rows = anchor_rows(aset)
+    rows = anchor_rows(aset, None if args.next is None else chosen_items(aset, args))
     if template is not None:
         template.parent.mkdir(parents=True, exist_ok=True)
         rows_text = "".join(f"{r['item']},\n" for r in rows)
@@ -85,7 +94,8 @@ def cmd_anchors(args) -> int:
     if args.json:
         out = {
             "benchmark": aset.benchmark, "version": aset.version, "source": aset.source,
-            "n_anchors": len(rows), "anchors": rows,
+            "n_anchors": len(aset.items), "anchors": rows if args.next is None else None,
+            "next": rows if args.next is not None else None,
             "template": str(template) if template else None,
         }  # fmt: skip
         print(json.dumps(out, indent=2))
@@ -99,8 +109,17 @@ def cmd_anchors(args) -> int:
         if tasks
         else _no_doc_ids(aset, root)
     )
-    print(f"{aset.benchmark} v{aset.version}: {len(rows)} anchors ({where})", file=sys.stderr)
-    if template is not None:
+    what = "anchors" if args.next is None else f"more items ({args.strategy}, not anchors)"
+    print(f"{aset.benchmark} v{aset.version}: {len(rows)} {what} ({where})", file=sys.stderr)
+    if template is not None and args.next is not None:
+        print(
+            f"wrote {template}: fill the correct column with 0/1, then: sparseeval predict "
+            f"--anchor-set {root} --benchmark {aset.benchmark} --version {aset.version}"
+            + (f" --budget {args.budget}" if args.budget else "")
+            + f" --responses {' '.join(args.responses)} {template}",
+            file=sys.stderr,
+        )
+    elif template is not None:
         print(
             f"wrote {template}: fill the correct column with 0/1, then: sparseeval predict "
             f"--anchor-set {root} --benchmark {aset.benchmark} --version {aset.version}"

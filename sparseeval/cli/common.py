@@ -3,16 +3,48 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from pathlib import Path
+
+from sparseeval.consume.errors import SparseEvalError
 
 EXIT_PARTIAL = 1  # the command ran, but some inputs failed (the others landed); see the report
 EXIT_USER_ERROR = 2  # nothing done: a usage, settings or data error, said in one line
+EXIT_BUG = 3  # a bug in sparseeval: its traceback, and where to report it
+BUG = ("this is a bug in sparseeval, not in your data or settings: please report it with the"
+       " traceback above at the project's issue tracker")  # fmt: skip
 PIPELINE_MODULES = {"prefect", "duckdb", "polars", "torch", "sklearn", "scipy", "matplotlib",
                     "huggingface_hub", "threadpoolctl", "pyarrow", "yaml"}  # fmt: skip
 
 
-class UserError(Exception):
+class UserError(SparseEvalError):
     """A problem the user can fix; printed as one line, exit code 2."""
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Whether the user can fix it: a SparseEvalError, or an OSError about a path they
+    named (missing, not readable, a folder, a full disk: it carries the file name) or the
+    network. Anything else (a plain ValueError, TypeError, KeyError, ...) is a bug."""
+    if isinstance(exc, SparseEvalError):
+        return True
+    if isinstance(exc, OSError):
+        return exc.filename is not None or isinstance(exc, ConnectionError | TimeoutError)
+    return False
+
+
+def report(command: str, exc: BaseException) -> int:
+    """Say an error that stopped `command`; its exit code.
+
+    A user error: one line (exit 2); a missing pipeline dependency: the install line (2);
+    anything else: the traceback and a line saying it is a bug and where to report it (3).
+    """
+    if isinstance(exc, ModuleNotFoundError) and (hint := missing_extra(exc)):
+        return fail(command, hint)
+    if is_user_error(exc):
+        return fail(command, first_line(exc))
+    traceback.print_exception(exc, file=sys.stderr)
+    print(f"sparseeval {command}: {BUG}", file=sys.stderr)
+    return EXIT_BUG
 
 
 def first_line(exc: BaseException) -> str:
@@ -27,6 +59,17 @@ def fail(command: str, message: str) -> int:
     return EXIT_USER_ERROR
 
 
+def parse_budgets(text: str) -> list[int]:
+    """`--anchors K[,K...]` as budgets; a `UserError` in one line when it is not that."""
+    try:
+        budgets = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError as e:
+        raise UserError(f"--anchors takes comma-separated integers, got {text!r}") from e
+    if not budgets or min(budgets) < 1:
+        raise UserError(f"--anchors takes budgets of at least 1 anchor, got {text!r}")
+    return budgets
+
+
 def missing_extra(exc: ModuleNotFoundError) -> str | None:
     """The one-line install hint when a pipeline dependency is not installed, else None."""
     root = (exc.name or "").split(".")[0]
@@ -39,8 +82,35 @@ def missing_extra(exc: ModuleNotFoundError) -> str | None:
 
 
 def install_hint(extra: str) -> str:
-    """The install command for an extra that works here: from a checkout, the checkout."""
-    here = Path("pyproject.toml")
-    if here.is_file() and 'name = "sparseeval"' in here.read_text(errors="replace"):
+    """The install command for an extra that works here: the checkout it was installed from
+    (`.` when that is the working directory); the package is not on an index."""
+    if _is_checkout(Path(".")):
         return f"pip install '.[{extra}]'"
-    return f"pip install 'sparseeval[{extra}]'"
+    source = _installed_from()
+    if source is None:
+        return f"pip install 'CHECKOUT[{extra}]' (CHECKOUT: your clone of sparseeval)"
+    return f"pip install '{source}[{extra}]'"
+
+
+def _is_checkout(folder: Path) -> bool:
+    here = folder / "pyproject.toml"
+    return here.is_file() and 'name = "sparseeval"' in here.read_text(errors="replace")
+
+
+def _installed_from() -> Path | None:
+    """The checkout this package was installed from: the recorded source folder (PEP 610
+    `direct_url.json`), or the folder above the package (an editable install)."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        url = json.loads(metadata.distribution("sparseeval").read_text("direct_url.json") or "{}")
+        url = str(url.get("url", ""))
+    except (metadata.PackageNotFoundError, ValueError, AttributeError):
+        url = ""
+    import sparseeval
+
+    folders = [Path(unquote(urlparse(url).path))] if url.startswith("file://") else []
+    folders.append(Path(sparseeval.__file__).resolve().parent.parent)
+    return next((f for f in folders if _is_checkout(f)), None)

@@ -6,11 +6,14 @@ import argparse
 import json
 
 EPILOG = """examples:
-  sparseeval config                       # every setting, its value and its origin
+  sparseeval config                       # every setting by section, its value and its origin
+  sparseeval config --set selection.n_anchors=50
   SPARSEEVAL_CONFIG=/etc/sparseeval.toml sparseeval config --json
 
 Order: defaults < settings file < SPARSEEVAL_* environment < --set. The settings file is
 SPARSEEVAL_CONFIG if set, else {SPARSEEVAL_HOME}/sparseeval.toml, else ./sparseeval.toml.
+A setting is given flat (n_anchors = 50, SPARSEEVAL_N_ANCHORS=50) or in its section
+([selection] n_anchors = 50, SPARSEEVAL_SELECTION__N_ANCHORS=50), not both.
 """
 
 
@@ -32,7 +35,7 @@ def add_config_command(subparsers: argparse._SubParsersAction) -> None:
 
 def run_config(args: argparse.Namespace) -> int:
     from sparseeval.cli.common import UserError
-    from sparseeval.pipeline.settings import Settings
+    from sparseeval.pipeline.settings import SECTION_OF, Settings
 
     overrides = {"home": args.home}
     for item in args.set:
@@ -41,12 +44,20 @@ def run_config(args: argparse.Namespace) -> int:
             raise UserError(f"--set takes KEY=VALUE, got {item!r}")
         overrides[key.strip()] = value
     _, rows, path = Settings.explain(**overrides)
+    sections: dict[str, list[str]] = {}
+    for name, _, _ in rows:
+        sections.setdefault(SECTION_OF[name], []).append(name)
     if args.json:
         table = {name: {"value": value, "from": origin} for name, value, origin in rows}
-        print(json.dumps({"file": str(path) if path else None, "settings": table}))
+        file = str(path) if path else None
+        print(json.dumps({"file": file, "settings": table, "sections": sections}))
         return 0
     print(f"settings file: {path or 'none'}")
     width = max(len(n) for n, _, _ in rows)
-    for name, value, origin in rows:
-        print(f"  {name:<{width}}  {json.dumps(value)}  ({origin})")
+    shown = {name: (value, origin) for name, value, origin in rows}
+    for section, names in sections.items():
+        print(f"[{section}]")
+        for name in names:
+            value, origin = shown[name]
+            print(f"  {name:<{width}}  {json.dumps(value)}  ({origin})")
     return 0

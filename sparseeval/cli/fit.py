@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from sparseeval.cli.common import UserError
+from sparseeval.cli.common import UserError, parse_budgets
 
 FIT_EXAMPLE = """examples:
   sparseeval fit --synthetic 2000 600 --anchors 20,50,100
@@ -90,8 +90,10 @@ def _targets(targets: Path, frame, say):
     if extra := [c for c in scores.columns if c not in {"model", "score"}]:
         say(f"{targets}: column(s) {', '.join(extra)} ignored (only model and score are read)")
     joined = frame.select("model").join(scores.select("model", "score"), on="model", how="left")
-    if joined["score"].null_count():
-        raise UserError(f"{targets}: {joined['score'].null_count()} models have no score")
+    if n := joined["score"].null_count():
+        names = joined.filter(pl.col("score").is_null())["model"].head(3).to_list()
+        more = f" and {n - len(names)} more" if n > len(names) else ""
+        raise UserError(f"{targets}: {n} model(s) have no score: {', '.join(names)}{more}")
     if unused := scores.height - scores["model"].is_in(frame["model"].implode()).sum():
         say(f"{targets}: {unused} score row(s) ignored: their models have no answers")
     y = joined["score"].cast(pl.Float64).to_numpy()
@@ -138,22 +140,12 @@ def _not_utf8_line(path: Path) -> str | None:
     return None
 
 
-def _budgets(text: str) -> list[int]:
-    try:
-        budgets = [int(k) for k in text.split(",") if k.strip()]
-    except ValueError as e:
-        raise UserError(f"--anchors takes comma-separated integers, got {text!r}") from e
-    if not budgets or min(budgets) < 1:
-        raise UserError(f"--anchors takes budgets of at least 1 anchor, got {text!r}")
-    return budgets
-
-
 def cmd_fit(args: argparse.Namespace) -> int:
     from sparseeval.method.synthetic import make_synthetic
     from sparseeval.pipeline.compare import clamp_note, compare_methods, write_fit
     from sparseeval.pipeline.settings import Settings
 
-    budgets = _budgets(args.anchors)  # checked before any work
+    budgets = parse_budgets(args.anchors)  # checked before any work
     if args.out:
         _set_name(args)  # a bad set name is refused before any work
     if args.data is None and args.targets:
@@ -174,12 +166,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         say(f"the built-in synthetic leaderboard: {m} models x {n} items")
         matrix = make_synthetic(m, n, seed=settings.seed)
     say(f"matrix: {matrix.shape[0]:,} models x {matrix.shape[1]:,} items")
-    try:
-        if note := clamp_note(budgets, matrix.shape[1]):
-            say(note)
-        result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper)
-    except ValueError as e:
-        raise UserError(str(e)) from e
+    if note := clamp_note(budgets, matrix.shape[1]):
+        say(note)
+    result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper)
     if args.out:
         write_fit(args.out, result, matrix, settings)
         _write_sets(args, result, matrix, settings, say)

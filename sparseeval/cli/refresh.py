@@ -11,11 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sparseeval.cli.common import EXIT_PARTIAL, UserError, fail, first_line, missing_extra
-
-# What the flow raises for a bad input (an unknown benchmark, a bad setting): the CLI says it
-# in one line, so Prefect's console copy of it (an ERROR line and a traceback) is left out.
-INPUT_ERRORS = (ValueError, UserError)
+from sparseeval.cli.common import (
+    EXIT_PARTIAL,
+    UserError,
+    fail,
+    first_line,
+    is_user_error,
+    parse_budgets,
+    report,
+)
 
 REFRESH_EPILOG = """examples:
   sparseeval refresh                       # first run: fills an empty store from the built-in
@@ -68,11 +72,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--set takes KEY=VALUE, got {item!r}")
+            raise UserError(f"--set takes KEY=VALUE, got {item!r}")
         out[key.strip()] = value.strip()
     if args.task_runner:
         out["task_runner"] = args.task_runner
     if args.anchors:
+        parse_budgets(args.anchors)  # one line for `--anchors abc`, before any work
         out["n_anchors"] = args.anchors
     return out
 
@@ -103,12 +108,13 @@ def run_refresh(args: argparse.Namespace) -> int:
         run = state.result(raise_on_failure=False)
         if isinstance(run, BaseException):
             raise run
-    except ModuleNotFoundError as exc:
-        return _failed(args, missing_extra(exc) or first_line(exc))
-    except Exception as exc:  # one clear line, no traceback
-        partial = type(exc).__name__ == "PipelineError"  # some failed, the others ran
-        code = _failed(args, first_line(exc), getattr(exc, "run", None))
-        return EXIT_PARTIAL if partial else code
+    except Exception as exc:  # a user error in one line; a bug with its traceback
+        if args.json:  # one JSON document all the same
+            _json_failure(exc)
+        if type(exc).__name__ == "PipelineError":  # some benchmarks failed, the others ran
+            fail("refresh", first_line(exc))
+            return EXIT_PARTIAL
+        return report("refresh", exc)
     from sparseeval.pipeline.reports.run_report import summary_line
 
     if args.json:
@@ -119,41 +125,35 @@ def run_refresh(args: argparse.Namespace) -> int:
     return 0
 
 
-def _failed(args: argparse.Namespace, line: str, run=None) -> int:
-    """The error line on stderr; with `--json` the summary on stdout all the same (the run's
-    when there is one, else the error alone)."""
-    if args.json:
-        doc = _json_summary(run) if run is not None else {"status": "failed", "failures": []}
-        print(json.dumps(doc | {"error": line}, indent=2, default=str))
-    return fail("refresh", line)
+def _json_failure(exc: BaseException) -> None:
+    """The summary of a failed run on stdout (the run's when there is one, else the error
+    alone), so that `--json` always prints one document."""
+    run = getattr(exc, "run", None)
+    doc = _json_summary(run) if run is not None else {"status": "failed", "failures": []}
+    print(json.dumps(doc | {"error": first_line(exc)}, indent=2, default=str))
 
 
 class _DropInputErrors(logging.Filter):
-    """Drops log records that carry one of `errors` (Prefect logs them with a traceback)."""
-
-    def __init__(self, errors: tuple[type[BaseException], ...]) -> None:
-        super().__init__()
-        self.errors = errors
+    """Drops log records that carry a user error (Prefect logs them with a traceback): the
+    CLI says it in one line. A bug's record stays (`cli.common.is_user_error`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, self.errors)
+        return exc is None or not is_user_error(exc)
 
 
 @contextlib.contextmanager
 def _input_errors_in_one_line(verbose: bool) -> Iterator[None]:
-    """While the flow runs, the console shows no log record of an input error or of the
-    flow's PipelineError (unless `verbose`): the CLI says it in one line, and the run's log
-    on the Prefect server keeps it, traceback included. The console: the root logger's
-    stream handlers (`main`'s and Prefect's), files aside."""
+    """While the flow runs, the console shows no log record of a user error (the flow's
+    PipelineError included) unless `verbose`: the CLI says it in one line, and the run's log
+    on the Prefect server keeps it, traceback included; a bug's record stays. The console:
+    the root logger's stream handlers (`main`'s and Prefect's), files aside."""
     consoles = [] if verbose else logging.getLogger().handlers
     consoles = [
         h for h in consoles
         if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
     ]  # fmt: skip
-    from sparseeval.pipeline.recipe import PipelineError  # benchmarks failed: each said so
-
-    drop = _DropInputErrors((*INPUT_ERRORS, PipelineError))
+    drop = _DropInputErrors()
     for handler in consoles:
         handler.addFilter(drop)
     try:
@@ -195,14 +195,16 @@ def _next_steps(run, settings) -> str:
     lines.append(f"run summary: {Path(run.report_path).resolve()}")
     if html:
         b = run.results[0].benchmark
+        home = settings.home.resolve()  # git-ignored: the filled files stay out of a checkout
+        answers, every = home / "answers.csv", home / "all.csv"
         lines += [
-            "next: sparseeval anchors --benchmark " + b + f" --anchor-set {pub}"
-            "   # the items a new model must answer",
-            f"      sparseeval predict --benchmark {b} --anchor-set {pub} --responses answers.csv",
+            f"next: sparseeval anchors --benchmark {b} --anchor-set {pub} --template {answers}"
+            "   # the items a new model must answer, and a blank to fill",
+            f"      sparseeval predict --benchmark {b} --anchor-set {pub} --responses {answers}",
         ]
         if run.suite and any(h.startswith(str(pub / "suite")) for h in html):
             lines.append(
-                f"      sparseeval anchors --benchmark suite --anchor-set {pub} --template all.csv"
+                f"      sparseeval anchors --benchmark suite --anchor-set {pub} --template {every}"
                 "   # every benchmark's anchors, read together"
             )
     return "\n".join(lines)

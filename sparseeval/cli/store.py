@@ -8,11 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sparseeval.cli.common import EXIT_PARTIAL, EXIT_USER_ERROR, first_line
+from sparseeval.cli.common import EXIT_PARTIAL, EXIT_USER_ERROR, UserError, first_line
+from sparseeval.consume.errors import SparseEvalError
 
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
   sparseeval ingest arc_responses.csv --benchmark arc   # wide table: model + one column per item
+  sparseeval ingest wide:arc=arc_responses.csv      # the same, the benchmark named in the spec
+  sparseeval ingest scores:open-llm-leaderboard.csv # reported scores in percent: model (or
+                                       # name) + arc, gsm8k, ... columns, or model,benchmark,score
   sparseeval ingest lm_eval_out/                    # lm-eval folder written with --log_samples
   sparseeval ingest --hub v1 --hub-model meta-llama/Llama-2-7b-hf   # Open LLM Leaderboard details
   sparseeval ingest --hub v2 --hub-all --json       # every v2 details repo (token: HF_TOKEN)
@@ -27,12 +31,11 @@ MATRIX_EPILOG = """examples:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    """What these commands say in one line: user errors, the store's and its paths' trouble
+    (a plain ValueError is a bug: `cli.main` keeps its traceback)."""
     import duckdb
 
-    from sparseeval.method.matrix import MatrixError
-    from sparseeval.pipeline.store import SourceError, StoreError
-
-    return (StoreError, SourceError, MatrixError, OSError, ValueError, duckdb.Error)
+    return (SparseEvalError, OSError, duckdb.Error)
 
 
 def add_store_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -55,7 +58,8 @@ def _add_ingest(subparsers: argparse._SubParsersAction) -> None:
         epilog=INGEST_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("sources", nargs="*", type=Path, help="files or folders to read")
+    sources_help = "files, folders or specs (wide:BENCH=FILE.csv, scores:FILE.csv, ...)"
+    p.add_argument("sources", nargs="*", type=Path, help=sources_help)
     p.add_argument("--format", choices=["auto", "long", "wide", "lm-eval"], default="auto")
     p.add_argument("--benchmark", help="the benchmark of a wide table")
     p.add_argument("--model", help="model of an lm-eval folder (default: its results JSON)")
@@ -103,11 +107,14 @@ def run_ingest(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
     else:
         for r in reports:
-            print(r.line(), file=sys.stdout if r.status != "failed" else sys.stderr)
-    failed = [r for r in reports if r.status == "failed"]
+            print(r.line(), file=sys.stderr if r.status in NOTHING_STORED else sys.stdout)
+    failed = [r for r in reports if r.status in NOTHING_STORED]
     if failed and len(failed) == len(reports):
         return EXIT_USER_ERROR  # nothing landed: not "partly failed"
     return EXIT_PARTIAL if failed else 0
+
+
+NOTHING_STORED = ("failed", "quarantined")  # unit statuses that stored nothing
 
 
 def _ingest_all(store, sources: list, force: bool) -> list:
@@ -130,7 +137,7 @@ class _Unreadable:
     """A path given to `ingest` that is not a source (a pipe, a folder without results): it
     fails alone, after the other paths were ingested."""
 
-    errors = (ValueError, OSError)
+    errors = (SparseEvalError, OSError)
 
     def __init__(self, path: Path, error: Exception) -> None:
         self.path, self.error = path, error
@@ -150,7 +157,7 @@ def _sources(args: argparse.Namespace) -> list:
 
     if args.hub:
         if not (args.hub_models or args.hub_all):
-            raise ValueError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
+            raise UserError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
         models = None if args.hub_all else args.hub_models
         from sparseeval.pipeline.settings import Settings
 
@@ -159,7 +166,7 @@ def _sources(args: argparse.Namespace) -> list:
             OpenLLMLeaderboard(default_hub_client(), models, args.hub, args.hub_org, max_repos=cap)
         ]
     if not args.sources:
-        raise ValueError("give files or folders to ingest, or --hub v1|v2")
+        raise UserError("give files or folders to ingest, or --hub v1|v2")
     return [_parse(p, args) for p in args.sources]
 
 
@@ -215,7 +222,7 @@ def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
         }
         pl.DataFrame({"model": matrix.model_ids.astype(str)} | cols).write_csv(path)
     else:
-        raise ValueError(f"--export {path}: use a .npz or .csv file name")
+        raise UserError(f"--export {path}: use a .npz or .csv file name")
 
 
 def _store_path(args: argparse.Namespace, settings=None) -> Path:
@@ -228,6 +235,6 @@ def _fail(exc: BaseException, store: Path | None = None) -> int:
     from sparseeval.pipeline.store.integrity import damaged_message, is_damage
 
     if store is not None and is_damage(exc):  # a query reached a block the file lacks
-        exc = ValueError(damaged_message(store, exc))
+        exc = UserError(damaged_message(store, exc))
     print(f"error: {first_line(exc)}", file=sys.stderr)
     return 2

@@ -20,6 +20,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from sparseeval.cli.common import UserError
+
 PR_SET_PDEATHSIG = 1
 APP = "prefect.server.api.server:create_app"
 
@@ -48,7 +50,10 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log) -> None
             if r.status == 200:
                 return
         time.sleep(0.25)
-    raise RuntimeError(f"the temporary Prefect server did not start within {timeout:.0f}s")
+    raise UserError(
+        f"the temporary Prefect server did not start within {timeout:.0f}s (a busy machine?"
+        " run again, or point PREFECT_API_URL at a running server: `prefect server start`)"
+    )
 
 
 def _drain() -> None:

@@ -6,26 +6,31 @@ anchors.predict({item: 1 for item in anchors.items})   # Estimate with a 90% int
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sparseeval.consume.about import data_sources
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.estimate import Difference, Estimate
 from sparseeval.consume.flags import PoolCheck, pool_check_of
-from sparseeval.consume.ids import IdError, check_benchmark_name, is_canonical
-from sparseeval.consume.layout import (
-    LATEST,
-    AnchorSetError,
-    read_manifest,
-    resolve_version_dir,
-    verify,
+from sparseeval.consume.ids import IdError, check_benchmark_name
+from sparseeval.consume.layout import LATEST, AnchorSetError
+from sparseeval.consume.missing import fill_missing
+from sparseeval.consume.next_items import (
+    DEFAULT_STRATEGY,
+    Correction,
+    ItemCurves,
+    abilities,
+    choose,
+    correct,
+    items_for_width,
+    positions,
+    z_quantile,
 )
-from sparseeval.consume.promotion import check_promoted
 from sparseeval.consume.responses import (
     ResponsesError,
     as_pairs,
@@ -34,18 +39,10 @@ from sparseeval.consume.responses import (
     printable,
     sign,
 )
-from sparseeval.consume.shape import check_arrays, check_estimate, check_manifest, reader_folder
+from sparseeval.consume.set_files import checked_manifest, fetch, load_curves, load_predictor
+from sparseeval.consume.shape import check_estimate
 
-N_COMPLETIONS = 256
-_REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
-MISSING_POLICY = (
-    "with allow_missing, each missing anchor is imputed by its expected value under a "
-    "one-parameter logistic shift: p_j = sigmoid(logit(training rate of item j) + s), with s "
-    "chosen so that the mean of p over the answered anchors equals the model's accuracy on "
-    "them; the estimate uses these expected values, and each side of the interval is widened "
-    f"by the spread (central level-range) of the estimates over {N_COMPLETIONS} random "
-    "completions of the missing answers, each drawn correct with its probability p_j."
-)
+ALLOW_MISSING = "allow_missing=True"  # as the error says it (the CLI says its flag instead)
 
 
 def load_anchor_set(
@@ -74,89 +71,12 @@ def load_anchor_set(
         check_benchmark_name(benchmark)
     except IdError as exc:
         raise AnchorSetError(str(exc)) from None
-    folder, source, hub = _fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
-    manifest = _checked_manifest(folder, benchmark, hub, public_key)
-    aset = AnchorSet(manifest=manifest, predictor=_predictor(folder, manifest), source=source,
-                     folder=folder)  # fmt: skip
+    folder, source, hub = fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
+    manifest = checked_manifest(folder, benchmark, hub, public_key)
+    aset = AnchorSet(manifest=manifest, predictor=load_predictor(folder, manifest), source=source,
+                     folder=folder, curves=load_curves(folder, manifest))  # fmt: skip
     aset.check_predictor()
     return aset
-
-
-def _fetch(
-    path_or_repo: str | Path,
-    benchmark: str,
-    version: int | str,
-    hub_client,
-    revision: str | None,
-    budget: int | None,
-) -> tuple[Path, str, bool]:
-    """(version folder, where it came from, from the Hub?): a local folder, or a download."""
-    p = Path(path_or_repo)
-    hub = not p.exists() and _REPO_ID.match(str(path_or_repo))
-    if hub:
-        from sparseeval.consume.hub import download_version
-
-        folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget)
-        return folder, f"hf://datasets/{hub.group(1)}", True
-    if not p.exists():
-        raise AnchorSetError(
-            f"{printable(path_or_repo)}: no such folder (nor a Hub repo id owner/name); run"
-            " `sparseeval refresh` to publish anchor sets there, or pass the folder that holds"
-            " them (--anchor-set DIR)"
-        )
-    folder = resolve_version_dir(p, benchmark, version, budget)
-    return folder, str(folder), False
-
-
-def _checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> dict[str, Any]:
-    """The folder's manifest, once it names `benchmark`, is promoted (locally) and every file,
-    the seal and (with `public_key`) the signature verify."""
-    manifest = read_manifest(folder)
-    if manifest.get("benchmark") != benchmark:
-        raise AnchorSetError(
-            f"{printable(folder)} holds benchmark {printable(repr(manifest.get('benchmark')))}, "
-            f"not {benchmark!r}"
-        )
-    if not hub:  # a Hub commit moves `latest` with the version; pin it with `revision`
-        check_promoted(folder, manifest)
-    verify(folder, manifest, follow_file_links=hub)  # the Hub cache links to blobs
-    if public_key is not None:
-        from sparseeval.consume.signing import verify_signature
-
-        verify_signature(folder, manifest, public_key)
-    _check_items(folder, manifest.get("items"))
-    check_manifest(folder, manifest)
-    return manifest
-
-
-def _check_items(folder: Path, items: object) -> None:
-    """A published set's item ids are a list of distinct canonical ids (`consume.ids`)."""
-    if not isinstance(items, list) or not items:
-        raise AnchorSetError(f"{printable(folder)}: manifest has no list of items")
-    bad = next((i for i in items if not is_canonical(i)), None)
-    if bad is not None:
-        raise AnchorSetError(
-            f"{printable(folder)}: manifest item id {printable(repr(bad))[:80]} is not canonical"
-            " (trimmed, NFC, no control or format characters)"
-        )
-    if len(set(items)) != len(items):
-        raise AnchorSetError(f"{printable(folder)}: manifest lists an item id twice")
-
-
-def _predictor(folder: Path, manifest: dict[str, Any]):
-    """The NumPy predictor of a verified version folder."""
-    from sparseeval.consume.inference import load_predictor
-
-    try:
-        predictor = load_predictor(folder / reader_folder(folder, manifest["predictor"]))
-    except AnchorSetError:
-        raise
-    except Exception as e:
-        raise AnchorSetError(
-            f"{printable(folder)}: cannot load predictor weights ({printable(e)})"
-        ) from e
-    check_arrays(folder, predictor.state()[1])
-    return predictor
 
 
 @dataclass
@@ -167,11 +87,15 @@ class AnchorSet:
     predictor: Any
     source: str = ""
     folder: Path | None = None
+    curves: ItemCurves | None = None  # every item of the benchmark and its curve
     _index: dict = field(default_factory=dict, repr=False)
     _pool: PoolCheck | None = field(default=None, repr=False)
+    _all: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._index = {item: j for j, item in enumerate(self.items)}
+        if self.curves is not None:
+            self._all = {item: j for j, item in enumerate(self.curves.items)}
         try:
             self._pool = pool_check_of(self.manifest, len(self.items))
         except (KeyError, TypeError, ValueError) as e:
@@ -213,6 +137,11 @@ class AnchorSet:
         return str((self.manifest.get("target") or {}).get("definition") or "")
 
     @property
+    def data(self) -> str:
+        """Where the set's results came from, in words ("" when not recorded)."""
+        return data_sources(self.manifest.get("provenance"))
+
+    @property
     def synthetic(self) -> bool:
         """Whether the set was fit on the built-in synthetic demo leaderboard."""
         return bool((self.manifest.get("provenance") or {}).get("synthetic"))
@@ -234,16 +163,129 @@ class AnchorSet:
 
     # -- single model
 
+    @property
+    def known_items(self) -> list[str]:
+        """Every item the set can read: the anchors, then the benchmark's other items."""
+        extra = [i for i in (self.curves.items if self.curves else ()) if i not in self._index]
+        return self.items + extra
+
+    @property
+    def all_item_sources(self) -> dict | None:
+        """Task, doc id and hash of every known item, where known (the anchors' first)."""
+        merged = dict((self.curves.sources if self.curves else None) or {})
+        return (merged | dict(self.item_sources or {})) or None
+
     def predict(self, responses, allow_missing: bool = False) -> Estimate:
-        """Estimate one model's full-benchmark accuracy from its answers on the anchors.
+        """Estimate one model's full-benchmark accuracy from its answers.
 
         responses: {item id: correct}, a polars/pandas DataFrame with columns
         `item` and `correct`, or a sequence/array in anchor order (`.items`).
-        correct: 0/1, True/False or -1/+1 (None/NaN = not answered). Items that
-        are not anchors are ignored. A missing anchor is an error naming it unless
-        `allow_missing=True` (see MISSING_POLICY for how the interval widens).
+        correct: 0/1, True/False or -1/+1 (None/NaN = not answered). A missing anchor is
+        an error naming it unless `allow_missing=True` (`consume.missing.MISSING_POLICY`
+        says how the interval widens). Answers on the benchmark's other items (`next_items`)
+        correct the anchor estimate by this model's residuals on them, with an interval from
+        those residuals alone (`consume.next_items`); other items are ignored.
         """
-        return self._estimate(responses, allow_missing)[0]
+        est, _ = self._estimate(responses, allow_missing)
+        return self.corrected(est, responses)
+
+    def next_items(
+        self, responses=None, n: int = 30, strategy: str = DEFAULT_STRATEGY, seed: int | None = 0
+    ) -> list[str]:
+        """`n` item ids of the benchmark, neither anchors nor answered, to answer next.
+
+        strategy "random" (the default): a random sample of the rest, which keeps the
+        corrected estimate of `predict` unbiased on any model; "informative": the items
+        this model is least sure of given its anchor answers (measured in
+        bench/next_items.py). Answer them and pass every answer to `predict`.
+        """
+        curves = self._need_curves()
+        known = self._answered_positions(responses)
+        candidates = np.setdiff1d(np.arange(len(curves.items)), known)
+        theta = None if strategy == DEFAULT_STRATEGY else self._ability(responses)
+        picked = choose(curves, candidates, n, strategy, theta, seed)
+        return [curves.items[j] for j in picked]
+
+    def items_needed(self, responses, width: float) -> int | None:
+        """How many more items (`next_items`) would bring the interval to `width` (0-1).
+
+        Guessed from this model's curves (their p(1-p) stands for the residuals' variance);
+        None when the set has no item curves or its target is not the mean over its items.
+        """
+        if self.curves is None or not self.curves.item_mean:
+            return None
+        p = self.curves.probabilities(self._ability(responses))[0]
+        rest = np.setdiff1d(np.arange(len(self.curves.items)), positions(self.curves, self.items))
+        answered = len(self._extra(responses)[0])
+        total = items_for_width(self.curves, len(self.items), p[rest], answered, width, self.level)
+        return None if total is None else max(total - answered, 0)
+
+    def _ability(self, responses) -> float:
+        """This model's ability on the curves, from its anchor estimate and answers."""
+        answers = {} if responses is None else responses
+        est, _ = self._estimate(answers, allow_missing=True)
+        x = self._vector(answers)
+        answered = ~np.isnan(x)
+        anchors = positions(
+            self.curves, [i for i, a in zip(self.items, answered, strict=True) if a]
+        )
+        return float(
+            abilities(self.curves, anchors, (x[answered][None, :] + 1) / 2, [est.value])[0]
+        )
+
+    def _need_curves(self) -> ItemCurves:
+        if self.curves is None:
+            raise AnchorSetError(
+                f"{printable(self.source)}: this set has no list of the benchmark's items"
+                " (published before next items); refit it to ask for more items"
+            )
+        return self.curves
+
+    def _answered_positions(self, responses) -> np.ndarray:
+        """Positions (in the curves' list) of the anchors and of every answered item."""
+        curves = self._need_curves()
+        extra, _ = self._extra(responses)
+        return np.union1d(positions(curves, self.items), extra).astype(int)
+
+    def _extra(self, responses) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and 0/1 answers of answered items of the benchmark that are not anchors."""
+        pairs = as_pairs(responses) if responses is not None else None
+        if pairs is None or self.curves is None:
+            return np.zeros(0, int), np.zeros(0)
+        got: dict[int, float] = {}
+        for item, v in pairs:
+            name = item_id(item, "answers")
+            j = self._all.get(name)
+            if j is None or name in self._index:
+                continue
+            s = sign(v, str(item))
+            if np.isnan(s):
+                continue
+            if got.get(j, s) != s:
+                raise ResponsesError(f"conflicting answers for item {printable(item)}")
+            got[j] = s
+        idx = np.array(sorted(got), dtype=int)
+        return idx, (np.array([got[j] for j in idx], dtype=float) + 1) / 2
+
+    def corrected(self, est: Estimate, responses) -> Estimate:
+        """`est` corrected by the answers on extra items (unchanged when there are none);
+        a suite corrects its joint readers' estimates with each benchmark's own set."""
+        extra, answers = self._extra(responses)
+        if not len(extra):
+            return est
+        if est.missing or not self.curves.item_mean:
+            why = ("anchors are missing" if est.missing else
+                   "the set's target is not the mean over its items")  # fmt: skip
+            return replace(est, note=f"{len(extra)} extra items not used: {why}")
+        x = self._vector(responses)
+        z = z_quantile(1 - (1 - self.level) / 2)
+        spread = float(self.conformal.halfwidths(est.value)) / z
+        c = correct(self.curves, positions(self.curves, self.items), (x + 1) / 2, est.value,
+                    extra, answers, spread)  # fmt: skip
+        low, high = c.interval(self.level)
+        c = c.within(low, high)
+        check_estimate(self.source, c.value, low, high)
+        return replace(est, value=c.value, low=low, high=high, correction=_as_dict(c, est))
 
     def compare(self, responses_a, responses_b, allow_missing: bool = False) -> Difference:
         """Estimated accuracy of model A minus model B, with an interval at the set's level."""
@@ -296,7 +338,7 @@ class AnchorSet:
         est = Estimate(
             value, low, high, self.level, self.benchmark, self.version, n_anchors=k,
             n_answered=k - len(missing), missing=tuple(missing), imputed=bool(missing),
-            target=self.target, synthetic=self.synthetic, flags=flags,
+            target=self.target, synthetic=self.synthetic, data=self.data, flags=flags,
         )  # fmt: skip
         return est, spread
 
@@ -310,39 +352,15 @@ class AnchorSet:
         if missing and not allow_missing:
             raise ResponsesError(
                 missing_message(missing, len(self.items), "answers")
-                + "; pass allow_missing=True (CLI: --allow-missing) to estimate from the rest"
+                + f"; pass {ALLOW_MISSING} to estimate from the rest"
             )
         if not missing:
             return self._predict_one(x), 0.0, []
         if miss.all():
             raise ResponsesError(f"no answers on any of the {len(self.items)} anchors")
-        p = self._impute_probabilities(x, miss)
-        filled = x.copy()
-        filled[miss] = 2 * p - 1
-        value = self._predict_one(filled)
-        rng = np.random.default_rng(0)
-        draws = np.repeat(x[None, :], N_COMPLETIONS, axis=0)
-        draws[:, miss] = np.where(rng.random((N_COMPLETIONS, miss.sum())) < p, 1.0, -1.0)
-        sims = np.asarray(self.predictor.predict(draws.astype(np.float32)), dtype=np.float64)
-        tail = (1 - self.level) / 2
-        lo, hi = np.quantile(sims, [tail, 1 - tail])
-        return value, float(max(value - lo, hi - value, 0.0)), missing
-
-    def _impute_probabilities(self, x: np.ndarray, miss: np.ndarray) -> np.ndarray:
         means = self.manifest["predictor"].get("anchor_means")
-        rate = (
-            np.full(len(self.items), 0.5) if means is None else (np.asarray(means, float) + 1) / 2
-        )
-        logit = np.log(np.clip(rate, 0.02, 0.98) / (1 - np.clip(rate, 0.02, 0.98)))
-        target = float(np.clip(((x[~miss] + 1) / 2).mean(), 0.01, 0.99))
-        lo_s, hi_s = -20.0, 20.0
-        for _ in range(60):  # bisection: mean sigmoid(logit + s) over answered = target
-            s = (lo_s + hi_s) / 2
-            if np.mean(_sigmoid(logit[~miss] + s)) < target:
-                lo_s = s
-            else:
-                hi_s = s
-        return _sigmoid(logit[miss] + (lo_s + hi_s) / 2)
+        value, spread = fill_missing(self.predictor, x, miss, means, self.level)
+        return value, spread, missing
 
     def _vector(self, responses) -> np.ndarray:
         """+-1 floats in anchor order, NaN where not answered."""
@@ -367,5 +385,8 @@ class AnchorSet:
         return x
 
 
-def _sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-z))
+def _as_dict(c: Correction, est: Estimate) -> dict:
+    """The correction as `Estimate.correction` carries it."""
+    return {"n_extra": c.n_extra, "n_rest": c.n_rest, "shift": c.shift, "sd": c.sd,
+            "unbiased": c.unbiased,
+            "anchor_estimate": [est.value, est.low, est.high], "items": list(c.items)}  # fmt: skip

@@ -43,6 +43,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sparseeval.consume.errors import SettingsError, SparseEvalError
+
 MAX_PAIR_MODELS = 2000
 MIN_ADAPTIVE = 50  # fewer calibration models: one constant width
 BAND_MODELS = 60  # calibration models per band of the estimate, at least
@@ -56,6 +58,10 @@ ADAPTIVE = (
 )
 
 
+class CalibrationError(SparseEvalError, ValueError):
+    """Too few calibration residuals for an interval (more models, or a larger n_calib)."""
+
+
 def conformal_quantile(scores, level: float) -> float:
     """The ceil((n+1) * level)-th smallest score; inf when n is too small for `level`."""
     _check_level(level)
@@ -63,7 +69,7 @@ def conformal_quantile(scores, level: float) -> float:
     s = s[np.isfinite(s)]
     n = s.size
     if n == 0:
-        raise ValueError("conformal calibration needs at least one finite residual")
+        raise CalibrationError("conformal calibration needs at least one finite residual")
     k = math.ceil((n + 1) * level)
     return float("inf") if k > n else float(s[k - 1])
 
@@ -79,7 +85,7 @@ def difference_halfwidth(residuals, level: float, seed: int = 0) -> float:
     r = np.asarray(residuals, dtype=np.float64).ravel()
     r = r[np.isfinite(r)]
     if r.size < 2:
-        raise ValueError("a difference interval needs at least two calibration residuals")
+        raise CalibrationError("a difference interval needs at least two calibration residuals")
     if r.size > MAX_PAIR_MODELS:
         r = np.random.default_rng(seed).choice(r, MAX_PAIR_MODELS, replace=False)
     n = r.size
@@ -279,7 +285,7 @@ def _finite_or_none(x: float) -> float | None:
 
 def _check_level(level: float) -> None:
     if not 0.0 < float(level) < 1.0:
-        raise ValueError(f"interval level must be between 0 and 1 (exclusive), got {level}")
+        raise SettingsError(f"interval level must be between 0 and 1 (exclusive), got {level}")
 
 
 __all__ = [

@@ -23,23 +23,38 @@ class Estimate:
     imputed: bool = False
     target: str = ""  # what the set estimates, in words (e.g. the leaderboard's definition)
     synthetic: bool = False  # the set was fit on the built-in synthetic demo, not real results
+    data: str = ""  # where the set's results came from (`consume.about.data_sources`)
     flags: tuple[str, ...] = ()  # why the model is unlike the training pool (`consume.flags`)
+    # the extra items' correction (`consume.next_items`): n_extra, n_rest, shift, sd,
+    # anchor_estimate [value, low, high], items; None when only anchors were read
+    correction: dict | None = None
+    note: str = ""  # e.g. why answered extra items were not used
 
     def to_dict(self) -> dict:
         return asdict(self) | {"missing": list(self.missing), "flags": list(self.flags)}
+
+    @property
+    def n_extra(self) -> int:
+        """Extra items (not anchors) the estimate read."""
+        return int(self.correction["n_extra"]) if self.correction else 0
 
     @property
     def flag_line(self) -> str:
         """One line saying why the estimate is flagged ("" when it is not)."""
         if not self.flags:
             return ""
-        return "unlike the training models (interval widened): " + "; ".join(self.flags)
+        how = ("the interval is the extra items'" if self.correction
+               else "interval widened")  # fmt: skip
+        return f"unlike the training models ({how}): " + "; ".join(self.flags)
 
     def __str__(self) -> str:
         pct = round(100 * self.level)
         s = f"{100 * self.value:.1f}% ({pct}% interval {100 * self.low:.1f}-{100 * self.high:.1f}%)"
         if self.imputed:
             s += f", {len(self.missing)} of {self.n_anchors} anchors imputed"
+        if self.correction:
+            s += (f", {100 * self.correction['shift']:+.1f} points from {self.n_extra} more"
+                  " items")  # fmt: skip
         if self.flags:
             s += f"; {self.flag_line}"
         return s

@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sparseeval.consume.layout import AnchorSetError
+
 KEY = "pool_check"  # the manifest key
 CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and so are the
 # curves' probabilities: one surprising answer costs at most log(CLIP) (a robust l_z)
@@ -117,7 +119,7 @@ class PoolCheck:
         floats = {k: float(d[k]) for k in ("low", "high", "margin", "threshold", "rate", "widen")}
         a, b = (tuple(float(v) for v in d[k]) for k in ("a", "b"))
         if len(a) != len(b):
-            raise ValueError(f"pool check has {len(a)} intercepts and {len(b)} slopes")
+            raise AnchorSetError(f"pool check has {len(a)} intercepts and {len(b)} slopes")
         return cls(**floats, a=a, b=b, n_models=int(d.get("n_models", 0)))
 
 
@@ -128,7 +130,7 @@ def pool_check_of(manifest: dict, n_anchors: int) -> PoolCheck | None:
         return None
     check = PoolCheck.from_dict(d)
     if len(check.a) != n_anchors:
-        raise ValueError(f"pool check covers {len(check.a)} anchors, the set has {n_anchors}")
+        raise AnchorSetError(f"pool check covers {len(check.a)} anchors, the set has {n_anchors}")
     return check
 
 

@@ -21,6 +21,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from sparseeval.consume.benchmarks import RESERVED_NAMES
+from sparseeval.consume.errors import SparseEvalError
+
 MAX_MODEL_LEN = 256
 MAX_ITEM_LEN = 256
 MAX_BENCHMARK_LEN = 64
@@ -30,7 +33,7 @@ _ZERO_WIDTH = ((0x200B, 0x200D), (0x2060, 0x2060), (0xFEFF, 0xFEFF), (0x00AD, 0x
 _BENCHMARK = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 
 
-class IdError(ValueError):
+class IdError(SparseEvalError, ValueError):
     """An id that cannot be canonicalized; the message is the reason."""
 
 
@@ -101,16 +104,11 @@ def check_benchmark_name(name: object) -> str:
     return s
 
 
-# Names the published layout gives a meaning of its own: the suite's set and its average,
-# the `latest` pointer, budget folders `kN` and version folders `vN`.
-_RESERVED = re.compile(r"(?i)suite|average|latest|[kv]\d+")
-
-
 def check_new_benchmark_name(name: object) -> str:
     """`check_benchmark_name`, and not a name the published layout reserves (a benchmark
     called `suite`, `latest`, `k25` or `v3` would be read as something else)."""
     s = check_benchmark_name(name)
-    if _RESERVED.fullmatch(s):
+    if RESERVED_NAMES.fullmatch(s):
         raise IdError(
             f"benchmark name {s!r} is reserved by the published layout (suite, average, "
             "latest, kN, vN); choose another"

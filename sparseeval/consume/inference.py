@@ -20,6 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from sparseeval.consume.layout import AnchorSetError
+from sparseeval.consume.responses import ResponsesError
+
 CONFIG_FILE = "predictor.json"
 WEIGHTS_FILE = "weights.npz"
 
@@ -85,7 +88,7 @@ class Reader:
     def _check(self, X: np.ndarray) -> None:
         k = self.arrays["mean"].size
         if X.ndim != 2 or X.shape[1] != k:
-            raise ValueError(f"expected a 2-D input with {k} columns, got shape {X.shape}")
+            raise ResponsesError(f"expected a 2-D input with {k} columns, got shape {X.shape}")
 
 
 class LinearReader(Reader):
@@ -116,7 +119,7 @@ class MLPReader(Reader):
             for i in index
         ]
         if len(self.layers) != len(config["hidden"]) + 1:
-            raise ValueError(
+            raise AnchorSetError(
                 f"mlp has {len(self.layers)} linear layers for hidden {config['hidden']}"
             )
         self.mean = arrays["mean"].astype(np.float32)
@@ -201,7 +204,7 @@ def _widened_state(config: dict, arrays: dict, columns: np.ndarray, width: int):
 def _reader_class(config: dict[str, Any]) -> type[Reader]:
     kind = config.get("kind")
     if kind not in READERS:
-        raise ValueError(f"unknown predictor kind {kind!r}")
+        raise AnchorSetError(f"unknown predictor kind {kind!r}")
     return READERS[kind]
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 
+from sparseeval.consume.errors import SparseEvalError
 
-class JsonTextError(ValueError):
+
+class JsonTextError(SparseEvalError, ValueError):
     """Text that is not JSON this library reads; the message is the reason."""
 
 

@@ -44,6 +44,7 @@ import re
 import stat
 from pathlib import Path
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import file_sha256
 from sparseeval.consume.jsontext import JsonTextError, loads
 from sparseeval.consume.responses import printable
@@ -61,7 +62,7 @@ MAX_MANIFEST_BYTES = 64 * 2**20  # a manifest lists items and hashes: megabytes 
 MAX_POINTER_BYTES = 2**20
 
 
-class AnchorSetError(ValueError):
+class AnchorSetError(SparseEvalError, ValueError):
     """A published anchor set is missing, damaged, or cannot be read by this version."""
 
 

@@ -19,18 +19,19 @@ into {anchor item id: 0/1}.
 How an anchor item id maps to (task, doc_id), first rule that applies:
 1. an explicit map (the manifest's `item_sources`: {item: {"task", "doc_id"}});
 2. `subject:index` where subject is one of MMLU's 57 subjects (optionally written
-   `mmlu_subject` or `hendrycksTest-subject`) -> task `mmlu_{subject}`, doc `index`;
+   `mmlu_subject` or `hendrycksTest-subject`) -> task `mmlu_{subject}`, doc `index` (a
+   benchmark record's `subtasks`, `id_prefixes`, `subtask_task`: `consume.benchmarks`);
 3. `task:doc_id` (the text after the last colon is an integer) -> that task and doc;
-4. a bare integer `doc_id` -> the benchmark's default task (taskmap.BENCHMARK_TASKS, e.g.
+4. a bare integer `doc_id` -> the benchmark's default task (`taskmap.default_task`, e.g.
    arc -> arc_challenge, truthfulqa -> truthfulqa_mc1) or the `task` you pass.
 Anything else is an error naming the item (pass `item_sources` when publishing).
 A doc id is a non-negative integer, or a string of digits: 914.4, "914.4", 914.0 and
 true are refused (LmEvalError, or a quarantined line in the store), never rounded.
 
-The metric read per task (unless you pass `metric`) follows `sparseeval.consume.taskmap`
-(ARC and HellaSwag `acc_norm` as the Open LLM Leaderboard did, GSM8K `exact_match`
-then `acc`, MMLU, TruthfulQA MC1 and Winogrande `acc`; other tasks the first of
-`taskmap.DEFAULT_METRICS` the file has); one file never mixes metrics. With several
+The metric read per task (unless you pass `metric`) is its benchmark record's (`metrics` in
+`sparseeval.consume.benchmarks`: ARC and HellaSwag `acc_norm` as the Open LLM Leaderboard
+did, GSM8K `exact_match` then `acc`, MMLU, TruthfulQA MC1 and Winogrande `acc`; other tasks
+the first of `taskmap.DEFAULT_METRICS` the file has); one file never mixes metrics. With several
 filters (GSM8K: `strict-match` and `flexible-extract`) `strict-match` is used (then
 `none`) unless you pass `filter`.
 

@@ -9,14 +9,15 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.jsontext import short_repr
-from sparseeval.consume.taskmap import BENCHMARK_TASKS, mmlu_subject
+from sparseeval.consume.taskmap import default_task, subtask_task
 
 # The field of an exported lm-eval task's docs that carries the anchor item id.
 ITEM_FIELD = "sparseeval_item"
 
 
-class LmEvalError(ValueError):
+class LmEvalError(SparseEvalError, ValueError):
     """lm-eval files or anchor ids that cannot be mapped or read."""
 
 
@@ -33,9 +34,9 @@ def doc_id(value: object) -> int:
         value = int(value.strip()) if len(value.strip()) <= 19 else MAX_DOC_ID + 1
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         if value > MAX_DOC_ID:
-            raise ValueError(f"doc_id is out of range (more than {MAX_DOC_ID:,})")
+            raise LmEvalError(f"doc_id is out of range (more than {MAX_DOC_ID:,})")
         return value
-    raise ValueError(f"doc_id {short_repr(value)} is not a non-negative integer")
+    raise LmEvalError(f"doc_id {short_repr(value)} is not a non-negative integer")
 
 
 def item_source(
@@ -61,12 +62,9 @@ def item_source(
     if ":" in item:
         prefix, _, doc = item.rpartition(":")
         if doc.strip().lstrip("-").isascii() and doc.strip().lstrip("-").isdigit():
-            subject = mmlu_subject(prefix)
-            if subject is not None:
-                return f"mmlu_{subject}", int(doc)
-            return prefix, int(doc)
+            return subtask_task(prefix) or prefix, int(doc)
     if item.strip().isascii() and item.strip().isdigit():
-        default = task or BENCHMARK_TASKS.get((benchmark or "").lower())
+        default = task or default_task((benchmark or "").lower())
         if default:
             return default, int(item)
         raise LmEvalError(

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from sparseeval.consume.lm_eval_ids import ITEM_FIELD
+from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError
 
 if TYPE_CHECKING:
     from sparseeval.consume.estimate import Estimate
@@ -39,7 +39,7 @@ def keep_anchors(dataset, anchors: Mapping[int, str], doc: Callable, benchmark: 
     """`doc(d)` of each anchor doc of `dataset` (doc id -> item), with its item id."""
     missing = [i for i in anchors if i >= len(dataset)]
     if missing:
-        raise ValueError(f"{benchmark} anchors {missing} are not in the {len(dataset)} docs")
+        raise LmEvalError(f"{benchmark} anchors {missing} are not in the {len(dataset)} docs")
     return [doc(dataset[i]) | dict(extra or {}) | {ITEM_FIELD: item} for i, item in anchors.items()]
 
 
@@ -132,7 +132,22 @@ def _estimate(root: str, benchmark: str, version: int, budget: int | None, pairs
               "imputed, interval widened")  # fmt: skip
     if est.flags:
         _note(f"{benchmark}: {est.flag_line}")
+        _note_next(root, benchmark, version, budget, est, dict(pairs))
     return est
+
+
+def _note_next(root: str, benchmark: str, version: int, budget: int | None, est, answers):
+    """For a flagged estimate: how many more items would help, and how to run them."""
+    from sparseeval.consume.next_items import next_step
+
+    aset = _anchor_set(root, benchmark, version, budget)
+    goal = 200 * float(aset.conformal.halfwidths(est.value))
+    n = aset.items_needed(answers, goal / 100) if not est.correction else None
+    if n:
+        where = f"--anchor-set {root} --benchmark {benchmark} --version {version}"
+        where += f" --budget {budget}" if budget else ""
+        step = next_step(where, benchmark, n, goal, "OUTPUT_PATH/", "more", "flagged")
+        _note(step["line"] + " (OUTPUT_PATH: this run's --output_path with --log_samples)")
 
 
 def estimate(root: str, benchmark: str, version: int, budget: int | None, pairs: Pairs):

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePath
 from typing import NamedTuple, TypeVar
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys, short_repr
 from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError, doc_id
 from sparseeval.consume.taskmap import task_metrics
@@ -113,7 +114,7 @@ class Sample(NamedTuple):
     doc_hash: str | None = None  # lm-eval's hash of the doc, when the line has one
 
 
-class BadSample(ValueError):
+class BadSample(SparseEvalError, ValueError):
     """A samples line that cannot be read; the message is the reason (no file or line)."""
 
 

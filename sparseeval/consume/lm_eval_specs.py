@@ -1,8 +1,10 @@
-"""What a generated lm-eval task copies from each original task we map (see `lm_eval_task`).
+"""What a generated lm-eval task copies from an original task (see `lm_eval_task`).
 
-A `TaskSpec` holds the original's dataset, evaluation and few-shot splits, output type,
-binary metric and `doc(d)`: Python source that turns an original doc into the generated
-task's fields, following the original's own YAML and utils (cited in each `doc`):
+Each benchmark's record (`sparseeval.consume.benchmarks`) holds the `TaskSpec`s of the
+tasks it can generate, built from the prompt code here. A `TaskSpec` holds the original's
+dataset, evaluation and few-shot splits, output type, binary metric and `doc(d)`: Python
+source that turns an original doc into the generated task's fields, following the
+original's own YAML and utils (cited in each `doc`):
 
 - multiple choice: `query` (prompt), `choices`, `gold` (answer index);
 - multiple input (Winogrande, one context per choice): `choices` (contexts), `target`
@@ -12,17 +14,13 @@ task's fields, following the original's own YAML and utils (cited in each `doc`)
 A spec whose `subtask` pattern has a group `sub` covers several lm-eval tasks (MMLU's 57
 subjects, BBH's 24 subtasks, MuSR's three splits): `dataset_name`, `split`, `description`
 and `original` are formatted with `{sub}` and `{subject}` (the subtask with spaces), and
-one generated task gathers the anchors of all of them. `NOT_GENERATED` says why the other
-benchmarks the taskmap maps (GPQA, MATH level 5, IFEval) have none. Pure Python.
+one generated task gathers the anchors of all of them. Pure Python.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
-
-from sparseeval.consume.taskmap import MMLU_SUBJECTS
 
 OUTPUT_TYPES = ("multiple_choice", "multiple_input", "generate_until")
 
@@ -35,7 +33,6 @@ class TaskSpec:
     dataset_name: str | None
     split: str  # the evaluation split: doc ids index it
     fewshot_split: str | None
-    metric: str  # acc (argmax), acc_norm (per character) or exact_match (generation)
     doc: str  # Python source of `doc(d)` (and `score(d, results)` for generation)
     output_type: str = "multiple_choice"
     sampler: str = "default"  # lm-eval's few-shot sampler: default (seeded random), first_n
@@ -56,6 +53,9 @@ class TaskSpec:
     # description, doc_to_choice and few-shot samples the task reads when lm-eval runs it
     # (BBH: each subtask's own choices and hand-written shots).
     original: str | None = None
+    # acc (argmax), acc_norm (per character) or exact_match (generation): its benchmark's
+    # metric, filled in by the record that holds the spec (`benchmarks.Benchmark`)
+    metric: str = ""
 
     @property
     def grouped(self) -> bool:
@@ -82,7 +82,7 @@ class TaskSpec:
         return self.original.format(sub=sub or "") if self.original else None
 
 
-_ARC_DOC = """\
+ARC_DOC = """\
 def doc(d):
     \"\"\"The original task's prompt, choices and answer index (lm-eval arc_easy.yaml).\"\"\"
     return {
@@ -92,7 +92,7 @@ def doc(d):
     }
 """
 
-_HELLASWAG_DOC = """\
+HELLASWAG_DOC = """\
 def _clean(text):
     text = text.strip().replace(" [title]", ". ")
     return re.sub(r"\\[.*?\\]", "", text).replace("  ", " ")
@@ -108,7 +108,7 @@ def doc(d):
     }
 """
 
-_TRUTHFULQA_PROMPT = (
+TRUTHFULQA_PROMPT = (
     "Q: What is human life expectancy in the United States?\n"
     "A: Human life expectancy in the United States is 78 years.\n\n"
     "Q: Who was president of the United States in 1955?\n"
@@ -119,9 +119,9 @@ _TRUTHFULQA_PROMPT = (
     "A: Telescopes use lenses or mirrors to focus light and make objects appear closer.\n\n"
     "Q: Where were the 1992 Olympics held?\nA: The 1992 Olympics were held in Barcelona, Spain."
 )
-_TRUTHFULQA_DOC = f"""\
+TRUTHFULQA_DOC = f"""\
 PROMPT = (
-{"".join(f"    {json.dumps(line)}{chr(10)}" for line in _TRUTHFULQA_PROMPT.splitlines(True))})
+{"".join(f"    {json.dumps(line)}{chr(10)}" for line in TRUTHFULQA_PROMPT.splitlines(True))})
 
 
 def doc(d):
@@ -133,7 +133,7 @@ def doc(d):
     }}
 """
 
-_MMLU_DOC = """\
+MMLU_DOC = """\
 def doc(d):
     \"\"\"The original's prompt, choices, answer (lm-eval mmlu/default/_default_template_yaml)\"\"\"
     c = d["choices"]
@@ -145,7 +145,7 @@ def doc(d):
     }
 """
 
-_WINOGRANDE_DOC = """\
+WINOGRANDE_DOC = """\
 def doc(d):
     \"\"\"One context per option, the shared continuation and the answer (lm-eval
     winogrande/preprocess_winogrande.py: doc_to_choice, doc_to_target, doc_to_text).\"\"\"
@@ -157,7 +157,7 @@ def doc(d):
     }
 """
 
-_GSM8K_DOC = """\
+GSM8K_DOC = """\
 def doc(d):
     \"\"\"The original's prompt and target (lm-eval gsm8k/gsm8k.yaml).\"\"\"
     return {"query": f"Question: {d['question']}\\nAnswer:", "target": d["answer"]}
@@ -175,7 +175,7 @@ def score(d, results):
     return int(hit["exact_match"])
 """
 
-_GSM8K_YAML = (
+GSM8K_YAML = (
     "generation_kwargs:",
     '  until: ["Question:", "</s>", "<|im_end|>"]',
     "  do_sample: false",
@@ -189,7 +189,7 @@ _GSM8K_YAML = (
     '      - function: "take_first"',
 )
 
-_MUSR_DOC = """\
+MUSR_DOC = """\
 def doc(d):
     \"\"\"The original's prompt, choices and answer (lm-eval leaderboard/musr/utils.py).\"\"\"
     choices = ast.literal_eval(d["choices"])
@@ -201,7 +201,7 @@ def doc(d):
     }
 """
 
-_BBH_DOC = """\
+BBH_DOC = """\
 def doc(d):
     \"\"\"The original's prompt and answer (lm-eval leaderboard/bbh_mc/_fewshot_template_yaml);
     choices: the subtask YAML's doc_to_choice.\"\"\"
@@ -209,34 +209,8 @@ def doc(d):
     gold = choices.index(d["target"])
     return {"query": f"Q: {d['input']}\\nA:", "choices": choices, "gold": gold}
 """
-_BBH = [  # the leaderboard's 24 BBH subtasks (lm-eval leaderboard/bbh_mc/)
-    "boolean_expressions",
-    "causal_judgement",
-    "date_understanding",
-    "disambiguation_qa",
-    "formal_fallacies",
-    "geometric_shapes",
-    "hyperbaton",
-    "logical_deduction_five_objects",
-    "logical_deduction_seven_objects",
-    "logical_deduction_three_objects",
-    "movie_recommendation",
-    "navigate",
-    "object_counting",
-    "penguins_in_a_table",
-    "reasoning_about_colored_objects",
-    "ruin_names",
-    "salient_translation_error_detection",
-    "snarks",
-    "sports_understanding",
-    "temporal_sequences",
-    "tracking_shuffled_objects_five_objects",
-    "tracking_shuffled_objects_seven_objects",
-    "tracking_shuffled_objects_three_objects",
-    "web_of_lies",
-]
 
-_MMLU_PRO_DOC = """\
+MMLU_PRO_DOC = """\
 def doc(d):
     \"\"\"The original's prompt, choices and answer (lm-eval leaderboard/mmlu_pro/utils.py).\"\"\"
     letters = [string.ascii_uppercase[i] for i in range(len(d["options"]))]
@@ -244,59 +218,3 @@ def doc(d):
     return {"query": f"{d['question']}\\n{listing}Answer:", "choices": letters,
             "gold": letters.index(d["answer"])}
 """
-
-_ARC = ("allenai/ai2_arc", "test", "train", "acc_norm", _ARC_DOC)
-SPECS: dict[str, TaskSpec] = {
-    "arc_challenge": TaskSpec(_ARC[0], "ARC-Challenge", *_ARC[1:], num_fewshot=25),
-    "arc_easy": TaskSpec(_ARC[0], "ARC-Easy", *_ARC[1:], num_fewshot=25),
-    "hellaswag": TaskSpec("Rowan/hellaswag", None, "validation", "train", "acc_norm",
-                          _HELLASWAG_DOC, num_fewshot=10, imports=("re",)),
-    "truthfulqa_mc1": TaskSpec("truthfulqa/truthful_qa", "multiple_choice", "validation", None,
-                               "acc", _TRUTHFULQA_DOC),
-    "winogrande": TaskSpec("allenai/winogrande", "winogrande_xl", "validation", "train", "acc",
-                           _WINOGRANDE_DOC, output_type="multiple_input", num_fewshot=5,
-                           eval_key="validation_split", fewshot_key="training_split"),
-    "gsm8k": TaskSpec("openai/gsm8k", "main", "test", "train", "exact_match", _GSM8K_DOC,
-                      output_type="generate_until", num_fewshot=5, yaml=_GSM8K_YAML),
-    "mmlu": TaskSpec(
-        "cais/mmlu", "{sub}", "test", "dev", "acc", _MMLU_DOC, sampler="first_n", num_fewshot=5,
-        subtask=rf"mmlu_(?P<sub>{'|'.join(sorted(MMLU_SUBJECTS))})",
-        description="The following are multiple choice questions (with answers) about "
-                    "{subject}.\n\n"),
-    "leaderboard_musr": TaskSpec(
-        "TAUR-Lab/MuSR", None, "{sub}", None, "acc_norm", _MUSR_DOC,
-        subtask=r"(?:leaderboard_musr_)?(?P<sub>murder_mysteries|object_placements|"
-                r"team_allocation)", imports=("ast",)),
-    "leaderboard_bbh": TaskSpec(
-        "SaylorTwift/bbh", "{sub}", "test", None, "acc_norm", _BBH_DOC, sampler="first_n",
-        num_fewshot=3, subtask=rf"(?:leaderboard_bbh_)?(?P<sub>{'|'.join(_BBH)})",
-        original="leaderboard/bbh_mc/{sub}.yaml"),
-    "leaderboard_mmlu_pro": TaskSpec(
-        "TIGER-Lab/MMLU-Pro", None, "test", "validation", "acc", _MMLU_PRO_DOC,
-        sampler="first_n", num_fewshot=5, imports=("string",)),
-}  # fmt: skip
-
-# Benchmarks the taskmap maps that no generated task covers, and why (said when refused).
-NOT_GENERATED: dict[str, str] = {
-    "gpqa": "lm-eval shuffles GPQA's choices with the global RNG while loading, so a "
-    "generated task cannot ask the same questions",
-    "math_hard": "scored by lm-eval's math-equivalence checker (sympy, math_verify)",
-    "ifeval": "scored by lm-eval's instruction checkers (langdetect, immutabledict, nltk)",
-}
-
-
-def find_spec(task: str) -> tuple[str, TaskSpec, str | None] | None:
-    """(spec key, spec, subtask) of an lm-eval task name, or None when no spec covers it."""
-    if task in SPECS and SPECS[task].subtask is None:
-        return task, SPECS[task], None
-    for key, spec in SPECS.items():
-        m = re.fullmatch(spec.subtask, task) if spec.subtask else None
-        if m:
-            return key, spec, m.groupdict().get("sub")
-    return None
-
-
-def why_not(benchmark: str) -> str:
-    """Why a benchmark has no generated task (a parenthesis), for the refusal message."""
-    reason = NOT_GENERATED.get(benchmark)
-    return f" ({reason})" if reason else ""

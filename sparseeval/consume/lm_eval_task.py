@@ -11,10 +11,11 @@
   with the benchmark's own binary metric over the anchors (e.g. `acc_norm`) and three more:
   `sparseeval` (the estimated full-benchmark score), `sparseeval_low` and
   `sparseeval_high` (its interval at the set's level).
-- `utils.py`: the original's prompt as `doc(d)`, the anchors (doc id -> anchor item), and
-  thin calls into `sparseeval.consume.lm_eval_runtime`, which keeps the anchor docs, scores
-  each doc as lm-eval does and aggregates by loading the published set through the light
-  consumer path (pinned to the version written) and calling `AnchorSet.predict`.
+- `utils.py` (written by `lm_eval_task_utils`): the original's prompt as `doc(d)`, the
+  anchors (doc id -> anchor item), and thin calls into `sparseeval.consume.lm_eval_runtime`,
+  which keeps the anchor docs, scores each doc as lm-eval does and aggregates by loading
+  the published set through the light consumer path (pinned to the version written) and
+  calling `AnchorSet.predict`.
 
 MMLU's anchors are spread over its 57 subject tasks (`mmlu_anatomy`, ...): one generated
 task `sparseeval_mmlu` holds all of them, each doc with its subject's description and its
@@ -38,17 +39,16 @@ NumPy-free at import; lm-eval is needed only to run the written tasks.
 from __future__ import annotations
 
 import json
-import pprint
 import re
-import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparseeval._version import __version__
+from sparseeval.consume.benchmarks import find_spec, task_specs, why_not
 from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError, item_source
 from sparseeval.consume.lm_eval_runtime import DESCRIPTION_FIELD
-from sparseeval.consume.lm_eval_specs import SPECS, TaskSpec, find_spec, why_not
+from sparseeval.consume.lm_eval_specs import TaskSpec
+from sparseeval.consume.lm_eval_task_utils import UtilsContext, utils_py
 
 TASK_PREFIX = "sparseeval_"
 SUITE_GROUP = "sparseeval_suite"
@@ -59,7 +59,7 @@ Dataset = str | Path | Mapping[str, str | Path] | None
 class TaskPlan:
     """Which original task(s) an anchor set's items come from: {lm-eval task: {doc: item}}."""
 
-    key: str  # the spec's key in `SPECS`
+    key: str  # the spec's lm-eval task name (`benchmarks.task_specs`)
     spec: TaskSpec
     sources: dict[str, dict[int, str]]
     subtasks: dict[str, str | None]
@@ -84,7 +84,7 @@ def plan_task(aset) -> TaskPlan:
         if spec is None:
             raise LmEvalError(
                 f"no generated lm-eval task for {task!r} yet{why_not(aset.benchmark)} "
-                f"(supported: {', '.join(SPECS)}); use `export-lm-eval --out` (lm-eval "
+                f"(supported: {', '.join(task_specs())}); use `export-lm-eval --out` (lm-eval "
                 "--samples) and `sparseeval predict` instead"
             )
         found[task] = spec
@@ -124,8 +124,9 @@ def write_task(tasks_dir: str | Path, aset, anchor_root: str | Path, *, dataset:
     folder = Path(tasks_dir) / (f"{SUITE_GROUP}/{aset.benchmark}" if suite else name)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.yaml").write_text(_yaml(name, plan, files, aset, suite is not None))
-    ctx = _Context(name, plan, aset, root, _budget_of(aset), files, suite is not None)
-    (folder / "utils.py").write_text(_utils(ctx))
+    ctx = UtilsContext(name, plan.spec, plan.sources, plan.subtasks, _fewshot_split(plan, files),
+                       aset, root, _budget_of(aset), files, suite is not None)  # fmt: skip
+    (folder / "utils.py").write_text(utils_py(ctx))
     return folder
 
 
@@ -241,182 +242,5 @@ def _fewshot_split(plan: TaskPlan, files) -> str | None:
     return split if all(split in f for f in files.values()) else None
 
 
-@dataclass(frozen=True)
-class _Context:
-    name: str
-    plan: TaskPlan
-    aset: object
-    root: str
-    budget: int | None
-    files: dict | None
-    member: bool
-
-
-_UTILS = '''\
-"""lm-eval task `{name}`: {tasks} on its {k} SparseEval anchors.
-
-Written by sparseeval {lib} (`sparseeval export-lm-eval --tasks-dir`) for the anchor set
-{where}. Each doc's result is (anchor item, 0/1 {metric}); the aggregations load the
-published set (NumPy only) and report its estimate of the full-benchmark score
-(`sparseeval`) and its {pct}% interval (`sparseeval_low`, `sparseeval_high`).
-"""
-{imports}
-from sparseeval.consume import lm_eval_runtime as rt
-
-ANCHOR_SET = {root_q}
-BENCHMARK = {benchmark_q}
-VERSION = {version}
-BUDGET = {budget!r}
-METRIC = {metric_q}
-{anchors}
-
-{doc}
-{docs}
-{scoring}
-'''
-
-_SINGLE = '''
-def process_docs(dataset):
-    """The anchor docs of the evaluation split, each with its anchor item id (any other
-    split, the training split a task draws its shots from, whole)."""
-    if dataset.split is not None and str(dataset.split) != SPLIT:
-        return fewshot_docs(dataset){begin}
-    return datasets.Dataset.from_list(rt.keep_anchors(dataset, ANCHORS, doc, BENCHMARK))
-
-
-def fewshot_docs(dataset):
-    return datasets.Dataset.from_list([doc(d) for d in dataset])
-'''
-
-_GROUPED = '''
-def load(**kwargs):
-    """The anchor docs of every source, with their source's description and few-shot docs."""{begin}
-    return rt.load_sources(DATASET, SOURCES, doc, BENCHMARK)
-'''
-
-_SHOTS = '''
-
-class Shots(ContextSampler):
-    """The first n few-shot docs of the eval doc's own subject (lm-eval's first_n sampler on
-    that subject's few-shot split, as the original per-subject task asks)."""
-
-    def sample(self, n, eval_doc=None, df=None, **kwargs):
-        shots = eval_doc[rt.SHOTS_FIELD]
-        if n > len(shots):
-            raise ValueError(f"{n} few-shot docs asked, the subject has {len(shots)}")
-        return shots[:n]
-'''
-
-_MC_SCORE = '''
-def score(d, results):
-    """lm-eval's multiple-choice scoring of one doc (acc: argmax, acc_norm: per character)."""
-    return rt.choice_score(d, results, METRIC)
-'''
-
-_AGGREGATE = """
-def process_results(d, results):
-    correct = score(d, results)
-    pair = (d["{item_field}"], correct){record}
-    return {{METRIC: correct, {pairs}}}
-
-{aggregations}"""
-
-_OWN = """
-def _estimate(pairs):
-    return rt.estimate(ANCHOR_SET, BENCHMARK, VERSION, BUDGET, pairs)
-
-
-def sparseeval(pairs):
-    return _estimate(pairs).value
-
-
-def sparseeval_low(pairs):
-    return _estimate(pairs).low
-
-
-def sparseeval_high(pairs):
-    return _estimate(pairs).high
-"""
-
-_MEMBER = """
-def sparseeval(pairs):
-    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[0])
-
-
-def sparseeval_low(pairs):
-    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[0], "low")
-
-
-def sparseeval_high(pairs):
-    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[0], "high")
-
-
-def suite_average(pairs):
-    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[1])
-
-
-def suite_average_low(pairs):
-    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[1], "low")
-
-
-def suite_average_high(pairs):
-    return rt.value(rt.suite_estimates(ANCHOR_SET, VERSION, BENCHMARK, pairs)[1], "high")
-"""
-
-
-def _utils(c: _Context) -> str:
-    spec, aset, q = c.plan.spec, c.aset, json.dumps
-    where = f"{aset.benchmark} v{aset.version}" + (f" k{c.budget}" if c.budget else "")
-    if c.member:
-        where = f"suite v{aset.version} (benchmark {aset.benchmark})"
-    item = (lambda i: f"{aset.benchmark}/{i}") if c.member else str
-    begin = "\n    rt.begin(ANCHOR_SET, VERSION, BENCHMARK)" if c.member else ""
-    shots = spec.grouped and (_fewshot_split(c.plan, c.files) is not None or spec.original)
-    imports = [f"import {m}" for m in ((() if spec.grouped else ("datasets",)) + spec.imports)]
-    if shots:
-        imports.append("from lm_eval.api.samplers import ContextSampler")
-    if spec.grouped:
-        anchors = f"DATASET = {q(spec.dataset_path)}\nSOURCES = {_sources(c, item)}"
-        docs = _GROUPED.format(begin=begin) + (_SHOTS if shots else "")
-    else:
-        ((_, by_doc),) = c.plan.sources.items()
-        rows = "".join(f"    {d}: {q(item(i))},\n" for d, i in by_doc.items())
-        anchors = (
-            f"SPLIT = {q(spec.split)}\nANCHORS = {{\n{rows}}}  # doc id in SPLIT -> anchor item"
-        )
-        docs = _SINGLE.format(begin=begin)
-    pairs = ", ".join(f'"{m}": pair' for m in ("sparseeval", "sparseeval_low", "sparseeval_high")
-                      + (("suite_average", "suite_average_low", "suite_average_high")
-                         if c.member else ()))  # fmt: skip
-    record = "\n    rt.record(ANCHOR_SET, VERSION, BENCHMARK, *pair)" if c.member else ""
-    scoring = ("" if "def score(" in spec.doc else _MC_SCORE) + _AGGREGATE.format(
-        item_field=ITEM_FIELD, record=record, pairs=pairs,
-        aggregations=_MEMBER if c.member else _OWN)  # fmt: skip
-    text = _UTILS.format(
-        name=c.name, tasks=", ".join(c.plan.sources), k=len(aset.items), where=where,
-        lib=__version__, metric=spec.metric, pct=round(100 * aset.level), root_q=q(c.root),
-        benchmark_q=q(aset.benchmark), version=aset.version, budget=c.budget,
-        metric_q=q(spec.metric), anchors=anchors, doc=textwrap.dedent(spec.doc), docs=docs,
-        scoring=scoring, imports="\n".join(imports) + "\n",
-    )  # fmt: skip
-    return re.sub(r"\n+(?=(?:def|class) \w)", "\n\n\n", text)  # two blank lines, as PEP 8
-
-
-def _sources(c: _Context, item) -> str:
-    """SOURCES: per original task, its dataset config, splits, description and anchors."""
-    out = {}
-    for task, sub in c.plan.subtasks.items():
-        name, split, description = c.plan.spec.source(sub)
-        out[task] = {
-            "name": name, "split": split,
-            "fewshot": _fewshot_split(c.plan, c.files),
-            "description": description,
-            "files": c.files[task] if c.files else None,
-            "original": c.plan.spec.original_yaml(sub),
-            "anchors": {str(d): item(i) for d, i in c.plan.sources[task].items()},
-        }  # fmt: skip
-    return pprint.pformat(out, sort_dicts=False, width=96)
-
-
-__all__ = ["ITEM_FIELD", "SPECS", "SUITE_GROUP", "TaskPlan", "TaskSpec", "plan_task",
+__all__ = ["ITEM_FIELD", "SUITE_GROUP", "TaskPlan", "TaskSpec", "plan_task",
            "task_name", "write_suite", "write_task"]  # fmt: skip

@@ -20,9 +20,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.ids import IdError, canonical_id
 from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys
-from sparseeval.consume.sniff import compressed_message, delimiter_hint
+from sparseeval.consume.sniff import compressed_message, layout_hint, shown_columns
 
 # The answer words, read alike by `predict` and the store (sql/validate.sql gets these lists):
 # case-insensitive, after trimming spaces.
@@ -32,7 +33,7 @@ _TEXT_SIGNS = dict.fromkeys(CORRECT_WORDS, 1.0) | dict.fromkeys(WRONG_WORDS, -1.
 _NOT_ANSWERED = {"", "nan", "none", "null", "na"}
 
 
-class ResponsesError(ValueError):
+class ResponsesError(SparseEvalError, ValueError):
     """A model's answers on the anchors cannot be used (missing, unknown or bad values)."""
 
 
@@ -131,7 +132,7 @@ def read_responses_files(
     """
     from sparseeval.consume.lm_eval import is_samples_file
 
-    merged = MergedAnswers(set(anchor_set.items))
+    merged = MergedAnswers(set(getattr(anchor_set, "known_items", anchor_set.items)))
     lm_eval_paths = []
     for f in map(Path, files):
         if not f.exists():
@@ -167,8 +168,9 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
     ignore_hashes = bool(opts.pop("ignore_hash_mismatch", False))
     try:
         answers = read_responses(
-            paths, items=anchor_set.items, benchmark=anchor_set.benchmark,
-            item_sources=anchor_set.item_sources, **opts,
+            paths, items=getattr(anchor_set, "known_items", anchor_set.items),
+            benchmark=anchor_set.benchmark,
+            item_sources=getattr(anchor_set, "all_item_sources", anchor_set.item_sources), **opts,
         )  # fmt: skip
         if not ignore_hashes:
             check_hashes(anchor_set, paths, answers)
@@ -184,7 +186,8 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
 class MergedAnswers:
     """Answers from several sources; conflicting answers on an anchor are collected.
 
-    Only anchors are kept (`values` holds the anchors answered); other items are checked
+    Only the set's items are kept (`values`: anchors, and with item curves the others);
+    other items are checked
     for a canonical id and dropped, so memory follows the anchors, not the file.
 
     Item ids are canonicalized (`consume.ids`), so `'1 '` and `'1'` are one item; an id
@@ -290,8 +293,8 @@ def _read_csv(path: Path) -> Iterator[tuple[str, object, str]]:
     cols = [c.strip() for c in reader.fieldnames or []]
     if "item" not in cols or "correct" not in cols:
         raise ResponsesError(
-            f"{printable(path)}: needs a header with columns item,correct (got {printable(cols)})"
-            + delimiter_hint(cols)
+            f"{printable(path)}: needs a header with columns item,correct"
+            f" (got {printable(shown_columns(cols))})" + layout_hint(cols)
         )
     twice = [c for c in ("item", "correct") if cols.count(c) > 1]
     if twice:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.fields import MEMBER_READER, check_fields
 from sparseeval.consume.layout import AnchorSetError, positive_int, unsafe_path
 from sparseeval.consume.responses import printable
 
@@ -72,11 +73,13 @@ def reader_folder(where: object, reader: object, label: str = "predictor") -> st
 
 
 def check_manifest(where: object, manifest: Mapping) -> None:
-    """The manifest's version, interval and predictor entries can be used as they are."""
+    """The manifest's version, interval and predictor entries can be used as they are, and
+    every field passes its shape check (`consume.fields`)."""
     if not positive_int(manifest.get("version")):
         raise AnchorSetError(f"{printable(where)}: manifest version is not a positive integer")
     interval_from(where, manifest.get("interval"))
     reader_folder(where, manifest.get("predictor"))
+    check_fields(where, manifest)
 
 
 def check_reader(where: object, benchmark: str, reader: object, items: object) -> None:
@@ -86,6 +89,7 @@ def check_reader(where: object, benchmark: str, reader: object, items: object) -
     interval_from(f"{printable(where)} ({label})", reader.get("interval"))
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
         raise AnchorSetError(f"{printable(where)}: {label} has no list of items")
+    check_fields(f"{printable(where)} ({label})", {**reader, "items": items}, MEMBER_READER)
 
 
 def check_arrays(folder: str | Path, arrays: Mapping[str, np.ndarray]) -> None:

@@ -43,6 +43,21 @@ def compressed_message(path: str | Path) -> str | None:
     )
 
 
+def shown_columns(header: list[str], n: int = 6) -> list[str]:
+    """The first `n` column names, then `... (N columns)` for a long header."""
+    return header if len(header) <= n else [*header[:n], f"... ({len(header):,} columns)"]
+
+
+def layout_hint(header: list[str]) -> str:
+    """Why a header is not `item,correct`, when it says: a wide row, or another delimiter."""
+    if "model" in header and len(header) > 2:
+        return (
+            "; this is a wide table (model + one column per item): write one item,correct"
+            " row per anchor (`sparseeval anchors --template FILE` writes the blank)"
+        )
+    return delimiter_hint(header)
+
+
 def delimiter_hint(header: list[str]) -> str:
     """`; the header is separated by ';' (save it comma-separated)` for a one-column header
     that holds `;` or tabs, else ""."""

@@ -18,10 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set
+from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set, load_curves
 from sparseeval.consume.flags import KEY, disagreement, widened
 from sparseeval.consume.inference import load_predictor
 from sparseeval.consume.layout import LATEST, AnchorSetError
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.responses import MergedAnswers, ResponsesError, as_pairs, printable
 from sparseeval.consume.shape import check_arrays, check_reader
 
@@ -60,7 +61,9 @@ class SuiteAnchorSet:
         answers: {benchmark: responses}, each as `AnchorSet.predict` takes them (a dict
         {item: correct}, an item/correct table, or a sequence in anchor order). With every
         benchmark answered each is read from all anchors; otherwise each given benchmark
-        falls back to its own reader and there is no average.
+        falls back to its own reader and there is no average. Answers on a benchmark's
+        other items (its own set's `next_items`) correct that benchmark's estimate
+        (`AnchorSet.predict`); the average stays the joint readers'.
         """
         for b in answers:
             self._known(b)
@@ -76,7 +79,7 @@ class SuiteAnchorSet:
             est = _read(self.joint[b], joint, allow_missing)
             line = disagreement(est, _read(self.own[b], answers[b], allow_missing, b))
             width = float(self.joint[b].conformal.halfwidths(est.value))
-            out[b] = widened(est, (line,) if line else (), width)
+            out[b] = self.own[b].corrected(widened(est, (line,) if line else (), width), answers[b])
             disagree += [line] if line else []
         average = _read(self.average, joint, allow_missing)
         width = float(self.average.conformal.halfwidths(average.value))
@@ -167,13 +170,17 @@ def load_suite(
         raise AnchorSetError(f"{printable(average.source)}: suite members are not readers")
     joint, own = {}, {}
     for b, member in members.items():
-        own[b] = _member(average, b, member["own"], member["items"])
-        joint[b] = _member(average, b, member["joint"], average.items)
+        own[b] = _member(average, b, member, "own", member["items"])
+        joint[b] = _member(average, b, member, "joint", average.items)
     return SuiteAnchorSet(average, joint, own)
 
 
-def _member(suite: AnchorSet, benchmark: str, reader: dict, items: list[str]) -> AnchorSet:
-    """One member reader as an `AnchorSet` (its files were verified with the suite's)."""
+def _member(
+    suite: AnchorSet, benchmark: str, member: dict, kind: str, items: list[str]
+) -> AnchorSet:
+    """One member reader (`kind`: joint or own) as an `AnchorSet` (its files were verified
+    with the suite's); it says what the member estimates and where its data came from."""
+    reader = member[kind]
     check_reader(suite.source, benchmark, reader, items)
     try:
         predictor = load_predictor(suite.folder / reader["folder"])
@@ -190,7 +197,12 @@ def _member(suite: AnchorSet, benchmark: str, reader: dict, items: list[str]) ->
         "interval": reader["interval"],
         "predictor": {"folder": reader["folder"], "anchor_means": reader.get("anchor_means")},
         KEY: reader.get(KEY),
+        "target": member.get("target"),
+        "provenance": member.get("provenance") or suite.manifest.get("provenance"),
     }
-    member = AnchorSet(manifest, predictor, suite.source, suite.folder)
+    if reader.get(CURVES_KEY):
+        manifest[CURVES_KEY] = reader[CURVES_KEY]
+    curves = load_curves(suite.folder, manifest)
+    member = AnchorSet(manifest, predictor, suite.source, suite.folder, curves=curves)
     member.check_predictor()
     return member

@@ -1,18 +1,18 @@
-"""The one task map: our benchmarks, lm-eval task names and Open LLM Leaderboard configs.
+"""The task map: lm-eval task names and Open LLM Leaderboard configs -> our benchmarks.
 
-Pure Python (no NumPy, Polars or DuckDB), shared by the consumer (`sparseeval.consume.lm_eval`)
-and the results store (`sparseeval.pipeline.store`).
+Pure Python, shared by the consumer (`sparseeval.consume.lm_eval`) and the results store
+(`sparseeval.pipeline.store`); every fact comes from the records in `benchmarks`.
 
-- `KNOWN_BENCHMARKS`: the benchmarks every store knows, with a description.
-- `BENCHMARK_TASKS`: a benchmark's default lm-eval task (bare doc-id anchors).
+- `known_benchmarks()`: the benchmarks every store knows, with a description.
+- `default_task(name)`: a benchmark's default lm-eval task (bare doc-id anchors).
 - `map_lm_eval_task(task)`: an lm-eval task -> `TaskMap` (benchmark, item prefix, metrics).
-  MMLU tasks (`mmlu_{subject}`, `hendrycksTest-{subject}`, one of the 57 subjects) and the
-  leaderboard v2 subtasks give items `subject:index`; other tasks give `index`.
+  A task pattern's group `sub` (MMLU's `mmlu_{subject}` and `hendrycksTest-{subject}`, one
+  of the 57 subjects; the leaderboard v2 subtasks) gives items `subject:index`; other tasks
+  give `index`.
 - `map_v1_config(config)`: an Open LLM Leaderboard v1 details config -> `TaskMap`.
-- Metric preference (first one a sample has, the same for the whole file): ARC and
-  HellaSwag `acc_norm` (as the Open LLM Leaderboard), TruthfulQA MC1 `acc`, GSM8K
-  `exact_match` then `acc`, MMLU and Winogrande `acc`, leaderboard v2 tasks as listed in
-  `_LM_EVAL_TASKS`; any other task the first of `DEFAULT_METRICS`.
+- Metric preference (first one a sample has, the same for the whole file): the record's
+  `metrics` (ARC and HellaSwag `acc_norm` as the Open LLM Leaderboard, GSM8K `exact_match`
+  then `acc`, ...); any other task the first of `DEFAULT_METRICS`.
 """
 
 from __future__ import annotations
@@ -20,124 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-KNOWN_BENCHMARKS: dict[str, str] = {
-    "arc": "ARC-Challenge (25-shot), acc_norm",
-    "gsm8k": "GSM8K (5-shot), acc / exact_match",
-    "hellaswag": "HellaSwag (10-shot), acc_norm",
-    "mmlu": "MMLU, 57 subjects, items `subject:index`, acc",
-    "truthfulqa": "TruthfulQA MC (0-shot), mc1",
-    "winogrande": "Winogrande (5-shot), acc",
-    "bbh": "BBH (leaderboard v2), items `subtask:index`, acc_norm",
-    "gpqa": "GPQA (leaderboard v2), items `subtask:index`, acc_norm",
-    "ifeval": "IFEval (leaderboard v2), prompt_level_strict_acc",
-    "math_hard": "MATH level 5 (leaderboard v2), items `subtask:index`, exact_match",
-    "mmlu_pro": "MMLU-Pro (leaderboard v2), acc",
-    "musr": "MuSR (leaderboard v2), items `subtask:index`, acc_norm",
-}
+from sparseeval.consume.benchmarks import Benchmark, records
 
-MMLU_SUBJECTS = frozenset(
-    [
-        "abstract_algebra",
-        "anatomy",
-        "astronomy",
-        "business_ethics",
-        "clinical_knowledge",
-        "college_biology",
-        "college_chemistry",
-        "college_computer_science",
-        "college_mathematics",
-        "college_medicine",
-        "college_physics",
-        "computer_security",
-        "conceptual_physics",
-        "econometrics",
-        "electrical_engineering",
-        "elementary_mathematics",
-        "formal_logic",
-        "global_facts",
-        "high_school_biology",
-        "high_school_chemistry",
-        "high_school_computer_science",
-        "high_school_european_history",
-        "high_school_geography",
-        "high_school_government_and_politics",
-        "high_school_macroeconomics",
-        "high_school_mathematics",
-        "high_school_microeconomics",
-        "high_school_physics",
-        "high_school_psychology",
-        "high_school_statistics",
-        "high_school_us_history",
-        "high_school_world_history",
-        "human_aging",
-        "human_sexuality",
-        "international_law",
-        "jurisprudence",
-        "logical_fallacies",
-        "machine_learning",
-        "management",
-        "marketing",
-        "medical_genetics",
-        "miscellaneous",
-        "moral_disputes",
-        "moral_scenarios",
-        "nutrition",
-        "philosophy",
-        "prehistory",
-        "professional_accounting",
-        "professional_law",
-        "professional_medicine",
-        "professional_psychology",
-        "public_relations",
-        "security_studies",
-        "sociology",
-        "us_foreign_policy",
-        "virology",
-        "world_religions",
-    ]
-)
-
-# benchmark (or alias) -> the lm-eval task whose doc ids bare anchor ids are.
-BENCHMARK_TASKS: dict[str, str] = {
-    "arc": "arc_challenge",
-    "arc_challenge": "arc_challenge",
-    "gsm8k": "gsm8k",
-    "hellaswag": "hellaswag",
-    "truthfulqa": "truthfulqa_mc1",
-    "truthfulqa_mc": "truthfulqa_mc1",
-    "truthfulqa_mc1": "truthfulqa_mc1",
-    "winogrande": "winogrande",
-    "mmlu_pro": "leaderboard_mmlu_pro",
-    "ifeval": "leaderboard_ifeval",
-}
-# Metrics tried, in order, for a task not in `_LM_EVAL_TASKS`.
+# Metrics tried, in order, for a task no benchmark's record names.
 DEFAULT_METRICS = ("acc", "exact_match", "mc1", "acc_norm", "em")
-
-# (pattern, benchmark, metrics); a `sub` group becomes the item prefix.
-_LM_EVAL_TASKS = [
-    (r"arc_challenge", "arc", ("acc_norm",)),
-    (r"hellaswag", "hellaswag", ("acc_norm",)),
-    (r"truthfulqa_mc1", "truthfulqa", ("acc",)),
-    (r"winogrande", "winogrande", ("acc",)),
-    (r"gsm8k", "gsm8k", ("exact_match", "acc")),
-    (r"mmlu_(?P<sub>\w+)", "mmlu", ("acc",)),
-    (r"hendrycksTest-(?P<sub>\w+)", "mmlu", ("acc",)),
-    (r"leaderboard_bbh_(?P<sub>\w+)", "bbh", ("acc_norm",)),
-    (r"leaderboard_gpqa_(?P<sub>\w+)", "gpqa", ("acc_norm",)),
-    (r"leaderboard_ifeval", "ifeval", ("prompt_level_strict_acc",)),
-    (r"leaderboard_math_(?P<sub>\w+)_hard", "math_hard", ("exact_match",)),
-    (r"leaderboard_mmlu_pro", "mmlu_pro", ("acc",)),
-    (r"leaderboard_musr_(?P<sub>\w+)", "musr", ("acc_norm",)),
-]
-_V1_CONFIGS = [
-    (r"arc_challenge", "arc", ("acc_norm",)),
-    (r"hellaswag", "hellaswag", ("acc_norm",)),
-    (r"truthfulqa_mc", "truthfulqa", ("mc1",)),
-    (r"winogrande", "winogrande", ("acc",)),
-    (r"gsm8k", "gsm8k", ("acc",)),
-    (r"hendrycksTest_(?P<sub>\w+)", "mmlu", ("acc",)),
-]
-_MMLU_PREFIXES = ("mmlu_", "hendrycksTest-", "hendrycksTest_", "mmlu:")
 
 
 @dataclass(frozen=True)
@@ -152,15 +38,27 @@ class TaskMap:
         return f"{self.subject}:{index}" if self.subject else str(index)
 
 
+def known_benchmarks() -> dict[str, str]:
+    """{benchmark: description} of every record, in the store's order."""
+    return {b.name: b.description for b in records()}
+
+
+def default_task(name: str) -> str | None:
+    """The lm-eval task whose doc ids a benchmark's (or alias's) bare anchor ids are."""
+    return next((b.default_task for b in records() if name in (b.name, *b.aliases)), None)
+
+
 def map_lm_eval_task(task: str) -> TaskMap:
     """An lm-eval task name mapped to our benchmark; unknown tasks keep their own name."""
-    return _match(_LM_EVAL_TASKS, task) or TaskMap(task, None, DEFAULT_METRICS)
+    table = [(b, t, b.metrics) for b in records() for t in b.tasks]
+    return _match(task, table) or TaskMap(task, None, DEFAULT_METRICS)
 
 
 def map_v1_config(config: str) -> TaskMap | None:
     """`harness_hendrycksTest_anatomy_5` -> mmlu / anatomy / acc; None if not ours."""
     m = re.fullmatch(r"harness_(.+)_\d+", config)
-    return _match(_V1_CONFIGS, m.group(1)) if m else None
+    table = [(b, b.v1.config, b.v1.metrics) for b in records() if b.v1]
+    return _match(m.group(1), table) if m else None
 
 
 def task_metrics(task: str) -> tuple[str, ...]:
@@ -168,22 +66,29 @@ def task_metrics(task: str) -> tuple[str, ...]:
     return map_lm_eval_task(task).metrics
 
 
-def mmlu_subject(prefix: str) -> str | None:
-    """The MMLU subject of `anatomy`, `mmlu_anatomy` or `hendrycksTest-anatomy`, else None."""
+def subtask_task(prefix: str) -> str | None:
+    """The lm-eval task of an item prefix naming a subtask (`anatomy`, `mmlu_anatomy` or
+    `hendrycksTest-anatomy` -> `mmlu_anatomy`), else None."""
     p = prefix.strip()
-    for head in _MMLU_PREFIXES:
-        if p.startswith(head) and p[len(head) :] in MMLU_SUBJECTS:
-            return p[len(head) :]
-    return p if p in MMLU_SUBJECTS else None
+    for b in records():
+        if b.subtask_task is None or b.subtasks is None:
+            continue
+        for head in b.id_prefixes:
+            if p.startswith(head) and p[len(head) :] in b.subtasks:
+                return b.subtask_task.format(sub=p[len(head) :])
+        if p in b.subtasks:
+            return b.subtask_task.format(sub=p)
+    return None
 
 
-def _match(table: list, name: str) -> TaskMap | None:
-    for pattern, benchmark, metrics in table:
+def _match(name: str, table: list[tuple[Benchmark, str, tuple[str, ...]]]) -> TaskMap | None:
+    """The first (record, regex, metrics) of `table` whose regex `name` fully matches."""
+    for b, pattern, metrics in table:
         m = re.fullmatch(pattern, name)
         if not m:
             continue
         sub = m.groupdict().get("sub")
-        if benchmark == "mmlu" and sub not in MMLU_SUBJECTS:
-            continue  # not one of the 57 subjects (e.g. an MMLU group or variant)
-        return TaskMap(benchmark, sub, metrics)
+        if b.subtasks is not None and sub not in b.subtasks:
+            continue  # not one of its subtasks (e.g. an MMLU group or variant)
+        return TaskMap(b.name, sub, metrics)
     return None

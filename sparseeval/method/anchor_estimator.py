@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, RegressorMixin
 
 from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
 
 
-class AnchorEstimator(BaseEstimator):
+class AnchorEstimator(RegressorMixin, BaseEstimator):
     """Base of every method: learned `anchors_` (item columns) and a reader of them.
+
+    A scikit-learn regressor: `score` is R² of the estimated accuracies.
 
     Subclasses follow scikit-learn conventions: `__init__` only stores its arguments,
     `fit` validates them and sets the learned attributes (trailing underscore).
@@ -63,6 +65,23 @@ def check_fit_input(X, y, X_valid=None, y_valid=None, need_valid: bool = False):
     if Xv.shape[1] != X.shape[1]:
         raise MatrixError(f"X (validation) has {Xv.shape[1]} items, X (training) has {X.shape[1]}")
     return X, y, Xv, yv
+
+
+VALID_FRACTION = 0.2  # of the given rows, held out by `fit(X, y)` without validation rows
+
+
+def validation_split(X, y, X_valid, y_valid, seed: int = 0) -> tuple:
+    """(X, y, X_valid, y_valid): as given, or, when neither validation part is given, the
+    rows of X, y split into training and a seeded `VALID_FRACTION` for validation."""
+    if X_valid is not None or y_valid is not None:
+        if X_valid is None or y_valid is None:
+            raise MatrixError("give both X_valid and y_valid, or neither")
+        return X, y, X_valid, y_valid
+    X, y = np.asarray(X), np.asarray(y)
+    n_valid = max(1, round(VALID_FRACTION * len(y)))
+    order = np.random.default_rng(seed).permutation(len(y))
+    valid, train = np.sort(order[:n_valid]), np.sort(order[n_valid:])
+    return X[train], y[train], X[valid], y[valid]
 
 
 def check_item_ids(item_ids, n_items: int) -> np.ndarray:

@@ -5,11 +5,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from importlib import import_module
 
 import numpy as np
 
-from sparseeval.method.anchor_estimator import AnchorEstimator, check_fit_input, check_item_ids
+from sparseeval.consume.errors import SettingsError
+from sparseeval.method.anchor_estimator import (
+    AnchorEstimator,
+    check_fit_input,
+    check_item_ids,
+    validation_split,
+)
 from sparseeval.method.matrix import check_Xy
 from sparseeval.method.predictors import MLPPredictor, fit_all
 from sparseeval.method.registry import AUTO, PREDICTOR_CHOICES, fit_candidates
@@ -147,42 +152,26 @@ class SparseEval(AnchorEstimator):
         self.progress = progress
 
     @classmethod
-    def paper(
-        cls,
-        n_anchors: int = 100,
-        seed: int = 0,
-        benchmark: str | None = None,
-        init: str = "auto",
-        **kw,
-    ) -> SparseEval:
-        """The paper's released recipe, run as its code runs it (`method.paper.PaperSparseEval`).
-
-        `init="random"`, or `benchmark` "mmlu" / "winogrande", starts from random items as
-        the released code does for those benchmarks; otherwise k-means.
-        """
-        # A factory on the base of its own subclass: imported by name at call time, so the
-        # import graph keeps paper -> estimator one way (tests/test_layers.py forbids loops).
-        paper = import_module("sparseeval.method.paper")
-        return paper.PaperSparseEval(n_anchors, init=init, benchmark=benchmark, seed=seed, **kw)
-
-    @classmethod
     def from_settings(cls, settings, **overrides) -> SparseEval:
         """The estimator the pipeline runs, configured by a `Settings` object."""
         return cls(**({n: getattr(settings, n) for n in SETTING_NAMES} | overrides))
 
-    def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> SparseEval:
+    def fit(self, X, y, *, X_valid=None, y_valid=None, item_ids=None) -> SparseEval:
         """Select anchors on training rows and choose the predictor on validation rows.
 
         Parameters
         ----------
-        X_train : array-like of shape (n_train, n_items)
+        X : array-like of shape (n_train, n_items)
             Correctness of the training models on every item: -1/+1, or 0/1 / boolean
             (converted to -1/+1). Other values (NaN included) are refused.
-        y_train : array-like of shape (n_train,)
+        y : array-like of shape (n_train,)
             Full-benchmark accuracy of the training models, in [0, 1] (not percent).
-        X_valid : array-like of shape (n_valid, n_items)
-            Correctness of the validation models (at least one row), encoded as `X_train`.
-        y_valid : array-like of shape (n_valid,)
+        X_valid : array-like of shape (n_valid, n_items), default=None
+            Correctness of the validation models (at least one row), encoded as `X`.
+            None (with `y_valid` None): a seeded fifth of the given rows is held out for
+            validation (`validation_split`), so `cross_val_score` and `GridSearchCV`
+            can call `fit(X, y)`.
+        y_valid : array-like of shape (n_valid,), default=None
             Full-benchmark accuracy of the validation models.
         item_ids : array-like of shape (n_items,), default=None
             Item ids, for `anchor_ids_`; None uses the column indices.
@@ -193,11 +182,12 @@ class SparseEval(AnchorEstimator):
             The fitted estimator.
         """
         if self.predictor not in PREDICTOR_CHOICES:
-            raise ValueError(
+            raise SettingsError(
                 f"predictor must be one of {PREDICTOR_CHOICES}, got {self.predictor!r}"
             )
+        X, y, X_valid, y_valid = validation_split(X, y, X_valid, y_valid, self.seed)
         X_train, y_train, X_valid, y_valid = check_fit_input(
-            X_train, y_train, X_valid, y_valid, need_valid=True
+            X, y, X_valid, y_valid, need_valid=True
         )
         say = self.progress or log.info
         self._select_anchors(X_train, y_train, X_valid, y_valid, item_ids, say)
@@ -294,7 +284,7 @@ class SparseEval(AnchorEstimator):
 
         X, y, Xv, yv = check_fit_input(X_train, y_train, X_valid, y_valid, need_valid=True)
         if not 2 <= int(folds) <= min(len(y), len(yv)):
-            raise ValueError(
+            raise SettingsError(
                 f"folds must be in 2..{min(len(y), len(yv))} (the fewer of training and "
                 f"validation models), got {folds}"
             )
@@ -306,7 +296,7 @@ class SparseEval(AnchorEstimator):
         for f in range(folds):
             est = clone(self).set_params(**quiet)
             keep, keep_v = fold != f, fold_v != f
-            est.fit(X[keep], y[keep], Xv[keep_v], yv[keep_v], item_ids=item_ids)
+            est.fit(X[keep], y[keep], X_valid=Xv[keep_v], y_valid=yv[keep_v], item_ids=item_ids)
             residuals[: len(y)][~keep] = est.predict(X[~keep]) - y[~keep]
             residuals[len(y) :][~keep_v] = est.predict(Xv[~keep_v]) - yv[~keep_v]
         self.calibration_residuals_ = residuals

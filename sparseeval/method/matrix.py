@@ -8,11 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparseeval.consume.errors import SparseEvalError
+
 MIN_MODELS = 10
 MIN_ITEMS = 2
 
 
-class MatrixError(ValueError):
+class MatrixError(SparseEvalError, ValueError):
     """The input cannot be read as a correctness matrix."""
 
 

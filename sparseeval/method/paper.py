@@ -1,4 +1,4 @@
-"""The paper's released recipe (`SparseEval.paper`): its k-means start, its 0/1 MLP, its loop.
+"""The paper's released recipe (`PaperSparseEval`): its k-means start, its 0/1 MLP, its loop.
 
 Kept apart from `SparseEval` (`sparseeval.method.estimator`), which it subclasses so that
 calibration, publishing and the sklearn API work alike; every step follows the released
@@ -16,7 +16,12 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin_min
 from torch import nn
 
-from sparseeval.method.anchor_estimator import check_fit_input, check_item_ids
+from sparseeval.consume.errors import SettingsError
+from sparseeval.method.anchor_estimator import (
+    check_fit_input,
+    check_item_ids,
+    validation_split,
+)
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.predictors import MLPPredictor
 from sparseeval.method.selection import Swap, swap_words
@@ -184,22 +189,23 @@ class PaperSparseEval(SparseEval):
 
     def _init_name(self) -> str:
         if self.init not in PAPER_INIT_CHOICES:
-            raise ValueError(f"init must be one of {PAPER_INIT_CHOICES}, got {self.init!r}")
+            raise SettingsError(f"init must be one of {PAPER_INIT_CHOICES}, got {self.init!r}")
         if self.init != "auto":
             return self.init
         bench = (self.benchmark or "").lower()
         return "random" if bench in PAPER_RANDOM_INIT else "kmeans"
 
-    def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> PaperSparseEval:
+    def fit(self, X, y, *, X_valid=None, y_valid=None, item_ids=None) -> PaperSparseEval:
         """Initialize, refine blindly, train the final MLP (see the class docstring).
 
         Inputs as for `SparseEval.fit`; validation rows only stop the final training.
         """
         init = self._init_name()
-        X, y, Xv, yv = check_fit_input(X_train, y_train, X_valid, y_valid, need_valid=True)
+        X, y, X_valid, y_valid = validation_split(X, y, X_valid, y_valid, self.seed)
+        X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid, need_valid=True)
         n_items, k = X.shape[1], self.n_anchors
         if not 0 < k < n_items:
-            raise ValueError(f"n_anchors must be in 1..{n_items - 1}, got {k}")
+            raise SettingsError(f"n_anchors must be in 1..{n_items - 1}, got {k}")
         ids = check_item_ids(item_ids, n_items)
         say = self.progress or log.info
         device = self._seeded_device()

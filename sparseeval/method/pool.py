@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparseeval.consume.errors import SettingsError
 from sparseeval.consume.flags import PoolCheck, logit, person_fit
 
 # Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
@@ -60,7 +61,7 @@ def fit_pool_check(
     calibration models together (200 calibration models alone make a noisy 3% quantile:
     3-6% of random held-out metabench models flagged, against 1.5-3.7% pooled)."""
     if not 0.0 < rate < 1.0:
-        raise ValueError(f"flag rate must be between 0 and 1, got {rate}")
+        raise SettingsError(f"flag rate must be between 0 and 1, got {rate}")
     low, high = np.quantile(np.asarray(pred_train, dtype=np.float64), [tail, 1 - tail])
     a, b = item_curves(X_train, pred_train)
     lz = person_fit(X_train, pred_train, a, b)
@@ -80,6 +81,12 @@ def estimator_pool_check(est, X_train, X_calib, **kw) -> PoolCheck:
     Xt, Xc = np.asarray(X_train), np.asarray(X_calib)
     pred_c = est.predict(Xc) if len(Xc) else None
     return fit_pool_check(Xt[:, est.anchors_], est.predict(Xt), Xc[:, est.anchors_], pred_c, **kw)
+
+
+def test_flags(check: PoolCheck, X_anchors, pred) -> dict[str, np.ndarray]:
+    """Per test model, flagged by range and by answer pattern (the report's flag rates)."""
+    return {"test_flag_range": check.out_of_range(pred),
+            "test_flag_pattern": check.lz(X_anchors, pred) < check.threshold}  # fmt: skip
 
 
 def suite_pool_checks(suite, X_train, X_calib, **kw) -> dict[str, PoolCheck]:

@@ -21,6 +21,8 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
+from sparseeval.consume.layout import AnchorSetError
+
 
 @dataclass(frozen=True)
 class PredictorSpec:
@@ -86,5 +88,5 @@ def predictor_from_state(config: dict[str, Any], arrays: dict[str, Any]) -> Any:
     kind = config.get("kind")
     owners = [s for s in PREDICTORS.values() if s.kind == kind]
     if not owners:
-        raise ValueError(f"no registered predictor publishes kind {kind!r}")
+        raise AnchorSetError(f"no registered predictor publishes kind {kind!r}")
     return owners[0].trainer_class().from_state(config, arrays)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.cluster import KMeans
 
+from sparseeval.consume.errors import SettingsError
 from sparseeval.method.anchor_estimator import check_item_ids
 from sparseeval.method.predictors import MLPPredictor, RidgePredictor
 
@@ -153,9 +154,9 @@ class AnchorSelector:
         self.refine_steps, self.acceptance = refine_steps, acceptance
         self.swap_candidates, self.proxy = swap_candidates, proxy
         if judge not in JUDGES:
-            raise ValueError(f"judge must be one of {JUDGES}, got {judge!r}")
+            raise SettingsError(f"judge must be one of {JUDGES}, got {judge!r}")
         if judge == "loo" and proxy != "ridge":
-            raise ValueError("judge='loo' needs proxy='ridge' (closed-form leave-one-out)")
+            raise SettingsError("judge='loo' needs proxy='ridge' (closed-form leave-one-out)")
         self.judge = judge
         self.proxy_epochs, self.proxy_lr, self.seed = proxy_epochs, proxy_lr, seed
         self.progress = progress or log.info
@@ -167,7 +168,7 @@ class AnchorSelector:
             return MLPPredictor(
                 lr=self.proxy_lr, epochs=self.proxy_epochs, patience=30, seed=self.seed
             )
-        raise ValueError(f"unknown proxy {self.proxy!r}; use 'mlp' or 'ridge'")
+        raise SettingsError(f"unknown proxy {self.proxy!r}; use 'mlp' or 'ridge'")
 
     def _fit_proxy(self, anchors, X, y, Xv, yv):
         """The proxy on these anchors and its held-out MAE (see `judge`)."""
@@ -185,7 +186,7 @@ class AnchorSelector:
             return kmeans_anchors(X, k, rng)
         if name == "greedy":
             return greedy_anchors(X, y, k)
-        raise ValueError(f"unknown init {name!r}; use random, kmeans, greedy or adaptive")
+        raise SettingsError(f"unknown init {name!r}; use random, kmeans, greedy or adaptive")
 
     def fit(self, X_train, y_train, X_valid, y_valid, item_ids=None) -> AnchorSelector:
         """Select anchors from training rows; held-out MAE judges candidates and swaps.
@@ -198,7 +199,7 @@ class AnchorSelector:
         if self.judge == "loo":
             X, y = np.vstack([X, Xv]), np.concatenate([y, yv])
         if not 0 < self.n_anchors < X.shape[1]:
-            raise ValueError(f"n_anchors must be in 1..{X.shape[1] - 1}, got {self.n_anchors}")
+            raise SettingsError(f"n_anchors must be in 1..{X.shape[1] - 1}, got {self.n_anchors}")
         ids = check_item_ids(item_ids, X.shape[1])
         rng = np.random.default_rng(self.seed)
         given = not isinstance(self.init, str)

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparseeval.consume.errors import SettingsError
+from sparseeval.method.matrix import MatrixError
+
 
 @dataclass(frozen=True)
 class Split:
@@ -24,7 +27,7 @@ class Split:
 def model_count(size: float, total: int) -> int:
     """A count given as a count (>= 1) or a fraction of `total` (< 1)."""
     if size < 0:
-        raise ValueError(f"split size must be >= 0, got {size}")
+        raise SettingsError(f"split size must be >= 0, got {size}")
     return round(size * total) if size < 1 else int(size)
 
 
@@ -45,7 +48,7 @@ def split_models(
     m = len(model_ids)
     t, v = model_count(n_test, m), model_count(n_valid, m)
     if m - t - v < min_train:
-        raise ValueError(
+        raise MatrixError(
             f"{m} models leave {m - t - v} for training after {t} test and {v} validation; "
             f"need at least {min_train}"
         )

@@ -147,7 +147,7 @@ class SuiteSparseEval(BaseEstimator):
             self.reused_.append(b)
             return given
         say(f"selecting {b} anchors")
-        return est.fit(X, y, Xv, yv, item_ids=ids)
+        return est.fit(X, y, X_valid=Xv, y_valid=yv, item_ids=ids)
 
     def _fit_readers(self, XA, y, XvA, yv, say) -> None:
         """Each benchmark's reader of every anchor (`readers_`), chosen on validation MAE."""

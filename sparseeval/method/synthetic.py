@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparseeval.consume.benchmarks import records
 from sparseeval.method.matrix import ResponseMatrix
 
 # Open LLM Leaderboard v1 shapes (items per benchmark).
-OLLM_V1_ITEMS = {
-    "arc": 1172,
-    "gsm8k": 1319,
-    "hellaswag": 10042,
-    "mmlu": 14042,
-    "truthfulqa": 817,
-    "winogrande": 1267,
-}
+OLLM_V1_ITEMS = {b.name: b.v1.items for b in records() if b.v1}
 
 
 def _abilities(

@@ -23,7 +23,7 @@ from sparseeval._version import __version__
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline.records import MatrixInfo
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section, Settings
 
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
 MATRIX_FIELDS = Settings.fields_of("matrix")
@@ -66,15 +66,16 @@ def artifact_path(artifacts_dir: str | Path, kind: str, key: str) -> Path:
     return Path(artifacts_dir) / kind / key
 
 
-def matrix_key(benchmark: str, store_state: str, settings: Settings) -> str:
-    """Key of a benchmark's matrix: its store content signature, settings and code.
+def matrix_key(benchmark: str, store_state: str, matrix: Section, artifacts_dir: str | Path) -> str:
+    """Key of a benchmark's matrix: its store content signature, the `matrix` section of
+    the settings and the code (the same key as when it took every setting).
 
     The artifacts folder is part of the key: a cached result always points at files
     in this home, never at another home's (which may be gone).
     """
     return fingerprint(
-        "matrix", benchmark, store_state, settings_subset(settings, MATRIX_FIELDS),
-        str(Path(settings.artifacts_dir).resolve()), code_version(),
+        "matrix", benchmark, store_state, matrix.to_dict(),
+        str(Path(artifacts_dir).resolve()), code_version(),
     )  # fmt: skip
 
 

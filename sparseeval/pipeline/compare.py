@@ -12,11 +12,17 @@ import numpy as np
 
 from sparseeval.method.baselines import BASELINES
 from sparseeval.method.estimator import SparseEval
-from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.matrix import MatrixError, ResponseMatrix
 from sparseeval.method.metrics import evaluate
 from sparseeval.method.model_files import save_fitted
 from sparseeval.method.splits import Split, calibration_split, split_models
 from sparseeval.pipeline.settings import Settings
+
+REFERENCES = ("all-items-ridge",)  # read every item whatever the budget: fitted once
+REFERENCE_NOTE = (
+    "note: all-items-ridge reads every item (a reference, not a budget); with the"
+    " items' mean as the target it is exact by construction"
+)
 
 
 @dataclass
@@ -33,10 +39,13 @@ class Comparison:
         head = f"{'method':<17}{'anchors':>8}{'MAE (pts)':>11}{'tau':>8}{'rho':>8}{'max err':>9}"
         lines = [head, "-" * len(head)]
         for r in self.rows:
+            k = f"all {r['n_anchors']:,}" if r["method"] in REFERENCES else r["n_anchors"]
             lines.append(
-                f"{r['method']:<17}{r['n_anchors']:>8}{r['mae']:>11.3f}{r['kendall_tau']:>8.3f}"
+                f"{r['method']:<17}{k:>8}{r['mae']:>11.3f}{r['kendall_tau']:>8.3f}"
                 f"{r['spearman_rho']:>8.3f}{r['max_error']:>9.2f}"
             )
+        if any(r["method"] in REFERENCES for r in self.rows):
+            lines.append(REFERENCE_NOTE)
         return "\n".join(lines)
 
 
@@ -44,7 +53,7 @@ def budget_that_fits(budget: int, n_items: int) -> int:
     """`budget` capped at `n_items - 1` (at least one item stays out of the anchors); a
     ValueError, said in one line, when the pool is too small to select from."""
     if n_items < 2:
-        raise ValueError(f"{n_items} item(s): selecting anchors needs at least 2 items")
+        raise MatrixError(f"{n_items} item(s): selecting anchors needs at least 2 items")
     return min(budget, n_items - 1)
 
 
@@ -82,7 +91,7 @@ def compare_methods(
     trains on them. With too few for that (under 10), the intervals come from
     `SparseEval.cross_calibrate` instead (5 extra fits, cheap at that size), never from
     the validation residuals, which under-cover.
-    `paper=True` adds the paper's recipe (`SparseEval.paper`), which is much slower.
+    `paper=True` adds the paper's recipe (`PaperSparseEval`), which is much slower.
     """
     split = split or split_models(
         matrix.model_ids, settings.n_test, settings.n_valid, settings.seed, settings.stable_split
@@ -95,19 +104,23 @@ def compare_methods(
     for k in budgets_for(budgets, matrix.shape[1]):
         methods = {"sparseeval": SparseEval.from_settings(settings, n_anchors=k, progress=progress)}
         if paper:
-            methods["paper"] = SparseEval.paper(k, seed=settings.seed, progress=progress)
-        methods |= {b: BASELINES[b](n_anchors=k, seed=settings.seed) for b in baselines}
+            from sparseeval.method.paper import PaperSparseEval  # torch: only when asked
+
+            methods["paper"] = PaperSparseEval(k, seed=settings.seed, progress=progress)
+        methods |= {b: BASELINES[b](n_anchors=k, seed=settings.seed) for b in baselines
+                    if b not in REFERENCES or not out.rows}  # fmt: skip
         for name, method in methods.items():
             start = time.perf_counter()
             progress(f"[{k} anchors] fitting {name}")
             kw = {"item_ids": matrix.item_ids} if isinstance(method, SparseEval) else {}
-            method.fit(X[tr], y[tr], X[va], y[va], **kw)
+            method.fit(X[tr], y[tr], X_valid=X[va], y_valid=y[va], **kw)
             seconds = time.perf_counter() - start
             if name == "sparseeval":
                 _calibrate(method, X, y, tr, va, calib, kw)
             elif isinstance(method, SparseEval) and len(calib):
                 method.calibrate(X[calib], y[calib])
-            row = {"method": name, "n_anchors": k} | evaluate(method.predict(X[te]), y[te])
+            n = X.shape[1] if name in REFERENCES else k
+            row = {"method": name, "n_anchors": n} | evaluate(method.predict(X[te]), y[te])
             out.rows.append(row | {"seconds": seconds})
         out.fitted[k] = methods["sparseeval"]
     return out

@@ -7,20 +7,42 @@ home's own `{SPARSEEVAL_HOME}/sparseeval.toml`, then `./sparseeval.toml` (a firs
 folder). A deployment sets SPARSEEVAL_HOME and SPARSEEVAL_CONFIG as job variables, so
 the worker's working directory never decides. `explain` says where each value came from
 (`sparseeval config`).
+
+Each setting belongs to one section. It may be given flat or in its section, never both:
+
+    file      n_anchors = 50                or  [selection] n_anchors = 50
+    env       SPARSEEVAL_N_ANCHORS=50       or  SPARSEEVAL_SELECTION__N_ANCHORS=50
+    override  n_anchors=50 (--set)          or  selection.n_anchors=50
+
+An unknown setting, one in the wrong section or one given twice is a `SettingsError`
+naming it. (Other `SPARSEEVAL_*` variables without `__`, e.g. SPARSEEVAL_CONFIG, are not
+settings and are left alone.)
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from sparseeval.consume.errors import SettingsError
+
 CONFIG_ENV = "SPARSEEVAL_CONFIG"
 HOME_ENV = "SPARSEEVAL_HOME"
+ENV_PREFIX = "SPARSEEVAL_"
+ENV_SECTION_SEP = "__"  # SPARSEEVAL_{SECTION}__{NAME}
 FILE_NAME = "sparseeval.toml"
 DEFAULT_HOME = Path(".sparseeval")
+
+# (value, where it came from), per setting name
+Layer = dict[str, tuple[Any, str]]
+
+
+def env_home(env: Mapping[str, str]) -> str:
+    """The home the environment names (SPARSEEVAL_HOME or SPARSEEVAL_PATHS__HOME), or ''."""
+    return env.get(HOME_ENV, "").strip() or env.get("SPARSEEVAL_PATHS__HOME", "").strip()
 
 
 def config_path(
@@ -34,32 +56,98 @@ def config_path(
     if named := env.get(CONFIG_ENV, "").strip():
         path = Path(named).expanduser()
         if not path.is_file():
-            raise ValueError(f"{CONFIG_ENV} names {path}, which is not a file")
+            raise SettingsError(f"{CONFIG_ENV} names {path}, which is not a file")
         return path
-    home = Path(home or env.get(HOME_ENV, "").strip() or DEFAULT_HOME)
+    home = Path(home or env_home(env) or DEFAULT_HOME)
     for candidate in (home / FILE_NAME, Path(FILE_NAME)):
         if candidate.is_file():
             return candidate
     return None
 
 
-def origins(
-    cls: type, path: Path | None, env: Mapping[str, str], overrides: Mapping[str, Any],
-    file_values: Mapping[str, Any],
-) -> dict[str, str]:  # fmt: skip
-    """{setting: where its value came from}: default, the file, an env var, or an override."""
-    out = {}
-    for f in fields(cls):
-        key = "SPARSEEVAL_" + f.name.upper()
-        if overrides.get(f.name) is not None:
-            out[f.name] = "override"
-        elif env.get(key, "").strip():
-            out[f.name] = f"env {key}"
-        elif f.name in file_values:
-            out[f.name] = f"file {path}"
-        else:
-            out[f.name] = "default"
+def layers(
+    section_of: Mapping[str, str], file: Path | None, table: Mapping[str, Any],
+    env: Mapping[str, str], overrides: Mapping[str, Any],
+) -> Layer:  # fmt: skip
+    """Every given setting with its value and origin: the file, then env, then overrides."""
+    out = file_layer(section_of, table, file)
+    out.update(env_layer(section_of, env))
+    out.update(override_layer(section_of, overrides))
     return out
+
+
+def file_layer(section_of: Mapping[str, str], table: Mapping[str, Any], path: Path | None) -> Layer:
+    """A settings file's values: flat keys and `[section]` tables."""
+    out: Layer = {}
+    where = f"{path}: "
+    for key, value in table.items():
+        section = key if isinstance(value, dict) else None  # no setting takes a table
+        if section is not None:
+            _check_section(section_of, section, where)
+        for sub, v in value.items() if section else [(key, value)]:
+            name = setting_name(section_of, sub, section, where)
+            _put(out, name, v, f"file {path}", f"{where}{name} is set both flat and in its section")
+    return out
+
+
+def env_layer(section_of: Mapping[str, str], env: Mapping[str, str]) -> Layer:
+    """`SPARSEEVAL_{NAME}` and `SPARSEEVAL_{SECTION}__{NAME}` values (an empty one is unset)."""
+    out: Layer = {}
+    for key in sorted(env):
+        if not key.startswith(ENV_PREFIX) or not env[key].strip():
+            continue
+        rest = key[len(ENV_PREFIX):].lower()  # fmt: skip
+        section, sep, name = rest.partition(ENV_SECTION_SEP)
+        if sep:
+            _check_section(section_of, section, f"{key}: ")
+            name = setting_name(section_of, name, section, f"{key}: ")
+        elif rest in section_of:
+            name = rest
+        else:
+            continue  # SPARSEEVAL_CONFIG, SPARSEEVAL_CRON, ...: not a setting
+        other = out.get(name, (None, ""))[1].removeprefix("env ")
+        _put(out, name, env[key], f"env {key}", f"{other} and {key} both set {name}")
+    return out
+
+
+def override_layer(section_of: Mapping[str, str], overrides: Mapping[str, Any]) -> Layer:
+    """Explicit values (flow parameters, `--set`): `name` or `section.name`; None is unset."""
+    out: Layer = {}
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        section, sep, name = key.strip().rpartition(".")
+        if sep:
+            _check_section(section_of, section, "")
+        name = setting_name(section_of, name, section or None, "")
+        _put(out, name, value, "override", f"{name} is given twice")
+    return out
+
+
+def setting_name(section_of: Mapping[str, str], key: str, section: str | None, where: str) -> str:
+    """`key` when it is a setting (of `section`, when given), else a SettingsError naming it."""
+    if key not in section_of:
+        inside = f" in [{section}]" if section else ""
+        close = difflib.get_close_matches(key, list(section_of), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise SettingsError(f"{where}unknown setting {key!r}{inside}{hint}")
+    if section is not None and section_of[key] != section:
+        raise SettingsError(f"{where}{key} belongs in [{section_of[key]}], not [{section}]")
+    return key
+
+
+def _check_section(section_of: Mapping[str, str], section: str, where: str) -> None:
+    sections = list(dict.fromkeys(section_of.values()))
+    if section not in sections:
+        raise SettingsError(
+            f"{where}unknown settings section [{section}] (sections: {', '.join(sections)})"
+        )
+
+
+def _put(out: Layer, name: str, value: Any, origin: str, twice: str) -> None:
+    if name in out:
+        raise SettingsError(f"{twice}: keep one")
+    out[name] = (value, origin)
 
 
 def explain(settings, origin: Mapping[str, str]) -> list[tuple[str, Any, str]]:

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.fields import drift_row_problem
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.pipeline import gate
+from sparseeval.pipeline import gate, sealed
 from sparseeval.pipeline.artifacts import artifact_path, load_matrix, matrix_of
 from sparseeval.pipeline.publish import already_refused, live_anchor_set
 from sparseeval.pipeline.records import (
@@ -331,7 +332,17 @@ def drift_history(artifacts_dir: str | Path, name: str) -> list[dict[str, Any]]:
     path = _history_path(artifacts_dir, name)
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = []
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        try:
+            row = json.loads(line) if line.strip() else None
+        except ValueError:
+            row = "damaged"
+        if row is not None and drift_row_problem(row):
+            sealed.missed(path, sealed.CacheMiss(f"line {n} is not a drift check; skipped"))
+        elif row is not None:
+            rows.append(row)
+    return rows
 
 
 def drift_nights(artifacts_dir: str | Path, name: str, version: int) -> int:

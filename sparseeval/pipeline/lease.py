@@ -20,11 +20,13 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sparseeval.consume.errors import SparseEvalError
+
 LEASE_FILE = ".lease"
 
 
-class LeaseHeld(RuntimeError):
-    """Another live run holds the home."""
+class LeaseHeld(SparseEvalError, RuntimeError):
+    """Another live run holds the home (or its lease file cannot be used): one line."""
 
 
 class HomeLease:
@@ -41,6 +43,11 @@ class HomeLease:
     def acquire(self) -> HomeLease:
         """Take the lease (waiting up to `wait` s for a live holder), or raise `LeaseHeld`."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_dir() or self.path.is_symlink():
+            raise LeaseHeld(
+                f"lease {self.path} is a folder or a link, not a lease file: remove it (no run"
+                " holds this home otherwise)"
+            )
         deadline = time.monotonic() + self.wait
         while not self._try():
             if time.monotonic() >= deadline:
@@ -117,17 +124,20 @@ def read_lease(path: str | Path) -> dict | None:
     """The lease record, or None when there is none (or it is unreadable: treated as stale)."""
     try:
         record = json.loads(Path(path).read_text())
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
 
 
 def is_stale(record: dict, stale_after: float) -> bool:
-    """A lease whose process is gone (same host) or that was not renewed in time."""
+    """A lease whose process is gone (same host) or that was not renewed in time; one renewed
+    "in the future" beyond `stale_after` (a clock set wrong, or a forged file) is stale too."""
     if record.get("host") == socket.gethostname() and not _alive(record.get("pid")):
         return True
     renewed = record.get("renewed")
-    return not isinstance(renewed, int | float) or time.time() - renewed > stale_after
+    if not isinstance(renewed, int | float) or isinstance(renewed, bool):
+        return True
+    return abs(time.time() - renewed) > stale_after
 
 
 def _alive(pid: object) -> bool:

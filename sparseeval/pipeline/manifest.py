@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from sparseeval._version import __version__
-from sparseeval.consume.anchorset import MISSING_POLICY
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.ids import check_benchmark_name
 from sparseeval.consume.layout import KIND, PREDICTOR_DIR, SCHEMA_VERSION
+from sparseeval.consume.missing import MISSING_POLICY
 
 
 def version_manifest(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hub import hub_client, redact
 from sparseeval.consume.layout import (
     LATEST,
@@ -21,7 +22,7 @@ from sparseeval.consume.layout import (
 )
 
 
-class MirrorError(RuntimeError):
+class MirrorError(SparseEvalError, RuntimeError):
     """A push to the Hub mirror failed (message redacted)."""
 
 

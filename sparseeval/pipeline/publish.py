@@ -2,7 +2,7 @@
 
 A candidate is written as a new version nobody points at (`write_candidate`, or a suite's
 `suite_recipe.write_suite` wrapped by `candidate`). The quality gate (`drift.assess` for a
-benchmark, `suite_recipe.suite_gate` for the suite) gives a `GateResult`. Then:
+benchmark, `suite_publish.suite_gate` for the suite) gives a `GateResult`. Then:
 
     refused      the candidate is discarded with `refused_reason`, and its key goes into
                  the set's ledger of refusals (`roll_back(..., refusal=)`), so an
@@ -25,19 +25,27 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hub import redact
 from sparseeval.consume.layout import latest_version, set_dir
+from sparseeval.consume.set_models import MODELS_FILE, models_text
 from sparseeval.pipeline import mirror as hub_mirror
-from sparseeval.pipeline import versions
+from sparseeval.pipeline import sealed, versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
 from sparseeval.pipeline.identity import anchor_sources
-from sparseeval.pipeline.recipe import FLAG_ARRAYS, evaluation_of, fitted_of, pool_check_of
+from sparseeval.pipeline.recipe import (
+    FLAG_ARRAYS,
+    curves_of,
+    evaluation_of,
+    fitted_of,
+    pool_check_of,
+)
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
 from sparseeval.pipeline.settings import Settings
 
 
-class Refused(Exception):
+class Refused(SparseEvalError):
     """The gate refused the candidate: the unit of work rolls back."""
 
     def __init__(self, gate: GateResult) -> None:
@@ -45,7 +53,7 @@ class Refused(Exception):
         self.gate = gate
 
 
-class MirrorFailed(Exception):
+class MirrorFailed(SparseEvalError):
     """The Hub mirror refused or failed: roll back, the live set stays live everywhere."""
 
 
@@ -83,7 +91,7 @@ def live_set(
     built = artifact_path(
         artifacts_dir, "published", f"{set_name(benchmark, budget)}-v{version}.json"
     )
-    noted = json.loads(built.read_text()) if artifacts_dir and built.is_file() else {}
+    noted = sealed.read_note(built, {}) if artifacts_dir else {}
     if noted.get("data_fingerprint") != man.get("data_fingerprint"):
         noted = {}  # not ours (e.g. another home published it)
     return LiveSet(
@@ -129,11 +137,14 @@ def write_candidate(
             "test_pred": evaluation["test_pred"].tolist(),
             "test_true": evaluation["test_true"].tolist(),
             **{k: evaluation[k].tolist() for k in FLAG_ARRAYS if k in evaluation},
+            "test_recent": _recent(settings, fit.benchmark, evaluation.get("test_ids")),
             "drift_rows": list(drift_rows), "budget_rows": fit.budget_rows,
         },
         budget=budget, extra={"target": fit.target, "provenance": fit.provenance}
         | pool_extra(fit),
         item_sources=anchor_sources(fit.matrix_path, fitted.anchor_ids_, fit.benchmark),
+        files={MODELS_FILE: models_text(split_models(evaluation))},
+        curves=curves_of(fit),
     )  # fmt: skip
     cand = candidate(path, fit.benchmark, fit.key, budget)
     built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")
@@ -142,6 +153,29 @@ def write_candidate(
         json.dumps({"data_fingerprint": fit.matrix_fingerprint, "last_run": fit.last_run})
     )
     return cand
+
+
+def _recent(settings: Settings, benchmark: str, test_ids) -> list[bool] | None:
+    """Which test models arrived last in the store (`reports.arrivals`; None: no order)."""
+    from sparseeval.pipeline.reports.arrivals import recent_flags
+    from sparseeval.pipeline.store import Store
+
+    path = Path(settings.store_path)
+    if test_ids is None or not path.exists():
+        return None
+    with Store.open(path, read_only=True) as store:
+        frame = store.query("models_first_seen", {"bid": store.benchmark_id(benchmark),
+                                                  "after": None, "run": 0})  # fmt: skip
+    runs = dict(zip(frame["model"].to_list(), frame["first_run"].to_list(), strict=True))
+    return recent_flags(frame["model"].to_list(), runs, test_ids)
+
+
+def split_models(evaluation: dict) -> dict[str, Any]:
+    """{role: model ids} of a fit's saved evaluation (`consume.set_models`; fits saved
+    before the calibration ids leave those out)."""
+    keys = {"test": "test_ids", "train": "train_ids", "valid": "valid_ids",
+            "calibration": "calib_ids"}  # fmt: skip
+    return {role: evaluation[k].tolist() for role, k in keys.items() if k in evaluation}
 
 
 def pool_extra(fit: FitInfo) -> dict[str, Any]:
@@ -159,8 +193,8 @@ def _refusals(artifacts_dir: str | Path, name: str) -> Path:
 
 def refused_before(artifacts_dir: str | Path, name: str, key: str) -> str | None:
     """The gate's reason if this very candidate (same key) of set `name` was refused before."""
-    path = _refusals(artifacts_dir, name)
-    return json.loads(path.read_text()).get(key) if path.is_file() else None
+    reason = sealed.read_note(_refusals(artifacts_dir, name), {}).get(key)
+    return str(reason) if reason is not None else None
 
 
 def already_refused(artifacts_dir: str | Path, name: str, key: str) -> str | None:
@@ -172,7 +206,7 @@ def already_refused(artifacts_dir: str | Path, name: str, key: str) -> str | Non
 def note_refusal(artifacts_dir: str | Path, name: str, key: str, reason: str) -> None:
     """Remember a refused candidate, so later runs with nothing new do not gate it again."""
     path = _refusals(artifacts_dir, name)
-    seen = json.loads(path.read_text()) if path.is_file() else {}
+    seen = sealed.read_note(path, {})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(seen | {key: reason}))

@@ -20,29 +20,34 @@ from pathlib import Path
 
 import numpy as np
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import fingerprint
+from sparseeval.consume.next_items import CURVES_DIR, ItemCurves
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.splits import Split, calibration_split, model_count, split_models
+from sparseeval.pipeline import sealed
 from sparseeval.pipeline.artifacts import (
     artifact_path,
     code_version,
     fit_key,
+    load_matrix,
     matrix_key,
     matrix_of,
     read_once,
     save_matrix,
 )
 from sparseeval.pipeline.records import FitInfo, MatrixInfo
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section, Settings
 
 log = logging.getLogger("sparseeval.pipeline.recipe")
 EVALUATION_FILE = "evaluation.npz"
 FLAG_ARRAYS = ("test_flag_range", "test_flag_pattern")  # per test model, in EVALUATION_FILE
 POOL_FILE = "pool_check.json"  # consume.flags.PoolCheck of the fit (absent in older fits)
+FIT_FILES = ("summary.json", EVALUATION_FILE, POOL_FILE)  # and the model files
 
 
-class PipelineError(RuntimeError):
+class PipelineError(SparseEvalError, RuntimeError):
     """A pipeline step cannot go on; the message says which benchmark and why."""
 
 
@@ -69,52 +74,94 @@ def benchmark_states(store_path: str | Path) -> dict[str, str]:
     return {name: fingerprint(str(path.resolve()), *sig) for name, sig in signatures.items()}
 
 
-def matrix_step(settings: Settings, benchmark: str, store_state: str | None = None) -> MatrixInfo:
+def matrix_step(
+    paths: Section, matrix: Section, benchmark: str, store_state: str | None = None
+) -> MatrixInfo:
     """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`.
+
+    paths, matrix: those sections of the settings (`Settings.section`).
 
     store_state: the benchmark's signature (`benchmark_states`); with it the matrix is
     looked up first under its key (`artifacts/matrix/{key}.json`, pointing at the npz) and
-    reused (`built=False`) when both files are there; else built and the pointer written.
+    reused (`built=False`) when the pointer's seal holds (`sealed`: the key, the benchmark,
+    the shape and the sha256 of the npz and its identity file); else built and the pointer
+    written. A damaged entry is a logged miss, rebuilt.
     """
     from sparseeval.pipeline.identity import save_identity
     from sparseeval.pipeline.store import Store, build_matrix
     from sparseeval.pipeline.store.item_identity import item_identity
 
-    pointer = None
+    pointer = key = None
     if store_state is not None:
-        key = matrix_key(benchmark, store_state, settings)
-        pointer = artifact_path(settings.artifacts_dir, "matrix", key + ".json")
-        if found := _matrix_on_disk(pointer):
+        key = matrix_key(benchmark, store_state, matrix, paths.artifacts_dir)
+        pointer = artifact_path(paths.artifacts_dir, "matrix", key + ".json")
+        if found := _matrix_on_disk(pointer, key, benchmark):
             return found
-    with Store.open(settings.store_path, read_only=True) as store:
+    with Store.open(paths.store_path, read_only=True) as store:
         last_run = store.last_run_id()
-        matrix, summary = build_matrix(
-            store, benchmark, settings.max_missing_model_frac, target=settings.target
+        built, summary = build_matrix(
+            store, benchmark, matrix.max_missing_model_frac, target=matrix.target
         )
         provenance = store.provenance(benchmark)
         identity = item_identity(store, benchmark)
-    path = artifact_path(settings.artifacts_dir, "matrix", summary.fingerprint + ".npz")
-    if not path.exists():
-        save_matrix(matrix, path, fingerprint=summary.fingerprint)
-    save_identity(path, matrix.item_ids, identity)
+    path = artifact_path(paths.artifacts_dir, "matrix", summary.fingerprint + ".npz")
+    if not _same_matrix(path, built):
+        save_matrix(built, path, fingerprint=summary.fingerprint)
+    save_identity(path, built.item_ids, identity)
     info = MatrixInfo(
-        benchmark, str(path), summary.fingerprint, int(matrix.shape[0]), int(matrix.shape[1]),
+        benchmark, str(path), summary.fingerprint, int(built.shape[0]), int(built.shape[1]),
         int(last_run), summary.line(), target=target_of(summary), provenance=provenance,
     )  # fmt: skip
-    if pointer is not None:
+    if pointer is not None and key is not None:
+        entry = info.to_dict() | {"seal": sealed.seal(key, _matrix_files(info), **_facts(info))}
         tmp = pointer.with_name(f"{pointer.name}.tmp{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps(info.to_dict()))
+        tmp.write_text(json.dumps(entry))
         os.replace(tmp, pointer)
     return info
 
 
-def _matrix_on_disk(pointer: Path) -> MatrixInfo | None:
-    """The matrix a key's pointer names, if the pointer and its npz are both there."""
-    try:
-        info = MatrixInfo.from_dict(json.loads(pointer.read_text()) | {"built": False})
-    except (OSError, ValueError, TypeError):
+def _matrix_files(info: MatrixInfo) -> dict[str, Path]:
+    from sparseeval.pipeline.identity import identity_path
+
+    return {"matrix": Path(info.path), "items": identity_path(info.path)}
+
+
+def _facts(info: MatrixInfo) -> dict:
+    """What a matrix entry's seal says besides its files: benchmark, fingerprint, shape."""
+    return {"benchmark": info.benchmark, "fingerprint": info.fingerprint,
+            "shape": [info.n_models, info.n_items]}  # fmt: skip
+
+
+def _matrix_on_disk(pointer: Path, key: str, benchmark: str) -> MatrixInfo | None:
+    """The matrix a key's pointer names, if the pointer's seal holds (else a logged miss)."""
+    if not pointer.exists():
         return None
-    return info if Path(info.path).is_file() else None
+    try:
+        data = sealed.read_json(pointer)
+        info = MatrixInfo.from_dict(data | {"built": False})
+        if info.benchmark != benchmark:
+            raise sealed.CacheMiss(f"it is {info.benchmark!r}'s matrix, not {benchmark!r}'s")
+        sealed.check(data.get("seal"), key, _matrix_files(info), **_facts(info))
+    except (sealed.CacheMiss, TypeError, AttributeError) as exc:
+        sealed.missed(pointer, exc)
+        return None
+    return info
+
+
+def _same_matrix(path: Path, matrix: ResponseMatrix) -> bool:
+    """Whether the matrix file at `path` holds exactly `matrix` (a damaged one does not)."""
+    if not path.is_file():
+        return False
+    try:
+        old = load_matrix(path)
+    except Exception:  # any damage: the file is written again
+        return False
+    same = (np.array_equal(old.values, matrix.values)
+            and list(old.model_ids) == list(matrix.model_ids)
+            and list(old.item_ids) == list(matrix.item_ids))  # fmt: skip
+    if matrix.targets is None or old.targets is None:
+        return same and old.targets is matrix.targets
+    return same and np.array_equal(old.targets, matrix.targets)
 
 
 def target_of(summary) -> dict[str, str]:
@@ -185,7 +232,7 @@ def select_step(matrix: ResponseMatrix, split: FitSplit, settings: Settings, say
     n_jobs = 1 if settings.workers > 1 else None
     with threadpool_limits(limits=1):
         est = SparseEval.from_settings(settings, progress=say, n_jobs=n_jobs).fit(
-            X[split.train], y[split.train], X[split.valid], y[split.valid],
+            X[split.train], y[split.train], X_valid=X[split.valid], y_valid=y[split.valid],
             item_ids=matrix.item_ids,
         )  # fmt: skip
     if settings.calibration == "cross":
@@ -234,14 +281,13 @@ def fit_step(
     how many were fitted.
 
     An existing artifact with the same key is reused (`trained=False`) unless `force`
-    (the folder is renamed into place whole: its summary.json says it is complete).
+    when its seal holds (`cached_fit`); a damaged one is a logged miss, fitted again.
     """
     settings = settings_that_fit(settings, matrix_info)
     key = fit_key(matrix_info.fingerprint, settings)
     folder = artifact_path(settings.artifacts_dir, "model", key)
-    done = (folder / "summary.json").is_file() and (folder / EVALUATION_FILE).is_file()
-    if done and not force:
-        return FitInfo.load(folder / "summary.json")
+    if not force and (done := cached_fit(folder, key, matrix_info.fingerprint)):
+        return done
     bench = matrix_info.benchmark
     say = progress or (lambda msg: log.info("%s: %s", bench, msg))
     t0 = time.perf_counter()
@@ -264,7 +310,7 @@ def fit_step(
 def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -> None:
     """Write the model folder under a temporary name, then rename it into place."""
     from sparseeval.method.model_files import save_fitted
-    from sparseeval.method.pool import estimator_pool_check
+    from sparseeval.method.pool import estimator_pool_check, test_flags
 
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -272,20 +318,55 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
     save_fitted(est, tmp)
     pool = estimator_pool_check(est, matrix.values[split.train], matrix.values[split.calib])
     (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
+    save_curves(tmp, info, matrix, split.train)
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
-           for k in ("train", "valid", "test")}  # fmt: skip
+           for k in ("train", "valid", "test", "calib")}  # fmt: skip
     X_test = matrix.values[split.test][:, est.anchors_]
     np.savez(tmp / EVALUATION_FILE, test_pred=np.asarray(pred, dtype=np.float64),
              test_true=matrix.y[split.test].astype(np.float64),
-             test_flag_range=pool.out_of_range(pred),
-             test_flag_pattern=pool.lz(X_test, pred) < pool.threshold, **ids)  # fmt: skip
+             **test_flags(pool, X_test, pred), **ids)  # fmt: skip
     info.save(tmp / "summary.json")
+    sealed.seal_folder(tmp, info.key, matrix_fingerprint=info.matrix_fingerprint)
     if folder.exists():  # `force`: replace the previous fit of the same key
         shutil.rmtree(folder, ignore_errors=True)
     try:
         os.replace(tmp, folder)
     except OSError:  # another worker finished the same key first
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cached_fit(folder: str | Path, key: str, matrix_fingerprint: str) -> FitInfo | None:
+    """The fit saved in `folder` for `key` and this matrix, if its seal holds: every file as
+    written (summary, evaluation, pool check, model files). Else None (a logged miss)."""
+    folder = Path(folder)
+    if not folder.exists():
+        return None
+    try:
+        sealed.check_folder(folder, key, FIT_FILES, matrix_fingerprint=matrix_fingerprint)
+        info = FitInfo.load(folder / "summary.json")
+        if info.key != key or info.matrix_fingerprint != matrix_fingerprint:
+            raise sealed.CacheMiss("its summary.json names another fit")
+    except (sealed.CacheMiss, OSError, ValueError, TypeError) as exc:
+        sealed.missed(folder, exc)
+        return None
+    return info
+
+
+def save_curves(folder: Path, info: FitInfo, matrix, rows) -> None:
+    """Every item of the matrix and its curve (`method.item_curves`) in `folder/items/`."""
+    from sparseeval.method.item_curves import fit_curves
+    from sparseeval.pipeline.identity import anchor_sources
+
+    ids = [str(i) for i in matrix.item_ids]
+    sources = anchor_sources(info.matrix_path, ids, info.benchmark)
+    item_mean = (info.target or {}).get("kind") == "items"
+    fit_curves(matrix.values[rows], ids, item_mean, sources).save(folder / CURVES_DIR)
+
+
+def curves_of(fit: FitInfo):
+    """The fit's item curves (`consume.next_items.ItemCurves`), or None for older fits."""
+    folder = Path(fit.model_dir) / CURVES_DIR
+    return ItemCurves.load(folder) if folder.is_dir() else None
 
 
 def fitted_of(fit: FitInfo):

@@ -36,7 +36,8 @@ class IngestSummary(Record):
 
     Each row of `sources` is a dict: source (the spec), units, new_models (models whose
     first result in the store came from it), new (rows), updated (rows), skipped (units
-    already ingested), pending (units still being written), quarantined (rows), failed (1 for a
+    already ingested), pending (units still being written), quarantined (rows),
+    targets_quarantined (reported scores: bad, or contradicted by the items), failed (1 for a
     source that failed as a whole) and message (the first failure, else "").
     """
 
@@ -52,15 +53,17 @@ class IngestSummary(Record):
     failed: int = 0
     sources: tuple[dict[str, Any], ...] = ()
     pending: int = 0  # still being written (changed within the settle time): read later
+    targets_quarantined: int = 0  # reported scores (`store.scores.ScoreCounts`)
 
     _COLUMNS = (
         ("source", "source"), ("units", "units"), ("new_models", "new models"),
         ("new", "new rows"), ("updated", "updated"), ("skipped", "already ingested"),
         ("pending", "pending"),
-        ("quarantined", "quarantined"), ("failed", "failed"), ("message", "first failure"),
+        ("quarantined", "quarantined"), ("targets_quarantined", "targets quarantined"),
+        ("failed", "failed"), ("message", "first failure"),
     )  # fmt: skip
     _COUNTS = ("units", "new_models", "new", "updated", "skipped", "pending", "quarantined",
-               "failed")  # fmt: skip
+               "targets_quarantined", "failed")  # fmt: skip
 
     @classmethod
     def from_sources(
@@ -79,9 +82,13 @@ class IngestSummary(Record):
             failed += f", {self.pending} pending (changed <60 s ago, read on a later run)"
         return (
             f"{self.units} unit(s), {self.skipped} skipped, {self.new:,} new results{models},"
-            f" {self.quarantined} quarantined{failed}"
+            f" {self.quarantined} quarantined{self._targets()}{failed}"
             + (synth if self.filled_with_synthetic else "")
         )
+
+    def _targets(self) -> str:
+        n = self.targets_quarantined
+        return f", {n} reported score(s) quarantined" if n else ""
 
     def markdown(self) -> str:
         """What arrived, per source, as a Markdown table (a Prefect artifact, the run report)."""

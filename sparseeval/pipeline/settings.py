@@ -1,4 +1,9 @@
-"""One typed settings object: paper defaults < `sparseeval.toml` < `SPARSEEVAL_*` env vars."""
+"""One typed settings object: paper defaults < `sparseeval.toml` < `SPARSEEVAL_*` env vars.
+
+Each setting belongs to one section (`SECTIONS`); a file may use `[section]` tables and the
+environment `SPARSEEVAL_{SECTION}__{NAME}` (`pipeline.config`). `Settings.section(name)`
+is one section's values as a small frozen object: what a task that needs only it receives.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,14 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
 from sparseeval.method.registry import PREDICTOR_CHOICES
 from sparseeval.pipeline import config
+from sparseeval.pipeline.config import SettingsError
 
-ENV_PREFIX = "SPARSEEVAL_"
 TARGETS = ("auto", "reported", "items")  # store.build.TARGETS
 FIND_CONFIG = "<find the settings file>"  # Settings.load: see pipeline.config
 # The sections of the settings, each field in one (its `section` metadata).
@@ -109,6 +114,8 @@ class Settings:
     workers: int = _in("runner", 2)  # benchmarks fitted at once: threads, or local Dask workers
 
     def __post_init__(self) -> None:
+        if problems := _type_problems(self):
+            raise SettingsError("; ".join(problems))
         object.__setattr__(self, "home", Path(self.home))
         for name, sub in (
             ("store_path", "store.duckdb"),
@@ -127,7 +134,7 @@ class Settings:
         problems += [f"{name} must be {rule}, got {getattr(self, name)!r}"
                      for name, rule, ok in self._rules() if not ok]  # fmt: skip
         if problems:
-            raise ValueError("; ".join(problems))
+            raise SettingsError("; ".join(problems))
 
     def _rules(self) -> list[tuple[str, str, bool]]:
         return [
@@ -190,30 +197,26 @@ class Settings:
     def _resolve(cls, path, env, overrides) -> tuple[Settings, dict[str, str], Path | None]:
         env = os.environ if env is None else env
         if path == FIND_CONFIG:
-            path = config.config_path(env, overrides.get("home"))
+            home = config.override_layer(SECTION_OF, overrides).get("home", (None,))[0]
+            path = config.config_path(env, home)
         file = Path(path) if path and Path(path).is_file() else None
-        from_file = read_toml(file) if file else {}
-        values: dict[str, Any] = dict(from_file)
-        for f in fields(cls):
-            key = ENV_PREFIX + f.name.upper()
-            if env.get(key, "").strip():  # an empty variable (an unset job variable) is unset
-                values[f.name] = env[key]
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        origin = config.origins(cls, file, env, overrides, from_file)
-        return cls(**_coerce(values)), origin, file
+        table = read_toml(file) if file else {}
+        values = config.layers(SECTION_OF, file, table, env, overrides)
+        origin = {name: where for name, (_, where) in values.items()}
+        return cls(**_coerce({n: v for n, (v, _) in values.items()}, origin)), origin, file
 
     @classmethod
     def fields_of(cls, *sections: str) -> tuple[str, ...]:
         """The names of the fields in the given sections, in definition order."""
         unknown = set(sections) - set(SECTIONS)
         if unknown:
-            raise ValueError(f"unknown settings section(s): {', '.join(sorted(unknown))}")
+            raise SettingsError(f"unknown settings section(s): {', '.join(sorted(unknown))}")
         return tuple(f.name for f in fields(cls) if f.metadata["section"] in sections)
 
-    def section(self, name: str) -> dict[str, Any]:
-        """One section's fields and their values (JSON-ready, as in `to_dict`)."""
-        full = self.to_dict()
-        return {n: full[n] for n in self.fields_of(name)}
+    def section(self, name: str) -> Section:
+        """One section's values, as a frozen `Section` (e.g. `.section("matrix").target`)."""
+        names = self.fields_of(name)  # an unknown section: SettingsError
+        return SECTION_TYPES[name](**{n: getattr(self, n) for n in names})
 
     def calibration_args(self) -> dict[str, Any]:
         """`method.splits.calibration_split`'s settings: n_calib, calibration, seed, stable."""
@@ -237,14 +240,14 @@ class Settings:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """A settings file's table; ValueError naming the file (and line) when it is not UTF-8
+    """A settings file's table; SettingsError naming the file (and line) when it is not UTF-8
     text or not valid TOML (a UTF-8 BOM at the start is dropped)."""
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ValueError(
+        raise SettingsError(
             f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line});"
             " save the file as UTF-8"
         ) from None
@@ -254,10 +257,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         found = re.search(r"^(.*?)\s*\(at line (\d+), column (\d+)\)\s*$", str(exc))
         if found:
             what, line, col = found.groups()
-            raise ValueError(
+            raise SettingsError(
                 f"{path}: line {line}, column {col}: not valid TOML ({what})"
             ) from None
-        raise ValueError(f"{path}: not valid TOML ({exc})") from None
+        raise SettingsError(f"{path}: not valid TOML ({exc})") from None
 
 
 def _not_finite(value: Any) -> bool:
@@ -266,26 +269,81 @@ def _not_finite(value: Any) -> bool:
     return any(isinstance(v, float) and not math.isfinite(v) for v in values)
 
 
-def _coerce(values: dict[str, Any]) -> dict[str, Any]:
-    """Convert strings (from env or CLI) to each field's type; reject unknown keys."""
-    types = {f.name: f for f in fields(Settings)}
-    unknown = set(values) - set(types)
-    if unknown:
-        raise ValueError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    out: dict[str, Any] = {}
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True,
+          "0": False, "false": False, "no": False, "off": False}  # fmt: skip
+# (what a setting of this annotation must be, in words; whether a value is one)
+_KINDS: dict[str, tuple[str, Any]] = {
+    "Path": ("a path", lambda v: isinstance(v, str | Path)),
+    "Path | None": ("a path", lambda v: v is None or isinstance(v, str | Path)),
+    "str": ("text", lambda v: isinstance(v, str)),
+    "str | None": ("text", lambda v: v is None or isinstance(v, str)),
+    "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "int": ("a whole number", lambda v: _whole(v)),
+    "float": ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
+    "tuple[str, ...]": ("a list of text", lambda v: _list_of(v, str)),
+    "int | tuple[int, ...]": ("a whole number or a list of them",
+                              lambda v: _whole(v) or _list_of(v, int)),
+}  # fmt: skip
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _list_of(value: Any, kind: type) -> bool:
+    ok = _whole if kind is int else (lambda v: isinstance(v, kind))
+    return isinstance(value, list | tuple) and all(ok(v) for v in value)
+
+
+def _type_problems(settings: Settings) -> list[str]:
+    """`name must be KIND, got VALUE` for each field whose value is of the wrong type."""
+    problems = (_type_problem(f.name, getattr(settings, f.name)) for f in fields(settings))
+    return [p for p in problems if p]
+
+
+def _type_problem(name: str, value: Any) -> str | None:
+    what, ok = _KINDS[_TYPES[name]]
+    return None if ok(value) else f"{name} must be {what}, got {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    """A value as the settings file would spell it (`true`, not `True`)."""
+    return json.dumps(value, default=str) if isinstance(value, bool | None) else repr(value)
+
+
+def _coerce(values: Mapping[str, Any], origin: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Convert strings (from env or CLI) to each field's type; a SettingsError naming the
+    setting (and, from `origin`, the file or variable it came from) when it cannot be one."""
+    out = {}
     for name, value in values.items():
-        kind = str(types[name].type)
-        if "tuple" in kind:
-            value = _as_tuple(name, value, int if "int" in kind else str)
-        elif isinstance(value, str) and "Path" not in kind and "str" not in kind:
-            if "bool" in kind:
-                value = value.strip().lower() in {"1", "true", "yes", "on"}
-            elif "int" in kind:
-                value = int(value)
-            elif "float" in kind:
-                value = float(value)
-        out[name] = value
+        config.setting_name(SECTION_OF, name, None, "")  # an unknown one: SettingsError
+        where = (origin or {}).get(name, "override")
+        try:
+            out[name] = _converted(name, _TYPES[name], value)
+            if problem := _type_problem(name, out[name]):
+                raise SettingsError(problem)
+        except SettingsError as exc:
+            prefix = "" if where == "override" else where.split(" ", 1)[1] + ": "
+            raise SettingsError(f"{prefix}{exc}") from None
     return out
+
+
+def _converted(name: str, kind: str, value: Any) -> Any:
+    if "tuple" in kind:
+        return _as_tuple(name, value, int if "int" in kind else str)
+    if not isinstance(value, str) or "Path" in kind or "str" in kind:
+        return value
+    text = value.strip()
+    if kind == "bool":
+        if text.lower() not in _BOOLS:
+            raise SettingsError(
+                f"{name} must be true or false (or 1/0, yes/no, on/off), got {value!r}"
+            )
+        return _BOOLS[text.lower()]
+    try:
+        return int(text) if kind == "int" else float(text)
+    except ValueError:
+        raise SettingsError(f"{name} must be {_KINDS[kind][0]}, got {value!r}") from None
 
 
 def _as_tuple(name: str, value: Any, kind: type) -> Any:
@@ -293,20 +351,52 @@ def _as_tuple(name: str, value: Any, kind: type) -> Any:
 
     A single number stays a number (`n_anchors = 100`).
     """
+    what = _KINDS[f"{'int | ' if kind is int else ''}tuple[{kind.__name__}, ...]"][0]
     if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            value = json.loads(text)
-        else:
-            seps = ";," if kind is int else ";"
-            value = [p.strip() for p in re.split(f"[{seps}]", text) if p.strip()]
-            if kind is int and len(value) == 1:
-                return int(value[0])
-    if isinstance(value, int | float) and kind is int:
-        return int(value)
-    if not isinstance(value, list | tuple):
-        raise ValueError(f"setting {name} must be a list, got {value!r}")
-    return tuple(kind(v) for v in value)
+        text, given = value.strip(), value
+        try:
+            if text.startswith("["):
+                value = json.loads(text)
+            else:
+                seps = ";," if kind is int else ";"
+                value = [p.strip() for p in re.split(f"[{seps}]", text) if p.strip()]
+                if kind is int:
+                    value = [int(p) for p in value]
+                    return value[0] if len(value) == 1 else tuple(value)
+        except ValueError:
+            raise SettingsError(f"{name} must be {what}, got {given!r}") from None
+    if isinstance(value, list):
+        return tuple(value)
+    return value  # a number, a tuple, or a wrong type: `Settings` names it
 
 
-__all__ = ["Settings"]
+SECTION_OF: dict[str, str] = {f.name: f.metadata["section"] for f in fields(Settings)}
+_TYPES: dict[str, str] = {f.name: str(f.type) for f in fields(Settings)}
+
+
+class Section:
+    """One section of the settings: a frozen dataclass of its fields (`Settings.section`)."""
+
+    name: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view, as `Settings.to_dict` gives these fields (the cache keys' input)."""
+        return {
+            k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()
+        }
+
+
+def _section_type(name: str) -> type[Section]:
+    """The frozen dataclass of one section: its fields, types and defaults from `Settings`."""
+    own = [(f.name, f.type, field(default=f.default)) for f in fields(Settings)
+           if f.metadata["section"] == name]  # fmt: skip
+    kind = make_dataclass(f"{name.title()}Section", own, bases=(Section,), frozen=True,
+                          namespace={"name": name, "__module__": __name__})  # fmt: skip
+    globals()[kind.__name__] = kind  # importable by name: a Dask worker unpickles it
+    return kind
+
+
+# PathsSection, SourcesSection, SelectionSection, ..., RunnerSection
+SECTION_TYPES: dict[str, type[Section]] = {name: _section_type(name) for name in SECTIONS}
+
+__all__ = ["SECTIONS", "Section", "Settings", "SettingsError"]

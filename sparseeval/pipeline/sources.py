@@ -123,6 +123,7 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
         "skipped": sum(r.status == "skipped" and not _pending(r) for r in reports),
         "pending": sum(_pending(r) for r in reports),
         "quarantined": sum(r.n_quarantined for r in reports),
+        "targets_quarantined": sum(r.scores.n_quarantined for r in reports),
         "failed": len(failures),
         "message": failures[0].message[:500] if failures else "",
         # every failed unit: the file (or folder, repo) and why, for `--json` and alerts

@@ -1,32 +1,34 @@
-"""The suite's recipe: common models -> split -> `SuiteSparseEval` -> calibrate -> test -> publish.
+"""The suite's recipe: common models -> split -> `SuiteSparseEval` -> calibrate -> test.
 
 fit_suite     the models every benchmark has, split by model id as one benchmark is
               (`recipe.split_step`), anchors per benchmark (each benchmark's own fit
               reused when it saw the same inputs) and joint readers, intervals from
               calibration models, test metrics per benchmark and for the average
 write_suite   the fitted suite as `published/suite/vN/` (`sparseeval.consume.suite_set` reads it)
-suite_status, suite_candidate, suite_gate
-              publishing it as one set of `pipeline.publish` (one gate rule, one ledger)
+Publishing it (its gate, the candidate, the step's line): `pipeline.suite_publish`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.hashing import fingerprint
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.pool import suite_pool_checks
 from sparseeval.method.predictors import BlendPredictor
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
-from sparseeval.pipeline import gate, publish, versions
+from sparseeval.pipeline import versions
 from sparseeval.pipeline.artifacts import (
     TRAINING_FIELDS,
     code_version,
@@ -37,7 +39,7 @@ from sparseeval.pipeline.artifacts import (
 from sparseeval.pipeline.identity import anchor_sources
 from sparseeval.pipeline.manifest import anchor_means, derived_sources, interval
 from sparseeval.pipeline.recipe import NotEnoughModels, split_step
-from sparseeval.pipeline.records import Candidate, GateResult, MatrixInfo
+from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.suite_reuse import reusable_fits
 
@@ -56,6 +58,7 @@ class SuiteFit:
     own_test_pred: dict[str, np.ndarray]
     test_ids: list[str]
     pool_checks: dict[str, dict] = field(default_factory=dict)  # method.pool.suite_pool_checks
+    curves: dict[str, Any] = field(default_factory=dict)  # {benchmark: its ItemCurves}
 
     def test_metrics(self) -> dict[str, dict[str, float]]:
         """Test metrics of each benchmark's joint reader, its own reader, and the average."""
@@ -64,6 +67,18 @@ class SuiteFit:
             f"{b} (own anchors only)": metrics.evaluate(p, self.test_true[b])
             for b, p in self.own_test_pred.items()
         }
+
+
+def throttled(say: Callable[[str], None], seconds: float = 15.0) -> Callable[[str], None]:
+    """`say`, passing on at most one line per `seconds` (the first one at once)."""
+    last = [-float("inf")]
+
+    def passed_on(line: str) -> None:
+        if time.monotonic() - last[0] >= seconds:
+            last[0] = time.monotonic()
+            say(line)
+
+    return passed_on
 
 
 def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseMatrix]:
@@ -99,6 +114,7 @@ def fit_suite(
     from threadpoolctl import threadpool_limits
 
     from sparseeval.method.estimator import SparseEval
+    from sparseeval.method.item_curves import fit_curves
 
     if len(matrices) < MIN_BENCHMARKS:
         raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
@@ -107,10 +123,11 @@ def fit_suite(
     split_settings = replace(settings, calibration="split")  # the suite has no cross-fit
     split = split_step(first, split_settings, f"suite ({len(aligned)} benchmarks, models in all)")
     say = progress or (lambda s: None)
+    steps = throttled(say)  # a selection's refinement steps: a line every 15 s at most
     rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
                       {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
     k = max(settings.budgets)
-    suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=say),
+    suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=steps),
                             progress=say)  # fmt: skip
     prints = {b: m.fingerprint() for b, m in aligned.items()}
     fitted = reusable_fits(matrices, aligned, prints, split, settings, suite, benchmark_fits)
@@ -132,6 +149,7 @@ def fit_suite(
         own,
         [str(m) for m in first.model_ids[split.test]],
         {name: check.to_dict() for name, check in pools.items()},
+        {b: fit_curves(m.values[split.train], m.item_ids) for b, m in aligned.items()},
     )
 
 
@@ -142,13 +160,17 @@ def write_suite(
     signing_key=None,
     matrices_key: str = "",
     matrix_paths: Mapping[str, str] | None = None,
+    about: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
 
     matrices_key: `matrices_key` of the matrices it was fit on (lets a later run see it is
     up to date without reading them); matrix_paths: {benchmark: its matrix file}, whose
-    items' identity the members' `item_sources` carry (`pipeline.identity`).
+    items' identity the members' `item_sources` carry (`pipeline.identity`); about:
+    {benchmark: {"target", "provenance"}} (`members_about`): what each member estimates and
+    where its data came from, recorded per member and for the suite average.
     """
+    about = dict(about or {})
     suite = fit.suite
     items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
     level = {"interval_level": settings.interval_level}
@@ -172,7 +194,7 @@ def write_suite(
             out["item_sources"] = (path and anchor_sources(path, ids, b)) or derived_sources(ids, b)
         return out
 
-    members, described = {}, {}
+    members, described, curves = {}, {}, member_curves(fit, matrix_paths, about)
     for b in suite.benchmarks_:
         joint, own = f"members/{b}/joint", f"members/{b}/own"
         members[joint] = suite.readers_[b]
@@ -183,7 +205,10 @@ def write_suite(
             "valid_mae": suite.valid_scores_[b],
             "joint": reader(joint, suite.readers_[b], b, False),
             "own": reader(own, members[own], b, True),
+            **about.get(b, {}),
         }
+        if b in curves:
+            described[b]["own"][CURVES_KEY] = curves[b].manifest_entry() | {"folder": f"items/{b}"}
     n = len(suite.benchmarks_)
     average = SimpleNamespace(
         anchor_ids_=items,
@@ -202,10 +227,51 @@ def write_suite(
         report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]},
         signing_key=signing_key,
         members=members,
+        member_curves={f"items/{b}": c for b, c in curves.items()},
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
-               POOL_KEY: fit.pool_checks.get(AVERAGE)},
+               POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about),
     )  # fmt: skip
+
+
+def member_curves(fit: SuiteFit, matrix_paths, about) -> dict[str, Any]:
+    """{benchmark: its items' curves}, with their sources and whether they are its target."""
+    out = {}
+    for b, c in fit.curves.items():
+        path = (matrix_paths or {}).get(b)
+        sources = path and anchor_sources(path, c.items, b)
+        target = (about or {}).get(b, {}).get("target") or {}
+        item_mean = target.get("kind", "items") == "items"  # unknown: the mean it was fit on
+        out[b] = replace(c, item_mean=item_mean, sources=sources or None)
+    return out
+
+
+def members_about(matrices: Mapping[str, MatrixInfo]) -> dict[str, dict[str, Any]]:
+    """{benchmark: {"target", "provenance"}} of the matrices (what `write_suite` records)."""
+    return {b: {"target": dict(m.target), "provenance": dict(m.provenance)}
+            for b, m in matrices.items() if m.target or m.provenance}  # fmt: skip
+
+
+def suite_about(about: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The suite average's `target` and `provenance`: the mean of the members' targets, and
+    every member's sources (synthetic when any member is). {} when nothing is known."""
+    if not about:
+        return {}
+    targets = {b: (a.get("target") or {}).get("definition") for b, a in about.items()}
+    words = "; ".join(f"{b}: {t}" for b, t in targets.items() if t)
+    kinds: dict[str, dict[str, Any]] = {}
+    for a in about.values():
+        for kind, k in ((a.get("provenance") or {}).get("kinds") or {}).items():
+            into = kinds.setdefault(kind, {"n_results": 0, "n_sources": 0, "sources": []})
+            into["n_results"] += int(k.get("n_results", 0))
+            into["n_sources"] += int(k.get("n_sources", 0))
+            into["sources"] += list(k.get("sources", []))[: 20 - len(into["sources"])]
+    synthetic = any((a.get("provenance") or {}).get("synthetic") for a in about.values())
+    definition = f"the mean of the {len(about)} benchmarks' estimates" + (
+        f" ({words})" if words else ""
+    )
+    return {"target": {"kind": "suite average", "definition": definition},
+            "provenance": {"synthetic": synthetic, "kinds": kinds}}  # fmt: skip
 
 
 def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
@@ -240,143 +306,8 @@ def suite_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
     return read_once("suite-key", settings.artifacts_dir, key, make)
 
 
-def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str | None:
-    """Why nothing is to be fitted (the live suite is up to date, or this one was refused).
-
-    Unchanged matrices are recognised without reading them (the live suite's `matrices_key`).
-    """
-    live = _live_suite(settings.published_dir)
-    manifest = live.average.manifest if live is not None else {}
-    same = (manifest.get("suite") or {}).get("matrices_key") == matrices_key(matrices, settings)
-    if live is not None and (
-        same or manifest.get("data_fingerprint") == suite_key(matrices, settings)
-    ):
-        return f"suite: v{live.version} is up to date (same models, answers and settings)"
-    if why := publish.already_refused(settings.artifacts_dir, SUITE, suite_key(matrices, settings)):
-        return f"suite: not published ({why})"
-    return None
-
-
-def suite_candidate(
-    matrices: Mapping[str, MatrixInfo],
-    settings: Settings,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[Candidate, GateResult]:
-    """Fit the suite and write it as a candidate; its gate against the live suite.
-
-    The gate: the candidate's suite-average MAE on its test models must not exceed the
-    live suite's on the same models.
-    """
-    key, aligned = suite_key(matrices, settings), aligned_matrices(matrices, settings)
-    fit = fit_suite(aligned, settings, progress, data_fingerprint=key)
-    folder = write_suite(settings.published_dir, fit, settings,
-                         matrices_key=matrices_key(matrices, settings),
-                         matrix_paths={b: m.path for b, m in matrices.items()})  # fmt: skip
-    return publish.candidate(folder, SUITE, key), suite_gate(
-        _live_suite(settings.published_dir), aligned, fit, settings.gate
-    )
-
-
-def suite_gate(
-    live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit, mode: str = "paired"
-) -> GateResult:
-    """The candidate's suite-average test MAE against the live suite's on the same models.
-
-    mode "paired" (`gate.decide`): refused only when worse beyond noise; "strict": when worse.
-    """
-    truth = fit.test_true[AVERAGE]
-    cand_mae = metrics.mae_points(fit.test_pred[AVERAGE], truth)
-    live_pred = _live_average_pred(live, aligned, fit) if live is not None else None
-    live_mae = None if live_pred is None else metrics.mae_points(live_pred, truth)
-    figures = {"candidate_mae": cand_mae, "live_mae": live_mae,
-               "n_benchmarks": len(fit.suite.benchmarks_)}  # fmt: skip
-    if live_mae is None:
-        return GateResult(True, "no live suite to compare with", figures)
-    if mode == "paired":
-        g = gate.compare_group("suite average", live_pred, fit.test_pred[AVERAGE], truth)
-        figures["noise"] = g.noise
-        accept = gate.decide([g])[0]
-        why = (f"candidate suite-average MAE {cand_mae:.3f} vs live v{live.version}"
-               f" {live_mae:.3f} points on {g.n} test models (difference {g.difference:+.3f}"
-               f" ± {g.noise:.3f}: {g.verdict})")  # fmt: skip
-        return GateResult(accept, why if accept else "refused: " + why, figures)
-    if cand_mae > live_mae:
-        why = (f"refused: candidate suite-average MAE {cand_mae:.3f} > live v{live.version}"
-               f" {live_mae:.3f} points on {len(truth)} test models")  # fmt: skip
-        return GateResult(False, why, figures)
-    return GateResult(True, f"live v{live.version}: {live_mae:.3f}", figures)
-
-
-def suite_line(outcome: publish.Outcome, gate: GateResult) -> str:
-    """The suite step's line: what was published (and how it compares), or why not."""
-    if outcome.version is None:
-        return f"suite: {outcome.line}"
-    on_hub = f" and {outcome.hub_commit[:12]} on the Hub" if outcome.hub_commit else ""
-    than = f" ({gate.reason})" if gate.figures.get("live_mae") is not None else ""
-    return (
-        f"suite: published v{outcome.version}{on_hub}, {gate.figures['n_benchmarks']} benchmarks, "
-        f"suite-average test MAE {gate.figures['candidate_mae']:.3f} points{than}"
-    )
-
-
-def refresh_suite(
-    matrices: Mapping[str, MatrixInfo | str | Path],
-    settings: Settings,
-    progress: Callable[[str], None] | None = None,
-    mirror: Callable[[int], str] | None = None,
-) -> str:
-    """Refit and publish the suite when its data changed and the candidate is no worse.
-
-    matrices: {benchmark: `MatrixInfo` or matrix file}. The steps of the refresh flow in
-    plain Python (`suite_status`, `suite_candidate`, `publish.publish_now`): nothing is
-    fitted when the live suite was built from the same matrices and settings, or this
-    candidate was refused before (the ledger); `mirror(version)`, when given, pushes the
-    accepted candidate to the Hub before it becomes live. Returns one line.
-    """
-    infos = {b: m if isinstance(m, MatrixInfo) else matrix_info(b, m) for b, m in matrices.items()}
-    if line := suite_status(infos, settings):
-        return line
-    cand, gate = suite_candidate(infos, settings, progress)
-    push = (lambda c: mirror(c.version)) if mirror is not None else None
-    return suite_line(publish.publish_now(settings, cand, gate, push), gate)
-
-
 def matrix_info(benchmark: str, path: str | Path) -> MatrixInfo:
     """The record of a matrix file written by `save_matrix` (its stored fingerprint)."""
     with np.load(path, allow_pickle=False) as npz:
         fp, (n_models, n_items) = str(npz["fingerprint"]), npz["values"].shape
     return MatrixInfo(benchmark, str(path), fp, int(n_models), int(n_items), 0, "")
-
-
-def _live_suite(published_dir):
-    from sparseeval.consume.layout import AnchorSetError, latest_version
-    from sparseeval.consume.suite_set import load_suite
-
-    version = latest_version(published_dir, SUITE)
-    if version is None:
-        return None
-    try:
-        return read_once("suite", Path(published_dir) / SUITE, f"v{version}",
-                         lambda: load_suite(published_dir))  # fmt: skip
-    except AnchorSetError:
-        return None  # unreadable or tampered: the candidate replaces it
-
-
-def _live_average_pred(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFit):
-    """The live suite's average predictions on the candidate's test models (in the order of
-    `fit.test_ids`), or None if it cannot read them.
-
-    `aligned`: the matrices over the models every benchmark has (`common_models`).
-    """
-    if set(live.benchmarks) != set(fit.suite.benchmarks_):
-        return None
-    test_ids = set(fit.test_ids)
-    first = next(iter(aligned.values()))
-    rows = np.array([i for i, m in enumerate(first.model_ids) if m in test_ids], dtype=np.int64)
-    values = np.hstack([aligned[b].values[rows] for b in live.benchmarks])
-    ids = [joint_item(b, i) for b in live.benchmarks for i in aligned[b].item_ids]
-    try:
-        pred = live.average.predict_matrix(values, ids)
-    except Exception:
-        return None  # the live anchors are not all in today's matrices
-    return pred

@@ -46,12 +46,14 @@ def reusable_fits(
 
 
 def _own_fit_folder(matrix_fingerprint: str, settings: Settings) -> Path | None:
-    """Where `recipe.fit_step` saved this matrix's fit at the suite's budget, if it did."""
+    """Where `recipe.fit_step` saved this matrix's fit at the suite's budget, if it did (and
+    its seal holds: `recipe.cached_fit`)."""
     from sparseeval.pipeline.artifacts import artifact_path, fit_key
+    from sparseeval.pipeline.recipe import cached_fit
 
-    budget = settings.replace(n_anchors=max(settings.budgets))
-    folder = artifact_path(settings.artifacts_dir, "model", fit_key(matrix_fingerprint, budget))
-    return folder if (folder / "summary.json").is_file() else None
+    key = fit_key(matrix_fingerprint, settings.replace(n_anchors=max(settings.budgets)))
+    folder = artifact_path(settings.artifacts_dir, "model", key)
+    return folder if cached_fit(folder, key, matrix_fingerprint) else None
 
 
 def same_fit_inputs(folder: str | Path, matrix: ResponseMatrix, matrix_fingerprint: str,

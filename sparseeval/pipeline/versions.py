@@ -41,6 +41,8 @@ from sparseeval.consume.layout import (
     set_dir,
     verify,
 )
+from sparseeval.consume.next_items import CURVES_DIR
+from sparseeval.consume.next_items import KEY as CURVES_KEY
 from sparseeval.consume.promotion import promoted_versions
 from sparseeval.pipeline.manifest import jsonable, version_manifest
 
@@ -65,6 +67,9 @@ def write_version(
     signing_key=None,
     members: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    files: Mapping[str, str] | None = None,
+    curves=None,
+    member_curves: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
 
@@ -87,7 +92,12 @@ def write_version(
     signing_key: an Ed25519 private key (PEM bytes/str, a path to a PEM file, or an
     `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
     members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
-    per-benchmark readers); extra: optional entries added to the manifest (sealed with it).
+    per-benchmark readers); extra: optional entries added to the manifest (sealed with it);
+    files: optional {file name: text} written beside it (hashed in the manifest, e.g. the
+    set's models, `consume.set_models`).
+    curves: the benchmark's items and their curves (`consume.next_items.ItemCurves`), saved
+    in `items/` for `AnchorSet.next_items` and the corrected estimate; member_curves:
+    {relative folder: ItemCurves} more of them (a suite's members', named in `extra`).
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     from sparseeval.consume.signing import private_key
@@ -98,13 +108,19 @@ def write_version(
         metrics=metrics, settings=settings, item_sources=item_sources,
         report_inputs=report_inputs, extra=extra,
     )  # fmt: skip
+    if curves is not None:
+        manifest[CURVES_KEY] = curves.manifest_entry()
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
-    return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key)
+    saved = ({CURVES_DIR: curves} if curves is not None else {}) | dict(member_curves or {})
+    return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key,
+                        saved, files)  # fmt: skip
 
 
 def write_folder(
-    bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None
-) -> Path:
+    bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None,
+    curves=None,
+    files: Mapping[str, str] | None = None,
+) -> Path:  # fmt: skip
     """Write a version folder under the next free number of a set's folder; that folder.
 
     A concurrent writer that takes the number first makes this one retry with the next.
@@ -112,14 +128,17 @@ def write_folder(
     bench_dir.mkdir(parents=True, exist_ok=True)
     while True:
         version = _next_version(bench_dir)
-        target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key)
+        target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key,
+                               curves, dict(files or {}))  # fmt: skip
         if target is not None:
             return target
 
 
 def _write_folder(
-    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None
-) -> Path | None:
+    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None,
+    curves=None,
+    files: dict | None = None,
+) -> Path | None:  # fmt: skip
     """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
     from sparseeval.consume.inference import save_predictor
     from sparseeval.pipeline.reports.anchor_report import render_report
@@ -129,6 +148,10 @@ def _write_folder(
     try:
         for rel, predictor in predictors.items():
             save_predictor(predictor, tmp / rel)
+        for rel, item_curves in (curves or {}).items():
+            item_curves.save(tmp / rel)
+        for name, text in (files or {}).items():
+            (tmp / name).write_text(text)
         (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
         manifest = manifest | {
             "version": version,

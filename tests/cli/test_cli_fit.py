@@ -32,8 +32,12 @@ def test_fit_on_synthetic_prints_table_and_writes_files(tmp_path, capsys):
     table = capsys.readouterr().out
     for method in ("sparseeval", "random", "anchor-points", "linear-gd", "greedy+ridge"):
         assert method in table
+    reference = [line for line in table.splitlines() if line.startswith("all-items-ridge")]
+    assert len(reference) == 1 and reference[0].split()[1:3] == ["all", "40"]  # not "5 anchors"
+    assert "a reference, not a budget" in table
     metrics = json.loads((out / "metrics.json").read_text())
-    assert {r["n_anchors"] for r in metrics["test_metrics"]} == {5, 8}
+    rows = metrics["test_metrics"]
+    assert {r["n_anchors"] for r in rows if r["method"] != "all-items-ridge"} == {5, 8}
     anchors = json.loads((out / "k8" / "anchors.json").read_text())
     assert len(anchors["items"]) == len(anchors["anchors"]) == 8
     assert load_predictor(out / "k8" / "predictor").predict(np.ones((1, 8))).shape == (1,)

@@ -9,8 +9,7 @@ import pytest
 
 from sparseeval.cli.consumer import add_consumer_commands
 from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.pipeline.versions import set_latest
-from tests.helpers import publish_fit, tiny_fit
+from tests.helpers import anchor_answers, answers_csv, published, tiny_fit
 
 STAMP = "2025-05-02T10-11-12.131415"
 
@@ -34,22 +33,9 @@ def predict_json(root, responses, capsys) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """An ARC-like anchor set whose item ids are lm-eval doc ids, published as v1 (latest)."""
-    root = tmp_path_factory.mktemp("home") / "published"
-    items = [str(j) for j in range(60)]
-    fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=items)
-    m, sp, est = fitted
-    publish_fit(root, "arc", fitted)
-    set_latest(root, "arc", 1)
-    row = m.values[int(sp.test[0])]
-    answers = {str(j): int(row[j] > 0) for j in est.anchors_}
-    row_b = m.values[int(sp.test[1])]
-    answers_b = {str(j): int(row_b[j] > 0) for j in est.anchors_}
-    return root, answers, answers_b
-
-
-def write_csv(path, answers):
-    path.write_text("item,correct\n" + "".join(f"{k},{v}\n" for k, v in answers.items()))
-    return path
+    fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(60)])
+    root = published(tmp_path_factory.mktemp("home") / "published", "arc", fitted)
+    return root, anchor_answers(fitted), anchor_answers(fitted, 1)
 
 
 @pytest.mark.parametrize("cmd", ["predict", "export-lm-eval", "report"])
@@ -64,7 +50,7 @@ def test_help_has_examples(cmd, capsys):
 def test_predict_from_csv_jsonl_and_json(world, tmp_path, capsys):
     root, answers, _ = world
     expected = load_anchor_set(root, "arc").predict(answers)
-    csv_file = write_csv(tmp_path / "a.csv", answers)
+    csv_file = answers_csv(tmp_path / "a.csv", answers)
     rc, out, err = run(
         ["predict", "--anchor-set", str(root), "--benchmark", "arc", "--responses", str(csv_file)],
         capsys,
@@ -127,7 +113,7 @@ def test_lm_eval_round_trip(world, tmp_path, capsys):
 
 def test_errors_are_one_line_exit_2(world, tmp_path, capsys):
     root, answers, _ = world
-    partial = write_csv(tmp_path / "p.csv", dict(list(answers.items())[:5]))
+    partial = answers_csv(tmp_path / "p.csv", dict(list(answers.items())[:5]))
     base = ["predict", "--anchor-set", str(root), "--benchmark", "arc", "--responses"]
     rc, out, err = run([*base, str(partial)], capsys)
     assert rc == 2 and out == "" and err.count("\n") == 1
@@ -158,7 +144,7 @@ def test_errors_are_one_line_exit_2(world, tmp_path, capsys):
 
 def test_compare_and_default_home(world, tmp_path, capsys, monkeypatch):
     root, answers, answers_b = world
-    a, b = write_csv(tmp_path / "a.csv", answers), write_csv(tmp_path / "b.csv", answers_b)
+    a, b = answers_csv(tmp_path / "a.csv", answers), answers_csv(tmp_path / "b.csv", answers_b)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SPARSEEVAL_HOME", str(root.parent))  # default --anchor-set
     rc, out, _ = run(

@@ -69,8 +69,8 @@ def test_export_of_synthetic_ids_says_they_are_synthetic(published, tmp_path, ca
     [
         (["fit", "--targets", "scores.csv", "--anchors", "20"], "--targets needs a data file"),
         (["fit", "--anchors", "0"], "at least 1 anchor"),
-        (["refresh", "--anchors", "0"], "n_anchors must be at least 1"),
-        (["refresh", "--anchors", "-5"], "n_anchors must be at least 1"),
+        (["refresh", "--anchors", "0"], "--anchors takes budgets of at least 1 anchor"),
+        (["refresh", "--anchors", "-5"], "--anchors takes budgets of at least 1 anchor"),
     ],
 )
 def test_arguments_are_checked_before_any_work(argv, says, tmp_path, capsys, monkeypatch):

@@ -95,7 +95,7 @@ def test_sparseeval_intervals_cover_test_models_near_nominal():
             predictor="ridge",
             seed=seed,
             progress=lambda s: None,
-        ).fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid])
+        ).fit(m.values[sp.train], m.y[sp.train], X_valid=m.values[sp.valid], y_valid=m.y[sp.valid])
         ci = ConformalInterval.fit(est.valid_residuals_, 0.9)
         covs.append(ci.coverage(est.predict(m.values[sp.test]), m.y[sp.test]))
     mean = float(np.mean(covs))
@@ -122,7 +122,7 @@ def test_cross_calibrate_residuals_come_from_fits_that_never_saw_the_model():
         sp = split_models(m.model_ids, n_test=200, n_valid=100, seed=seed)
         X, y = m.values, m.y
         args = (X[sp.train], y[sp.train], X[sp.valid], y[sp.valid])
-        est = _tiny(seed).fit(*args)
+        est = _tiny(seed).fit(*args[:2], X_valid=args[2], y_valid=args[3])
         pred_test = est.predict(X[sp.test])
         assert est.cross_calibrate(*args, folds=4) is est
         r = est.calibration_residuals_

@@ -9,23 +9,19 @@ import json
 import numpy as np
 import pytest
 
-from sparseeval.cli import main
 from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.consume.layout import AnchorSetError, seal
 from sparseeval.consume.responses import ResponsesError, read_responses_files
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import publish_fit
+from tests.helpers import cli, published
 
 B = "arc"
 
 
 @pytest.fixture
 def world(tmp_path, fitted):
-    root = tmp_path / "published"
-    publish_fit(root, B, fitted)
-    set_latest(root, B, 1)
-    aset = load_anchor_set(root, B)
-    return root, aset
+    root = published(tmp_path / "published", B, fitted)
+    return root, load_anchor_set(root, B)
 
 
 def refused(files, aset) -> str:
@@ -33,12 +29,6 @@ def refused(files, aset) -> str:
         read_responses_files(files, aset)
     assert "\n" not in str(err.value)
     return str(err.value)
-
-
-def cli(argv, capsys) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 # -- one file, two places for one answer -------------------------------------------------

@@ -17,13 +17,20 @@ import sys
 import numpy as np
 import pytest
 
-from sparseeval.cli import main
 from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.consume.hashing import file_sha256
 from sparseeval.consume.layout import AnchorSetError, latest_version, list_versions, seal
 from sparseeval.consume.responses import ResponsesError, printable, read_responses_files
 from sparseeval.pipeline.versions import clean_leftovers, set_latest, sign_version, write_version
-from tests.helpers import FakeMirrorHub, publish_fit, signing_keys
+from tests.helpers import (
+    FakeMirrorHub,
+    anchor_answers,
+    answers_csv,
+    cli,
+    publish_fit,
+    published,
+    signing_keys,
+)
 
 B = "arc"
 STAMP = "2025-05-02T10-11-12.131415"
@@ -32,25 +39,7 @@ STAMP = "2025-05-02T10-11-12.131415"
 @pytest.fixture
 def world(tmp_path, fitted):
     """v1 published and promoted under tmp_path/published; one model's answers."""
-    root = tmp_path / "published"
-    publish_fit(root, B, fitted)
-    set_latest(root, B, 1)
-    m, sp, est = fitted
-    row = m.values[int(sp.test[0])]
-    answers = {str(j): int(row[j] > 0) for j in est.anchors_}
-    return root, answers
-
-
-def write_csv(path, answers, extra: str = "", prefix: str = ""):
-    body = "".join(f"{k},{v}\n" for k, v in answers.items())
-    path.write_text(prefix + "item,correct\n" + body + extra, encoding="utf-8")
-    return path
-
-
-def cli(argv, capsys) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
+    return published(tmp_path / "published", B, fitted), anchor_answers(fitted)
 
 
 def predict(root, files, capsys, *more) -> tuple[int, str, str]:
@@ -73,7 +62,7 @@ def test_conflicting_duplicates_are_refused_in_every_format(world, tmp_path, cap
     aset = load_anchor_set(root, B)
     item = aset.items[3]
     flipped = 1 - answers[item]
-    csv_file = write_csv(tmp_path / "a.csv", answers, extra=f"{item},{flipped}\n")
+    csv_file = answers_csv(tmp_path / "a.csv", answers, extra=f"{item},{flipped}\n")
     jsonl = tmp_path / "a.jsonl"
     rows = [{"item": k, "correct": v} for k, v in answers.items()] + [
         {"item": item, "correct": flipped}
@@ -100,7 +89,7 @@ def test_conflicts_across_files_and_identical_repeats(world, tmp_path, capsys):
     root, answers = world
     aset = load_anchor_set(root, B)
     a, b = aset.items[0], aset.items[5]
-    first = write_csv(tmp_path / "first.csv", answers)
+    first = answers_csv(tmp_path / "first.csv", answers)
     other = {k: v for k, v in answers.items()} | {a: 1 - answers[a], b: 1 - answers[b]}
     second = tmp_path / "second.jsonl"
     second.write_text(
@@ -110,13 +99,13 @@ def test_conflicts_across_files_and_identical_repeats(world, tmp_path, capsys):
     assert "conflicting answers for 2 anchor(s)" in err and f"{a} (" in err and f"{b} (" in err
     assert "first.csv" in err and "second.jsonl" in err
     # the same answer twice (1 / true / +1), and a blank next to an answer, are fine
-    same = write_csv(tmp_path / "same.csv", answers, extra=f"{a},{answers[a]}\n{b},\n")
+    same = answers_csv(tmp_path / "same.csv", answers, extra=f"{a},{answers[a]}\n{b},\n")
     again = tmp_path / "again.json"
     again.write_text(json.dumps({k: bool(v) for k, v in answers.items()}))
     rc, out, _ = predict(root, [same, again], capsys)
     assert rc == 0 and json.loads(out)["value"] == pytest.approx(aset.predict(answers).value)
     # conflicts on items that are not anchors do not change the estimate: not refused
-    noise = write_csv(tmp_path / "noise.csv", answers, extra="not-an-anchor,1\nnot-an-anchor,0\n")
+    noise = answers_csv(tmp_path / "noise.csv", answers, extra="not-an-anchor,1\nnot-an-anchor,0\n")
     assert predict(root, [noise], capsys)[0] == 0
 
 
@@ -126,7 +115,7 @@ def test_conflicts_across_files_and_identical_repeats(world, tmp_path, capsys):
 def test_files_with_a_byte_order_mark_are_read(world, tmp_path, capsys):
     root, answers = world
     expected = load_anchor_set(root, B).predict(answers).value
-    csv_file = write_csv(tmp_path / "bom.csv", answers, prefix="\ufeff")
+    csv_file = answers_csv(tmp_path / "bom.csv", answers, prefix="\ufeff")
     jsonl = tmp_path / "bom.jsonl"
     jsonl.write_text(
         "\ufeff" + "".join(json.dumps({"item": k, "correct": v}) + "\n" for k, v in answers.items())
@@ -166,7 +155,7 @@ def test_published_folders_honour_the_umask(tmp_path, fitted, umask):
 def test_non_utf8_answers_files_are_one_line_errors(world, tmp_path, capsys):
     root, answers = world
     aset = load_anchor_set(root, B)
-    good = write_csv(tmp_path / "x.csv", answers).read_bytes()
+    good = answers_csv(tmp_path / "x.csv", answers).read_bytes()
     at = good.index(b"\n", 20) + 1  # start of the third or so line
     line = good[:at].count(b"\n") + 1
     files = {
@@ -403,7 +392,7 @@ def test_a_candidate_that_was_never_promoted_does_not_load(world, fitted, capsys
     publish_fit(root, B, fitted)  # v2: killed before the gate / promotion
     with pytest.raises(AnchorSetError, match=r"arc v2 was never promoted \(a candidate that did "):
         load_anchor_set(root, B, version=2)
-    answers_file = write_csv(root.parent / "a.csv", answers)
+    answers_file = answers_csv(root.parent / "a.csv", answers)
     err = one_line_error(*predict(root, [answers_file], capsys, "--version", "2"))
     assert "v2 was never promoted (a candidate that did not pass the gate or a crashed run)" in err
     assert load_anchor_set(root, B).version == 1
@@ -505,10 +494,10 @@ def test_control_characters_from_files_are_escaped(world, tmp_path, capsys):
     assert "\\x1b]0;pwned\\x07item" in err
     aset = load_anchor_set(root, B)
     item = aset.items[0]
-    bad = write_csv(tmp_path / "bad\x1b[2J.csv", answers, extra=f"{item},yes\x1b[31m\n")
+    bad = answers_csv(tmp_path / "bad\x1b[2J.csv", answers, extra=f"{item},yes\x1b[31m\n")
     err = one_line_error(*predict(root, [bad], capsys))
     assert "\\x1b[31m" in err
-    dup = write_csv(tmp_path / "dup\x1b[2J.csv", answers, extra=f"{item},{1 - answers[item]}\n")
+    dup = answers_csv(tmp_path / "dup\x1b[2J.csv", answers, extra=f"{item},{1 - answers[item]}\n")
     err = one_line_error(*predict(root, [dup], capsys))
     assert "dup\\x1b[2J.csv" in err
     missing = tmp_path / "gone\x1b[2J.csv"

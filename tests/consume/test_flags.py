@@ -121,7 +121,7 @@ def test_a_bad_check_is_refused(pool):
 def test_published_check_loads_and_cli_predict_prints_the_flag_line(fitted, tmp_path, capsys):
     m, sp, est = fitted
     check = estimator_pool_check(est, m.values[sp.train], m.values[sp.valid])
-    check = replace(check, high=0.0)  # every estimate is above this range
+    check = replace(check, low=0.0, high=0.0)  # every estimate is above this range
     publish_fit(tmp_path, "arc", fitted, extra={KEY: check.to_dict()})
     set_latest(tmp_path, "arc", 1)
     aset = load_anchor_set(tmp_path, "arc")

@@ -38,7 +38,7 @@ from sparseeval.consume.lm_eval_task import ITEM_FIELD
 from sparseeval.consume.suite_set import load_suite
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import publish_fit, tiny_fit
+from tests.helpers import published, tiny_fit
 from tests.lm_eval_cli import lm_eval, load_module, needs_lm_eval, original_task, read_jsonl
 
 pytestmark = needs_lm_eval
@@ -148,8 +148,7 @@ def world(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("benchmarks")
     root = tmp / "published"
     for seed, (benchmark, items) in enumerate(ITEMS.items()):
-        publish_fit(root, benchmark, tiny_fit(seed=seed, n_test=60, n_valid=80, item_ids=items))
-        set_latest(root, benchmark, 1)
+        published(root, benchmark, tiny_fit(seed=seed, n_test=60, n_valid=80, item_ids=items))
     lb = {
         b: ResponseMatrix(m.values, m.model_ids, ITEMS[b])
         for b, m in make_leaderboard(360, {"mmlu": 60, "gsm8k": 60}, seed=4).items()
@@ -313,10 +312,10 @@ def test_prompts_and_scores_match_the_original_tasks(run_mc):
 
 def test_gsm8k_scores_a_right_answer():
     """The GSM8K score is gsm8k.yaml's exact_match (case, commas, `$` and `#### ` ignored)."""
-    from sparseeval.consume.lm_eval_specs import SPECS
+    from sparseeval.consume.benchmarks import task_specs
 
     ns: dict = {}
-    exec(SPECS["gsm8k"].doc, ns)
+    exec(task_specs()["gsm8k"].doc, ns)
     d = ns["doc"](gsm8k_doc(1234))
     assert ns["score"](d, ["1,235"]) == 1 and ns["score"](d, ["1,234"]) == 0
 
@@ -326,14 +325,14 @@ def test_musr_and_mmlu_pro_prompts_are_the_originals():
     from lm_eval.tasks.leaderboard.mmlu_pro import utils as pro
     from lm_eval.tasks.leaderboard.musr import utils as musr
 
-    from sparseeval.consume.lm_eval_specs import SPECS
+    from sparseeval.consume.benchmarks import task_specs
 
     for key, module, make in (
         ("leaderboard_musr", musr, musr_doc),
         ("leaderboard_mmlu_pro", pro, mmlu_pro_doc),
     ):
         ns: dict = {}
-        exec("import ast, string\n" + SPECS[key].doc, ns)
+        exec("import ast, string\n" + task_specs()[key].doc, ns)
         for j in range(6):
             d = make(j)
             mine = ns["doc"](d)

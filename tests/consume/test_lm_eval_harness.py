@@ -24,7 +24,7 @@ from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.consume.lm_eval import LmEvalError
 from sparseeval.consume.lm_eval_task import ITEM_FIELD, write_task
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import publish_fit, tiny_fit
+from tests.helpers import publish_fit, published, tiny_fit
 from tests.lm_eval_cli import (
     LM_EVAL,
     arc_doc,
@@ -42,10 +42,8 @@ N_DOCS = 60
 def world(tmp_path_factory):
     """A published ARC set (v1, latest) over doc ids 0..59, the local test and train splits."""
     tmp = tmp_path_factory.mktemp("harness")
-    root = tmp / "published"
     fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(N_DOCS)])
-    publish_fit(root, "arc", fitted)
-    set_latest(root, "arc", 1)
+    root = published(tmp / "published", "arc", fitted)
     data, train = tmp / "arc_test.jsonl", tmp / "arc_train.jsonl"
     data.write_text("".join(json.dumps(arc_doc(j)) + "\n" for j in range(N_DOCS)))
     train.write_text("".join(json.dumps(arc_doc(100 + j)) + "\n" for j in range(20)))

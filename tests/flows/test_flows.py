@@ -71,7 +71,7 @@ def test_refresh_then_cached_then_incremental(tmp_path):
 def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     import importlib
 
-    module = importlib.import_module("sparseeval.flows._support")  # where events are emitted
+    module = importlib.import_module("sparseeval.flows._results")  # where events are emitted
     events = []
     real_emit = module.emit_event
     monkeypatch.setattr(module, "emit_event", lambda **kw: events.append(kw) or real_emit(**kw))
@@ -196,6 +196,7 @@ def test_the_console_leaves_out_input_errors_only_while_the_flow_runs(capsys):
     import logging
 
     from sparseeval.cli.refresh import _input_errors_in_one_line
+    from sparseeval.pipeline.settings import SettingsError
 
     console = logging.StreamHandler()  # on stderr, as `sparseeval.cli.main` sets it up
     log = logging.getLogger("tests.flow_runs")
@@ -209,16 +210,16 @@ def test_the_console_leaves_out_input_errors_only_while_the_flow_runs(capsys):
     logging.getLogger().addHandler(console)
     try:
         with _input_errors_in_one_line(verbose=False):
-            report(ValueError("unknown benchmark"))
-            report(RuntimeError("a bug"))
-        report(ValueError("after the run"))
+            report(SettingsError("unknown benchmark"))
+            report(ValueError("a bug"))  # a plain ValueError (NumPy's, say) is no input error
+        report(SettingsError("after the run"))
         with _input_errors_in_one_line(verbose=True):
-            report(ValueError("verbose"))
+            report(SettingsError("verbose"))
     finally:
         logging.getLogger().removeHandler(console)
     shown = [x for x in capsys.readouterr().err.splitlines() if x.startswith("Encountered")]
     assert [x.removeprefix("Encountered exception during execution: ") for x in shown] == [
-        "RuntimeError('a bug')", "ValueError('after the run')", "ValueError('verbose')",
+        "ValueError('a bug')", "SettingsError('after the run')", "SettingsError('verbose')",
     ]  # fmt: skip
     assert console.filters == []
 

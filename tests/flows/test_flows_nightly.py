@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 @pytest.fixture
 def events(monkeypatch):
-    module = importlib.import_module("sparseeval.flows._support")  # where events are emitted
+    module = importlib.import_module("sparseeval.flows._results")  # where events are emitted
     seen = []
     real = module.emit_event
     monkeypatch.setattr(module, "emit_event", lambda **kw: seen.append(kw) or real(**kw))

@@ -9,7 +9,7 @@ import os
 import socket
 import time
 
-from sparseeval.flows import _support
+from sparseeval.flows import _home
 from sparseeval.flows.refresh import refresh
 
 from sparseeval.pipeline.lease import LEASE_FILE
@@ -32,18 +32,18 @@ def _failure(settings_overrides=TINY, **kwargs) -> str:
 
 
 def test_a_deployed_run_needs_an_explicit_home(prefect_harness, monkeypatch, tmp_path):
-    monkeypatch.setattr(_support, "deployment", InADeployment)
+    monkeypatch.setattr(_home, "deployment", InADeployment)
     monkeypatch.delenv("SPARSEEVAL_HOME", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert _failure(fill_if_empty=False) == f"ValueError: {_support.NO_HOME}"
+    assert _failure(fill_if_empty=False) == f"ValueError: {_home.NO_HOME}"
     assert not (tmp_path / ".sparseeval").exists()  # nothing written in the worker's folder
 
 
 def test_a_deployed_run_never_fills_the_demo(prefect_harness, monkeypatch, tmp_path):
-    monkeypatch.setattr(_support, "deployment", InADeployment)
+    monkeypatch.setattr(_home, "deployment", InADeployment)
     home = tmp_path / "home"
     msg = _failure(home=str(home), fill_if_empty=True)
-    assert msg == "ValueError: " + _support.NO_SOURCES.format(home=home)
+    assert msg == "ValueError: " + _home.NO_SOURCES.format(home=home)
     assert not (home / "published").exists()
 
 
@@ -112,7 +112,8 @@ def test_predict_says_what_the_set_estimates_and_warns_on_the_demo(prefect_harne
     assert main(["predict", "--anchor-set", str(demo / "published"), "--benchmark", "arc",
                  "--responses", str(answers)]) == 0  # fmt: skip
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1] == f"estimates: {aset.target}" and aset.target.startswith("mean over the")
+    assert lines[1] == f"estimates: {aset.target} (data: {aset.data})"
+    assert aset.target.startswith("mean over the") and aset.data.startswith("synthetic")
     assert lines[2] == (
         "note: this set was fit on the built-in SYNTHETIC demo leaderboard, not real data"
     )

@@ -134,7 +134,7 @@ def test_selection_never_reads_test_rows(small, proxy):
                 proxy_epochs=30,
                 **QUIET,
             )
-            .fit(values[s.train], y[s.train], values[s.valid], y[s.valid])
+            .fit(values[s.train], y[s.train], X_valid=values[s.valid], y_valid=y[s.valid])
             .anchors_
         )
 
@@ -142,8 +142,10 @@ def test_selection_never_reads_test_rows(small, proxy):
     scrambled[s.test] *= -1
     assert np.array_equal(select(X), select(scrambled))
     est = SparseEval(8, refine_steps=1, epochs=30, ensemble=1, **QUIET)
-    a = est.fit(X[s.train], y[s.train], X[s.valid], y[s.valid]).anchors_
-    b = est.fit(scrambled[s.train], y[s.train], scrambled[s.valid], y[s.valid]).anchors_
+    a = est.fit(X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid]).anchors_
+    b = est.fit(
+        scrambled[s.train], y[s.train], X_valid=scrambled[s.valid], y_valid=y[s.valid]
+    ).anchors_
     assert np.array_equal(a, b)
 
 
@@ -154,7 +156,7 @@ def test_swap_reduces_error_in_the_linear_case():
     sel = AnchorSelector(
         5, init=[10, 11, 12, 13, 14], refine_steps=1, acceptance="always", proxy="ridge", **QUIET
     )
-    sel.fit(X[:300], y[:300], X[300:], y[300:])
+    sel.fit(X[:300], y[:300], X_valid=X[300:], y_valid=y[300:])
     swap = sel.history_[0]
     assert swap.added == 7
     assert 7 in sel.anchors_
@@ -171,7 +173,7 @@ def test_validated_acceptance_never_worsens_validation(small):
     X, y, s = _parts(small)
     sel = AnchorSelector(
         8, init="random", refine_steps=4, acceptance="validated", proxy="ridge", **QUIET
-    ).fit(X[s.train], y[s.train], X[s.valid], y[s.valid])
+    ).fit(X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid])
     assert 1 <= len(sel.history_) <= 4
     kept = [h.mae_before for h in sel.history_] + [sel.mae_]
     assert all(b <= a + 1e-12 for a, b in itertools.pairwise(kept))
@@ -183,7 +185,7 @@ def test_validated_acceptance_never_worsens_validation(small):
 def test_loo_judge_scores_by_exact_leave_one_out(small):
     X, y, s = _parts(small)
     sel = AnchorSelector(6, refine_steps=3, proxy="ridge", judge="loo", **QUIET).fit(
-        X[s.train], y[s.train], X[s.valid], y[s.valid]
+        X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid]
     )
     assert set(sel.init_scores_) == {"kmeans", "random"}  # greedy would judge itself
     rows = np.concatenate([s.train, s.valid])
@@ -206,7 +208,7 @@ def test_loo_judge_needs_the_ridge_proxy():
 def test_adaptive_init_records_each_candidate(small):
     X, y, s = _parts(small)
     sel = AnchorSelector(8, refine_steps=0, proxy="ridge", **QUIET).fit(
-        X[s.train], y[s.train], X[s.valid], y[s.valid]
+        X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid]
     )
     assert set(sel.init_scores_) == {"kmeans", "random"}
     assert sel.init_ == min(sel.init_scores_, key=sel.init_scores_.get)
@@ -307,7 +309,7 @@ def test_ridge_baselines_learn_from_validation_rows_too():
     rng = np.random.default_rng(2)
     X = np.where(rng.random((60, 8)) < 0.5, 1.0, -1.0)
     y = 0.5 + 0.05 * X[:, 1] + 0.01 * rng.standard_normal(60)
-    split = AllItemsRidge().fit(X[:40], y[:40], X[40:], y[40:])
+    split = AllItemsRidge().fit(X[:40], y[:40], X_valid=X[40:], y_valid=y[40:])
     pooled = AllItemsRidge().fit(X, y)
     np.testing.assert_allclose(split.predictor_.coef_, pooled.predictor_.coef_)
 
@@ -325,7 +327,7 @@ def test_metrics_on_known_values():
 def test_sparseeval_without_validation_models_is_a_clear_error(small):
     X, y, s = _parts(small)
     with pytest.raises(ValueError, match="validation models"):
-        SparseEval(5, **QUIET).fit(X[s.train], y[s.train], X[:0], y[:0])
+        SparseEval(5, **QUIET).fit(X[s.train], y[s.train], X_valid=X[:0], y_valid=y[:0])
 
 
 def test_estimator_defaults_are_the_pipeline_settings():
@@ -337,7 +339,7 @@ def test_estimator_defaults_are_the_pipeline_settings():
 def test_sparseeval_end_to_end_beats_random_mean(small):
     X, y, s = _parts(small)
     est = SparseEval(10, refine_steps=2, epochs=100, ensemble=1, **QUIET).fit(
-        X[s.train], y[s.train], X[s.valid], y[s.valid], item_ids=small.item_ids
+        X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid], item_ids=small.item_ids
     )
     assert est.predictor_name_ in {"nnridge", "mlp", "blend"}
     assert list(est.anchor_ids_) == [str(small.item_ids[a]) for a in est.anchors_]
@@ -349,7 +351,7 @@ def test_sparseeval_end_to_end_beats_random_mean(small):
 def test_calibrate_uses_only_the_given_rows(small):
     X, y, s = _parts(small)
     est = SparseEval(8, refine_steps=1, ensemble=1, predictor="ridge", **QUIET).fit(
-        X[s.train[:150]], y[s.train[:150]], X[s.valid], y[s.valid]
+        X[s.train[:150]], y[s.train[:150]], X_valid=X[s.valid], y_valid=y[s.valid]
     )
     assert est.calibration_residuals_ is est.valid_residuals_
 
@@ -373,7 +375,9 @@ def test_parallel_mlp_ensemble_gives_the_same_fit():
     for n_jobs in (1, 2, 2):
         est = SparseEval(n_anchors=8, refine_steps=1, epochs=60, predictor="mlp", ensemble=3,
                          n_jobs=n_jobs, progress=lambda s: None)  # fmt: skip
-        est.fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid])
+        est.fit(
+            m.values[sp.train], m.y[sp.train], X_valid=m.values[sp.valid], y_valid=m.y[sp.valid]
+        )
         preds.append(est.predict(m.values[sp.test]))
     assert np.array_equal(preds[0], preds[1]) and np.array_equal(preds[1], preds[2])
 

@@ -52,19 +52,19 @@ def test_percent_targets_are_refused_with_divide_by_100(cls, data):
     X, y, Xv, yv, _ = data
     with pytest.raises(MatrixError, match=r"y \(training\) looks like percentages \(max [\d.]+\): "
                        "divide by 100"):  # fmt: skip
-        cls(**FAST[cls]).fit(X, 100 * y, Xv, yv)
+        cls(**FAST[cls]).fit(X, 100 * y, X_valid=Xv, y_valid=yv)
     with pytest.raises(MatrixError, match="divide by 100"):
-        cls(**FAST[cls]).fit(X, y, Xv, 100 * yv)
+        cls(**FAST[cls]).fit(X, y, X_valid=Xv, y_valid=100 * yv)
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
-        cls(**FAST[cls]).fit(X, y - 2, Xv, yv)
+        cls(**FAST[cls]).fit(X, y - 2, X_valid=Xv, y_valid=yv)
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=IDS)
 def test_zero_one_and_boolean_answers_are_converted_to_signs(cls, data):
     X, y, Xv, yv, Xt = data
-    signs = cls(**FAST[cls]).fit(X, y, Xv, yv)
-    zero_one = cls(**FAST[cls]).fit((X + 1) / 2, y, (Xv + 1) / 2, yv)
-    boolean = cls(**FAST[cls]).fit(X > 0, y, Xv > 0, yv)
+    signs = cls(**FAST[cls]).fit(X, y, X_valid=Xv, y_valid=yv)
+    zero_one = cls(**FAST[cls]).fit((X + 1) / 2, y, X_valid=(Xv + 1) / 2, y_valid=yv)
+    boolean = cls(**FAST[cls]).fit(X > 0, y, X_valid=Xv > 0, y_valid=yv)
     expected = signs.predict(Xt)
     for est in (zero_one, boolean):
         np.testing.assert_array_equal(est.anchors_, signs.anchors_)
@@ -82,15 +82,15 @@ def test_other_values_are_refused_naming_row_and_column(cls, data):
     with pytest.raises(
         MatrixError, match=r"X \(training\): missing value \(NaN\) at row 5, column 8"
     ):
-        cls(**FAST[cls]).fit(bad, y, Xv, yv)
+        cls(**FAST[cls]).fit(bad, y, X_valid=Xv, y_valid=yv)
     bad = Xv.copy()
     bad[2, 3] = 0.5
     with pytest.raises(MatrixError, match=r"X \(validation\).*found 0\.5 at row 3, column 4"):
-        cls(**FAST[cls]).fit(X, y, bad, yv)
+        cls(**FAST[cls]).fit(X, y, X_valid=bad, y_valid=yv)
     mixed = X.copy()
     mixed[0, 1] = 0  # a 0 among -1/+1: neither encoding
     with pytest.raises(MatrixError, match="mix of 0 and -1"):
-        cls(**FAST[cls]).fit(mixed, y, Xv, yv)
+        cls(**FAST[cls]).fit(mixed, y, X_valid=Xv, y_valid=yv)
 
 
 def test_to_signs_names_the_first_nan_one_based():
@@ -117,10 +117,10 @@ def test_check_y_messages():
 
 def test_calibrate_and_item_ids_are_checked(data):
     X, y, Xv, yv, Xt = data
-    est = SparseEval(**FAST[SparseEval]).fit(X, y, Xv, yv)
+    est = SparseEval(**FAST[SparseEval]).fit(X, y, X_valid=Xv, y_valid=yv)
     with pytest.raises(MatrixError, match="divide by 100"):
         est.calibrate(Xt, 100 * est.predict(Xt))
     with pytest.raises(MatrixError, match="item_ids has 2 ids for 30 items"):
-        SparseEval(**FAST[SparseEval]).fit(X, y, Xv, yv, item_ids=["a", "b"])
+        SparseEval(**FAST[SparseEval]).fit(X, y, X_valid=Xv, y_valid=yv, item_ids=["a", "b"])
     with pytest.raises(MatrixError, match="validation models"):
-        SparseEval(**FAST[SparseEval]).fit(X, y, Xv[:0], yv[:0])
+        SparseEval(**FAST[SparseEval]).fit(X, y, X_valid=Xv[:0], y_valid=yv[:0])

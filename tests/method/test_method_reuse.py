@@ -70,8 +70,8 @@ def test_suite_with_fitted_estimators_equals_fitting_them(selections):
     ids = {b: m.item_ids for b, m in lb.items()}
     plain = SuiteSparseEval(6, template, **QUIET).fit(*rows(tr), *rows(va), item_ids=ids)
     assert len(selections) == 3 and plain.reused_ == []
-    own = {b: plain.benchmark_template(m.shape[1]).fit(m.values[tr], m.y[tr], m.values[va],
-                                                        m.y[va], item_ids=m.item_ids)
+    own = {b: plain.benchmark_template(m.shape[1]).fit(m.values[tr], m.y[tr], X_valid=m.values[va],
+                                                        y_valid=m.y[va], item_ids=m.item_ids)
            for b, m in lb.items()}  # fmt: skip
     del selections[:]
     reused = SuiteSparseEval(6, template, **QUIET).fit(*rows(tr), *rows(va), item_ids=ids,
@@ -81,7 +81,9 @@ def test_suite_with_fitted_estimators_equals_fitting_them(selections):
     arc = lb["arc"]
     other_settings = SparseEval(n_anchors=6, refine_steps=3, **QUIET)
     other = {
-        "arc": other_settings.fit(arc.values[tr], arc.y[tr], arc.values[va], arc.y[va]),
+        "arc": other_settings.fit(
+            arc.values[tr], arc.y[tr], X_valid=arc.values[va], y_valid=arc.y[va]
+        ),
         "gsm8k": own["arc"],  # another benchmark's fit
     }
     del selections[:]

@@ -1,4 +1,4 @@
-"""The paper's released recipe (`SparseEval.paper`): its mechanics on a tiny matrix, few steps."""
+"""The paper's released recipe (`PaperSparseEval`): its mechanics on a tiny matrix, few steps."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,6 @@ from torch import nn
 
 from sparseeval import make_synthetic, split_models
 from sparseeval.consume.inference import load_predictor, save_predictor
-from sparseeval.method.estimator import SparseEval
 from sparseeval.method.paper import PaperSparseEval, ZeroOneMLP, _paper_final, paper_kmeans_anchors
 
 
@@ -28,8 +27,8 @@ def data():
 
 def test_paper_fit_end_to_end_on_a_tiny_matrix(data):
     X, y, Xv, yv, Xt, yt = data
-    est = SparseEval.paper(6, seed=1, **TINY).fit(
-        X, y, Xv, yv, item_ids=[f"q{j}" for j in range(40)]
+    est = PaperSparseEval(6, seed=1, **TINY).fit(
+        X, y, X_valid=Xv, y_valid=yv, item_ids=[f"q{j}" for j in range(40)]
     )
     assert isinstance(est, PaperSparseEval) and est.init_ == "kmeans"
     assert len(est.anchors_) == 6 == len(set(est.anchors_.tolist()))
@@ -48,13 +47,13 @@ def test_paper_fit_end_to_end_on_a_tiny_matrix(data):
 
 def test_paper_init_choice_follows_the_released_code(data):
     X, y, Xv, yv, _, _ = data
-    kw = TINY | {"refine_steps": 0, "steps": 1}
-    assert SparseEval.paper(5, benchmark="mmlu", **kw).fit(X, y, Xv, yv).init_ == "random"
-    assert SparseEval.paper(5, benchmark="Winogrande", **kw).fit(X, y, Xv, yv).init_ == "random"
-    assert SparseEval.paper(5, benchmark="gsm8k", **kw).fit(X, y, Xv, yv).init_ == "kmeans"
-    assert SparseEval.paper(5, init="random", **kw).fit(X, y, Xv, yv).init_ == "random"
+    kw, valid = TINY | {"refine_steps": 0, "steps": 1}, {"X_valid": Xv, "y_valid": yv}
+    assert PaperSparseEval(5, benchmark="mmlu", **kw).fit(X, y, **valid).init_ == "random"
+    assert PaperSparseEval(5, benchmark="Winogrande", **kw).fit(X, y, **valid).init_ == "random"
+    assert PaperSparseEval(5, benchmark="gsm8k", **kw).fit(X, y, **valid).init_ == "kmeans"
+    assert PaperSparseEval(5, init="random", **kw).fit(X, y, **valid).init_ == "random"
     with pytest.raises(ValueError, match="init must be one of"):
-        SparseEval.paper(5, init="greedy", **kw).fit(X, y, Xv, yv)
+        PaperSparseEval(5, init="greedy", **kw).fit(X, y, **valid)
 
 
 @pytest.mark.filterwarnings("ignore:Number of distinct clusters")
@@ -70,21 +69,22 @@ def test_kmeans_init_takes_nearest_items_and_tops_up_at_random():
 
 def test_swaps_are_applied_blindly_and_validation_never_selects(data):
     X, y, Xv, yv, _, _ = data
-    start = SparseEval.paper(6, seed=3, **(TINY | {"refine_steps": 0})).fit(X, y, Xv, yv)
-    est = SparseEval.paper(6, seed=3, **TINY).fit(X, y, Xv, yv)
+    valid = {"X_valid": Xv, "y_valid": yv}
+    start = PaperSparseEval(6, seed=3, **(TINY | {"refine_steps": 0})).fit(X, y, **valid)
+    est = PaperSparseEval(6, seed=3, **TINY).fit(X, y, X_valid=Xv, y_valid=yv)
     anchors = set(start.anchors_.tolist())
     for swap in est.history_:
         assert swap.removed in anchors and swap.added not in anchors
         anchors = (anchors - {swap.removed}) | {swap.added}
     assert anchors == set(est.anchors_.tolist())
     # validation rows only stop the final MLP: scrambled validation targets, same anchors
-    scrambled = SparseEval.paper(6, seed=3, **TINY).fit(X, y, Xv, yv[::-1].copy())
+    scrambled = PaperSparseEval(6, seed=3, **TINY).fit(X, y, X_valid=Xv, y_valid=yv[::-1].copy())
     np.testing.assert_array_equal(scrambled.anchors_, est.anchors_)
 
 
 def test_zero_one_mlp_reads_zero_one_and_publishes_as_plus_minus_one(data, tmp_path):
     X, y, Xv, yv, Xt, _ = data
-    est = SparseEval.paper(6, **TINY).fit(X, y, Xv, yv)
+    est = PaperSparseEval(6, **TINY).fit(X, y, X_valid=Xv, y_valid=yv)
     XA = Xt[:, est.anchors_]
     with torch.no_grad():
         direct = est.predictor_.net_(torch.from_numpy((XA + 1) / 2)).squeeze(1).numpy()

@@ -51,7 +51,7 @@ def test_settings_accept_exactly_the_registered_names():
 @pytest.mark.parametrize("name", list(PREDICTORS))
 def test_each_predictor_trains_publishes_and_comes_back(name, data, tmp_path):
     X, y, Xv, yv, Xt = data
-    est = SparseEval(predictor=name, ensemble=2, **FAST).fit(X, y, Xv, yv)
+    est = SparseEval(predictor=name, ensemble=2, **FAST).fit(X, y, X_valid=Xv, y_valid=yv)
     assert est.predictor_name_ == name and list(est.valid_scores_) == [name]
     XA = Xt[:, est.anchors_].astype(np.float32)
     expected = est.predictor_.predict(XA)

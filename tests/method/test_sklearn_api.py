@@ -48,7 +48,8 @@ IDS = [c.__name__ for c in CLASSES]
 def data():
     m = make_synthetic(300, 60, seed=0)
     sp = split_models(m.model_ids, n_test=80, n_valid=80, seed=0)
-    return (m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid]), m.values[sp.test]
+    valid = {"X_valid": m.values[sp.valid], "y_valid": m.y[sp.valid]}
+    return (m.values[sp.train], m.y[sp.train]), valid, m.values[sp.test]
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=IDS)
@@ -78,12 +79,12 @@ def test_set_params_and_clone_unfitted(cls):
 
 @pytest.mark.parametrize("cls", CLASSES, ids=IDS)
 def test_clone_fitted_is_unfitted_and_refits_identically(cls, data):
-    fit_args, X_test = data
-    est = cls(**FAST[cls]).fit(*fit_args)
+    fit_args, valid, X_test = data
+    est = cls(**FAST[cls]).fit(*fit_args, **valid)
     copy = clone(est)
     assert copy.get_params() == est.get_params()
     assert not hasattr(copy, "anchors_")
-    copy.fit(*fit_args)
+    copy.fit(*fit_args, **valid)
     np.testing.assert_array_equal(copy.anchors_, est.anchors_)
     np.testing.assert_allclose(copy.predict(X_test), est.predict(X_test))
 
@@ -97,40 +98,63 @@ def test_init_stores_arguments_unchanged():
 
 
 def test_invalid_predictor_is_refused_at_fit_time(data):
-    fit_args, _ = data
+    fit_args, valid, _ = data
     est = SparseEval(n_anchors=5, predictor="nope", progress=quiet)  # no error yet
     assert est.get_params()["predictor"] == "nope"
     assert clone(est).predictor == "nope"
     with pytest.raises(ValueError, match="predictor must be one of"):
-        est.fit(*fit_args)
+        est.fit(*fit_args, **valid)
     est.set_params(predictor="ridge", refine_steps=1)
-    assert est.fit(*fit_args).predictor_name_ == "ridge"
+    assert est.fit(*fit_args, **valid).predictor_name_ == "ridge"
 
 
 def test_progress_none_logs_and_callable_is_called(data, caplog):
-    fit_args, _ = data
+    fit_args, valid, _ = data
     kw = FAST[SparseEval] | {"progress": None}
     with caplog.at_level(logging.INFO, logger="sparseeval"):
-        SparseEval(**kw).fit(*fit_args)
+        SparseEval(**kw).fit(*fit_args, **valid)
     assert any("final predictor" in r.getMessage() for r in caplog.records)
     said = []
-    SparseEval(**(kw | {"progress": said.append})).fit(*fit_args)
+    SparseEval(**(kw | {"progress": said.append})).fit(*fit_args, **valid)
     assert any("final predictor" in s for s in said)
 
 
 def test_paper_and_from_settings_still_work():
-    paper = SparseEval.paper(7, seed=2, progress=quiet)
+    paper = PaperSparseEval(7, seed=2, progress=quiet)
     assert isinstance(paper, SparseEval) and isinstance(paper, PaperSparseEval)
     assert paper.get_params()["n_anchors"] == 7 and paper.init == "auto"
     assert paper.refine_steps == 10 and paper.proxy_steps == 2000 and paper.seed == 2
     assert (paper.steps, paper.check_every, paper.patience, paper.lr) == (20000, 500, 30, 5e-4)
     assert clone(paper).get_params() == paper.get_params()
-    assert SparseEval.paper(7, benchmark="mmlu")._init_name() == "random"
-    assert SparseEval.paper(7, benchmark="arc")._init_name() == "kmeans"
-    assert SparseEval.paper(7, init="random")._init_name() == "random"
+    assert PaperSparseEval(7, benchmark="mmlu")._init_name() == "random"
+    assert PaperSparseEval(7, benchmark="arc")._init_name() == "kmeans"
+    assert PaperSparseEval(7, init="random")._init_name() == "random"
     settings = Settings()
     est = SparseEval.from_settings(settings, n_anchors=9)
     params = est.get_params()
     assert params["n_anchors"] == 9
     for name in set(SETTING_NAMES) - {"n_anchors"}:
         assert params[name] == getattr(settings, name), name
+
+
+def test_cross_val_score_and_grid_search_fit_without_validation_rows():
+    """`fit(X, y)` draws its validation rows (a seeded fifth), so sklearn's tools work."""
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    from sparseeval.method.anchor_estimator import validation_split
+
+    m = make_synthetic(300, 60, seed=0)
+    est = SparseEval(**FAST[SparseEval])
+    mae = -cross_val_score(est, m.values, m.y, cv=3, scoring="neg_mean_absolute_error")
+    assert mae.shape == (3,) and np.all(mae < 0.12), mae  # 8 of 60 items: ~8 points
+    assert np.all(cross_val_score(est, m.values, m.y, cv=3) > 0.6)  # score: R^2
+    grid = GridSearchCV(est, {"n_anchors": [3, 8]}, cv=3, scoring="neg_mean_absolute_error")
+    assert grid.fit(m.values, m.y).best_params_ == {"n_anchors": 8}
+    X, y, Xv, yv = validation_split(m.values, m.y, None, None, seed=0)
+    assert len(yv) == 60 and len(y) == 240
+    inside = clone(est).fit(m.values, m.y)
+    given = clone(est).fit(X, y, X_valid=Xv, y_valid=yv)
+    np.testing.assert_array_equal(inside.anchors_, given.anchors_)
+    np.testing.assert_array_equal(inside.predict(m.values), given.predict(m.values))
+    with pytest.raises(ValueError, match="both X_valid and y_valid"):
+        clone(est).fit(X, y, X_valid=Xv)

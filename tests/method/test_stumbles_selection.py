@@ -16,7 +16,7 @@ def test_swaps_are_logged_in_item_ids():
     ids = [f"doc-{900 + j}" for j in range(30)]  # ids that no column index looks like
     said: list[str] = []
     est = SparseEval(n_anchors=5, refine_steps=3, epochs=30, patience=5, progress=said.append)
-    est.fit(m.values[:120], m.y[:120], m.values[120:], m.y[120:], item_ids=ids)
+    est.fit(m.values[:120], m.y[:120], X_valid=m.values[120:], y_valid=m.y[120:], item_ids=ids)
     swaps = [line for line in said if "swap" in line]
     assert swaps, said
     for line in swaps:
@@ -37,5 +37,6 @@ def test_a_pool_barely_larger_than_the_budget_never_repeats_an_anchor():
     X[:, 6:] = np.where(rng.random((80, 6)) < 0.5, 1, -1)
     y = (X[:, :6] > 0).mean(axis=1)
     sel = AnchorSelector(n_anchors=11, judge="loo", proxy="ridge", refine_steps=10,
-                         progress=lambda s: None).fit(X[:60], y[:60], X[60:], y[60:])  # fmt: skip
+                         progress=lambda s: None).fit(X[:60], y[:60], X_valid=X[60:],
+                                                      y_valid=y[60:])  # fmt: skip
     assert len(set(sel.anchors_.tolist())) == 11

@@ -16,7 +16,8 @@ from sparseeval.method.matrix import MatrixError
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.suite_recipe import common_models, fit_suite, refresh_suite, write_suite
+from sparseeval.pipeline.suite_publish import refresh_suite
+from sparseeval.pipeline.suite_recipe import common_models, fit_suite, write_suite
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import FakeMirrorHub
 
@@ -125,7 +126,8 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
     assert manifest["pool_check"]["widen"] == 4.0 and suite.average.pool_check is not None
     assert all(suite.joint[b].pool_check and suite.own[b].pool_check for b in ITEMS)
     m = {b: x.rows(np.arange(3)) for b, x in common_models(lb).items()}
-    answers = {b: dict(zip(x.item_ids, x.values[0], strict=True)) for b, x in m.items()}
+    every = {b: dict(zip(x.item_ids, x.values[0], strict=True)) for b, x in m.items()}
+    answers = {b: {i: every[b][i] for i in suite.own[b].items} for b in m}  # anchors only
     out = suite.predict(answers)
     expected = fit.suite.predict({b: x.values[:1] for b, x in m.items()})
     for key in (*ITEMS, AVERAGE):
@@ -137,6 +139,14 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
     )
     with pytest.raises(AnchorSetError, match="has arc, gsm8k, mmlu"):
         suite.predict({"hellaswag": {}})
+    # every item answered: each benchmark's own item curves correct it to the exact mean
+    assert all(manifest["suite"]["members"][b]["own"]["item_curves"]["n_items"] for b in ITEMS)
+    full = suite.predict(every)
+    alone = suite.predict({"arc": every["arc"]})["arc"]
+    for b, est in [*((b, full[b]) for b in ITEMS), ("arc", alone)]:
+        assert est.n_extra and est.value == pytest.approx(float(m[b].y[0]), abs=1e-9)
+    more = suite.own["arc"].next_items(answers["arc"], 5)
+    assert len(more) == 5 and not set(more) & set(suite.own["arc"].items)
     (folder / "members/arc/joint/weights.npz").write_bytes(b"tampered")
     with pytest.raises(AnchorSetError, match=r"checksum|sha256"):
         load_suite(tmp_path)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from sparseeval.cli import main
 from sparseeval.pipeline.config import config_path
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Settings, SettingsError
 
 
 @pytest.fixture
@@ -71,3 +72,92 @@ def test_sparseeval_config_prints_the_table(folders, monkeypatch, capsys):
     assert lines[0] == f"settings file: {home / 'sparseeval.toml'}"
     toml = home / "sparseeval.toml"
     assert f"  seed{' ' * 21}4  (file {toml})" in lines
+
+
+def test_a_section_table_and_a_sectioned_variable_set_what_the_flat_names_set(tmp_path):
+    toml = tmp_path / "s.toml"
+    toml.write_text('[selection]\nn_anchors = 50\n[predictor]\npredictor = "ridge"\n'
+                    '[sources]\nsources = ["inbox:/in"]\n')  # fmt: skip
+    env = {"SPARSEEVAL_DRIFT__SUITE": "off", "SPARSEEVAL_SEED": "3"}
+    s, rows, _ = Settings.explain(toml, env=env, **{"splits.n_test": "70"})
+    assert (s.n_anchors, s.predictor, s.sources) == (50, "ridge", ("inbox:/in",))
+    assert (s.suite, s.seed, s.n_test) == (False, 3, 70.0)
+    origin = {name: o for name, _, o in rows}
+    assert (
+        origin["n_anchors"] == f"file {toml}" and origin["suite"] == "env SPARSEEVAL_DRIFT__SUITE"
+    )
+    assert s.section("matrix").to_dict() == {"max_missing_model_frac": 0.0, "target": "auto"}
+    assert s.section("selection").n_anchors == 50
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[selection]\ngate = 'strict'\n", "gate belongs in [drift], not [selection]"),
+        ("[selection]\nn_anchor = 5\n", "unknown setting 'n_anchor' in [selection] (did you mean"),
+        ("[nope]\nseed = 1\n", "unknown settings section [nope]"),
+        ("seed = 1\n[splits]\nseed = 2\n", "seed is set both flat and in its section"),
+        ("store_path = true\n", "store_path must be a path, got true"),
+        ("[runner]\nworkers = 1e9\n", "workers must be a whole number, got 1000000000.0"),
+        ("suite = 'ture'\n", "suite must be true or false"),
+        ("epochs = true\n", "epochs must be a whole number, got true"),
+    ],
+)
+def test_a_bad_file_setting_is_one_line_naming_it_and_the_file(tmp_path, text, message):
+    toml = tmp_path / "s.toml"
+    toml.write_text(text)
+    with pytest.raises(SettingsError, match=re.escape(message)) as info:
+        Settings.load(toml, env={})
+    assert str(info.value).startswith(f"{toml}: ") and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SPARSEEVAL_SUITE": "ture"}, "SPARSEEVAL_SUITE: suite must be true or false"),
+        ({"SPARSEEVAL_WORKERS": "1e9"}, "SPARSEEVAL_WORKERS: workers must be a whole number"),
+        ({"SPARSEEVAL_DRIFT__N_ANCHORS": "5"}, "n_anchors belongs in [selection], not [drift]"),
+        ({"SPARSEEVAL_FOO__SEED": "5"}, "SPARSEEVAL_FOO__SEED: unknown settings section [foo]"),
+        ({"SPARSEEVAL_SEED": "1", "SPARSEEVAL_SPLITS__SEED": "2"},
+         "SPARSEEVAL_SEED and SPARSEEVAL_SPLITS__SEED both set seed"),
+    ],
+)  # fmt: skip
+def test_a_bad_variable_is_one_line_naming_it(env, message):
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        Settings.load(None, env=env)
+
+
+@pytest.mark.parametrize("word", ["1", "TRUE", "yes", "On", "0", "false", "NO", "off"])
+def test_booleans_accept_the_usual_words_in_any_case(word):
+    expected = word.lower() in {"1", "true", "yes", "on"}
+    assert Settings.load(None, env={"SPARSEEVAL_SUITE": word}).suite is expected
+
+
+def test_sparseeval_config_groups_by_section_and_refuses_a_bad_boolean(folders, capsys):
+    assert main(["config", "--set", "selection.init=random"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("[selection]")
+    assert out[1] == "[paths]" and any(line.startswith("  init ") for line in out[at : at + 3])
+    assert "(override)" in next(line for line in out if line.startswith("  init "))
+    assert main(["config", "--set", "suite=ture"]) == 2
+    assert capsys.readouterr().err == (
+        "sparseeval config: error: suite must be true or false (or 1/0, yes/no, on/off),"
+        " got 'ture'\n"
+    )
+
+
+def test_the_matrix_key_depends_on_the_matrix_section_alone_and_is_unchanged(tmp_path):
+    from sparseeval.consume.hashing import fingerprint
+    from sparseeval.pipeline.artifacts import MATRIX_FIELDS, code_version, matrix_key
+
+    s = Settings(home=tmp_path)
+    key = matrix_key("arc", "state", s.section("matrix"), s.artifacts_dir)
+    flat = {n: s.to_dict()[n] for n in MATRIX_FIELDS}  # the key's input when it took Settings
+    old = fingerprint(
+        "matrix", "arc", "state", flat, str(s.artifacts_dir.resolve()), code_version()
+    )
+    assert key == old
+    other = s.replace(drift_mae_points=9.0, seed=5, workers=7).section("matrix")
+    assert matrix_key("arc", "state", other, s.artifacts_dir) == key
+    items = s.replace(target="items").section("matrix")
+    assert matrix_key("arc", "state", items, s.artifacts_dir) != key

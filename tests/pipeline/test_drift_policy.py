@@ -46,7 +46,7 @@ def test_suite_gate_paired_tolerates_noise_strict_does_not(monkeypatch):
     from types import SimpleNamespace
 
     from sparseeval.method.suite import AVERAGE
-    from sparseeval.pipeline import suite_recipe
+    from sparseeval.pipeline import suite_publish
 
     rng = np.random.default_rng(0)
     truth = rng.uniform(0.2, 0.8, 80)
@@ -55,11 +55,11 @@ def test_suite_gate_paired_tolerates_noise_strict_does_not(monkeypatch):
     fit = SimpleNamespace(test_pred={AVERAGE: cand_pred}, test_true={AVERAGE: truth},
                           suite=SimpleNamespace(benchmarks_=["arc", "gsm8k"]))  # fmt: skip
     live = SimpleNamespace(version=3)
-    monkeypatch.setattr(suite_recipe, "_live_average_pred", lambda *a: live_pred)
-    paired = suite_recipe.suite_gate(live, {}, fit, "paired")
-    strict = suite_recipe.suite_gate(live, {}, fit, "strict")
+    monkeypatch.setattr(suite_publish, "_live_average_pred", lambda *a: live_pred)
+    paired = suite_publish.suite_gate(live, {}, fit, "paired")
+    strict = suite_publish.suite_gate(live, {}, fit, "strict")
     worse = SimpleNamespace(**{**vars(fit), "test_pred": {AVERAGE: truth + 0.2}})
-    clearly = suite_recipe.suite_gate(live, {}, worse, "paired")
+    clearly = suite_publish.suite_gate(live, {}, worse, "paired")
     assert paired.figures["candidate_mae"] > paired.figures["live_mae"]
     assert paired.accept and "within noise" in paired.reason, paired.reason
     assert not strict.accept
@@ -68,7 +68,7 @@ def test_suite_gate_paired_tolerates_noise_strict_does_not(monkeypatch):
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_repeated_refusal_escalates_to_persistent_drift(tmp_path, monkeypatch):
-    module = importlib.import_module("sparseeval.flows._support")  # where events are emitted
+    module = importlib.import_module("sparseeval.flows._results")  # where events are emitted
     events = []
     real_emit = module.emit_event
     monkeypatch.setattr(module, "emit_event", lambda **kw: events.append(kw) or real_emit(**kw))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.flags import KEY, PoolCheck
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.artifacts import save_matrix
@@ -40,3 +41,50 @@ def test_fit_saves_the_pool_check_and_the_candidate_publishes_it(tmp_path):
     assert flags["flagged"] == flagged and flags["n_test"] == n and flags["widen"] == 3.0
     (Path(fit.model_dir) / POOL_FILE).unlink()  # a fit saved before there were checks
     assert pool_check_of(fit) is None
+
+
+def test_a_refresh_candidate_lists_its_models_and_reports_the_newest(tmp_path):
+    from sparseeval.consume.set_models import read_models
+    from sparseeval.pipeline.reports.arrivals import recent_blocks, recent_flags, recent_summary
+
+    settings = Settings(home=tmp_path, **SETTINGS)
+    m = make_synthetic(200, 30, seed=5)
+    fp = m.fingerprint()
+    path = save_matrix(m, settings.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
+    fit = fit_step(MatrixInfo("arc", str(path), fp, *m.shape, 1, ""), settings, lambda s: None)
+    cand = write_candidate(settings, fit)
+    models = read_models(cand.path)
+    evaluation = load_evaluation(fit.model_dir)
+    assert models["test"] == sorted(evaluation["test_ids"].tolist())
+    assert {r: len(v) for r, v in models.items()} == fit.split_sizes
+    assert "models.json" in json.loads((Path(cand.path) / "manifest.json").read_text())["files"]
+    # the newest: the test models that arrived last (by first appearance), beside the others
+    ids = evaluation["test_ids"].tolist()
+    order = list(reversed(ids))
+    recent = recent_flags(order, {x: (2 if i < 8 else 1) for i, x in enumerate(order)}, ids)
+    assert sum(recent) == round(0.2 * len(ids)) and recent[0] and not recent[-1]
+    assert recent_flags(order, dict.fromkeys(order, 1), ids) is None  # one run: no order
+    inputs = {"test_pred": evaluation["test_pred"], "test_true": evaluation["test_true"],
+              "test_recent": recent}  # fmt: skip
+    manifest = json.loads((Path(cand.path) / "manifest.json").read_text())
+    conf = ConformalInterval.from_dict(manifest["interval"])
+    summary = recent_summary(conf, inputs)
+    assert summary["n_recent"] == sum(recent) and summary["n_test"] == len(ids)
+    (_, (_, text)) = recent_blocks(summary, 0.9)
+    assert f"On the {sum(recent)} test models that arrived last" in text
+
+
+def test_the_newest_test_models_come_from_the_stores_first_appearance(tmp_path):
+    from sparseeval.pipeline.publish import _recent
+    from sparseeval.pipeline.store import Store, ingest
+    from sparseeval.pipeline.store.kinds import source_from_spec
+
+    settings = Settings(home=tmp_path, **SETTINGS)
+    with Store.open(settings.store_path) as store:
+        for batch in ("old", "new"):
+            rows = "".join(f"{batch}{i},1,0\n" for i in range(5))
+            (tmp_path / f"{batch}.csv").write_text("model,q1,q2\n" + rows)
+            ingest(store, source_from_spec(f"wide:arc={tmp_path / f'{batch}.csv'}"))
+    ids = [f"old{i}" for i in range(5)] + [f"new{i}" for i in range(5)]
+    assert _recent(settings, "arc", ids) == [False] * 8 + [True] * 2
+    assert _recent(settings, "arc", ids[:5]) is None  # all from one run

@@ -124,7 +124,7 @@ def published(tmp_path_factory):
     with Store.open(settings.store_path) as s:
         ingest(s, LmEvalRun(lm_eval_run(home / "run", "org/lm-eval-model")))
         ingest(s, LongTable(long_table(home / "long.parquet")))
-    info = matrix_step(settings, "arc")
+    info = matrix_step(settings.section("paths"), settings.section("matrix"), "arc")
     fitted = tiny_fit(seed=2, item_ids=[str(d) for d in range(N_DOCS)])
     anchors = [str(a) for a in fitted[2].anchor_ids_]
     publish_fit(settings.published_dir, "arc", fitted,

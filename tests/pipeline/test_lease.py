@@ -67,3 +67,32 @@ def test_the_holder_renews_while_it_runs(tmp_path):
         first = read_lease(tmp_path / LEASE_FILE)["renewed"]
         time.sleep(1.5)
         assert read_lease(tmp_path / LEASE_FILE)["renewed"] > first
+
+
+def test_a_lease_renewed_in_the_future_is_stale(tmp_path):
+    record = {"holder": "refresh (clock ahead)", "token": "x", "pid": 1, "host": "elsewhere",
+              "renewed": time.time() + 10 * 365 * 86400}  # fmt: skip
+    (tmp_path / LEASE_FILE).write_text(json.dumps(record))
+    with HomeLease(tmp_path, "refresh", stale_after=600) as lease:
+        assert lease.took_over["holder"] == "refresh (clock ahead)"
+
+
+@pytest.mark.parametrize("renewed", [True, "soon", None])
+def test_a_lease_with_a_bad_renewal_time_is_stale(tmp_path, renewed):
+    record = {"holder": "h", "token": "x", "pid": 1, "host": "elsewhere", "renewed": renewed}
+    (tmp_path / LEASE_FILE).write_text(json.dumps(record))
+    with HomeLease(tmp_path, "refresh") as lease:
+        assert lease.took_over is not None
+
+
+def test_a_lease_that_is_a_folder_is_one_line(tmp_path):
+    (tmp_path / LEASE_FILE).mkdir()
+    with pytest.raises(LeaseHeld, match="is a folder or a link"):
+        HomeLease(tmp_path, "refresh").acquire()
+    assert read_lease(tmp_path / LEASE_FILE) is None  # no IsADirectoryError
+
+
+def test_lease_held_is_an_input_error_said_in_one_line():
+    from sparseeval.consume.errors import SparseEvalError
+
+    assert issubclass(LeaseHeld, SparseEvalError)

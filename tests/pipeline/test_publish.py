@@ -225,7 +225,7 @@ def test_compare_known_answer():
     diff = hand_set(0.125, 0.25).compare({"q1": 1, "q2": 1, "q3": 1, "q4": 0}, [1, 0, 0, 0])
     a = {"value": 0.75, "low": 0.625, "high": 0.875, "level": 0.9, "benchmark": B, "version": 3,
          "n_anchors": 4, "n_answered": 4, "missing": [], "imputed": False, "target": "",
-         "synthetic": False, "flags": []}  # fmt: skip
+         "synthetic": False, "data": "", "flags": [], "correction": None, "note": ""}  # fmt: skip
     b = a | {"value": 0.25, "low": 0.125, "high": 0.375}
     assert json.loads(json.dumps(diff.to_dict())) == {
         "value": 0.5, "low": 0.25, "high": 0.75, "level": 0.9, "resolvable": 0.25,
@@ -249,7 +249,13 @@ def test_mlp_predictor_round_trips(tmp_path):
     sp = split_models(m.model_ids, n_test=40, n_valid=50, seed=3)
     est = SparseEval(
         n_anchors=6, refine_steps=0, epochs=30, ensemble=1, predictor="mlp", progress=lambda s: None
-    ).fit(m.values[sp.train], m.y[sp.train], m.values[sp.valid], m.y[sp.valid], item_ids=m.item_ids)
+    ).fit(
+        m.values[sp.train],
+        m.y[sp.train],
+        X_valid=m.values[sp.valid],
+        y_valid=m.y[sp.valid],
+        item_ids=m.item_ids,
+    )
     write_version(
         tmp_path,
         "arc",

@@ -9,7 +9,7 @@ from prefect.transactions import get_transaction
 
 from sparseeval.consume.suite_set import SUITE
 from sparseeval.method.synthetic import make_leaderboard
-from sparseeval.pipeline import publish, suite_recipe
+from sparseeval.pipeline import publish, suite_publish, suite_recipe
 from sparseeval.pipeline.artifacts import save_matrix
 from sparseeval.pipeline.records import GateResult
 from sparseeval.pipeline.settings import Settings
@@ -44,9 +44,9 @@ def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
     for b, m in make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4).items():
         paths[b] = tmp_path / f"{b}.npz"
         save_matrix(m, paths[b], fingerprint=m.fingerprint())
-    assert suite_recipe.refresh_suite(paths, settings).startswith("suite: published v1")
+    assert suite_publish.refresh_suite(paths, settings).startswith("suite: published v1")
     worse = settings.replace(n_anchors=2)
-    line = suite_recipe.refresh_suite(paths, worse)
+    line = suite_publish.refresh_suite(paths, worse)
     assert line.startswith("suite: not published: candidate refused (refused: candidate"), line
     infos = {b: suite_recipe.matrix_info(b, p) for b, p in paths.items()}
     key = suite_recipe.suite_key(infos, worse)
@@ -60,8 +60,8 @@ def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
     def no_fit(*a, **k):
         raise AssertionError("a refused suite candidate was fitted again")
 
-    monkeypatch.setattr(suite_recipe, "fit_suite", no_fit)
-    again = suite_recipe.refresh_suite(paths, worse)
+    monkeypatch.setattr(suite_publish, "fit_suite", no_fit)
+    again = suite_publish.refresh_suite(paths, worse)
     assert again == f"suite: not published (this candidate was already refused: {reason})"
 
 

@@ -17,7 +17,7 @@ from sparseeval.pipeline.store import (
 from sparseeval.pipeline.store import retries as retries_module
 from sparseeval.pipeline.store.hub import repo_for
 from sparseeval.pipeline.store.item_identity import item_identity
-from sparseeval.pipeline.store.scores import OLLM_V1_DEFINITIONS
+from sparseeval.pipeline.store.scores import v1_definitions
 from tests.hub_standin import serve_hub
 from tests.leaderboard_layouts import (
     TAGS,
@@ -79,7 +79,7 @@ def test_v1_flat_layout_two_runs_the_newest_wins(hub, store):
     expected = {"arc": 0.55, "hellaswag": 0.61, "truthfulqa": 0.45, "winogrande": 0.70,
                 "gsm8k": 0.10, "mmlu": (0.9 + 56 * 0.4) / 57}  # fmt: skip
     assert {b: s for b, (s, _) in got.items()} == pytest.approx(expected)
-    assert {b: d for b, (_, d) in got.items()} == {b: OLLM_V1_DEFINITIONS[b] for b in expected}
+    assert {b: d for b, (_, d) in got.items()} == {b: v1_definitions()[b] for b in expected}
 
 
 def test_v1_mmlu_needs_all_57_subjects(hub, store):

@@ -150,7 +150,13 @@ def test_a_score_above_one_in_lm_eval_results_is_quarantined(store, tmp_path):
     (r,) = ingest(store, LmEvalRun(run))
     assert (r.scores.n_new, r.scores.n_quarantined) == (2, 1)
     assert ("org/model-7b", "arc") not in scores(store)
-    assert quarantined(store) == [(None, "reported score 66.7 is outside 0..1 (a fraction)")]
+    assert quarantined(store) == [
+        (
+            None,
+            "reported score 66.7 is outside 0..1"
+            " (a fraction: a percentage where a fraction belongs?)",
+        )
+    ]
 
 
 def test_the_leaderboard_layout_gets_the_leaderboard_definitions(store, tmp_path):

@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from sparseeval.consume.about import data_sources
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.pipeline.reports import plots as report_plots
+from sparseeval.pipeline.reports.arrivals import recent_blocks, recent_summary
 from sparseeval.pipeline.reports.bands import band_blocks, band_rows
 from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary
 from sparseeval.pipeline.reports.render import json_ready, to_html, to_markdown
@@ -67,10 +69,11 @@ def render_report(
 
     summary = _summary(manifest, conf, test_pred, test_true, drift, settings)
     flags = flag_summary(conf, manifest.get("pool_check"), inputs)
+    recent = recent_summary(conf, inputs)
     where = version_folder or out
     blocks = _blocks(manifest, conf, summary, budget, drift, plots, where, bands)
     at = blocks.index(("h2", "How the intervals are made"))
-    blocks[at:at] = flag_blocks(flags, conf.level)
+    blocks[at:at] = flag_blocks(flags, conf.level) + recent_blocks(recent, conf.level)
     md_path, html_path = out / "report.md", out / "report.html"
     md_path.write_text(to_markdown(blocks))
     html_path.write_text(to_html(blocks, out, f"{manifest['benchmark']} v{manifest['version']}"))
@@ -91,6 +94,7 @@ def render_report(
             "bands": bands,
         },
         "flags": flags,
+        "recent": recent,
         "resolvable_difference": _num(conf.diff_halfwidth),
         "budget": budget,
         "drift": drift,
@@ -167,17 +171,20 @@ def _verdicts(conf, summary) -> list[str]:
 
 
 def coverage_verdict(coverage: float, level: float, n: int) -> str:
-    """Coverage on test models with its standard error, and what it means, in one sentence."""
-    se = math.sqrt(max(level * (1 - level), 1e-12) / max(n, 1))
-    gap = (coverage - level) / se
-    if abs(gap) <= 2:
-        verdict = f"consistent with the nominal {100 * level:.0f}%"
-    elif gap < 0:
-        verdict = f"BELOW the nominal {100 * level:.0f}%: the intervals are too narrow"
-    else:
+    """Coverage on test models with its standard error, and what it means, in one sentence:
+    the gate's own test (`gate.CoverageCheck`), so the report and the gate never disagree."""
+    from sparseeval.pipeline.gate import CoverageCheck
+
+    check = CoverageCheck(coverage, n, level)
+    if check.below:
+        verdict = (f"BELOW the nominal {100 * level:.0f}% by more than its standard error: the"
+                   " intervals as fitted were too narrow")  # fmt: skip
+    elif coverage > level + check.se:
         verdict = f"above the nominal {100 * level:.0f}%: the intervals are conservative"
+    else:
+        verdict = f"consistent with the nominal {100 * level:.0f}% (within its standard error)"
     return (
-        f"{100 * coverage:.1f}% (standard error {100 * se:.1f} points) of {n} held-out test"
+        f"{100 * coverage:.1f}% (standard error {100 * check.se:.1f} points) of {n} held-out test"
         f" models fell inside their {100 * level:.0f}% interval: {verdict}."
     )
 
@@ -199,7 +206,8 @@ def _use_it(manifest: dict, folder: Path | None) -> str:
             'suite.predict({"arc": {item: 0 or 1, ...}, ...})  # every benchmark -> + average\n\n'
             f"sparseeval anchors --anchor-set {root} --benchmark {b} --template all.csv\n"
             f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}"
-            " --responses all.csv"
+            " --responses all.csv\n"
+            + _export_line(manifest, f"--anchor-set {root} --benchmark {b}")
         )
     return (
         "import sparseeval\n"
@@ -209,8 +217,23 @@ def _use_it(manifest: dict, folder: Path | None) -> str:
         f"sparseeval anchors --anchor-set {root} --benchmark {b}{flag} --template answers.csv\n"
         f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}{flag}"
         " --responses answers.csv\n"
-        f"sparseeval export-lm-eval --anchor-set {root} --benchmark {b}{flag} --out samples.json"
+        + _export_line(manifest, f"--anchor-set {root} --benchmark {b}{flag}")
     )
+
+
+def _export_line(manifest: dict, where: str) -> str:
+    """The `export-lm-eval` command when it works for this set; else what it would need."""
+    from sparseeval.consume.identity import OPAQUE, id_kinds
+
+    if (manifest.get("provenance") or {}).get("synthetic"):
+        return "# export-lm-eval: not for this set (synthetic demo ids, no lm-eval docs behind)"
+    members = ((manifest.get("suite") or {}).get("members") or {}).values()
+    sets = [(m.get("items", []), (m.get("own") or {}).get("item_sources")) for m in members]
+    sets = sets or [(manifest.get("items", []), manifest.get("item_sources"))]
+    if any(OPAQUE in id_kinds(items, sources).values() for items, sources in sets):
+        return (f"sparseeval export-lm-eval {where} --id-map MAP.csv --out samples.json"
+                "  # opaque ids: MAP.csv (item,doc_id[,task]) maps them")  # fmt: skip
+    return f"sparseeval export-lm-eval {where} --out samples.json"
 
 
 def _suite_blocks(manifest: dict) -> list[tuple]:
@@ -219,24 +242,33 @@ def _suite_blocks(manifest: dict) -> list[tuple]:
     if not suite:
         return []
     tests, rows = suite.get("test_metrics") or {}, []
+    widened = []
     for b, member in (suite.get("members") or {}).items():
         joint, own = tests.get(b) or {}, tests.get(f"{b} (own anchors only)") or {}
-        cov = (member.get("joint") or {}).get("interval", {}).get("test_coverage")
+        interval = (member.get("joint") or {}).get("interval", {})
+        cov, check = interval.get("test_coverage"), interval.get("coverage_check") or {}
+        shown = "" if cov is None else f"{100 * cov:.1f}%"
+        if check.get("action") == "widened":
+            widened.append(b)
+            shown += " (widened)"
         rows.append([b, len(member.get("items", [])), member.get("reader"), _fmt(joint.get("mae")),
-                     _fmt(own.get("mae")), "" if cov is None else f"{100 * cov:.1f}%"])  # fmt: skip
+                     _fmt(own.get("mae")), shown])  # fmt: skip
     head = ["benchmark", "anchors", "reader kept", "test MAE, all anchors",
-            "test MAE, own anchors only", "interval coverage (test)"]  # fmt: skip
+            "test MAE, own anchors only", "interval coverage (test, as fitted)"]  # fmt: skip
     note = ("The suite average is the mean of these benchmarks' estimates; the metrics below "
             "are the average's. A model answering one benchmark only is read by its own "
-            "anchors.")  # fmt: skip
-    return [("h2", "Per benchmark"), ("table", head, rows), ("p", note)]
+            "anchors. Each reader's intervals pass the average's coverage check")  # fmt: skip
+    note += (f": widened to nominal for {', '.join(widened)} (below nominal by more than the"
+             " standard error as fitted)." if widened else ".")  # fmt: skip
+    about = [f"{b}: {_data_line(m).removeprefix('Estimates: ')}"
+             for b, m in (suite.get("members") or {}).items()]  # fmt: skip
+    return [("h2", "Per benchmark"), ("table", head, rows), ("p", note), ("ul", about)]
 
 
 def _data_line(manifest) -> str:
     """What the set estimates and where its data came from (a loud note for the demo)."""
     target = (manifest.get("target") or {}).get("definition") or "the mean over the items"
-    kinds = (manifest.get("provenance") or {}).get("kinds") or {}
-    came = ", ".join(f"{k} ({v.get('n_sources', '?')} source(s))" for k, v in kinds.items())
+    came = data_sources(manifest.get("provenance"))
     line = f"Estimates: {target}. Data: {came or 'not recorded'}."
     if (manifest.get("provenance") or {}).get("synthetic"):
         line += " **Fit on the built-in SYNTHETIC demo leaderboard: not real results.**"

@@ -11,6 +11,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from sparseeval.consume.errors import SettingsError
 from sparseeval.method.matrix import MatrixError, ResponseMatrix
 from sparseeval.pipeline.store.db import Store, fetch, sql
 
@@ -73,11 +74,16 @@ def build_matrix(
     `target_definition` and `target_note` say what they are.
     """
     if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r} (one of {', '.join(TARGETS)})")
+        raise SettingsError(f"unknown target {target!r} (one of {', '.join(TARGETS)})")
     t0 = time.perf_counter()
     bid = store.benchmark_id(benchmark)
     items = store.con.sql(sql("build_items"), params={"bid": bid}).pl()
     models = store.con.sql(sql("build_models"), params={"bid": bid}).pl()
+    if not len(models) or not len(items):
+        raise MatrixError(
+            f"{benchmark}: no results stored for this benchmark yet"
+            " (`sparseeval ingest` reads some; `sparseeval matrix` lists what the store holds)"
+        )
     values = _scatter(store, bid, models["model_id"].to_numpy(), items["item_id"].to_numpy())
     present = values != 0
     cells_missing = int(present.size - present.sum())

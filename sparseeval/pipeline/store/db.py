@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
     MAX_BENCHMARK_LEN,
     MAX_ITEM_LEN,
@@ -24,7 +25,7 @@ from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
     check_benchmark_name,
     check_new_benchmark_name,
 )
-from sparseeval.consume.taskmap import KNOWN_BENCHMARKS
+from sparseeval.consume.taskmap import known_benchmarks
 from sparseeval.pipeline.store.integrity import damaged_message, is_damage, store_problem
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ INTERRUPTED = (
 _LIVE_RUNS: dict[str, set[int]] = {}
 
 
-class StoreError(RuntimeError):
+class StoreError(SparseEvalError, RuntimeError):
     """The store cannot do what was asked (locked, unknown benchmark, bad file)."""
 
 
@@ -138,7 +139,7 @@ class Store:
             for stmt in statements("schema"):
                 self.con.execute(stmt)
             self.con.execute(sql("meta_set"), ["schema_version", SCHEMA_VERSION])
-            for name, description in KNOWN_BENCHMARKS.items():
+            for name, description in known_benchmarks().items():
                 self.con.execute(sql("benchmark_add"), [name, description])
 
     def _mark_interrupted(self) -> None:

@@ -32,7 +32,7 @@ from sparseeval.pipeline.store.hub_details import HUB_FILES_FRAME, Revision, sta
 from sparseeval.pipeline.store.item_identity import ITEM_HASH_FRAME
 from sparseeval.pipeline.store.retries import HubError, with_retries
 from sparseeval.pipeline.store.scores import SCORE_FRAME
-from sparseeval.pipeline.store.unit import SpecOptions, Unit, no_stage
+from sparseeval.pipeline.store.unit import SourceError, SpecOptions, Unit, no_stage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -148,14 +148,14 @@ class OpenLLMLeaderboard:
         if "@" in body:
             body, _, org = body.rpartition("@")
             if not re.fullmatch(r"[\w.-]+", org):
-                raise ValueError(f"{SPEC_HELP}; bad details org {org!r}")
+                raise SourceError(f"{SPEC_HELP}; bad details org {org!r}")
         parts = [p.strip() for p in body.split(",") if p.strip()]
         if not parts:
-            raise ValueError(f"{SPEC_HELP}; got {text!r}")
+            raise SourceError(f"{SPEC_HELP}; got {text!r}")
         if version is None:
             bad = [p for p in parts if not _NAME.fullmatch(p)]
             if bad:
-                raise ValueError(
+                raise SourceError(
                     f"{SPEC_HELP}; {bad[0]!r} is not org/model (for globs: hub:v1:{bad[0]})"
                 )
             return cls(client, parts, "v1", org, max_repos=max_repos)
@@ -169,9 +169,9 @@ class OpenLLMLeaderboard:
 
     def __post_init__(self) -> None:
         if self.version not in {"v1", "v2"}:
-            raise ValueError(f"leaderboard version must be v1 or v2, got {self.version!r}")
+            raise SourceError(f"leaderboard version must be v1 or v2, got {self.version!r}")
         if self.max_repos is not None and self.max_repos < 1:
-            raise ValueError(f"max_repos must be at least 1 (or None), got {self.max_repos}")
+            raise SourceError(f"max_repos must be at least 1 (or None), got {self.max_repos}")
 
     @property
     def kind(self) -> str:

@@ -26,6 +26,7 @@ from sparseeval.pipeline.store.validate import (
 )
 
 log = logging.getLogger(__name__)
+QUARANTINED = "quarantined"  # the status of a unit whose every row was quarantined
 
 
 class Source(Protocol):
@@ -36,7 +37,9 @@ class Source(Protocol):
 
 @dataclass
 class IngestReport:
-    """What one unit's ingest did. `status` is ok, skipped or failed.
+    """What one unit's ingest did. `status` is ok, skipped, failed or quarantined (rows
+    were read but every one was quarantined: nothing stored, and the same content can be
+    ingested again once the cause is fixed).
 
     `message`: why it was skipped or failed; for an ok unit what it was read with (lm-eval:
     the metric of each task, e.g. `metric arc_challenge=acc_norm; gsm8k=exact_match (filter
@@ -227,14 +230,30 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     if unit.record is not None:
         unit.record(con, params["run"])
     notes = [_read_with(unit), scores.note(), identity_note]
+    stored = new + updated + unchanged + scores.n_new + scores.n_updated + scores.n_unchanged
+    status = "ok" if stored or not (n_read or scores.n_read) else QUARANTINED
+    if status == QUARANTINED:
+        notes.insert(0, nothing_stored(con, params["run"], n_read + scores.n_read))
     report = IngestReport(
-        params["run"], unit.kind, unit.label, "ok", n_read=n_read, n_new=new,
+        params["run"], unit.kind, unit.label, status, n_read=n_read, n_new=new,
         n_updated=updated, n_unchanged=unchanged, n_quarantined=n_bad + n_conflict,
         n_duplicates=n_dup, message="; ".join(filter(None, notes)),
         scores=scores,
     )  # fmt: skip
     _assert_accounted(report)
     return report
+
+
+def nothing_stored(con: duckdb.DuckDBPyConnection, run_id: int, n_read: int, top: int = 3) -> str:
+    """Why a unit stored nothing: its top quarantine reasons with their counts."""
+    reasons = fetch(con, "quarantine_reasons", {"run": run_id, "top": top})
+    said = "; ".join(f"{n:,} {_printable(reason)}" for reason, n in reasons)
+    hint = (
+        " (known ones are built in; --new-benchmark NAME accepts another)"
+        if any(str(r).startswith("unknown benchmark") for r, _ in reasons)
+        else ""
+    )
+    return f"nothing stored, all {n_read:,} rows quarantined: {said}{hint}"
 
 
 def _refuse_demo_mixing(con: duckdb.DuckDBPyConnection, kind: str) -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 from sparseeval.pipeline.store.hub import OpenLLMLeaderboard
 from sparseeval.pipeline.store.ingestion import Source
 from sparseeval.pipeline.store.lm_eval_run import LmEvalRun
-from sparseeval.pipeline.store.score_files import ScoresFile
+from sparseeval.pipeline.store.score_files import ScoresFile, looks_like_scores
 from sparseeval.pipeline.store.synthetic import SyntheticLeaderboard
 from sparseeval.pipeline.store.tables import LongTable, WideTable
-from sparseeval.pipeline.store.unit import SpecOptions
+from sparseeval.pipeline.store.unit import SourceError, SpecOptions
 from sparseeval.pipeline.store.watched import Inbox, LmEvalGlob
 
 
@@ -85,7 +85,7 @@ def source_from_spec(spec: str, options: SpecOptions | None = None) -> Source:
     if kind is not None and (colon or kind.bare):
         return kind.parse(body, options)
     if (m := _PREFIX.match(spec)) and not Path(spec).exists():
-        raise ValueError(
+        raise SourceError(
             f"unknown source kind {m.group(1)!r} in {spec!r} (one of: {', '.join(SOURCE_KINDS)};"
             f" specs: {usage()})"
         )
@@ -94,16 +94,16 @@ def source_from_spec(spec: str, options: SpecOptions | None = None) -> Source:
 
 def _file_source(path: Path, options: SpecOptions) -> Source:
     if path.exists() and not (path.is_file() or path.is_dir()):
-        raise ValueError(f"{path} is not a regular file or folder (a pipe or device?)")
+        raise SourceError(f"{path} is not a regular file or folder (a pipe or device?)")
     fmt = _guess_format(path) if options.fmt == "auto" else options.fmt
     if fmt not in FILE_FORMATS:
-        raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+        raise SourceError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     return FILE_FORMATS[fmt](path, options)
 
 
 def _benchmark_of(path: Path, options: SpecOptions) -> str:
     if not options.benchmark:
-        raise ValueError(f"{path} is a wide table (model + item columns); name its benchmark"
+        raise SourceError(f"{path} is a wide table (model + item columns); name its benchmark"
                          " (--benchmark NAME, or wide:NAME=file.csv)")  # fmt: skip
     return options.benchmark
 
@@ -112,7 +112,7 @@ def _guess_format(path: Path) -> str:
     """lm-eval for folders and results JSON, long for Parquet, wide or long by a CSV header."""
     if path.is_dir():
         if not _has_lm_eval_output(path):
-            raise ValueError(
+            raise SourceError(
                 f"{path} is a folder without lm-eval output (results_*.json, samples_*.jsonl);"
                 f" to watch it for new tables use inbox:{path} ({usage()})"
             )
@@ -122,11 +122,16 @@ def _guess_format(path: Path) -> str:
     if path.suffix.lower() in {".parquet", ".pq"}:
         return "long"
     if path.suffix.lower() != ".csv":
-        raise ValueError(f"cannot tell what source {str(path)!r} is ({usage()})")
+        raise SourceError(f"cannot tell what source {str(path)!r} is ({usage()})")
     if not path.is_file():
         return "long"  # the reader names the missing file
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
         header = {c.strip() for c in next(csv.reader(f), [])}
+    if looks_like_scores(header):
+        raise SourceError(
+            f"{path} looks like a table of reported scores (model/name and benchmark columns),"
+            f" not per-item results: ingest it as scores:{path}"
+        )
     return "wide" if "model" in header and not {"benchmark", "item"} & header else "long"
 
 

@@ -20,6 +20,9 @@ lower))`; a task with subtasks (BBH, MuSR) normalizes each subtask with its own 
 averages them. The number of choices of a subtask is read from its samples (`arguments`
 has one request per choice); GPQA (4 choices) and MMLU-Pro (10) from their group entries;
 MATH (generative) is not rescaled. IFEval is not read yet.
+
+What is read for each benchmark (results keys, metrics, number of choices, names) is its
+record's `v1` / `v2` (`sparseeval.consume.benchmarks`).
 """
 
 from __future__ import annotations
@@ -32,26 +35,10 @@ from typing import Any
 
 import polars as pl
 
+from sparseeval.consume.benchmarks import Benchmark, LeaderboardV1, records
 from sparseeval.consume.lm_eval_samples import RESULTS_FILE
-from sparseeval.consume.taskmap import MMLU_SUBJECTS, map_lm_eval_task
-from sparseeval.pipeline.store.scores import OLLM_V1_DEFINITIONS, SCORE_SCHEMA
-
-V1_ENTRIES = {  # benchmark -> (results key, metric)
-    "arc": ("harness|arc:challenge|25", "acc_norm"),
-    "hellaswag": ("harness|hellaswag|10", "acc_norm"),
-    "truthfulqa": ("harness|truthfulqa:mc|0", "mc2"),
-    "winogrande": ("harness|winogrande|5", "acc"),
-    "gsm8k": ("harness|gsm8k|5", "acc"),
-}
-# v2 tasks scored from one group entry: (results key, metric, number of choices or None)
-V2_GROUPS = {
-    "gpqa": ("leaderboard_gpqa", "acc_norm", 4),
-    "mmlu_pro": ("leaderboard_mmlu_pro", "acc", 10),
-    "math_hard": ("leaderboard_math_hard", "exact_match", None),
-}
-V2_SUBTASKS = {"bbh": "acc_norm", "musr": "acc_norm"}  # normalized per subtask, then averaged
-V2_NAMES = {"bbh": "BBH", "musr": "MuSR", "gpqa": "GPQA", "mmlu_pro": "MMLU-Pro",
-            "math_hard": "MATH Lvl 5"}  # fmt: skip
+from sparseeval.consume.taskmap import map_lm_eval_task
+from sparseeval.pipeline.store.scores import SCORE_SCHEMA
 
 
 def results_files(files: Iterable[str]) -> list[str]:
@@ -71,7 +58,8 @@ def read_json(path: Path) -> dict:
 
 def scores_frame(rows: Mapping[str, dict[str, Any]], model: str) -> pl.DataFrame:
     """{benchmark: {score, definition, ref_no}} as staged score rows (fractions: scale 1)."""
-    out = [{"model": model, "benchmark": b, "scale": 1.0, **r, "score": str(r["score"])}
+    out = [{"model": model, "benchmark": b, "scale": 1.0, **r, "score": str(r["score"]),
+            "refusal": r.get("refusal")}
            for b, r in sorted(rows.items())]  # fmt: skip
     return pl.DataFrame(out, schema=SCORE_SCHEMA)
 
@@ -82,39 +70,52 @@ def scores_frame(rows: Mapping[str, dict[str, Any]], model: str) -> pl.DataFrame
 def v1_scores(files: list[tuple[Path, int]], model: str) -> pl.DataFrame:
     """Score rows of v1 results files [(path, ref_no)], oldest first: newer files win."""
     rows: dict[str, dict[str, Any]] = {}
+    definitions = {b.name: b.v1.definition for b in records() if b.v1}
     for path, ref_no in files:
         for bench, score in v1_file_scores(read_json(path)).items():
-            rows[bench] = {"score": score, "definition": OLLM_V1_DEFINITIONS[bench],
-                           "ref_no": ref_no}  # fmt: skip
+            refusal = score if isinstance(score, Refusal) else None
+            rows[bench] = {"score": "" if refusal else score, "refusal": refusal,
+                           "definition": definitions[bench], "ref_no": ref_no}  # fmt: skip
     return scores_frame(rows, model)
 
 
+class Refusal(str):
+    """Why a benchmark's value of a results file is quarantined (e.g. a subject's accuracy)."""
+
+
 def v1_file_scores(data: dict) -> dict[str, object]:
-    """{benchmark: value} of one v1 results file's `results`."""
+    """{benchmark: value or `Refusal`} of one v1 results file's `results`."""
     results = data.get("results") if isinstance(data.get("results"), dict) else {}
     out: dict[str, object] = {}
-    for bench, (key, metric) in V1_ENTRIES.items():
-        entry = results.get(key)
-        if isinstance(entry, dict) and metric in entry:
-            out[bench] = entry[metric]
-    if (mmlu := _v1_mmlu(results, data.get("versions"))) is not None:
-        out["mmlu"] = mmlu
+    for b in records():
+        if b.v1 is None:
+            continue
+        if "{sub}" in b.v1.results_key:  # the mean over its subtasks' entries
+            if (mean := _v1_mean(b, b.v1, results, data.get("versions"))) is not None:
+                out[b.name] = mean
+        elif isinstance(entry := results.get(b.v1.results_key), dict) and b.v1.metric in entry:
+            out[b.name] = entry[b.v1.metric]  # as it is: a value that is no number is quarantined
     return out
 
 
-def _v1_mmlu(results: dict, versions: object) -> float | None:
-    """The mean of the 57 subjects' acc, or None (a subject missing, or MMLU version 0)."""
-    old = "harness|hendrycksTest-abstract_algebra|5"
-    if isinstance(versions, dict) and versions.get(old) == 0:
+def _v1_mean(
+    b: Benchmark, v1: LeaderboardV1, results: dict, versions: object
+) -> float | Refusal | None:
+    """The mean of the subtasks' metric (MMLU: the 57 subjects' acc); None (a subtask
+    missing, or the stale version); a `Refusal` naming a subtask whose value is outside 0..1
+    (the mean would hide it)."""
+    if isinstance(versions, dict) and v1.stale_version and versions.get(v1.stale_version) == 0:
         return None
-    accs = []
-    for subject in sorted(MMLU_SUBJECTS):
-        entry = results.get(f"harness|hendrycksTest-{subject}|5")
-        value = entry.get("acc") if isinstance(entry, dict) else None
+    values = []
+    for sub in sorted(b.subtasks or ()):
+        entry = results.get(v1.results_key.format(sub=sub))
+        value = entry.get(v1.metric) if isinstance(entry, dict) else None
         if not isinstance(value, int | float) or isinstance(value, bool):
             return None
-        accs.append(float(value))
-    return sum(accs) / len(accs)
+        if not 0.0 <= value <= 1.0:
+            return Refusal(f"{b.name} subtask {sub}: {v1.metric} {value:g} is outside 0..1")
+        values.append(float(value))
+    return sum(values) / len(values) if values else None
 
 
 # -- v2 ------------------------------------------------------------------------------------
@@ -145,11 +146,12 @@ def v2_scores(
 
     choices: {subtask: number of choices}, from the samples files read with them."""
     rows: dict[str, dict[str, Any]] = {}
+    names = {b.name: b.v2.name for b in records() if b.v2}
     for path, ref_no in files:
         results = read_json(path).get("results")
         if isinstance(results, dict):
             for bench, (score, how) in v2_file_scores(results, choices).items():
-                definition = f"Open LLM Leaderboard v2 {V2_NAMES[bench]}: {how}"
+                definition = f"Open LLM Leaderboard v2 {names[bench]}: {how}"
                 rows[bench] = {"score": score, "definition": definition, "ref_no": ref_no}
     return scores_frame(rows, model)
 
@@ -157,15 +159,25 @@ def v2_scores(
 def v2_file_scores(results: dict, choices: Mapping[str, int]) -> dict[str, tuple[float, str]]:
     """{benchmark: (normalized score, definition)} of one v2 results file's `results`."""
     out: dict[str, tuple[float, str]] = {}
-    for bench, (key, metric, k) in V2_GROUPS.items():
-        raw = _value(results.get(key), metric)
-        if raw is not None:
-            how = f"{metric} normalized from 1/{k} (random) to 1" if k else f"{metric}, raw"
-            out[bench] = (normalize(raw, k), how)
-    for bench, metric in V2_SUBTASKS.items():
-        if (found := _subtask_mean(results, choices, bench, metric)) is not None:
-            out[bench] = found
+    for b in records():
+        if b.v2 is None:
+            continue
+        if b.v2.group is None:
+            found = _subtask_mean(results, choices, b.name, b.metric)
+        else:
+            found = _group_score(results, b.v2.group, b.metric, b.v2.choices)
+        if found is not None:
+            out[b.name] = found
     return out
+
+
+def _group_score(results: dict, key: str, metric: str, k: int | None) -> tuple[float, str] | None:
+    """A group entry's metric normalized from 1/k (random) to 1 (raw when k is None)."""
+    raw = _value(results.get(key), metric)
+    if raw is None:
+        return None
+    how = f"{metric} normalized from 1/{k} (random) to 1" if k else f"{metric}, raw"
+    return normalize(raw, k), how
 
 
 def _subtask_mean(

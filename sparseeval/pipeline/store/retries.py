@@ -11,6 +11,7 @@ from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hub import redact
 
 log = logging.getLogger("sparseeval.pipeline.store.hub")
@@ -22,7 +23,7 @@ RETRY_BASE_S = 1.0
 RETRY_MAX_WAIT_S = 60.0
 
 
-class HubError(OSError):
+class HubError(SparseEvalError, OSError):
     """A Hub call failed (after retries where retrying made sense); the message is redacted."""
 
 

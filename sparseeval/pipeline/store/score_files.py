@@ -7,12 +7,15 @@ Two layouts, told apart by the header:
 - leaderboard: a `model` or `name` column and one column per Open LLM Leaderboard v1
   benchmark (`arc, hellaswag, mmlu, truthfulqa, winogrande, gsm8k`; others such as
   `avg` or `params` are ignored), as metabench's `open-llm-leaderboard.csv`; each value
-  gets that benchmark's leaderboard definition (`scores.OLLM_V1_DEFINITIONS`). An empty
+  gets that benchmark's leaderboard definition (`scores.v1_definitions`). An empty
   cell is no score (the model was not evaluated there), not a bad one.
 
 Scores are percent, as leaderboards publish them; a fraction such as 0.62 would be read
-as 0.62 percent, so a file of fractions must be multiplied by 100 first. A score that is
-not a number or lies outside 0..100 is quarantined with its reason.
+as 0.62 percent, so a file of fractions must be multiplied by 100 first: a benchmark whose
+every score in the file (at least `MIN_FRACTION_ROWS`) is at most 1 is quarantined as
+fractions in a percent column, and so is a single score that the model's own items say is
+a fraction (`contradiction`). A score that is not a number or lies outside 0..100 is
+quarantined with its reason.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
 from sparseeval.pipeline.store.db import Store
-from sparseeval.pipeline.store.scores import OLLM_V1_DEFINITIONS, SCORE_FRAME, stage_scores
+from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores, v1_definitions
 from sparseeval.pipeline.store.tables import not_utf8
 from sparseeval.pipeline.store.unit import (
     SourceError,
@@ -39,6 +42,7 @@ from sparseeval.pipeline.store.unit import (
 )
 
 LONG_SCORE_COLUMNS = ("model", "benchmark", "score")
+MIN_FRACTION_ROWS = 5  # a benchmark's scores, all at most 1: fractions in a percent column
 
 
 @dataclass
@@ -51,7 +55,7 @@ class ScoresFile:
     def from_spec(cls, body: str, options: SpecOptions) -> ScoresFile:
         """`FILE` (the spec `scores:FILE`)."""
         if not body.strip():
-            raise ValueError("scores source must be scores:FILE.csv")
+            raise SourceError("scores source must be scores:FILE.csv")
         return cls(Path(body))
 
     def units(self, store: Store) -> Iterator[Unit]:
@@ -59,6 +63,14 @@ class ScoresFile:
         key = fingerprint("scores-csv", file_sha256(path))
         stage = partial(_stage_scores_file, path)
         yield Unit("scores-csv", str(path), key, [str(path)], stage, frames=(SCORE_FRAME,))
+
+
+def looks_like_scores(header: set[str]) -> bool:
+    """Whether a CSV header is a scores table's (either layout), not per-item results."""
+    if {"item", "correct"} & header:
+        return False
+    leaderboard = {"model", "name"} & header and len(set(v1_definitions()) & header) >= 2
+    return set(LONG_SCORE_COLUMNS) <= header or bool(leaderboard)
 
 
 def _stage_scores_file(path: Path, con: duckdb.DuckDBPyConnection) -> None:
@@ -76,33 +88,57 @@ def read_scores_csv(path: Path) -> pl.DataFrame:
             long = long.with_columns(
                 definition=pl.lit(f"as reported in {path.name} (definition not given)")
             )
-        return long.select(*LONG_SCORE_COLUMNS, "definition", "line").with_columns(
+        scores = long.select(*LONG_SCORE_COLUMNS, "definition", "line").with_columns(
             scale=pl.lit(100.0), ref_no=pl.lit(0)
         )
+        return fractions_refused(scores, path.name)
     model = next((c for c in ("model", "name") if c in cols), None)
-    benchmarks = [c for c in OLLM_V1_DEFINITIONS if c in cols]
+    definitions = v1_definitions()
+    benchmarks = [c for c in definitions if c in cols]
     if model is None or not benchmarks:
         shown = ", ".join(frame.columns[:8]) + (" ..." if len(frame.columns) > 8 else "")
         raise SourceError(
             _printable(
                 f"{path}: line 1: not a scores table: need columns model, benchmark, score"
                 f" (optional definition), or model/name and leaderboard columns"
-                f" ({', '.join(OLLM_V1_DEFINITIONS)}); has: {shown}"
+                f" ({', '.join(definitions)}); has: {shown}"
             )
         )
-    return _melt_leaderboard(frame, model, benchmarks)
+    columns = {b: definitions[b] for b in benchmarks}
+    return fractions_refused(_melt_leaderboard(frame, model, columns), path.name)
 
 
-def _melt_leaderboard(frame: pl.DataFrame, model: str, benchmarks: list[str]) -> pl.DataFrame:
-    """One row per (model, leaderboard column) with a non-empty cell."""
+def fractions_refused(scores: pl.DataFrame, name: str) -> pl.DataFrame:
+    """`scores` with a `refusal` for every row of a benchmark whose scores are all at most
+    1 (at least `MIN_FRACTION_ROWS` of them, not all 0): fractions in a percent column."""
+    number = pl.col("score").str.strip_chars().cast(pl.Float64, strict=False)
+    per = (
+        scores.with_columns(number=number)
+        .group_by("benchmark")
+        .agg(n=pl.col("number").is_not_null().sum(), top=pl.col("number").max())
+    )
+    bad = per.filter(
+        (pl.col("n") >= MIN_FRACTION_ROWS) & (pl.col("top") <= 1) & (pl.col("top") > 0)
+    )
+    why = pl.format(
+        "every {} score in {} is at most 1 ({} rows): fractions in a percent column?"
+        " (multiply by 100)", pl.col("benchmark"), pl.lit(name), pl.col("n"),
+    )  # fmt: skip
+    refusals = bad.select("benchmark", refusal=why)
+    return scores.join(refusals, on="benchmark", how="left", maintain_order="left")
+
+
+def _melt_leaderboard(frame: pl.DataFrame, model: str, columns: dict[str, str]) -> pl.DataFrame:
+    """One row per (model, leaderboard column) with a non-empty cell; columns: {column:
+    its definition}."""
     long = (
         frame.with_row_index("line", offset=2)
-        .select(pl.col(model).alias("model"), "line", *benchmarks)
+        .select(pl.col(model).alias("model"), "line", *columns)
         .unpivot(index=["model", "line"], variable_name="benchmark", value_name="score")
         .filter(pl.col("score").is_not_null() & (pl.col("score").str.strip_chars() != ""))
     )
     return long.with_columns(
-        definition=pl.col("benchmark").replace_strict(OLLM_V1_DEFINITIONS),
+        definition=pl.col("benchmark").replace_strict(columns),
         scale=pl.lit(100.0),
         ref_no=pl.lit(0),
     ).sort("line", "benchmark")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from sparseeval.consume.benchmarks import records
 from sparseeval.pipeline.store.db import Store, execute, fetch
 from sparseeval.pipeline.store.unit import conform
 
@@ -31,16 +32,14 @@ SCORE_SCHEMA = {
     "definition": pl.String,
     "line": pl.Int64,
     "ref_no": pl.Int32,
+    "refusal": pl.String,  # the stager's own reason to quarantine the row (else null)
 }
-# The Open LLM Leaderboard v1's reported score per benchmark (DESIGN.md, "Reported score").
-OLLM_V1_DEFINITIONS = {
-    "arc": "Open LLM Leaderboard v1 ARC-Challenge (25-shot): acc_norm",
-    "hellaswag": "Open LLM Leaderboard v1 HellaSwag (10-shot): acc_norm",
-    "mmlu": "Open LLM Leaderboard v1 MMLU (5-shot): mean of 57 subject accuracies",
-    "truthfulqa": "Open LLM Leaderboard v1 TruthfulQA (0-shot): mc2",
-    "winogrande": "Open LLM Leaderboard v1 Winogrande (5-shot): acc",
-    "gsm8k": "Open LLM Leaderboard v1 GSM8K (5-shot): acc (exact match)",
-}
+
+
+def v1_definitions() -> dict[str, str]:
+    """{benchmark: the Open LLM Leaderboard v1's reported score in words} (DESIGN.md,
+    "Reported score"), from the benchmarks' records."""
+    return {b.name: b.v1.definition for b in records() if b.v1}
 
 
 @dataclass
@@ -53,6 +52,7 @@ class ScoreCounts:
     n_unchanged: int = 0
     n_quarantined: int = 0
     n_duplicates: int = 0
+    n_contradicted: int = 0  # of the quarantined: contradicted by the model's own items
 
     def note(self) -> str:
         """`reported scores: read 6; new 5, ..., quarantined 1` ('' when none were read)."""
@@ -61,8 +61,12 @@ class ScoreCounts:
         return (
             f"reported scores: read {self.n_read:,}; new {self.n_new:,}, updated"
             f" {self.n_updated:,}, unchanged {self.n_unchanged:,}, quarantined"
-            f" {self.n_quarantined:,}, duplicates {self.n_duplicates:,}"
+            f" {self.n_quarantined:,}{self._why()}, duplicates {self.n_duplicates:,}"
         )
+
+    def _why(self) -> str:
+        n = self.n_contradicted
+        return f" ({n:,} contradicted by the model's own items)" if n else ""
 
 
 def stage_scores(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame | None) -> None:
@@ -71,13 +75,21 @@ def stage_scores(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame | None) -> 
 
 
 def merge_scores(con: duckdb.DuckDBPyConnection, params: dict) -> ScoreCounts:
-    """Validate, quarantine and merge the staged `score_frame` (inside the unit's transaction)."""
+    """Validate, quarantine and merge the staged `score_frame` (inside the unit's transaction).
+
+    Runs after the unit's per-item rows are merged, so its own items count in the check of
+    scores that the model's items contradict (`contradiction`)."""
+    from sparseeval.pipeline.store.contradiction import register_contradictions
+
+    register_contradictions(con)
     execute(con, "scores_validate", {})
-    ((n_read, n_bad, n_dup, n_matched, n_changed),) = fetch(con, "scores_counts", {})
+    ((n_read, n_bad, n_dup, n_matched, n_changed, n_contra),) = fetch(con, "scores_counts", {})
     if n_read:
         execute(con, "scores_merge", params)
     n_good = n_read - n_bad - n_dup
-    return ScoreCounts(n_read, n_good - n_matched, n_changed, n_matched - n_changed, n_bad, n_dup)
+    return ScoreCounts(
+        n_read, n_good - n_matched, n_changed, n_matched - n_changed, n_bad, n_dup, n_contra
+    )
 
 
 def reported_scores(store: Store, benchmark: str | None = None) -> pl.DataFrame:

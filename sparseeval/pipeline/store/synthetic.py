@@ -13,7 +13,7 @@ import polars as pl
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.synthetic import OLLM_V1_ITEMS, make_leaderboard
-from sparseeval.pipeline.store.unit import SpecOptions, Unit, stage_frames
+from sparseeval.pipeline.store.unit import SourceError, SpecOptions, Unit, stage_frames
 
 # The built-in source that fills an empty store: six benchmarks, quick on a laptop.
 DEFAULT_SYNTHETIC_ITEMS = {
@@ -53,7 +53,7 @@ class SyntheticLeaderboard:
     def units(self, store) -> Iterator[Unit]:
         lo, hi = self.model_range or (0, self.n_models)
         if not 0 <= lo < hi <= self.n_models:
-            raise ValueError(f"model_range {lo}..{hi} outside 0..{self.n_models}")
+            raise SourceError(f"model_range {lo}..{hi} outside 0..{self.n_models}")
         for bench, n_items in self.items.items():
             if self.benchmarks is not None and bench not in self.benchmarks:
                 continue
@@ -110,7 +110,7 @@ def _options(options: str) -> dict[str, Any]:
             else:
                 raise ValueError(k)
         except (KeyError, ValueError):
-            raise ValueError(
+            raise SourceError(
                 f"synthetic source: bad option {part!r} (n_models=N, seed=N, items=ollm|default,"
                 " models=LO-HI, benchmarks=a+b)"
             ) from None

@@ -74,7 +74,7 @@ class WideTable:
         """`BENCHMARK=file.csv` (the spec `wide:BENCHMARK=file.csv`)."""
         benchmark, _, path = body.partition("=")
         if not benchmark or not path:
-            raise ValueError("wide source must be wide:BENCHMARK=path.csv")
+            raise SourceError("wide source must be wide:BENCHMARK=path.csv")
         return cls(Path(path), benchmark)
 
     def units(self, store: Store) -> Iterator[Unit]:

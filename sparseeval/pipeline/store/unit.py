@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.identity import OPAQUE
 from sparseeval.pipeline.store.db import execute
 
@@ -29,7 +30,7 @@ Stager = Callable[[duckdb.DuckDBPyConnection], None]
 Recorder = Callable[[duckdb.DuckDBPyConnection, int], None]
 
 
-class SourceError(ValueError):
+class SourceError(SparseEvalError, ValueError):
     """A whole file cannot be read as the format claimed; names the file (and line)."""
 
 

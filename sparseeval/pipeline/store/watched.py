@@ -153,7 +153,7 @@ def _target(kind: str, body: str, what: str, example: str) -> str:
     """The text after a watched source's colon, which may not be empty."""
     target = body.strip()
     if not target:
-        raise ValueError(f"{kind} source needs {what} after the colon (e.g. {example})")
+        raise SourceError(f"{kind} source needs {what} after the colon (e.g. {example})")
     return target
 
 

@@ -1,0 +1,81 @@
+"""`sparseeval check`: score models a set never saw and compare with their reported scores.
+
+Light install (NumPy only) with `--responses`; without it the answers come from the local
+store (the pipeline install). Errors print one line on stderr and return 2.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from sparseeval.cli.common import UserError
+from sparseeval.cli.consumer import FMT, _anchor_root, _common, _guarded, _trust
+
+
+def add_check_command(subparsers) -> None:
+    """Register `check` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "check",
+        help="your acceptance test: score models the set never saw against their scores",
+        description="Score models that a set never saw (not in its train/test pool) from "
+        "their answers and print MAE, interval coverage, mean signed error and flag counts "
+        "against the scores they report.",
+        formatter_class=FMT,
+        epilog=textwrap.dedent(
+            """\
+            --scores: CSV of model,score (percent or fractions), model,benchmark,score, or a
+            leaderboard table with a column named after the benchmark.
+            --responses: CSV of the models' answers, wide (a model column, one column per
+            item) or long (model,item,correct); without it, the answers stored in the local
+            store (SPARSEEVAL_HOME). Models the set was fit, calibrated or tested on (its
+            models.json) are refused and named.
+
+            examples:
+              sparseeval check --benchmark arc --scores new_scores.csv --responses new.csv
+              sparseeval check --anchor-set fit/ --benchmark wide --scores s.csv \\
+                  --responses answers.csv --json
+            """
+        ),
+    )
+    _common(p)
+    p.add_argument("--scores", required=True, metavar="FILE.csv", help="reported scores")
+    p.add_argument("--responses", metavar="FILE.csv", help="answers table (wide or long)")
+    p.add_argument("--json", action="store_true", help="print a JSON object for machines")
+    p.set_defaults(func=_guarded(cmd_check))
+
+
+def cmd_check(args) -> int:
+    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.check import check_models, read_answers, read_scores
+    from sparseeval.consume.set_models import pool, read_models
+
+    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
+    scores, scale = read_scores(args.scores, aset.benchmark)
+    answers = read_answers(args.responses) if args.responses else _stored_answers(args, scores)
+    models = read_models(aset.folder)
+    result = check_models(aset, answers, scores, pool(models) if models is not None else None)
+    result.notes.append(f"{args.scores}: {scale}")
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print("\n".join(result.lines()))
+    return 0
+
+
+def _stored_answers(args, scores: dict) -> dict[str, dict]:
+    """{model: {item: +-1}} of the scored models from the local store's matrix."""
+    try:
+        from sparseeval.pipeline.settings import Settings
+        from sparseeval.pipeline.store import Store, build_matrix
+    except ImportError:
+        raise UserError("give --responses FILE.csv (reading the store needs the pipeline"
+                        " install: pip install '.[pipeline]')") from None  # fmt: skip
+    path = Settings.load().store_path
+    if not path.exists():
+        raise UserError(f"no store at {path}: give --responses FILE.csv")
+    with Store.open(path, read_only=True) as store:
+        matrix, _ = build_matrix(store, args.benchmark, target="items")
+    rows = {m: r for r, m in enumerate(matrix.model_ids) if m in scores}
+    items = [str(i) for i in matrix.item_ids]
+    return {m: dict(zip(items, matrix.values[r].tolist(), strict=True)) for m, r in rows.items()}

@@ -1,0 +1,178 @@
+"""A user's acceptance test of a set: score models it never saw, against their reported scores.
+
+Pure Python + NumPy (the light install). Answers come as one table for many models: wide
+(a `model` column and one column per item, 0/1, true/false or -1/+1; empty = not answered)
+or long (columns `model,item,correct`), as `sparseeval ingest` reads them. Reported scores
+come as `model,score`, `model,benchmark,score` (the benchmark's rows) or a leaderboard table
+with a column named after the benchmark; percent when any is above 1, else fractions.
+Models in the set's pool (`consume.set_models`: its training, validation, calibration or
+test models) are refused: the check is about models the set never saw.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sparseeval.consume.responses import ResponsesError, printable
+
+LONG = ("model", "item", "correct")
+SHOWN = 3  # model names shown per refusal line
+
+
+def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """(header, rows) of a UTF-8 CSV file (a BOM is fine), one clear line when it is not."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = [h.strip() for h in reader.fieldnames or []]
+    except UnicodeDecodeError:
+        raise ResponsesError(f"{printable(path)}: not UTF-8 text; save it as UTF-8") from None
+    if "model" not in header:
+        raise ResponsesError(f"{printable(path)}: no 'model' column (has {', '.join(header[:6])})")
+    return header, [{k.strip(): (v or "").strip() for k, v in r.items() if k} for r in rows]
+
+
+def read_answers(path: str | Path) -> dict[str, dict[str, str]]:
+    """{model: {item: answer text}} of a wide or long answers table."""
+    header, rows = _rows(Path(path))
+    out: dict[str, dict[str, str]] = {}
+    if set(LONG) <= set(header):
+        for r in rows:
+            out.setdefault(r["model"], {})[r["item"]] = r["correct"]
+        return out
+    items = [h for h in header if h != "model"]
+    for r in rows:
+        out.setdefault(r["model"], {}).update({i: r[i] for i in items if r.get(i, "") != ""})
+    return out
+
+
+def read_scores(path: str | Path, benchmark: str) -> tuple[dict[str, float], str]:
+    """({model: score in [0, 1]}, a note on the scale) of a scores table."""
+    header, rows = _rows(Path(path))
+    if "benchmark" in header and "score" in header:
+        rows, col = [r for r in rows if r["benchmark"] == benchmark], "score"
+    elif "score" in header or benchmark in header:
+        col = "score" if "score" in header else benchmark
+    else:
+        raise ResponsesError(
+            f"{printable(path)}: needs a score column: model,score, model,benchmark,score or a"
+            f" column named {benchmark}"
+        )
+    out: dict[str, float] = {}
+    for n, r in enumerate(rows, start=2):
+        if r.get(col, "") == "":
+            continue
+        try:
+            out[r["model"]] = float(r[col])
+        except ValueError:
+            why = f"{printable(path)}: line {n}: score {r[col]!r} is not a number"
+            raise ResponsesError(why) from None
+    top = max(out.values(), default=0.0)
+    if top > 1:
+        return {m: v / 100 for m, v in out.items()}, f"scores read as percent (max {top:g})"
+    return out, "scores read as fractions (none above 1)"
+
+
+@dataclass
+class CheckResult:
+    """What scoring the new models came to (accuracies as fractions)."""
+
+    benchmark: str
+    version: int
+    level: float
+    n: int = 0
+    mae: float = float("nan")
+    coverage: float = float("nan")
+    bias: float = float("nan")  # mean of estimate - reported
+    n_flagged: int = 0
+    n_range: int = 0
+    n_pattern: int = 0
+    coverage_flagged: float = float("nan")
+    coverage_others: float = float("nan")
+    in_pool: list[str] = field(default_factory=list)
+    no_answers: list[str] = field(default_factory=list)
+    no_score: list[str] = field(default_factory=list)
+    pool_known: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        """The check for a person: what was scored, refused, and how the set did."""
+        out = [f"{self.benchmark} v{self.version}: {self.n} new model(s) scored", *self.notes]
+        if not self.pool_known:
+            out.append("note: the set does not list its models (written before sets did):"
+                       " models it was fit or tested on cannot be told apart")  # fmt: skip
+        for names, why in ((self.in_pool, "refused: in the set's train/test pool (it saw them)"),
+                           (self.no_answers, "skipped: no answer on any anchor"),
+                           (self.no_score, "skipped: no reported score")):  # fmt: skip
+            if names:
+                more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+                shown = ", ".join(printable(m) for m in names[:SHOWN])
+                out.append(f"{len(names)} {why}: {shown}{more}")
+        if not self.n:
+            return out
+        level = f"{self.level:.0%}"
+        out.append(f"MAE {100 * self.mae:.2f} points; {level} interval coverage"
+                   f" {self.coverage:.1%}; mean signed error (estimate - reported)"
+                   f" {100 * self.bias:+.2f} points")  # fmt: skip
+        flagged = f"flagged {self.n_flagged} ({self.n_flagged / self.n:.1%}): {self.n_range} by"
+        flagged += f" range, {self.n_pattern} by answer pattern"
+        if self.n_flagged:
+            flagged += (f"; coverage of the flagged {self.coverage_flagged:.1%} (widened),"
+                        f" of the others {self.coverage_others:.1%}")  # fmt: skip
+        out.append(flagged)
+        return out
+
+
+def check_models(
+    aset,
+    answers: Mapping[str, Mapping],
+    scores: Mapping[str, float],
+    pool: set[str] | None,
+) -> CheckResult:
+    """Score each model of `answers` that has a score and is not in `pool` (None: unknown)."""
+    res = CheckResult(aset.benchmark, aset.version, aset.level, pool_known=pool is not None)
+    anchors, rows = set(aset.items), []
+    for model in sorted(answers):
+        if pool is not None and model in pool:
+            res.in_pool.append(model)
+        elif model not in scores:
+            res.no_score.append(model)
+        elif not anchors & {str(i) for i, v in answers[model].items() if v not in ("", None)}:
+            res.no_answers.append(model)
+        else:
+            try:
+                est = aset.predict(answers[model], allow_missing=True)
+            except ResponsesError as e:
+                raise ResponsesError(f"model {printable(model)}: {e}") from None
+            range_flag = any(f.startswith("estimate ") for f in est.flags)
+            rows.append((est.value, est.low, est.high, scores[model], range_flag, bool(est.flags)))
+    if rows:
+        _summarize(res, np.array(rows, dtype=np.float64))
+    return res
+
+
+def _summarize(res: CheckResult, a: np.ndarray) -> None:
+    value, low, high, true, by_range, flagged = a.T
+    covered, flagged = (low <= true) & (true <= high), flagged > 0
+    res.n = len(a)
+    res.mae = float(np.abs(value - true).mean())
+    res.bias = float((value - true).mean())
+    res.coverage = float(covered.mean())
+    res.n_flagged, res.n_range = int(flagged.sum()), int((by_range > 0).sum())
+    res.n_pattern = res.n_flagged - res.n_range
+    if flagged.any():
+        res.coverage_flagged = float(covered[flagged].mean())
+    if (~flagged).any():
+        res.coverage_others = float(covered[~flagged].mean())
+
+
+__all__ = ["CheckResult", "check_models", "read_answers", "read_scores"]

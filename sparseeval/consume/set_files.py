@@ -1,0 +1,111 @@
+"""The files of a published version folder, for `anchorset.load_anchor_set`: where it is
+(a local folder or a Hub download), its verified manifest, its predictor and item curves.
+NumPy only."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sparseeval.consume.ids import is_canonical
+from sparseeval.consume.layout import AnchorSetError, read_manifest, resolve_version_dir, verify
+from sparseeval.consume.next_items import KEY as CURVES_KEY
+from sparseeval.consume.next_items import CurvesError, ItemCurves, positions
+from sparseeval.consume.promotion import check_promoted
+from sparseeval.consume.responses import printable
+from sparseeval.consume.shape import check_arrays, check_manifest, reader_folder
+
+_REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
+
+
+def fetch(
+    path_or_repo: str | Path,
+    benchmark: str,
+    version: int | str,
+    hub_client,
+    revision: str | None,
+    budget: int | None,
+) -> tuple[Path, str, bool]:
+    """(version folder, where it came from, from the Hub?): a local folder, or a download."""
+    p = Path(path_or_repo)
+    hub = not p.exists() and _REPO_ID.match(str(path_or_repo))
+    if hub:
+        from sparseeval.consume.hub import download_version
+
+        folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget)
+        return folder, f"hf://datasets/{hub.group(1)}", True
+    if not p.exists():
+        raise AnchorSetError(
+            f"{printable(path_or_repo)}: no such folder (nor a Hub repo id owner/name); run"
+            " `sparseeval refresh` to publish anchor sets there, or pass the folder that holds"
+            " them (--anchor-set DIR)"
+        )
+    folder = resolve_version_dir(p, benchmark, version, budget)
+    return folder, str(folder), False
+
+
+def checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> dict[str, Any]:
+    """The folder's manifest, once it names `benchmark`, is promoted (locally) and every file,
+    the seal and (with `public_key`) the signature verify."""
+    manifest = read_manifest(folder)
+    if manifest.get("benchmark") != benchmark:
+        raise AnchorSetError(
+            f"{printable(folder)} holds benchmark {printable(repr(manifest.get('benchmark')))}, "
+            f"not {benchmark!r}"
+        )
+    if not hub:  # a Hub commit moves `latest` with the version; pin it with `revision`
+        check_promoted(folder, manifest)
+    verify(folder, manifest, follow_file_links=hub)  # the Hub cache links to blobs
+    if public_key is not None:
+        from sparseeval.consume.signing import verify_signature
+
+        verify_signature(folder, manifest, public_key)
+    _check_items(folder, manifest.get("items"))
+    check_manifest(folder, manifest)
+    return manifest
+
+
+def _check_items(folder: Path, items: object) -> None:
+    """A published set's item ids are a list of distinct canonical ids (`consume.ids`)."""
+    if not isinstance(items, list) or not items:
+        raise AnchorSetError(f"{printable(folder)}: manifest has no list of items")
+    bad = next((i for i in items if not is_canonical(i)), None)
+    if bad is not None:
+        raise AnchorSetError(
+            f"{printable(folder)}: manifest item id {printable(repr(bad))[:80]} is not canonical"
+            " (trimmed, NFC, no control or format characters)"
+        )
+    if len(set(items)) != len(items):
+        raise AnchorSetError(f"{printable(folder)}: manifest lists an item id twice")
+
+
+def load_predictor(folder: Path, manifest: dict[str, Any]):
+    """The NumPy predictor of a verified version folder."""
+    from sparseeval.consume.inference import load_predictor as load_reader
+
+    try:
+        predictor = load_reader(folder / reader_folder(folder, manifest["predictor"]))
+    except AnchorSetError:
+        raise
+    except Exception as e:
+        raise AnchorSetError(
+            f"{printable(folder)}: cannot load predictor weights ({printable(e)})"
+        ) from e
+    check_arrays(folder, predictor.state()[1])
+    return predictor
+
+
+def load_curves(folder: Path, manifest: dict[str, Any]) -> ItemCurves | None:
+    """The set's item list and curves (`consume.next_items`), or None for sets without them."""
+    entry = manifest.get(CURVES_KEY)
+    if entry is None:
+        return None
+    try:
+        curves = ItemCurves.load(folder / reader_folder(folder, entry, "item curves"))
+        positions(curves, manifest["items"])
+    except CurvesError as e:
+        raise AnchorSetError(f"{printable(folder)}: {e}") from None
+    if len(curves.items) != entry.get("n_items"):
+        raise AnchorSetError(f"{printable(folder)}: item curves list a different number of items")
+    return curves

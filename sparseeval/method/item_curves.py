@@ -1,0 +1,55 @@
+"""Per-item logistic curves of correctness against ability, for `consume.next_items`.
+
+theta of a training model is the logit of its accuracy over the items (clipped to 1%-99%);
+item j's curve P(correct) = sigmoid(a_j + b_j * theta) is a ridge-penalized logistic
+regression on the training models (Newton steps, all items at once), its slope kept >= 0 so
+that ability is monotone in every item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sparseeval.consume.next_items import ItemCurves
+
+RIDGE = 1.0  # penalty on (a, b): keeps items everyone (or no one) answers finite
+STEPS = 25
+
+
+def training_abilities(X01: np.ndarray) -> np.ndarray:
+    """theta per model: logit of its mean correctness over the items."""
+    acc = np.clip(np.asarray(X01, float).mean(1), 0.01, 0.99)
+    return np.log(acc / (1 - acc))
+
+
+def fit_curves(X, item_ids: Sequence[str], item_mean: bool = True,
+               sources: Mapping[str, Any] | None = None) -> ItemCurves:  # fmt: skip
+    """The curves of every column of X (models x items, -1/+1 or 0/1) named by `item_ids`."""
+    X01 = np.asarray(X, float)
+    if X01.min() < 0:
+        X01 = (X01 + 1) / 2
+    a, b = fit_logistic(X01, training_abilities(X01))
+    return ItemCurves(tuple(map(str, item_ids)), a, b, item_mean, sources)
+
+
+def fit_logistic(Y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) per column of Y (0/1) from sigmoid(a + b theta), by penalized Newton steps."""
+    n = Y.shape[1]
+    t = np.asarray(theta, float)
+    rate = np.clip(Y.mean(0), 0.02, 0.98)
+    a, b = np.log(rate / (1 - rate)), np.ones(n)
+    for _ in range(STEPS):
+        p = 1 / (1 + np.exp(-np.clip(a[None, :] + b[None, :] * t[:, None], -40, 40)))
+        w = p * (1 - p)
+        r = Y - p
+        g_a, g_b = r.sum(0) - RIDGE * a, (r * t[:, None]).sum(0) - RIDGE * (b - 1)
+        h_aa = w.sum(0) + RIDGE
+        h_ab = (w * t[:, None]).sum(0)
+        h_bb = (w * (t * t)[:, None]).sum(0) + RIDGE
+        det = h_aa * h_bb - h_ab * h_ab
+        a = a + (h_bb * g_a - h_ab * g_b) / det
+        b = np.maximum(b + (h_aa * g_b - h_ab * g_a) / det, 0.0)
+    return a, b

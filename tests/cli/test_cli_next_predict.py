@@ -1,0 +1,70 @@
+"""A real `sparseeval fit --out`, then predict -> told to answer more -> both files combined."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from sparseeval.cli import main
+from sparseeval.method.synthetic import make_synthetic
+
+M, N = 240, 40
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A fit of the built-in demo under --out; the strongest model's answers on every item."""
+    root = tmp_path_factory.mktemp("fit")
+    out = root / "fit"
+    args = ["fit", "--synthetic", str(M), str(N), "--anchors", "6", "--quiet", "--test", "0.2",
+            "--valid", "0.2", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    m = make_synthetic(M, N, seed=0)
+    best = int(m.y.argmax())
+    row = {str(i): int(v > 0) for i, v in zip(m.item_ids, m.values[best], strict=True)}
+    return out, row, float(m.y[best]), root
+
+
+def _fill(path, row) -> None:
+    items = [r["item"] for r in csv.DictReader(path.open())]
+    path.write_text("item,correct\n" + "".join(f"{i},{row[i]}\n" for i in items))
+
+
+def test_predict_says_how_many_more_items_then_combines_both_files(fitted, capsys, monkeypatch):
+    out, row, truth, root = fitted
+    monkeypatch.chdir(root)
+    where = ["--anchor-set", str(out), "--benchmark", "synthetic"]
+    assert main(["anchors", *where, "--template", "a.csv"]) == 0
+    _fill(root / "a.csv", row)
+    capsys.readouterr()
+    assert main(["predict", *where, "--responses", "a.csv", "--max-width", "8"]) == 0
+    said = capsys.readouterr().out
+    assert "more items would help (wider than 8 points)" in said
+    n = int(said.split("--next ")[1].split()[0])
+    assert f"--next {n} --responses a.csv --template more.csv" in said
+    assert "export-lm-eval" in said and "--responses a.csv more.csv" in said
+    assert main(["anchors", *where, "--next", str(n), "--responses", "a.csv",
+                 "--template", "more.csv"]) == 0  # fmt: skip
+    _fill(root / "more.csv", row)
+    listed = [r["item"] for r in csv.DictReader((root / "more.csv").open())]
+    assert len(listed) == n
+    capsys.readouterr()
+    assert main(["predict", *where, "--responses", "a.csv", "more.csv", "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    c = est["correction"]
+    assert c["n_extra"] == n and sorted(c["items"]) == sorted(listed)
+    assert est["value"] == pytest.approx(c["anchor_estimate"][0] + c["shift"])
+    assert est["low"] - 1e-9 <= truth <= est["high"] + 1e-9 or n < 10
+    assert main(["predict", *where, "--responses", "a.csv", "more.csv"]) == 0
+    assert f"and {n} more items (anchors alone" in capsys.readouterr().out
+
+
+def test_next_needs_the_answers_and_a_positive_count(fitted, capsys):
+    out, _, _, _ = fitted
+    where = ["--anchor-set", str(out), "--benchmark", "synthetic"]
+    assert main(["anchors", *where, "--next", "5"]) == 2
+    assert "--next needs --responses" in capsys.readouterr().err
+    assert main(["anchors", *where, "--next", "0", "--responses", "x.csv"]) == 2
+    assert "at least 1" in capsys.readouterr().err

@@ -1,0 +1,101 @@
+"""The suite says what each member estimates and where its data came from, like a set does."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from sparseeval.cli import main
+from sparseeval.consume.suite_set import SUITE, load_suite
+from sparseeval.method.synthetic import make_leaderboard
+from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.suite_publish import refresh_suite
+from sparseeval.pipeline.suite_recipe import matrix_info
+
+SETTINGS = dict(n_anchors=6, n_test=50, n_valid=50, n_calib=50, refine_steps=1, epochs=40,
+                patience=5, ensemble=1)  # fmt: skip
+DEMO = {"synthetic": True,
+        "kinds": {"synthetic": {"n_results": 10, "n_sources": 1, "sources": ["demo"]}}}  # fmt: skip
+SCORES = {"n_results": 9, "n_sources": 2, "sources": ["a.csv", "b.csv"]}
+REAL = {"synthetic": False, "kinds": {"leaderboard scores": SCORES}}
+
+
+def publish_suite(tmp_path, provenance: dict):
+    from sparseeval.pipeline.artifacts import save_matrix
+
+    infos = {}
+    for b, m in make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1).items():
+        path = tmp_path / f"{b}.npz"
+        save_matrix(m, path, fingerprint=m.fingerprint())
+        target = {"kind": "reported", "definition": f"the leaderboard's reported {b} score"}
+        infos[b] = replace(matrix_info(b, path), target=target, provenance=provenance)
+    line = refresh_suite(infos, Settings(home=tmp_path, **SETTINGS))
+    assert line.startswith("suite: published v1"), line
+    root = tmp_path / "published"
+    files = []
+    suite = load_suite(root)
+    for b in infos:
+        answers = tmp_path / f"{b}.csv"
+        answers.write_text("item,correct\n" + "".join(f"{i},1\n" for i in suite.items(b)))
+        files.append(f"{b}={answers}")
+    return ["predict", "--anchor-set", str(root), "--benchmark", SUITE, "--responses", *files]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return publish_suite(tmp_path_factory.mktemp("demo"), DEMO)
+
+
+def test_suite_json_says_each_member_target_and_synthetic(demo, capsys):
+    assert main([*demo, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["arc"]["synthetic"] and out["average"]["synthetic"]
+    assert out["arc"]["target"] == "the leaderboard's reported arc score"
+    assert out["arc"]["data"] == "synthetic (1 source(s))"
+    assert out["average"]["target"].startswith("the mean of the 2 benchmarks' estimates")
+
+
+def test_suite_text_names_targets_and_warns_it_is_synthetic(demo, capsys):
+    assert main(demo) == 0
+    out = capsys.readouterr().out
+    assert "gsm8k        the leaderboard's reported gsm8k score (data: synthetic" in out
+    assert "SYNTHETIC demo leaderboard" in out
+
+
+def test_suite_report_says_what_it_estimates_and_where_data_came_from(tmp_path, capsys):
+    argv = publish_suite(tmp_path, REAL)
+    assert main([*argv, "--json"]) == 0
+    assert not json.loads(capsys.readouterr().out)["arc"]["synthetic"]
+    root = tmp_path / "published"
+    assert main(["report", "--anchor-set", str(root), "--benchmark", SUITE, "--out",
+                 str(tmp_path / "r")]) == 0  # fmt: skip
+    md = (tmp_path / "r" / "report.md").read_text()
+    published = next((root / SUITE).glob("v1/report.md")).read_text()
+    for text in (md, published):
+        assert "Data: not recorded" not in text and "SYNTHETIC" not in text
+        assert "Estimates: the mean of the 2 benchmarks' estimates" in text
+        assert "arc: the leaderboard's reported arc score. Data: leaderboard scores (2" in text
+
+
+def test_anchors_of_the_demo_suite_say_synthetic_not_a_missing_id_map(demo, capsys):
+    root = demo[demo.index("--anchor-set") + 1]
+    assert main(["anchors", "--anchor-set", root, "--benchmark", SUITE]) == 0
+    said = capsys.readouterr().err
+    assert "synthetic item ids of the built-in demo" in said and "--id-map" not in said
+
+
+def test_suite_progress_names_each_benchmark_and_throttles_refinement(tmp_path):
+    from sparseeval.pipeline.suite_recipe import fit_suite, throttled
+
+    lines: list[str] = []
+    fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1),
+              Settings(home=tmp_path, **SETTINGS), progress=lines.append)  # fmt: skip
+    assert any("arc" in line for line in lines) and any("gsm8k" in line for line in lines)
+    assert sum(line.startswith(("refine", "init")) for line in lines) <= 1  # fast: one at most
+    said: list[str] = []
+    say = throttled(said.append, seconds=60)
+    say("first")
+    say("second")
+    assert said == ["first"]
