@@ -76,7 +76,8 @@ def test_a_failed_source_fails_the_run_and_is_in_the_summary(prefect_harness, tm
                     settings_overrides=TINY, return_state=True)  # fmt: skip
     assert state.is_failed()
     assert str(state.result(raise_on_failure=False)).startswith(
-        f"refresh failed for source {tmp_path / 'typo.parquet'}; report at "
+        f"refresh failed for source {tmp_path / 'typo.parquet'}: {tmp_path / 'typo.parquet'}:"
+        " no such file or folder; report at "
     )
 
 
