@@ -109,8 +109,6 @@ def _installed_from() -> Path | None:
         url = str(url.get("url", ""))
     except (metadata.PackageNotFoundError, ValueError, AttributeError):
         url = ""
-    import sparseeval
-
     folders = [Path(unquote(urlparse(url).path))] if url.startswith("file://") else []
-    folders.append(Path(sparseeval.__file__).resolve().parent.parent)
+    folders.append(Path(__file__).resolve().parents[2])  # sparseeval/cli/common.py
     return next((f for f in folders if _is_checkout(f)), None)
