@@ -22,6 +22,7 @@ Arrival order (`--data`):
     python bench/nights.py --data metabench --benchmarks arc,gsm8k
     python bench/nights.py --cold-ollm        # night 1 only: 6 benchmarks, 5,000 models
     python bench/nights.py --scenario persistent-shift   # stronger models for 12 nights
+    python bench/nights.py --scenario quiet              # the same leaderboard, no drift
 
 Nights in drift: per benchmark, the longest run of nights on which the live set was
 flagged as drifted and nothing new was published (target: at most 3).
@@ -48,7 +49,10 @@ POLICIES = {
     "every-night": {"drift_mae_points": 1e-9, "min_new_models": 1},
     "never": {"drift_mae_points": 0, "drift_mae_ratio": 0, "drift_out_of_range_frac": 0},
 }
-SCENARIOS = {"persistent-shift": {"nights": 12, "drift": 3.0, "per_night": 150}}
+SCENARIOS = {
+    "persistent-shift": {"nights": 12, "drift": 3.0, "per_night": 150},
+    "quiet": {"drift": 0.0},  # no ability drift: publishing again buys nothing
+}
 
 
 def fmt(x, spec=".2f") -> str:

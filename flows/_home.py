@@ -13,8 +13,10 @@ from sparseeval.flows._run import say
 
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.pipeline.lease import HomeLease
+from sparseeval.pipeline.records import IngestSummary
 from sparseeval.pipeline.sealed import check_writable
 from sparseeval.pipeline.settings import Settings, SettingsError
+from sparseeval.pipeline.store.watched import SETTLE_SECONDS
 
 NO_HOME = (
     "a deployed run needs SPARSEEVAL_HOME (set it, and SPARSEEVAL_CONFIG, in the shell that"
@@ -37,9 +39,25 @@ def deployed(home: str | None) -> bool:
     return True
 
 
-def check_not_empty(states: dict[str, str], settings: Settings) -> None:
-    """An empty store after ingest (no sources, no demo fill) is a failed run, in one line."""
-    if not states:
+def nothing_yet(states: dict[str, str], ingested: IngestSummary, specs: list[str]) -> str:
+    """Why there is nothing to fit yet, when that is no failure ("" otherwise): the store is
+    empty and its sources' files are still being written, or brought nothing yet (a
+    Completed run that says so). An empty store after a failed unit is that unit's failure."""
+    if states or ingested.failed:
+        return ""
+    if waiting := [u for row in ingested.sources for u in row.get("waiting", [])]:
+        more = f" and {len(waiting) - 1} more" if len(waiting) > 1 else ""
+        return (f"waiting: {waiting[0]}{more} still being written (read once unchanged for"
+                f" {SETTLE_SECONDS:g}s); nothing to fit yet")  # fmt: skip
+    if specs:
+        return f"waiting: no results yet from {', '.join(specs)}; nothing to fit yet"
+    return ""
+
+
+def check_not_empty(ingested: IngestSummary, settings: Settings) -> None:
+    """An empty store after ingest (no sources, no demo fill) is a failed run, in one line;
+    one where a unit failed fails as that unit's failure (the flow says it)."""
+    if not ingested.failed:
         raise SettingsError(NO_SOURCES.format(home=settings.home))
 
 

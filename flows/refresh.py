@@ -13,7 +13,7 @@ from typing import Any
 
 from prefect import flow
 from prefect.runtime import flow_run
-from sparseeval.flows._home import check_not_empty, deployed, hold_home
+from sparseeval.flows._home import check_not_empty, deployed, hold_home, nothing_yet
 from sparseeval.flows._results import (
     benchmarks_to_run,
     collect,
@@ -101,15 +101,29 @@ def refresh(
         ingested = tasks.ingest(paths, settings.section("sources"), specs, fill)
         say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
         states = tasks.store_state(paths)
-        names = benchmarks_to_run(benchmarks, states)
-        check_not_empty(states, settings)
-        results, suite, runner = fit_and_publish(settings, names, states, dask_processes)
-        run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite)
+        results, suite, runner = [], "", ""
+        if waiting := nothing_yet(states, ingested, specs):
+            say(waiting)
+        elif names := benchmarks_to_run(benchmarks, states):
+            results, suite, runner = fit_and_publish(settings, names, states, dask_processes)
+        else:
+            check_not_empty(ingested, settings)
+        run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite,
+                         waiting=waiting)  # fmt: skip
         run = tasks.report(paths, run)
     if run.failed:
-        error = NothingRan if run.all_failed else PipelineError
-        raise error(f"refresh failed for {', '.join(run.failed)}; report at {run.report_path}")
+        raise failed_run(run)
     return run
+
+
+def failed_run(run: RunSummary) -> PipelineError:
+    """The error of a run where something failed: what failed first, why, how many more, the
+    report; it carries the run (`.run`) so that `--json` still prints the summary."""
+    error = NothingRan if run.status == "failed" else PipelineError
+    exc = error(f"refresh failed for {', '.join(run.failed)}: {run.failure_line()};"
+                f" report at {run.report_path}")  # fmt: skip
+    exc.run = run  # type: ignore[attr-defined]
+    return exc
 
 
 def fit_and_publish(

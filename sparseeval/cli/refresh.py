@@ -109,6 +109,8 @@ def run_refresh(args: argparse.Namespace) -> int:
         if isinstance(run, BaseException):
             raise run
     except Exception as exc:  # a user error in one line; a bug with its traceback
+        if args.json:  # one JSON document all the same
+            _json_failure(exc)
         if type(exc).__name__ == "PipelineError":  # some benchmarks failed, the others ran
             fail("refresh", first_line(exc))
             return EXIT_PARTIAL
@@ -121,6 +123,14 @@ def run_refresh(args: argparse.Namespace) -> int:
         print(summary_line(run))
         print(_next_steps(run, settings))
     return 0
+
+
+def _json_failure(exc: BaseException) -> None:
+    """The summary of a failed run on stdout (the run's when there is one, else the error
+    alone), so that `--json` always prints one document."""
+    run = getattr(exc, "run", None)
+    doc = _json_summary(run) if run is not None else {"status": "failed", "failures": []}
+    print(json.dumps(doc | {"error": first_line(exc)}, indent=2, default=str))
 
 
 class _DropInputErrors(logging.Filter):
@@ -201,8 +211,11 @@ def _next_steps(run, settings) -> str:
 
 
 def _json_summary(run) -> dict[str, Any]:
-    keep = ("started", "n_trained", "n_cached", "n_published", "report_path", "failed")
-    out = {k: getattr(run, k) for k in keep}
+    """The run as one JSON document: status, error (None), failures (each source, unit and
+    reason; each failed benchmark), what waits, ingest and one entry per benchmark."""
+    keep = ("status", "started", "n_trained", "n_cached", "n_published", "report_path",
+            "failed", "failures", "waiting")  # fmt: skip
+    out = {k: getattr(run, k) for k in keep} | {"error": None}
     out["ingest"] = {"line": run.ingest.line(), "sources": list(run.ingest.sources)}
     out["benchmarks"] = [
         {

@@ -24,10 +24,12 @@ from sparseeval.method.suite import AVERAGE
 from sparseeval.pipeline import gate
 from sparseeval.pipeline.artifacts import matrix_of
 from sparseeval.pipeline.drift import (
+    arrivals,
     drift_decision,
     drift_figures,
     drift_nights,
     model_rows,
+    paired_window,
     record_drift,
     same_data,
 )
@@ -106,7 +108,12 @@ def assess(
     bench, name = matrix_info.benchmark, set_name(matrix_info.benchmark, budget)
     matrix = matrix_of(matrix_info)
     aset = live_anchor_set(settings.published_dir, bench, live.version, budget) if live else None
-    figures = drift_figures(aset, matrix, fresh) if aset is not None and fresh else {}
+    figures = {}
+    if aset is not None and fresh:
+        figures = drift_figures(aset, matrix, fresh[-settings.drift_window :])
+        figures["n_new_since"] = len(set(map(str, fresh)) & set(map(str, matrix.model_ids)))
+        order = arrivals(settings.store_path, bench)
+        figures |= paired_window(aset, fit, matrix, order, settings.drift_paired_models)
     decision = drift_decision(bench, live, figures, settings)
     if record_drift(settings.artifacts_dir, name, live, figures, decision.drift):
         figures["drift_nights"] = drift_nights(settings.artifacts_dir, name, live.version)

@@ -18,7 +18,7 @@ from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.fields import drift_row_problem
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.pipeline import sealed
+from sparseeval.pipeline import gate, sealed
 from sparseeval.pipeline.artifacts import artifact_path, load_matrix
 from sparseeval.pipeline.records import DriftDecision, FitInfo, LiveSet
 from sparseeval.pipeline.settings import Settings
@@ -88,15 +88,70 @@ def drift_figures(aset: AnchorSet, matrix: ResponseMatrix, fresh: Sequence[str])
     return out
 
 
+def arrivals(store_path: str | Path, benchmark: str) -> list[str]:
+    """Every model of `benchmark`, in the order its first result arrived (oldest first)."""
+    from sparseeval.pipeline.store import Store
+
+    with Store.open(store_path, read_only=True) as store:
+        return store.models_first_seen_after(run_id=-1, benchmark=benchmark)
+
+
+def paired_window(
+    aset: AnchorSet, fit: FitInfo, matrix: ResponseMatrix, order: Sequence[str], n: int
+) -> dict[str, Any]:
+    """Live set vs the night's candidate, paired, on the newest `n` arrivals among the
+    candidate's held-out test models (with stable splits the live set never trained on them
+    either): {} when fewer than `n` are held out or `n` is 0."""
+    from sparseeval.pipeline.recipe import evaluation_of, fitted_of
+
+    test = set(map(str, evaluation_of(fit)["test_ids"].tolist()))
+    newest = [m for m in reversed(order) if m in test][:n]
+    if not n or len(newest) < n:
+        return {}
+    rows = model_rows(matrix, newest)
+    live = aset.predict_matrix(matrix.values[rows], matrix.item_ids)
+    g = gate.compare_group("window", live, fitted_of(fit).predict(matrix.values[rows]),
+                           matrix.y[rows])  # fmt: skip
+    back = len(order) - min(order.index(m) for m in newest)
+    return {"paired_n": g.n, "paired_live_mae": g.live_mae, "paired_candidate_mae":
+            g.candidate_mae, "paired_difference": g.difference, "paired_noise": g.noise,
+            "paired_arrivals": back}  # fmt: skip
+
+
+def window_line(figures: dict[str, Any]) -> str:
+    """The window drift was judged on, in words ("" when there was none)."""
+    parts = []
+    if n := figures.get("n_fresh"):
+        since = figures.get("n_new_since", n)
+        parts.append(f"newest {n} of {since} new models" if since > n else f"{n} new models")
+    if k := figures.get("paired_n"):
+        parts.append(f"paired test on the newest {k} held-out models (among the newest"
+                     f" {figures['paired_arrivals']} arrivals)")  # fmt: skip
+    return "window: " + "; ".join(parts) if parts else ""
+
+
+def _paired_reason(figures: dict[str, Any]) -> str | None:
+    """Why the paired test calls it drift: the candidate beats the live set beyond noise on
+    the newest held-out models (else None)."""
+    d, noise = figures.get("paired_difference"), figures.get("paired_noise", 0.0)
+    if d is None or d >= -noise:
+        return None
+    return (f"live MAE {figures['paired_live_mae']:.2f} vs candidate"
+            f" {figures['paired_candidate_mae']:.2f} on the newest {figures['paired_n']} held-out"
+            f" models (difference {d:+.2f} beyond noise {noise:.2f})")  # fmt: skip
+
+
 def drift_decision(
     benchmark: str, live: LiveSet | None, figures: dict[str, Any], settings: Settings
 ) -> DriftDecision:
     """Pure: should a new version be published? (No set yet, or drift on fresh models.)
 
-    Drift when, on at least `min_new_models` fresh models, the published set's MAE exceeds
-    `drift_mae_points`, or `drift_mae_ratio` times its published test MAE, or more than
-    `drift_out_of_range_frac` of them lie outside the known accuracy range. A threshold
-    <= 0 turns its criterion off.
+    Judged on a window of the newest arrivals (`window_line`). Drift when, on at least
+    `min_new_models` fresh models (the newest `drift_window`), the published set's MAE
+    exceeds `drift_mae_points`, or `drift_mae_ratio` times its published test MAE, or more
+    than `drift_out_of_range_frac` of them lie outside the known accuracy range; or when the
+    night's candidate beats it beyond noise on the newest `drift_paired_models` held-out
+    models (`paired_window`). A threshold <= 0 turns its criterion off.
     """
     s = settings
     if live is None:
@@ -120,9 +175,13 @@ def drift_decision(
         )
     if s.drift_out_of_range_frac > 0 and oor > s.drift_out_of_range_frac:
         reasons.append(f"{oor:.0%} of {n} new models outside the training range")
+    if paired := _paired_reason(figures):
+        reasons.append(paired)
+    window = f" ({w})" if (w := window_line(figures)) else ""
     if reasons:
-        return DriftDecision(benchmark, True, True, "drift: " + "; ".join(reasons), figures)
-    why = f"no drift: MAE {mae:.2f} points on {n} new models, {oor:.0%} outside range"
+        return DriftDecision(benchmark, True, True, "drift: " + "; ".join(reasons) + window,
+                             figures)  # fmt: skip
+    why = f"no drift: MAE {mae:.2f} points on {n} new models, {oor:.0%} outside range{window}"
     return DriftDecision(benchmark, False, False, why, figures)
 
 

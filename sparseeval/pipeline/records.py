@@ -271,6 +271,7 @@ class RunSummary(Record):
     results: list[BenchmarkResult]
     report_path: str = ""
     suite: str = ""  # what the suite step did (one line), "" when it did not run
+    waiting: str = ""  # why nothing was fitted yet although sources are set (not a failure)
 
     @property
     def n_trained(self) -> int:
@@ -288,6 +289,35 @@ class RunSummary(Record):
     def all_failed(self) -> bool:
         """Benchmarks ran and every one of them failed."""
         return bool(self.results) and all(r.error for r in self.results)
+
+    @property
+    def failures(self) -> list[dict[str, str]]:
+        """Each failed unit {"source", "unit", "reason"} (a file, folder or repo; the source
+        itself when it failed as a whole), then each failed benchmark {"benchmark", "reason"}."""
+        out = [
+            {"source": s["source"], "unit": f["unit"], "reason": f["reason"]}
+            for s in self.ingest.sources if s.get("failed")
+            for f in s.get("failures") or [{"unit": s["source"], "reason": s.get("message", "")}]
+        ]  # fmt: skip
+        return out + [{"benchmark": r.label, "reason": r.error or ""}
+                      for r in self.results if r.error]  # fmt: skip
+
+    def failure_line(self) -> str:
+        """The first failure (what and why) and how many more, in one line ("" when none)."""
+        if not (failures := self.failures):
+            return ""
+        first = failures[0]
+        what = first.get("unit") or first["benchmark"]
+        reason = first["reason"]
+        said = reason if reason.startswith(what) else f"{what}: {reason}"
+        return said + (f" (and {len(failures) - 1} more failed)" if len(failures) > 1 else "")
+
+    @property
+    def status(self) -> str:
+        """ok, waiting (nothing to fit yet), partial (something failed) or failed (all)."""
+        if self.all_failed or (self.failed and not self.results):
+            return "failed"
+        return "partial" if self.failed else "waiting" if self.waiting else "ok"
 
     @property
     def failed(self) -> list[str]:

@@ -94,6 +94,11 @@ class Settings:
     drift_mae_ratio: float = _in("drift", 1.5)
     drift_out_of_range_frac: float = _in("drift", 0.2)
     min_new_models: int = _in("drift", 20)
+    # drift is judged on a window of the newest arrivals: the thresholds above on the newest
+    # `drift_window` new models, and a paired test (live set vs the night's candidate) on the
+    # newest `drift_paired_models` held-out models, whenever they arrived (0: no paired test)
+    drift_window: int = _in("drift", 150)
+    drift_paired_models: int = _in("drift", 30)
     interval_level: float = _in("drift", 0.9)
     # the quality gate: "paired" refuses only a candidate worse beyond noise (`gate.py`),
     # "strict" any candidate with a higher MAE on the held-out (or fresh held-out) models
@@ -149,6 +154,9 @@ class Settings:
             ("max_missing_model_frac", "in [0, 1]", 0 <= self.max_missing_model_frac <= 1),
             ("target", "one of auto, reported, items", self.target in TARGETS),
             ("min_new_models", "at least 1", self.min_new_models >= 1),
+            ("drift_window", "at least 1", self.drift_window >= 1),
+            ("drift_paired_models", "0 or at least 3",
+             self.drift_paired_models == 0 or self.drift_paired_models >= 3),
             ("gate", "'paired' or 'strict'", self.gate in {"paired", "strict"}),
             ("drift_alert_nights", "at least 1", self.drift_alert_nights >= 1),
             ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),

@@ -20,7 +20,8 @@ lm-eval:GLOB        every lm-eval output folder matching GLOB (`lm-eval:runs/*/*
                     `sparseeval.pipeline.store.watched.SETTLE_SECONDS` (60 s)
 inbox:DIR           a drop folder: long tables `DIR/*.csv`, `DIR/*.parquet`, and wide tables
                     `DIR/{benchmark}/*.csv`; a file changed within the settle time is left
-                    for a later night
+                    for a later night; a file that fails is moved to `DIR/failed/` with
+                    its reason (`NAME.reason.txt`): it fails one night, not every night
 
 In both, content ingested before is skipped (it costs its hashing), a file still being
 written is a skipped unit saying so, and a bad file is one failed unit: the others land.
@@ -101,6 +102,7 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
 
     name = item if isinstance(item, str) else source_label(item)
     before = store.last_run_id()
+    source = None
     try:
         source = parse_source(item, hub_max_repos=hub_max_repos) if isinstance(item, str) else item
         reports = ingest(store, source, keep_going=True)
@@ -111,6 +113,7 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
         reports = [IngestReport(-1, "source", str(name), "failed", message=str(exc))]
     new = sum(r.n_new for r in reports)
     failures = [r for r in reports if r.status == "failed"]
+    _set_aside(source, failures)
     row = {
         "source": str(name),
         "units": sum(r.status != "failed" or r.kind != "source" for r in reports),
@@ -123,8 +126,22 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
         "targets_quarantined": sum(r.scores.n_quarantined for r in reports),
         "failed": len(failures),
         "message": failures[0].message[:500] if failures else "",
+        # every failed unit: the file (or folder, repo) and why, for `--json` and alerts
+        "failures": [{"unit": r.source, "reason": r.message[:500]} for r in failures[:100]],
+        "waiting": [r.source for r in reports if _pending(r)][:100],  # still being written
     }
     return row, reports
+
+
+def _set_aside(source: Any, failures: list) -> None:
+    """A watched source that moves failed files aside (`Inbox`) does so; each failed
+    report's message then says where the file went."""
+    aside = getattr(source, "set_aside", None)
+    if aside is None:
+        return
+    for report in failures:
+        if report.kind != "source" and (where := aside(report.source, report.message)):
+            report.message = f"{report.message}; {where}"
 
 
 def _pending(report) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -186,7 +187,9 @@ def test_cli_refresh_with_an_unknown_benchmark_says_so_in_one_line(tmp_path, cap
     home = str(tmp_path / "home")  # --json: no progress lines, so stderr is the error alone
     assert cli_refresh("--no-fill", "--benchmark", "nope", "--home", home, "--json") == 2
     message = "no results in the store for benchmark(s) nope (have: none)"
-    assert capsys.readouterr() == ("", f"sparseeval refresh: error: {message}\n")
+    out, err = capsys.readouterr()
+    assert err == f"sparseeval refresh: error: {message}\n"
+    assert json.loads(out) == {"status": "failed", "failures": [], "error": message}
 
 
 def test_the_console_leaves_out_input_errors_only_while_the_flow_runs(capsys):

@@ -35,7 +35,7 @@ def test_a_deployed_run_needs_an_explicit_home(prefect_harness, monkeypatch, tmp
     monkeypatch.setattr(_home, "deployment", InADeployment)
     monkeypatch.delenv("SPARSEEVAL_HOME", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert _failure(fill_if_empty=False) == f"ValueError: {_home.NO_HOME}"
+    assert _failure(fill_if_empty=False) == f"SettingsError: {_home.NO_HOME}"
     assert not (tmp_path / ".sparseeval").exists()  # nothing written in the worker's folder
 
 
@@ -43,7 +43,7 @@ def test_a_deployed_run_never_fills_the_demo(prefect_harness, monkeypatch, tmp_p
     monkeypatch.setattr(_home, "deployment", InADeployment)
     home = tmp_path / "home"
     msg = _failure(home=str(home), fill_if_empty=True)
-    assert msg == "ValueError: " + _home.NO_SOURCES.format(home=home)
+    assert msg == "SettingsError: " + _home.NO_SOURCES.format(home=home)
     assert not (home / "published").exists()
 
 
@@ -63,7 +63,7 @@ def test_a_home_that_is_a_file_fails_at_once(prefect_harness, tmp_path):
     home = tmp_path / "home"
     home.write_text("not a folder")
     start = time.monotonic()
-    assert _failure(home=str(home)).startswith(f"ValueError: home {home} is not a folder")
+    assert _failure(home=str(home)).startswith(f"SettingsError: home {home} is not a folder")
     assert time.monotonic() - start < 30  # no retries with back-off
 
 
@@ -76,7 +76,8 @@ def test_a_failed_source_fails_the_run_and_is_in_the_summary(prefect_harness, tm
                     settings_overrides=TINY, return_state=True)  # fmt: skip
     assert state.is_failed()
     assert str(state.result(raise_on_failure=False)).startswith(
-        f"refresh failed for source {tmp_path / 'typo.parquet'}; report at "
+        f"refresh failed for source {tmp_path / 'typo.parquet'}: {tmp_path / 'typo.parquet'}:"
+        " no such file or folder; report at "
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,3 +90,42 @@ def test_repeated_refusal_escalates_to_persistent_drift(tmp_path, monkeypatch):
     assert persistent[0]["resource"]["prefect.resource.id"] == "sparseeval.benchmark.arc"
     assert persistent[0]["payload"]["nights"] == 3
     assert persistent[0]["payload"]["reason"].startswith("drift:")
+
+
+def test_drift_is_judged_on_the_newest_arrivals_with_a_paired_test(tmp_path):
+    s = Settings(home=tmp_path)
+    quiet = {"n_fresh": 150, "n_new_since": 900, "fresh_mae": 2.7, "out_of_range_frac": 0.0}
+    paired = {"paired_n": 30, "paired_live_mae": 2.7, "paired_candidate_mae": 2.1,
+              "paired_arrivals": 320, "paired_noise": 0.3}  # fmt: skip
+    same = drift.drift_decision("arc", _live(1), quiet | paired | {"paired_difference": -0.1}, s)
+    assert not same.drift  # the candidate's edge is inside the noise
+    assert same.reason.endswith(
+        "(window: newest 150 of 900 new models; paired test on the newest 30 held-out models"
+        " (among the newest 320 arrivals))"
+    )
+    better = drift.drift_decision("arc", _live(1), quiet | paired | {"paired_difference": -0.6}, s)
+    assert better.drift and better.publish
+    assert "live MAE 2.70 vs candidate 2.10 on the newest 30 held-out models" in better.reason
+    with pytest.raises(ValueError, match="drift_paired_models must be 0 or at least 3"):
+        Settings(home=tmp_path, drift_paired_models=2)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_drift_window_takes_the_newest_held_out_arrivals(tmp_path):
+    home = tmp_path / "home"
+    first = run(home, [release(tmp_path, 0, 200, ["arc"])])
+    second = run(home, [release(tmp_path, 200, 260, ["arc"])], min_new_models=5,
+                 drift_window=40, drift_paired_models=3)  # fmt: skip
+    (r,) = second.results
+    f = r.decision.figures
+    assert first.results[0].published_version == 1
+    assert (f["n_fresh"], f["n_new_since"], f["paired_n"]) == (40, 60, 3)
+    assert "window: newest 40 of 60 new models; paired test on the newest 3" in r.decision.reason
+    from sparseeval.pipeline.recipe import evaluation_of
+
+    test = set(evaluation_of(r.fit)["test_ids"].tolist())
+    newest = [m for m in reversed(drift.arrivals(home / "store.duckdb", "arc")) if m in test][:3]
+    assert f["paired_arrivals"] == 260 - min(
+        drift.arrivals(home / "store.duckdb", "arc").index(m) for m in newest
+    )
+    assert "window: " in Path(second.report_path).read_text()

@@ -52,6 +52,8 @@ def render_report(run: RunSummary) -> str:
         f"- code version `{code_version()}`; settings n_anchors={s.get('n_anchors')}"
         f", refine_steps={s.get('refine_steps')}, seed={s.get('seed')}",
         *([f"- {run.suite}"] if run.suite else []),
+        *([f"- {run.waiting}"] if run.waiting else []),
+        *([f"- failed: {run.failure_line()}"] if run.failed else []),
         "",
         "| benchmark | models x items | training | test MAE (points) | Kendall tau"
         " | drift check (live set on new models) | outcome |",
@@ -68,6 +70,8 @@ def render_report(run: RunSummary) -> str:
     lines += ["", "## What arrived", "", run.ingest.markdown().rstrip(), "", "## Decisions", ""]
     for r in run.results:
         lines.append(f"- **{r.label}**: {r.outcome}")
+        if r.decision and "window: " in r.decision.reason:  # the window drift was judged on
+            lines.append(f"  - drift check: {r.decision.reason}")
         if r.gate and r.gate.reason:
             lines.append(f"  - gate: {r.gate.reason}")
         if r.published_path:
@@ -117,7 +121,15 @@ def summary_line(run: RunSummary) -> str:
     notes = [f"ingest failed: {s['source']} ({s['message']})"
              for s in run.ingest.sources if s.get("failed")]  # fmt: skip
     notes += [x for x in map(notable, run.results) if x]
-    if run.n_trained == 0 and not notes:
+    waits = [u for s in run.ingest.sources for u in s.get("waiting", [])]
+    if run.waiting:
+        notes.insert(0, run.waiting)
+    elif waits:
+        notes.append(f"waiting: {waits[0]}" + (f" and {len(waits) - 1} more" if waits[1:] else "")
+                     + " still being written (read on a later run)")  # fmt: skip
+    if run.waiting and not run.results:
+        head = "nothing fitted"
+    elif run.n_trained == 0 and not notes:
         head = f"everything was cached ({n} benchmarks): nothing trained, nothing published"
     else:
         head = (

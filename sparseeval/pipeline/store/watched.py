@@ -4,16 +4,20 @@
 matching a glob). A file or run folder changed within `SETTLE_SECONDS` is still being
 written: it is a skipped unit tonight and read on a later night. Content read before is
 skipped by its fingerprint (an unchanged file costs its hashing), and a file that cannot be
-read is one failed unit: the other files still land.
+read is one failed unit: the other files still land. A failed inbox file is then moved aside
+to `{inbox}/failed/` with its reason beside it (`NAME.reason.txt`), so it fails one night,
+not every night; the same bytes dropped again are skipped (saying so), changed ones are read.
 """
 
 from __future__ import annotations
 
+import filecmp
 import glob
 import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -35,6 +39,7 @@ from sparseeval.pipeline.store.unit import (
 # A watched file or run folder changed less than this many seconds ago is still being written.
 SETTLE_SECONDS = 60.0
 PENDING = "still being written"  # the reason of a unit skipped until it settles
+FAILED_DIR = "failed"  # where an inbox's failed files are moved (not a benchmark folder)
 
 
 @dataclass
@@ -43,7 +48,7 @@ class Inbox:
 
     Long tables (`*.csv`, `*.parquet`: model, benchmark, item, correct) lie directly in the
     folder; wide tables (`model` + one column per item) in `{folder}/{benchmark}/*.csv`.
-    Hidden files and other suffixes are ignored.
+    Hidden files, other suffixes and `{folder}/failed/` (failed files moved aside) are ignored.
     """
 
     path: Path
@@ -65,6 +70,8 @@ class Inbox:
             age = _age([path], now)
             if age < settle:
                 yield _pending(kind, path, f"modified {age:.1f}s ago", settle)
+            elif (failed := self._failed_before(path)) is not None:
+                yield _skipped(kind, path, failed)
             elif benchmark is None:
                 yield from _guarded(kind, path, LongTable(path), store)
             elif path.suffix.lower() != ".csv":
@@ -72,6 +79,40 @@ class Inbox:
                 yield _failing(kind, path, SourceError(f"{path}: {why}"))
             else:
                 yield from _guarded(kind, path, WideTable(path, benchmark), store)
+
+    def aside(self, path: Path) -> Path:
+        """Where a failed file of this inbox is moved: the same place under `failed/`."""
+        root = self.path.resolve()
+        return root / FAILED_DIR / Path(path).resolve().relative_to(root)
+
+    def set_aside(self, label: str, reason: str) -> str:
+        """Move the failed file `label` to `failed/` with its reason; what was done, in words."""
+        path = Path(label)
+        try:
+            target = self.aside(path)
+        except ValueError:  # not a file of this inbox (the folder itself failed)
+            return ""
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            path.replace(target)
+            stamp = datetime.now(UTC).isoformat(timespec="seconds")
+            _reason_file(target).write_text(f"{stamp} {reason}\n")
+        except OSError as exc:
+            return f"could not move it to {target.parent} ({exc.strerror}): it fails again"
+        return f"moved to {target}"
+
+    def _failed_before(self, path: Path) -> str | None:
+        """Why the same bytes failed before (a copy lies in `failed/`), else None."""
+        target = self.aside(path)
+        try:
+            same = target.is_file() and filecmp.cmp(path, target, shallow=False)
+        except OSError:
+            return None
+        if not same:
+            return None
+        reason = _reason_file(target)
+        why = reason.read_text().strip() if reason.is_file() else "(no reason kept)"
+        return f"failed before, unchanged since ({target}: {why}); change it to retry"
 
 
 @dataclass
@@ -120,7 +161,7 @@ def _inbox_files(root: Path) -> list[tuple[Path, str | None]]:
     """(file, None) for long tables in `root`, (file, benchmark) in `root/{benchmark}/`."""
     found: list[tuple[Path, str | None]] = []
     for entry in sorted(root.iterdir()):
-        if entry.name.startswith((".", "~")):
+        if entry.name.startswith((".", "~")) or entry.name == FAILED_DIR:
             continue
         if entry.is_dir():
             found += [
@@ -174,6 +215,16 @@ def _pending(kind: str, path: Path, why: str, settle: float) -> Unit:
     reason = f"{PENDING} ({why}; read once unchanged for {settle:g}s)"
     key = fingerprint("pending", kind, str(path))
     return Unit(kind, str(path), key, [str(path)], no_stage, skip=reason)
+
+
+def _reason_file(target: Path) -> Path:
+    return target.with_name(target.name + ".reason.txt")
+
+
+def _skipped(kind: str, path: Path, why: str) -> Unit:
+    """A skipped unit (nothing read) saying why."""
+    key = fingerprint("skipped", kind, str(path), why)
+    return Unit(kind, str(path), key, [str(path)], no_stage, skip=why)
 
 
 def _guarded(kind: str, path: Path, source, store: Store) -> Iterator[Unit]:
