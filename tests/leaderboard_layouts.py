@@ -150,6 +150,7 @@ V2_SUBTASKS = {  # subtask -> number of choices (the samples carry one request p
     "leaderboard_bbh_date_understanding": 6,
     "leaderboard_musr_murder_mysteries": 2,
     "leaderboard_musr_object_placements": 5,
+    "leaderboard_musr_team_allocation": 3,
     "leaderboard_gpqa_main": 4,
 }
 

@@ -176,7 +176,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
                "Winogrande (5-shot): acc", 1267)),
     Benchmark(
         "bbh", "BBH (leaderboard v2), items `subtask:index`, acc_norm",
-        (r"leaderboard_bbh_(?P<sub>\w+)",), ("acc_norm",),
+        (r"leaderboard_bbh_(?P<sub>\w+)",), ("acc_norm",), subtasks=frozenset(BBH_SUBTASKS),
         specs={"leaderboard_bbh": TaskSpec(
             "SaylorTwift/bbh", "{sub}", "test", None, p.BBH_DOC, sampler="first_n",
             num_fewshot=3, subtask=rf"(?:leaderboard_bbh_)?(?P<sub>{'|'.join(BBH_SUBTASKS)})",
@@ -207,7 +207,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         v2=LeaderboardV2("MMLU-Pro", "leaderboard_mmlu_pro", 10)),
     Benchmark(
         "musr", "MuSR (leaderboard v2), items `subtask:index`, acc_norm",
-        (r"leaderboard_musr_(?P<sub>\w+)",), ("acc_norm",),
+        (r"leaderboard_musr_(?P<sub>\w+)",), ("acc_norm",), subtasks=frozenset(MUSR_SUBTASKS),
         specs={"leaderboard_musr": TaskSpec(
             "TAUR-Lab/MuSR", None, "{sub}", None, p.MUSR_DOC, imports=("ast",),
             subtask=rf"(?:leaderboard_musr_)?(?P<sub>{'|'.join(MUSR_SUBTASKS)})")},

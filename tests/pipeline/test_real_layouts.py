@@ -117,8 +117,10 @@ def test_v1_lighteval_layout_keeps_each_items_hash(hub, store):
 def test_v2_samples_with_doc_hash_and_normalized_scores(hub, store):
     bbh_bool, bbh_date = "leaderboard_bbh_boolean_expressions", "leaderboard_bbh_date_understanding"
     murder, objects = "leaderboard_musr_murder_mysteries", "leaderboard_musr_object_placements"
+    team = "leaderboard_musr_team_allocation"
     answers = {bbh_bool: [1.0, 0.0, 1.0], bbh_date: [1.0, 1.0, 0.0], murder: [1.0, 0.0],
-               objects: [0.0, 1.0], "leaderboard_gpqa_main": [1.0, 0.0, 0.0, 1.0]}  # fmt: skip
+               objects: [0.0, 1.0], team: [1.0, 0.0, 0.0],
+               "leaderboard_gpqa_main": [1.0, 0.0, 0.0, 1.0]}  # fmt: skip
     results = {
         "leaderboard": {"acc_norm,none": 0.5, "alias": "leaderboard"},
         "leaderboard_bbh": {"acc_norm,none": 0.6, "alias": " - leaderboard_bbh"},
@@ -131,6 +133,7 @@ def test_v2_samples_with_doc_hash_and_normalized_scores(hub, store):
         "leaderboard_musr": {"acc_norm,none": 0.45, "alias": " - leaderboard_musr"},
         murder: {"acc_norm,none": 0.6, "alias": "  - leaderboard_musr_murder_mysteries"},
         objects: {"acc_norm,none": 0.3, "alias": "  - leaderboard_musr_object_placements"},
+        team: {"acc_norm,none": 0.5, "alias": "  - leaderboard_musr_team_allocation"},
     }
     hub.commit("open-llm-leaderboard/org__v2-details", v2_files("org/v2", answers, results))
     (r,) = pull(store, "v2:*")
@@ -144,17 +147,20 @@ def test_v2_samples_with_doc_hash_and_normalized_scores(hub, store):
         "hash": f"doc_hash:{v2_doc_hash(bbh_date, 1)}", "id_kind": LM_EVAL_DOC
     }  # fmt: skip
     got = scores(store)
-    # (raw - 1/choices) / (1 - 1/choices), per subtask then averaged (BBH 2 and 6 choices,
-    # MuSR 2 and 5); GPQA 4 choices, MMLU-Pro 10; MATH not rescaled
-    expected = {"bbh": ((0.75 - 1 / 2) / (1 / 2) + (0.5 - 1 / 6) / (5 / 6)) / 2,
-                "musr": ((0.6 - 1 / 2) / (1 / 2) + (0.3 - 1 / 5) / (4 / 5)) / 2,
+    # (raw - 1/choices) / (1 - 1/choices), per subtask then averaged (MuSR 2, 5 and 3
+    # choices); GPQA 4 choices, MMLU-Pro 10; MATH not rescaled. BBH has 2 of its 24
+    # subtasks here: a partial group is not a score (quarantined, saying so).
+    expected = {"musr": ((0.6 - 1 / 2) / (1 / 2) + (0.3 - 1 / 5) / (4 / 5)
+                         + (0.5 - 1 / 3) / (2 / 3)) / 3,
                 "gpqa": (0.4 - 0.25) / 0.75, "mmlu_pro": (0.37 - 0.1) / 0.9,
                 "math_hard": 0.12}  # fmt: skip
     assert {b: s for b, (s, _) in got.items()} == pytest.approx(expected)
-    assert got["bbh"][1] == (
-        "Open LLM Leaderboard v2 BBH: acc_norm normalized from 1/choices (random) to 1 per"
-        " subtask, mean of 2 subtasks"
+    assert got["musr"][1] == (
+        "Open LLM Leaderboard v2 MuSR: acc_norm normalized from 1/choices (random) to 1 per"
+        " subtask, mean of 3 subtasks"
     )
+    (why,) = store.con.execute("SELECT reason FROM quarantine WHERE raw LIKE '%,bbh,%'").fetchone()
+    assert why.startswith("bbh: 2 of 24 subtasks in the results file")
     assert (
         got["gpqa"][1] == "Open LLM Leaderboard v2 GPQA: acc_norm normalized from 1/4 (random) to 1"
     )

@@ -27,7 +27,6 @@ record's `v1` / `v2` (`sparseeval.consume.benchmarks`).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 import polars as pl
 
 from sparseeval.consume.benchmarks import Benchmark, LeaderboardV1, records
+from sparseeval.consume.jsontext import JsonTextError, loads
 from sparseeval.consume.lm_eval_samples import RESULTS_FILE
 from sparseeval.consume.taskmap import map_lm_eval_task
 from sparseeval.pipeline.store.scores import SCORE_SCHEMA
@@ -47,21 +47,42 @@ def results_files(files: Iterable[str]) -> list[str]:
     return [f for _, f in sorted((m.group("ts"), f) for m, f in named if m)]
 
 
-def read_json(path: Path) -> dict:
-    """A results file's object ({} when it is not JSON or not an object)."""
+class Refusal(str):
+    """Why a value (or a whole results file) is quarantined, e.g. a subject's accuracy."""
+
+
+def read_results(path: Path) -> dict | Refusal:
+    """A results file's object with a `results` object; a `Refusal` naming the file when it
+    is not one (that file's scores are quarantined, the repo's other files still read)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        data = loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        return Refusal(f"results file {path.name}: not UTF-8 text")
+    except (OSError, JsonTextError) as exc:
+        return Refusal(f"results file {path.name}: not readable JSON ({exc})")
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        return Refusal(f"results file {path.name}: no `results` object")
+    return data
 
 
-def scores_frame(rows: Mapping[str, dict[str, Any]], model: str) -> pl.DataFrame:
-    """{benchmark: {score, definition, ref_no}} as staged score rows (fractions: scale 1)."""
+def scores_frame(
+    rows: Mapping[str, dict[str, Any]], model: str, broken: Iterable[tuple[int, Refusal]] = ()
+) -> pl.DataFrame:
+    """{benchmark: {score, definition, ref_no}} as staged score rows (fractions: scale 1),
+    and a refused row per broken file [(ref_no, why)]."""
     out = [{"model": model, "benchmark": b, "scale": 1.0, **r, "score": str(r["score"]),
             "refusal": r.get("refusal")}
            for b, r in sorted(rows.items())]  # fmt: skip
+    out += [{"model": model, "benchmark": "", "score": "", "scale": 1.0, "ref_no": ref_no,
+             "refusal": why} for ref_no, why in broken]  # fmt: skip
     return pl.DataFrame(out, schema=SCORE_SCHEMA)
+
+
+def _entry(rows: dict, bench: str, found: object, definition: str, ref_no: int) -> None:
+    """Note one benchmark's value of a file (a newer file's replaces an older one's)."""
+    refusal = found if isinstance(found, Refusal) else None
+    rows[bench] = {"score": "" if refusal else found, "refusal": refusal,
+                   "definition": definition, "ref_no": ref_no}  # fmt: skip
 
 
 # -- v1 ------------------------------------------------------------------------------------
@@ -70,17 +91,16 @@ def scores_frame(rows: Mapping[str, dict[str, Any]], model: str) -> pl.DataFrame
 def v1_scores(files: list[tuple[Path, int]], model: str) -> pl.DataFrame:
     """Score rows of v1 results files [(path, ref_no)], oldest first: newer files win."""
     rows: dict[str, dict[str, Any]] = {}
+    broken: list[tuple[int, Refusal]] = []
     definitions = {b.name: b.v1.definition for b in records() if b.v1}
     for path, ref_no in files:
-        for bench, score in v1_file_scores(read_json(path)).items():
-            refusal = score if isinstance(score, Refusal) else None
-            rows[bench] = {"score": "" if refusal else score, "refusal": refusal,
-                           "definition": definitions[bench], "ref_no": ref_no}  # fmt: skip
-    return scores_frame(rows, model)
-
-
-class Refusal(str):
-    """Why a benchmark's value of a results file is quarantined (e.g. a subject's accuracy)."""
+        data = read_results(path)
+        if isinstance(data, Refusal):
+            broken.append((ref_no, data))
+            continue
+        for bench, score in v1_file_scores(data).items():
+            _entry(rows, bench, score, definitions[bench], ref_no)
+    return scores_frame(rows, model, broken)
 
 
 def v1_file_scores(data: dict) -> dict[str, object]:
@@ -101,21 +121,44 @@ def v1_file_scores(data: dict) -> dict[str, object]:
 def _v1_mean(
     b: Benchmark, v1: LeaderboardV1, results: dict, versions: object
 ) -> float | Refusal | None:
-    """The mean of the subtasks' metric (MMLU: the 57 subjects' acc); None (a subtask
-    missing, or the stale version); a `Refusal` naming a subtask whose value is outside 0..1
-    (the mean would hide it)."""
+    """The mean of the subtasks' metric (MMLU: the 57 subjects' acc); None (no subtask, or
+    the stale version); a `Refusal` naming a subtask whose value is outside 0..1 or not a
+    number (the mean would hide it), or the subtasks missing (a partial group)."""
     if isinstance(versions, dict) and v1.stale_version and versions.get(v1.stale_version) == 0:
         return None
-    values = []
-    for sub in sorted(b.subtasks or ()):
-        entry = results.get(v1.results_key.format(sub=sub))
-        value = entry.get(v1.metric) if isinstance(entry, dict) else None
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return None
-        if not 0.0 <= value <= 1.0:
-            return Refusal(f"{b.name} subtask {sub}: {v1.metric} {value:g} is outside 0..1")
-        values.append(float(value))
-    return sum(values) / len(values) if values else None
+    subs = sorted(b.subtasks or ())
+    entries = {s: results.get(v1.results_key.format(sub=s)) for s in subs}
+    values = {s: e.get(v1.metric) if isinstance(e, dict) else None for s, e in entries.items()}
+    found = {s: v for s, v in values.items() if v is not None}
+    if not found:
+        return None
+    return group_mean(b.name, v1.metric, found, subs)
+
+
+def _fraction(bench: str, sub: str, metric: str, value: object) -> float | Refusal:
+    """A part's value as a fraction in 0..1, or a `Refusal` naming the part."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return Refusal(f"{bench} subtask {sub}: {metric} {str(value)[:30]} is not a number")
+    if not 0.0 <= value <= 1.0:
+        return Refusal(f"{bench} subtask {sub}: {metric} {value:g} is outside 0..1")
+    return float(value)
+
+
+def group_mean(
+    bench: str, metric: str, found: Mapping[str, object], subs: Iterable[str]
+) -> float | Refusal:
+    """The mean of a group's parts {subtask: value}: a `Refusal` unless every one of `subs`
+    is there (a partial group is not a score) and each is a fraction in 0..1."""
+    subs = list(subs)
+    missing = [s for s in subs if s not in found]
+    if missing:
+        return Refusal(
+            f"{bench}: {len(subs) - len(missing)} of {len(subs)} subtasks in the results file"
+            f" (no {missing[0]}): a partial group is not a score"
+        )
+    values = [_fraction(bench, s, metric, found[s]) for s in subs]
+    bad = next((v for v in values if isinstance(v, Refusal)), None)
+    return bad if bad is not None else sum(values) / len(values)  # type: ignore[arg-type]
 
 
 # -- v2 ------------------------------------------------------------------------------------
@@ -126,7 +169,7 @@ def n_choices(path: Path) -> int | None:
     with open(path, encoding="utf-8") as f:
         for line in f:
             try:
-                args = json.loads(line).get("arguments")
+                args = loads(line).get("arguments")  # type: ignore[union-attr]
             except (ValueError, AttributeError):
                 return None
             return len(args) if isinstance(args, dict | list) and args else None
@@ -146,58 +189,74 @@ def v2_scores(
 
     choices: {subtask: number of choices}, from the samples files read with them."""
     rows: dict[str, dict[str, Any]] = {}
+    broken: list[tuple[int, Refusal]] = []
     names = {b.name: b.v2.name for b in records() if b.v2}
     for path, ref_no in files:
-        results = read_json(path).get("results")
-        if isinstance(results, dict):
-            for bench, (score, how) in v2_file_scores(results, choices).items():
-                definition = f"Open LLM Leaderboard v2 {names[bench]}: {how}"
-                rows[bench] = {"score": score, "definition": definition, "ref_no": ref_no}
-    return scores_frame(rows, model)
+        data = read_results(path)
+        if isinstance(data, Refusal):
+            broken.append((ref_no, data))
+            continue
+        for bench, found in v2_file_scores(data["results"], choices).items():
+            score, how = (found, "") if isinstance(found, Refusal) else found
+            _entry(rows, bench, score, f"Open LLM Leaderboard v2 {names[bench]}: {how}", ref_no)
+    return scores_frame(rows, model, broken)
 
 
-def v2_file_scores(results: dict, choices: Mapping[str, int]) -> dict[str, tuple[float, str]]:
-    """{benchmark: (normalized score, definition)} of one v2 results file's `results`."""
-    out: dict[str, tuple[float, str]] = {}
+def v2_file_scores(
+    results: dict, choices: Mapping[str, int]
+) -> dict[str, tuple[float, str] | Refusal]:
+    """{benchmark: (normalized score, definition) or `Refusal`} of one v2 results file's
+    `results`."""
+    out: dict[str, tuple[float, str] | Refusal] = {}
     for b in records():
         if b.v2 is None:
             continue
         if b.v2.group is None:
-            found = _subtask_mean(results, choices, b.name, b.metric)
+            found = _subtask_mean(results, choices, b)
         else:
-            found = _group_score(results, b.v2.group, b.metric, b.v2.choices)
+            found = _group_score(results, b.name, b.v2.group, b.metric, b.v2.choices)
         if found is not None:
             out[b.name] = found
     return out
 
 
-def _group_score(results: dict, key: str, metric: str, k: int | None) -> tuple[float, str] | None:
-    """A group entry's metric normalized from 1/k (random) to 1 (raw when k is None)."""
-    raw = _value(results.get(key), metric)
+def _group_score(
+    results: dict, bench: str, key: str, metric: str, k: int | None
+) -> tuple[float, str] | Refusal | None:
+    """A group entry's metric normalized from 1/k (random) to 1 (raw when k is None); a
+    `Refusal` when the raw value is not a fraction in 0..1."""
+    entry = results.get(key)
+    raw = entry.get(f"{metric},none") if isinstance(entry, dict) else None
     if raw is None:
         return None
+    value = _fraction(bench, key, metric, raw)
+    if isinstance(value, Refusal):
+        return value
     how = f"{metric} normalized from 1/{k} (random) to 1" if k else f"{metric}, raw"
-    return normalize(raw, k), how
+    return normalize(value, k), how
 
 
 def _subtask_mean(
-    results: dict, choices: Mapping[str, int], bench: str, metric: str
-) -> tuple[float, str] | None:
+    results: dict, choices: Mapping[str, int], b: Benchmark
+) -> tuple[float, str] | Refusal | None:
     """The mean over a task's subtasks of each one normalized by its own number of choices
-    (None unless every subtask's value and number of choices is known)."""
-    subtasks = sorted(t for t in results if map_lm_eval_task(t).benchmark == bench)
-    values = [_value(results[t], metric) for t in subtasks]
-    if not subtasks or None in values or any(t not in choices for t in subtasks):
+    (None when no subtask is there or a number of choices is unknown; a `Refusal` for a
+    partial group, when the record names its subtasks, or a value outside 0..1)."""
+    tasks = {map_lm_eval_task(t).subject: t for t in results}
+    tasks = {s: t for s, t in tasks.items() if s and map_lm_eval_task(t).benchmark == b.name}
+    if not tasks or any(t not in choices for t in tasks.values()):
         return None
-    mean = sum(normalize(v, choices[t]) for v, t in zip(values, subtasks, strict=True))  # type: ignore[arg-type]
-    how = (f"{metric} normalized from 1/choices (random) to 1 per subtask, mean of"
-           f" {len(subtasks)} subtasks")  # fmt: skip
-    return mean / len(subtasks), how
+    found = {s: _value(results[t], b.metric) for s, t in tasks.items()}
+    raw = group_mean(b.name, b.metric, found, sorted(b.subtasks or tasks))
+    if isinstance(raw, Refusal):
+        return raw
+    # every part is a fraction now: normalize each by its own number of choices
+    mean = sum(normalize(float(found[s]), choices[t]) for s, t in tasks.items())  # type: ignore[arg-type]
+    how = (f"{b.metric} normalized from 1/choices (random) to 1 per subtask, mean of"
+           f" {len(tasks)} subtasks")  # fmt: skip
+    return mean / len(tasks), how
 
 
-def _value(entry: object, metric: str) -> float | None:
-    """`entry["{metric},none"]` as a finite float, or None."""
-    value = entry.get(f"{metric},none") if isinstance(entry, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
+def _value(entry: object, metric: str) -> object:
+    """`entry["{metric},none"]` as it is (None when absent)."""
+    return entry.get(f"{metric},none") if isinstance(entry, dict) else None

@@ -20,6 +20,7 @@ import duckdb
 import polars as pl
 
 from sparseeval.consume.benchmarks import records
+from sparseeval.consume.ids import MAX_MODEL_LEN, IdError, canonical_id
 from sparseeval.pipeline.store.db import Store, execute, fetch
 from sparseeval.pipeline.store.unit import conform
 
@@ -70,8 +71,31 @@ class ScoreCounts:
 
 
 def stage_scores(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame | None) -> None:
-    """Register `frame` (the `SCORE_SCHEMA` layout; missing columns null) as `score_frame`."""
-    con.register(SCORE_FRAME, conform(frame, SCORE_SCHEMA))
+    """Register `frame` (the `SCORE_SCHEMA` layout; missing columns null) as `score_frame`,
+    its model ids canonical by the rule result rows follow (`consume.ids`): every score
+    path (scores files, lm-eval and Hub results) goes through here."""
+    con.register(SCORE_FRAME, canonical_models(conform(frame, SCORE_SCHEMA)))
+
+
+def canonical_models(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with each model id canonical; a row whose id has no canonical form (a
+    control or format character, too long) gets that reason as its `refusal`."""
+    ids = frame["model"].drop_nulls().unique().to_list()
+    canon, why = {}, {}
+    for raw in ids:
+        try:
+            canon[raw] = canonical_id(raw, "model id", MAX_MODEL_LEN)
+        except IdError as exc:
+            why[raw] = str(exc)
+    if all(canon.get(i) == i for i in ids):
+        return frame
+    model = pl.col("model")
+    return frame.with_columns(
+        model=model.replace_strict(canon, default=model, return_dtype=pl.String),
+        refusal=pl.coalesce(
+            "refusal", model.replace_strict(why, default=None, return_dtype=pl.String)
+        ),
+    )
 
 
 def merge_scores(con: duckdb.DuckDBPyConnection, params: dict) -> ScoreCounts:
