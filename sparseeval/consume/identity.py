@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sparseeval.consume.lm_eval_ids import LmEvalError, doc_id, synthetic_hint
-from sparseeval.consume.lm_eval_samples import find_samples_files, json_lines, samples_task
 
 LM_EVAL_DOC = "lm-eval doc id"
 ROW_INDEX = "leaderboard row index"
@@ -106,34 +105,14 @@ def split_hash(value: object) -> tuple[str, str] | None:
     return (name, digest) if name and digest else None
 
 
-def read_doc_hashes(paths: Iterable[str | Path]) -> dict[tuple[str, int], str]:
-    """{(task, doc_id): doc_hash} of every samples line that carries one."""
-    out: dict[tuple[str, int], str] = {}
-    for f in find_samples_files(paths):
-        named = samples_task(f)
-        if named is None:
-            continue
-        for _, rec in json_lines(f, LmEvalError):
-            if isinstance(rec, dict) and isinstance(rec.get(DOC_HASH), str) and rec[DOC_HASH]:
-                try:
-                    out[(named[0], doc_id(rec.get("doc_id")))] = rec[DOC_HASH]
-                except ValueError:
-                    continue  # the answers reader names the bad line
-    return out
-
-
-def hash_mismatches(
-    answered: Iterable[str], item_sources: Mapping | None, hashes: Mapping[tuple[str, int], str]
-) -> list[str]:
-    """The answered anchors whose answer's `doc_hash` differs from the set's `doc_hash`."""
+def hash_mismatches(item_sources: Mapping | None, hashes: Mapping[str, str]) -> list[str]:
+    """The answered anchors {item: doc_hash of its answer} whose hash differs from the
+    set's `doc_hash`."""
     bad = []
-    for item in answered:
+    for item, seen in hashes.items():
         src = (item_sources or {}).get(item)
         stored = split_hash(src.get("hash")) if isinstance(src, Mapping) else None
-        if stored is None or stored[0] != DOC_HASH or "task" not in src:
-            continue
-        seen = hashes.get((str(src["task"]), int(src["doc_id"])))
-        if seen is not None and seen != stored[1]:
+        if stored is not None and stored[0] == DOC_HASH and seen != stored[1]:
             bad.append(item)
     return bad
 
@@ -147,9 +126,9 @@ def mismatch_message(benchmark: str, bad: list[str]) -> str:
     )
 
 
-def check_hashes(anchor_set, paths: Iterable[str | Path], answered: Iterable[str]) -> None:
-    """LmEvalError (one line) when an answered anchor's `doc_hash` in the samples under
-    `paths` differs from the set's."""
-    bad = hash_mismatches(answered, anchor_set.item_sources, read_doc_hashes(paths))
+def check_hashes(anchor_set, hashes: Mapping[str, str]) -> None:
+    """LmEvalError (one line) when an answered anchor's `doc_hash` ({item: doc_hash}, as
+    `lm_eval.read_responses` read them) differs from the set's."""
+    bad = hash_mismatches(getattr(anchor_set, "all_item_sources", anchor_set.item_sources), hashes)
     if bad:
         raise LmEvalError(mismatch_message(anchor_set.benchmark, bad))

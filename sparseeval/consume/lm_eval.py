@@ -82,25 +82,35 @@ def read_responses(
     metric: str | None = None,
     filter: str | None = None,
     task: str | None = None,
+    hashes: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """{item id: 0/1} from lm-eval samples files (or folders holding them).
 
     With `items` (an anchor set's items) docs are mapped back to those ids and
-    docs that are not anchors are ignored; without, ids are `task:doc_id`.
+    docs that are not anchors are ignored; without, ids are `task:doc_id`. hashes: filled
+    with {item id: doc_hash} of the answers whose line carries one, whatever the file's
+    name (a generated task's doc is not the original's, so its hash is not comparable).
     """
     inverse = None  # made when first needed: the files of generated tasks name their items
     out: dict[str, int] = {}
     for f in find_samples_files(paths):
         named = samples_task(f) is not None
-        t, docs = read_samples_file(f, metric=metric, filter=filter, task=None if named else task)
+        seen: dict[int, str] = {}
+        t, docs = read_samples_file(f, metric=metric, filter=filter,
+                                    task=None if named else task, hashes=seen)  # fmt: skip
         generated = generated_task_items(f)
         for doc, value in docs.items():
             if generated:
-                out[generated[doc]] = value
+                item = generated[doc]
             elif items is None:
-                out[f"{t}:{doc}"] = value
+                item = f"{t}:{doc}"
             elif (t, doc) in (inverse := inverse or _inverse(items, benchmark, item_sources, task)):
-                out[inverse[(t, doc)]] = value
+                item = inverse[(t, doc)]
+            else:
+                continue
+            out[item] = value
+            if hashes is not None and doc in seen and not generated:
+                hashes[item] = seen[doc]
     return out
 
 

@@ -186,8 +186,11 @@ def read_samples_file(
     metric: str | None = None,
     filter: str | None = None,
     task: str | None = None,
+    hashes: dict[int, str] | None = None,
 ) -> tuple[str, dict[int, int]]:
-    """(task, {doc_id: 0/1}) from one lm-eval samples jsonl file; any bad line is an error."""
+    """(task, {doc_id: 0/1}) from one lm-eval samples jsonl file; any bad line is an error.
+
+    hashes: filled with {doc_id: doc_hash} of the lines read that carry one."""
     path = Path(path)
     named = samples_task(path)
     task = task or (named[0] if named else None)
@@ -217,6 +220,8 @@ def read_samples_file(
         if out.get(s.doc_id, s.value) != s.value:
             raise LmEvalError(f"{path}:{n}: doc {s.doc_id} appears twice with different results")
         out[s.doc_id] = s.value
+        if hashes is not None and s.doc_hash:
+            hashes[s.doc_id] = s.doc_hash
     return task, out
 
 

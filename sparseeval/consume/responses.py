@@ -166,14 +166,15 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
 
     opts = {k: v for k, v in dict(options or {}).items() if v is not None}
     ignore_hashes = bool(opts.pop("ignore_hash_mismatch", False))
+    hashes: dict[str, str] = {}
     try:
         answers = read_responses(
             paths, items=getattr(anchor_set, "known_items", anchor_set.items),
-            benchmark=anchor_set.benchmark,
+            benchmark=anchor_set.benchmark, hashes=hashes,
             item_sources=getattr(anchor_set, "all_item_sources", anchor_set.item_sources), **opts,
         )  # fmt: skip
         if not ignore_hashes:
-            check_hashes(anchor_set, paths, answers)
+            check_hashes(anchor_set, hashes)
         return answers
     except UnicodeDecodeError as e:
         raise ResponsesError(_undecodable_among(paths, e)) from None

@@ -65,23 +65,33 @@ def test_a_bad_id_map_names_its_line(tmp_path, text, task, says):
     assert says in str(e.value)
 
 
-def samples(folder, hashes: dict[int, str]):
+def samples(
+    folder,
+    hashes: dict[int, str],
+    name: str = "samples_arc_challenge_2024-05-01T12-00-00.123456.jsonl",
+):
     folder.mkdir(parents=True, exist_ok=True)
     lines = [{"doc_id": d, "doc_hash": h, "filter": "none", "acc_norm": 1.0}
              for d, h in hashes.items()]  # fmt: skip
-    path = folder / "samples_arc_challenge_2024-05-01T12-00-00.123456.jsonl"
+    path = folder / name
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return folder
 
 
-def test_answers_to_other_questions_are_named(tmp_path):
-    folder = samples(tmp_path / "run", {0: "aa", 1: "zz", 2: "other"})
-    hashes = ids.read_doc_hashes([folder])
-    assert hashes == {("arc_challenge", 0): "aa", ("arc_challenge", 1): "zz",
-                      ("arc_challenge", 2): "other"}  # fmt: skip
+@pytest.mark.parametrize("name", ["samples_arc_challenge_2024-05-01T12-00-00.123456.jsonl",
+                                  "my_run.jsonl"])  # fmt: skip
+def test_answers_to_other_questions_are_named(tmp_path, name):
+    from sparseeval.consume.lm_eval import read_responses
+
+    folder = samples(tmp_path / "run", {0: "aa", 1: "zz", 2: "other"}, name)
+    hashes: dict[str, str] = {}
+    got = read_responses([folder / name], items=["0", "1", "2"], benchmark="arc",
+                         item_sources=SOURCES, task="arc_challenge", hashes=hashes)  # fmt: skip
+    assert got == {"0": 1, "1": 1, "2": 1}
+    assert hashes == {"0": "aa", "1": "zz", "2": "other"}  # whatever the file's name
     # doc 1's hash differs; doc 2's set hash is another kind (a details row), not compared
-    assert ids.hash_mismatches(["0", "1", "2"], SOURCES, hashes) == ["1"]
-    assert ids.hash_mismatches(["0"], SOURCES, hashes) == []
+    assert ids.hash_mismatches(SOURCES, hashes) == ["1"]
+    assert ids.hash_mismatches(SOURCES, {"0": "aa"}) == []
     message = ids.mismatch_message("arc", ["1"])
     assert message == (
         "arc: 1 answered anchor(s) have another doc_hash than the set's (1): the questions"
