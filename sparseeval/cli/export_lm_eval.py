@@ -76,7 +76,8 @@ def add_export_command(subparsers) -> None:
     e.add_argument(
         "--id-map",
         metavar="FILE.csv",
-        help="map the set's opaque item ids to lm-eval docs (CSV columns item,doc_id[,task])",
+        help="map the set's opaque item ids to lm-eval docs (CSV columns item,doc_id[,task];"
+        " the suite's: benchmark,item,doc_id[,task])",
     )
     e.set_defaults(func=_guarded(cmd_export_lm_eval))
 
@@ -137,8 +138,8 @@ def _members(aset) -> list:
 def exportable(aset, id_map: str | None, task: str | None, members: tuple[str, ...] = ()):
     """The set (or suite) with `--id-map` applied; refused (one line) while any id is opaque.
 
-    A suite's map may key rows by suite id `B/ITEM` (that member only) or by a member's own
-    id `ITEM` (every member that has it); a row without a task gets the member's own task.
+    A suite's map names each row's member (column `benchmark`, or suite id `B/ITEM`); a
+    row without a task gets the member's own task (`identity.read_id_map`).
     """
     from dataclasses import replace
 
@@ -150,21 +151,12 @@ def exportable(aset, id_map: str | None, task: str | None, members: tuple[str, .
         own = {b: exportable(m, id_map, task, names) for b, m in aset.own.items()}
         return replace(aset, own=own)
     default = task or default_task(aset.benchmark)
-    mapping = ids.read_id_map(id_map, default) if id_map else None
-    if mapping and members:
-        mapping = _member_rows(mapping, aset.benchmark, members)
+    mapping = ids.read_id_map(id_map, default, aset.benchmark, members) if id_map else None
     sources = (
         ids.with_id_map(aset.items, aset.item_sources, mapping) if mapping else aset.item_sources
     )
     ids.check_exportable(aset.benchmark, aset.items, sources)
     return replace(aset, manifest={**aset.manifest, "item_sources": sources}) if mapping else aset
-
-
-def _member_rows(mapping: dict, benchmark: str, members: tuple[str, ...]) -> dict:
-    """The rows of a suite's id map for one member: its `B/ITEM` rows and the plain ones."""
-    mine = {k[len(benchmark) + 1 :]: v for k, v in mapping.items() if k.startswith(f"{benchmark}/")}
-    plain = {k: v for k, v in mapping.items() if not k.startswith(tuple(f"{b}/" for b in members))}
-    return plain | mine
 
 
 def _note_unknown_ids(sets: list) -> None:

@@ -75,8 +75,17 @@ def check_exportable(benchmark: str, items: list[str], item_sources: Mapping | N
         raise LmEvalError(opaque_message(benchmark, opaque) + synthetic_hint(opaque))
 
 
-def read_id_map(path: str | Path, default_task: str | None = None) -> dict[str, dict]:
-    """{item: {task, doc_id}} from a CSV with columns `item`, `doc_id` and optionally `task`."""
+def read_id_map(
+    path: str | Path,
+    default_task: str | None = None,
+    benchmark: str | None = None,
+    members: tuple[str, ...] = (),
+) -> dict[str, dict]:
+    """{item: {task, doc_id}} of `benchmark` from a CSV with columns `item`, `doc_id` and
+    optionally `task` and `benchmark`. Rows are scoped per benchmark: a row names its
+    benchmark (column `benchmark`, or a suite id `B/ITEM`) or, in a one-benchmark map, is
+    that benchmark's; a suite's map (`members`) must name each row's. The map is
+    one-to-one: an item twice, or two items to one doc, is refused (one line)."""
     path = Path(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -86,15 +95,54 @@ def read_id_map(path: str | Path, default_task: str | None = None) -> dict[str, 
     if not rows or not {"item", "doc_id"} <= set(rows[0]):
         raise LmEvalError(f"--id-map {path}: expected a CSV with columns item,doc_id[,task]")
     out: dict[str, dict] = {}
+    lines: dict[object, int] = {}
     for n, row in enumerate(rows, start=2):
+        where = f"--id-map {path}:{n}"
+        bench, item = _row_scope(row, members, where)
+        if (bench or benchmark) != benchmark:
+            continue
         task = (row.get("task") or "").strip() or default_task
         if not task:
-            raise LmEvalError(f"--id-map {path}:{n}: no task (add a task column or pass --task)")
+            raise LmEvalError(f"{where}: no task (add a task column or pass --task)")
         try:
-            out[str(row["item"]).strip()] = {"task": task, "doc_id": doc_id(row["doc_id"])}
+            entry = {"task": task, "doc_id": doc_id(row["doc_id"])}
         except ValueError as exc:
-            raise LmEvalError(f"--id-map {path}:{n}: {exc}") from None
+            raise LmEvalError(f"{where}: {exc}") from None
+        _check_task(task, benchmark, where)
+        for key, what in ((("item", item), f"item {item!r} is mapped twice"),
+                          ((task, entry["doc_id"]), f"two items map to {task} doc"
+                           f" {entry['doc_id']}")):  # fmt: skip
+            if key in lines:
+                raise LmEvalError(f"{where}: {what} (also line {lines[key]}): a map is one-to-one")
+            lines[key] = n
+        out[item] = entry
     return out
+
+
+def _row_scope(row: Mapping, members: tuple[str, ...], where: str) -> tuple[str | None, str]:
+    """(benchmark the row names or None, its item id)."""
+    item = str(row["item"]).strip()
+    bench = (row.get("benchmark") or "").strip() or None
+    head, sep, rest = item.partition("/")
+    if bench is None and sep and head in members:
+        bench, item = head, rest
+    if members and bench is None:
+        raise LmEvalError(
+            f"{where}: a suite's id map names each row's benchmark (columns"
+            " benchmark,item,doc_id[,task], or item B/ITEM)"
+        )
+    return bench, item
+
+
+def _check_task(task: str, benchmark: str | None, where: str) -> None:
+    """A row's task must be one of its benchmark's (an ARC anchor is no Winogrande doc)."""
+    from sparseeval.consume.benchmarks import record
+    from sparseeval.consume.taskmap import map_lm_eval_task
+
+    owner = map_lm_eval_task(task).benchmark
+    mine = record(benchmark) if benchmark else None
+    if mine is not None and owner != benchmark and record(owner) and task not in mine.specs:
+        raise LmEvalError(f"{where}: task {task} is {owner}'s, not {benchmark}'s")
 
 
 def split_hash(value: object) -> tuple[str, str] | None:

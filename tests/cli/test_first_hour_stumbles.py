@@ -144,12 +144,16 @@ def test_reports_suggest_export_only_where_it_works(manifest, says, not_said):
     assert says in line and (not not_said or not_said not in line), line
 
 
-def test_a_suite_id_map_keys_rows_by_suite_id_or_by_the_members_own_id():
-    from sparseeval.cli.export_lm_eval import _member_rows
+def test_a_suite_id_map_scopes_rows_by_benchmark_column_or_suite_id(tmp_path):
+    from sparseeval.consume.identity import read_id_map
 
-    rows = {"arc/5": {"doc_id": 1}, "gsm8k/5": {"doc_id": 2}, "9": {"doc_id": 3}}
-    assert _member_rows(rows, "arc", ("arc", "gsm8k")) == {"5": {"doc_id": 1}, "9": {"doc_id": 3}}
-    assert _member_rows(rows, "gsm8k", ("arc", "gsm8k"))["5"] == {"doc_id": 2}
+    path = tmp_path / "map.csv"
+    path.write_text("benchmark,item,doc_id\narc,5,1\n,gsm8k/5,2\nwinogrande,5,3\n")
+    members = ("arc", "gsm8k", "winogrande")
+    assert read_id_map(path, "arc_challenge", "arc", members) == {
+        "5": {"task": "arc_challenge", "doc_id": 1}
+    }
+    assert read_id_map(path, "gsm8k", "gsm8k", members)["5"]["doc_id"] == 2
 
 
 def test_a_slow_temporary_server_is_one_line_not_a_bug():
