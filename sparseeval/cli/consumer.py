@@ -81,6 +81,11 @@ def _add_predict(subparsers) -> None:
         action="store_true",
         help="score lm-eval answers whose doc_hash differs from the set's (other questions)",
     )
+    p.add_argument(
+        "--id-map",
+        metavar="FILE.csv",
+        help="the map export-lm-eval was given (item,doc_id[,task]; opaque ids to lm-eval docs)",
+    )
     p.set_defaults(func=_guarded(cmd_predict))
 
 
@@ -191,7 +196,8 @@ def suggestion(aset, answers: dict, est, args) -> dict | None:
 def _lm_eval_options(args) -> dict:
     """How lm-eval samples among the responses are read."""
     return {"metric": args.metric, "filter": args.filter, "task": args.task,
-            "ignore_hash_mismatch": args.ignore_hash_mismatch}  # fmt: skip
+            "ignore_hash_mismatch": args.ignore_hash_mismatch,
+            "id_map": getattr(args, "id_map", None)}  # fmt: skip
 
 
 def describe_data(est) -> str:

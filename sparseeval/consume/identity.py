@@ -172,11 +172,3 @@ def mismatch_message(benchmark: str, bad: list[str]) -> str:
         f"{benchmark}: {len(bad)} answered anchor(s) have another doc_hash than the set's"
         f" ({shown}): {MISMATCH} (--ignore-hash-mismatch to score them anyway)"
     )
-
-
-def check_hashes(anchor_set, hashes: Mapping[str, str]) -> None:
-    """LmEvalError (one line) when an answered anchor's `doc_hash` ({item: doc_hash}, as
-    `lm_eval.read_responses` read them) differs from the set's."""
-    bad = hash_mismatches(getattr(anchor_set, "all_item_sources", anchor_set.item_sources), hashes)
-    if bad:
-        raise LmEvalError(mismatch_message(anchor_set.benchmark, bad))

@@ -161,20 +161,22 @@ def read_responses_files(
 
 
 def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -> dict:
-    from sparseeval.consume.identity import check_hashes
+    from sparseeval.consume.identity import hash_mismatches, mismatch_message
     from sparseeval.consume.lm_eval import LmEvalError, read_responses
 
     opts = {k: v for k, v in dict(options or {}).items() if v is not None}
     ignore_hashes = bool(opts.pop("ignore_hash_mismatch", False))
     hashes: dict[str, str] = {}
     try:
+        sources = _mapped_sources(anchor_set, opts.pop("id_map", None), opts.get("task"))
         answers = read_responses(
             paths, items=getattr(anchor_set, "known_items", anchor_set.items),
-            benchmark=anchor_set.benchmark, hashes=hashes,
-            item_sources=getattr(anchor_set, "all_item_sources", anchor_set.item_sources), **opts,
+            benchmark=anchor_set.benchmark, hashes=hashes, item_sources=sources, **opts,
         )  # fmt: skip
         if not ignore_hashes:
-            check_hashes(anchor_set, hashes)
+            bad = hash_mismatches(sources, hashes)
+            if bad:
+                raise LmEvalError(mismatch_message(anchor_set.benchmark, bad))
         return answers
     except UnicodeDecodeError as e:
         raise ResponsesError(_undecodable_among(paths, e)) from None
@@ -182,6 +184,20 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
         if printable(e) == str(e):
             raise
         raise type(e)(printable(e)) from None
+
+
+def _mapped_sources(anchor_set: Any, id_map: str | None, task: str | None) -> Mapping | None:
+    """The set's item sources, with `--id-map`'s rows (the map export-lm-eval took) over them."""
+    from sparseeval.consume import identity as ids
+    from sparseeval.consume.taskmap import default_task
+
+    sources = getattr(anchor_set, "all_item_sources", anchor_set.item_sources)
+    if not id_map:
+        return sources
+    mapping = ids.read_id_map(id_map, task or default_task(anchor_set.benchmark),
+                              anchor_set.benchmark)  # fmt: skip
+    items = list(getattr(anchor_set, "known_items", anchor_set.items))
+    return ids.with_id_map(items, sources, mapping)
 
 
 class MergedAnswers:

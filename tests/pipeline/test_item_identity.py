@@ -183,6 +183,13 @@ def test_export_refuses_opaque_ids_and_takes_an_id_map(tmp_path, capsys):
         "arc_challenge": sorted(100 + int(a) for a in anchors)
     }
     assert "note:" not in err
+    # the run of those docs: predict takes the same map (it asked for one it did not take)
+    run_dir = lm_eval_run(tmp_path / "run", "org/new", docs=[100 + int(a) for a in anchors])
+    predict = ["predict", "--anchor-set", root, "--benchmark", "arc", "--responses", run_dir]
+    rc, out, err = run_cli(predict, capsys)
+    assert rc == 2 and "--id-map" in err and len(err.strip().splitlines()) == 1
+    rc, out, err = run_cli([*predict, "--id-map", id_map], capsys)
+    assert rc == 0 and f"from {len(anchors)}/{len(anchors)} anchors" in out, err
 
 
 def test_a_set_from_before_exports_with_a_note(tmp_path, capsys):
