@@ -16,6 +16,7 @@ from sparseeval.cli.anchor_args import (
     _anchor_root,
     _common,
     _guarded,
+    _trust,
     add_next_options,
     chosen_items,
 )
@@ -85,7 +86,7 @@ def cmd_anchors(args) -> int:
     template = Path(args.template) if args.template else None
     if template is not None and template.exists() and not args.force:
         raise UserError(f"{template} exists (pass --force to overwrite it)")
-    aset = load_anchor_set(root, args.benchmark, args.version, budget=args.budget)
+    aset = load_anchor_set(root, args.benchmark, args.version, **_trust(args))  # the key too
     rows = anchor_rows(aset, None if args.next is None else chosen_items(aset, args))
     if template is not None:
         template.parent.mkdir(parents=True, exist_ok=True)

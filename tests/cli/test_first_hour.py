@@ -105,6 +105,12 @@ def test_predict_checks_the_publishers_signature(published, tmp_path, capsys):
     capsys.readouterr()
     assert main([*base, "--public-key", str(tmp_path / "other.pem")]) == 2
     assert "does not verify with the public key" in one_error(capsys)
+    # anchors takes the same flag and verifies it (it was accepted and ignored)
+    listed = ["anchors", "--anchor-set", str(root), "--benchmark", "arc", "--public-key"]
+    assert main([*listed, str(tmp_path / "pub.pem")]) == 0
+    capsys.readouterr()
+    assert main([*listed, str(tmp_path / "other.pem")]) == 2
+    assert "does not verify with the public key" in one_error(capsys)
 
 
 def _wide(tmp_path, rows: int = 60, blank: tuple[int, int] | None = None):
