@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.ids import IdError, canonical_id
+from sparseeval.consume.ids import MAX_ITEM_LEN, IdError, canonical_id
 from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys
 from sparseeval.consume.sniff import compressed_message, layout_hint, shown_columns
 
@@ -306,7 +306,21 @@ def _text_lines(path: Path) -> Iterator[str]:
 
 
 def _read_csv(path: Path) -> Iterator[tuple[str, object, str]]:
+    """(item, answer, where) of each row; a CSV error (a field past the csv module's limit,
+    e.g. a 1 MB item id) is one line naming the file and line."""
     reader = csv.DictReader(_text_lines(path))
+    try:
+        yield from _csv_rows(path, reader)
+    except csv.Error as exc:
+        line = reader.line_num + 1  # the row being read
+        why = str(exc)
+        if "field limit" in why:
+            why = (f"a field longer than {csv.field_size_limit():,} characters (an item id is"
+                   f" at most {MAX_ITEM_LEN})")  # fmt: skip
+        raise ResponsesError(f"{printable(path)}:{line}: not a readable CSV row: {why}") from None
+
+
+def _csv_rows(path: Path, reader: csv.DictReader) -> Iterator[tuple[str, object, str]]:
     cols = [c.strip() for c in reader.fieldnames or []]
     if "item" not in cols or "correct" not in cols:
         raise ResponsesError(
