@@ -125,8 +125,11 @@ def _guess_format(path: Path) -> str:
         raise SourceError(f"cannot tell what source {str(path)!r} is ({usage()})")
     if not path.is_file():
         return "long"  # the reader names the missing file
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
-        header = {c.strip() for c in next(csv.reader(f), [])}
+    try:
+        with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+            header = {c.strip() for c in next(csv.reader(f), [])}
+    except csv.Error as exc:  # e.g. a column name past the csv module's field limit
+        raise SourceError(f"{path}: line 1: not a CSV header ({exc})") from None
     if looks_like_scores(header):
         raise SourceError(
             f"{path} looks like a table of reported scores (model/name and benchmark columns),"

@@ -1,0 +1,33 @@
+"""Odd inputs to ingest (issue 28, classes 5 and 6): each is one line about that file, and the
+command's other files still land."""
+
+from __future__ import annotations
+
+import duckdb
+
+from sparseeval.cli import main
+
+
+def _good(tmp_path):
+    p = tmp_path / "good.csv"
+    p.write_text("model,benchmark,item,correct\n" + "".join(
+        f"m{m},arc,{i},1\n" for m in range(3) for i in range(4)))  # fmt: skip
+    return p
+
+
+def _rows(store) -> int:
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        return con.execute("SELECT count(*) FROM results_view").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_a_1mb_column_name_fails_its_file_alone(tmp_path, capsys):
+    wide = tmp_path / "wide.csv"
+    wide.write_text("model," + "x" * 1_000_000 + "\nm1,1\n")
+    store = tmp_path / "s.duckdb"
+    rc = main(["ingest", str(_good(tmp_path)), str(wide), "--store", str(store)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "wide.csv: line 1: not a CSV header" in err and "Traceback" not in err
+    assert _rows(store) == 12
