@@ -9,7 +9,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 from sparseeval.flows._home import hold_home
 from sparseeval.flows._run import resolve_settings, stamp
-from sparseeval.flows.refresh import assess_and_publish, fit_benchmarks
+from sparseeval.flows.refresh import assess_and_publish, fit_batch
 
 from sparseeval import tasks
 from sparseeval.consume.layout import AnchorSetError
@@ -54,7 +54,7 @@ def retrain_benchmark(
             have = ", ".join(states)
             raise SettingsError(f"no results for benchmark {benchmark!r} (have: {have})")
         try:
-            fitted = fit_benchmarks(settings, [benchmark], {benchmark: states[benchmark]}, True)
+            fitted = fit_batch(settings, [benchmark], states, True)
             return [_retrained(settings, r, publish) for r in fitted]
         finally:
             forget_loaded()  # the matrices and models this run read

@@ -7,6 +7,7 @@ Run once now:  `sparseeval refresh`  (or `python -m sparseeval.flows.refresh`).
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -30,13 +31,23 @@ from sparseeval.pipeline.recipe import NothingRan, PipelineError
 from sparseeval.pipeline.records import BenchmarkResult, RunSummary
 from sparseeval.pipeline.settings import Settings
 
+# The names and store states a `fit-benchmarks` run fits, by reference: Prefect refuses flow
+# parameters over 512 KiB, which thousands of benchmarks passed by value would pass.
+_BATCHES: dict[str, tuple[list[str], dict[str, str]]] = {}
 
-@flow(name="fit-benchmarks", flow_run_name=lambda: "fit " + ", ".join(
-    flow_run.parameters.get("benchmarks") or []))  # fmt: skip
-def fit_benchmarks(
-    settings: Settings, benchmarks: list[str], store_states: dict[str, str], force: bool = False
-) -> list[BenchmarkResult]:
-    """Fan out: build each benchmark's matrix and fit each budget, concurrently."""
+
+def _batch_name(batch: object) -> str:
+    names = _BATCHES.get(str(batch), ([], {}))[0]
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return "fit " + ", ".join(names[:3]) + more
+
+
+@flow(name="fit-benchmarks",
+      flow_run_name=lambda: _batch_name(flow_run.parameters.get("batch")))  # fmt: skip
+def fit_benchmarks(settings: Settings, batch: str, force: bool = False) -> list[BenchmarkResult]:
+    """Fan out: build each benchmark's matrix and fit each budget, concurrently (the
+    benchmarks and their store states: `_BATCHES[batch]`, see `fit_batch`)."""
+    benchmarks, store_states = _BATCHES[batch]
     paths, matrix = settings.section("paths"), settings.section("matrix")
     mats = {b: tasks.build_matrix.submit(paths, matrix, b, store_states[b]) for b in benchmarks}
     fits = {(b, k): tasks.fit_benchmark.submit(settings, mats[b], k, force)
@@ -49,6 +60,23 @@ def fit_benchmarks(
         say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r, k)}")
         out.append(r)
     return out
+
+
+def fit_batch(
+    settings: Settings,
+    names: list[str],
+    states: dict[str, str],
+    force: bool = False,
+    runner: Any = None,
+) -> list[BenchmarkResult]:
+    """`fit_benchmarks` of `names`, passed by reference (one key, whatever their number)."""
+    key = uuid.uuid4().hex
+    _BATCHES[key] = (list(names), {b: states[b] for b in names})
+    run = fit_benchmarks.with_options(task_runner=runner) if runner is not None else fit_benchmarks
+    try:
+        return run(settings, key, force)
+    finally:
+        _BATCHES.pop(key, None)
 
 
 def assess_and_publish(
@@ -136,9 +164,7 @@ def fit_and_publish(
     say(f"fit: {len(names)} benchmark(s) ({', '.join(names)}), {settings.workers} at a time")
     runner = task_runner_for(settings, dask_processes)
     try:
-        fitted = fit_benchmarks.with_options(task_runner=runner)(
-            settings, names, {b: states[b] for b in names}
-        )
+        fitted = fit_batch(settings, names, states, runner=runner)
         results = [publish_step(settings, r) for r in with_sibling_budgets(fitted)]
         suite = suite_step(settings, results, left_out=sorted(set(states) - set(names)))
     finally:

@@ -235,3 +235,36 @@ def test_stage_flows(tmp_path):
     ingest_only(sources=[release(tmp_path, 200, 230, ["arc"])], home=str(home))
     scores = evaluate_published("arc", home=str(home))
     assert scores["n"] == 30 and scores["mae"] < 20
+
+
+def test_thousands_of_benchmarks_reach_the_fit_flow_by_reference(tmp_path):
+    """Prefect refuses flow parameters over 512 KiB: 8,000 names with their store states
+    passed by value were over it; by reference the run's parameters are one key."""
+    import importlib
+
+    from prefect import flow
+    from prefect.runtime import flow_run
+
+    from sparseeval.pipeline.settings import Settings
+
+    module = importlib.import_module("sparseeval.flows.refresh")  # the package shadows it
+
+    names = [f"bench-{i:05d}" for i in range(8000)]
+    states = {b: "f" * 64 for b in names}
+    seen = {}
+
+    @flow(name="fit-benchmarks")
+    def fake(settings, batch: str, force: bool = False):
+        seen["params"] = dict(flow_run.parameters)
+        seen["names"] = module._BATCHES[batch][0]
+        return []
+
+    real = module.fit_benchmarks
+    module.fit_benchmarks = fake
+    try:
+        assert module.fit_batch(Settings(), names, states) == []
+    finally:
+        module.fit_benchmarks = real
+    assert seen["names"] == names and not module._BATCHES
+    assert len(json.dumps(seen["params"], default=str)) < 10_000
+    assert set(seen["params"]) == {"settings", "batch", "force"}
