@@ -28,7 +28,7 @@ from sparseeval.consume.sniff import compressed_message, layout_hint, shown_colu
 # The answer words, read alike by `predict` and the store (sql/validate.sql gets these lists):
 # case-insensitive, after trimming spaces.
 CORRECT_WORDS = ("1", "1.0", "+1", "+1.0", "true", "t")
-WRONG_WORDS = ("0", "0.0", "-1", "-1.0", "false", "f")
+WRONG_WORDS = ("0", "0.0", "-0", "-0.0", "+0", "+0.0", "-1", "-1.0", "false", "f")
 _TEXT_SIGNS = dict.fromkeys(CORRECT_WORDS, 1.0) | dict.fromkeys(WRONG_WORDS, -1.0)
 _NOT_ANSWERED = {"", "nan", "none", "null", "na"}
 

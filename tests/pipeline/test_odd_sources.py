@@ -31,3 +31,23 @@ def test_a_1mb_column_name_fails_its_file_alone(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "wide.csv: line 1: not a CSV header" in err and "Traceback" not in err
     assert _rows(store) == 12
+
+
+def test_a_negative_zero_correctness_in_parquet_is_wrong_not_quarantined(tmp_path, capsys):
+    import polars as pl
+
+    p = tmp_path / "z.parquet"
+    pl.DataFrame({"model": ["m", "m"], "benchmark": ["arc", "arc"], "item": ["1", "2"],
+                  "correct": [-0.0, 1.0]}).write_parquet(p)  # fmt: skip
+    store = tmp_path / "s.duckdb"
+    assert main(["ingest", str(p), "--store", str(store)]) == 0
+    assert "quarantined 0" in capsys.readouterr().out
+    assert _rows(store) == 2
+
+
+def test_an_empty_column_name_in_a_wide_table_is_refused_not_dropped(tmp_path, capsys):
+    p = tmp_path / "w.csv"
+    p.write_text("model,,1,2\nm1,1,0,1\nm2,0,1,1\n")
+    rc = main(["ingest", str(p), "--benchmark", "arc", "--store", str(tmp_path / "s.duckdb")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "w.csv: line 1: column 2 has no name" in err

@@ -182,6 +182,10 @@ def _refuse_nested(path: Path, types: dict[str, str]) -> None:
 
 
 def _stage_wide(path: Path, benchmark: str, con: duckdb.DuckDBPyConnection) -> None:
+    header = _csv_header(path)
+    if "" in header:  # its cells would have no item: refused, never dropped
+        raise SourceError(f"{path}: line 1: column {header.index('') + 1} has no name (a wide"
+                          " table's column names are its item ids)")  # fmt: skip
     header = _stage_csv_raw(con, path, ("model",))
     items = [c for c in header if c not in ("model", SCORE)]
     con.register("wide_cols", pl.DataFrame({"item": items, "ord": range(len(items))}))
