@@ -136,6 +136,15 @@ def save_webhook(url: str) -> UUID:
     return block.save(WEBHOOK_BLOCK, overwrite=True)
 
 
+def unreachable() -> str | None:
+    """Why the Prefect server PREFECT_API_URL names cannot be reached (None when it can)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        failed = client.api_healthcheck()  # the error as a value, never raised
+    return None if failed is None else f"{type(failed).__name__}: {failed}"
+
+
 def install(webhook_url: str | None = None) -> list[str]:
     """Create or replace every SparseEval automation on the current Prefect API; their names.
 

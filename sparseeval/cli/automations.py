@@ -39,6 +39,11 @@ def run_automations(args: argparse.Namespace) -> int:
         raise UserError("automations live on a Prefect server: set PREFECT_API_URL first")
     from sparseeval.flows import automations
 
+    if why := automations.unreachable():
+        raise UserError(
+            f"cannot reach the Prefect server at PREFECT_API_URL={os.environ['PREFECT_API_URL']}"
+            f" ({why}): start it (prefect server start) or point PREFECT_API_URL at a running one"
+        )
     names = automations.install(args.webhook) if args.action == "install" else None
     for name in names if names is not None else automations.installed():
         print(name)

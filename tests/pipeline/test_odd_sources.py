@@ -51,3 +51,11 @@ def test_an_empty_column_name_in_a_wide_table_is_refused_not_dropped(tmp_path, c
     rc = main(["ingest", str(p), "--benchmark", "arc", "--store", str(tmp_path / "s.duckdb")])
     err = capsys.readouterr().err
     assert rc == 2 and "w.csv: line 1: column 2 has no name" in err
+
+
+def test_automations_with_an_unreachable_server_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    assert main(["automations", "install"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the Prefect server at PREFECT_API_URL=http://127.0.0.1:9/api" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
