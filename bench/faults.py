@@ -744,7 +744,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the bad-input corpus instead (bench/faults_corpus.py)",
     )
-    ap.add_argument("--only", help="with --corpus: cases whose class or name contains this")
+    ap.add_argument(
+        "--only", help="with --corpus: cases whose class or name contains this ('|': any of)"
+    )
     ap.add_argument("--list", action="store_true", help="with --corpus: list the cases")
     ap.add_argument("--save", help="with --corpus: also write the table to this file")
     args = ap.parse_args(argv)

@@ -1,5 +1,7 @@
 """Issue 28's case families for the corpus (`bench/faults_corpus.py` imports this): cache
-entries that are not what was written, manifest fields without a check, lease lines."""
+entries that are not what was written, manifest fields without a check, lease lines,
+reported scores and the id/range rules, id maps and hash checks, scale and odd inputs,
+tracebacks and unclear lines."""
 
 from __future__ import annotations
 
@@ -14,17 +16,22 @@ from pathlib import Path
 
 from faults_corpus import (
     CLASSES,
+    Verdict,
+    answers_csv,
     case,
     copy_published,
     fresh_home,
+    long_csv,
     predict,
     refused,
     reseal,
+    rows_landed,
     settings_args,
+    store_query,
     succeeded,
 )
 
-CACHE, FIELDS, LEASE = (CLASSES.index(c) for c in CLASSES[-3:])
+CACHE, FIELDS, LEASE, SCORES, IDMAPS, SCALE, LINES = (CLASSES.index(c) for c in CLASSES[-7:])
 
 
 def _refresh(w, d, home: Path, **extra):
@@ -186,3 +193,336 @@ for _name, _renewed in [("renewed in the future", time.time() + 3e8), ("renewed 
         return succeeded(_refresh(w, d, home), "benchmarks")
 
     case(LEASE, f"lease {_name}", f"a lease {_name} on another host: stale, refresh ok")(_run)
+
+
+# -- reported scores: the id and range rules of result rows ---------------------------------
+
+
+def _scores_ids(spellings: list[str], models: int, stored: int):
+    """A scores file whose model ids are `spellings` (one score each, all 50): `models`
+    distinct models stored, `stored` rows in all."""
+
+    def run(d, w):
+        p = d / "scores.csv"
+        p.write_text("model,benchmark,score\n" + "".join(f'"{m}",arc,50\n' for m in spellings),
+                     encoding="utf-8")  # fmt: skip
+        r = w.cli("ingest", f"scores:{p}", "--store", d / "s.duckdb", cwd=d)
+        v = Verdict(traceback=r.traceback, hang=r.hung)
+        if not r.hung and (d / "s.duckdb").exists():
+            sql = "SELECT count(DISTINCT model_id), count(*) FROM reported_scores"
+            n, rows = store_query(d / "s.duckdb", sql)[0]
+            if (n, rows) != (models, stored):
+                v.wrong = True
+                v.why = f"{n} models / {rows} scores stored, expected {models}/{stored}"
+        return v
+
+    return run
+
+
+_NFC = "org/caf\u00e9"
+for _name, _sp, _n, _rows in [
+    ("trailing space", ["org/a", "org/a "], 1, 1),
+    ("zero-width space", ["org/a", "org/\u200ba"], 1, 1),
+    ("NFD vs NFC", [_NFC, "org/cafe\u0301"], 1, 1),
+    ("an escape character", ["org/a", "org/\x1bb"], 1, 1),
+    ("a bidi override", ["org/a", "org/\u202eb"], 1, 1),
+]:
+    case(SCORES, f"scores: model ids with {_name}", "one id rule: canonical or quarantined")(
+        _scores_ids(_sp, _n, _rows)
+    )
+
+
+def _lm_eval_results(results: dict, expect: dict[str, float | None]):
+    """An lm-eval run folder (results JSON + samples) whose reported scores must be
+    `expect` ({benchmark: fraction, or None: none stored})."""
+
+    def run(d, w):
+        import json as _json
+
+        folder = d / "run"
+        folder.mkdir()
+        ts = "2025-01-01T00-00-00.000000"
+        (folder / f"results_{ts}.json").write_text(_json.dumps(
+            {"model_name": "org/m", "results": results}))  # fmt: skip
+        task = next(iter(results))
+        (folder / f"samples_{task}_{ts}.jsonl").write_text(
+            "".join(_json.dumps({"doc_id": i, "acc": 1.0, "acc_norm": 1.0, "filter": "none"})
+                    + "\n" for i in range(3)))  # fmt: skip
+        r = w.cli("ingest", folder, "--store", d / "s.duckdb", cwd=d)
+        v = Verdict(traceback=r.traceback, hang=r.hung)
+        if not r.hung and (d / "s.duckdb").exists():
+            got = dict(store_query(d / "s.duckdb", "SELECT b.name, r.score FROM reported_scores r"
+                                   " JOIN benchmarks b USING (benchmark_id)"))  # fmt: skip
+            want = {b: s for b, s in expect.items() if s is not None}
+            if got != want:
+                v.wrong, v.why = True, f"scores {got}, expected {want}"
+        return v
+
+    return run
+
+
+for _name, _res, _exp in [
+    ("arc acc_norm 5.0", {"arc_challenge": {"acc_norm,none": 5.0}}, {"arc": None}),
+    ("arc acc_norm -2.0", {"arc_challenge": {"acc_norm,none": -2.0}}, {"arc": None}),
+    ("arc acc_norm NaN", {"arc_challenge": {"acc_norm,none": "NaN"}}, {"arc": None}),
+]:
+    case(SCORES, f"lm-eval results: {_name}", "an out-of-range score is quarantined")(
+        _lm_eval_results(_res, _exp)
+    )
+
+
+def _unit_scores(fn: Callable[[], dict], check: Callable[[dict], str]):
+    """A case on the leaderboard readers themselves: `check` says what is wrong ('' none)."""
+
+    def run(d, w):
+        got = fn()
+        why = check(got)
+        return Verdict(wrong=bool(why), why=why)
+
+    return run
+
+
+def _v1_mmlu(values: dict[str, object]):
+    from sparseeval.consume.benchmarks import MMLU_SUBJECTS
+    from sparseeval.pipeline.store.leaderboard_scores import v1_file_scores
+
+    accs = {s: values.get(s, 0.5) for s in sorted(MMLU_SUBJECTS) if values.get(s, 0.5) != "-"}
+    results = {f"harness|hendrycksTest-{s}|5": {"acc": a} for s, a in accs.items()}
+    return lambda: v1_file_scores({"results": results})
+
+
+def _v2(tasks: dict[str, object]):
+    from sparseeval.pipeline.store.leaderboard_scores import v2_file_scores
+
+    results = {t: {"acc_norm,none": v} for t, v in tasks.items()}
+    return lambda: v2_file_scores(results, dict.fromkeys(results, 2))
+
+
+def _refused(bench: str):
+    from sparseeval.pipeline.store.leaderboard_scores import Refusal
+
+    return lambda got: "" if isinstance(got.get(bench), Refusal) else f"{bench}: {got.get(bench)}"
+
+
+for _name, _fn, _b in [
+    ("v1 MMLU subject acc 5.0", _v1_mmlu({"anatomy": 5.0}), "mmlu"),
+    ("v1 MMLU subject acc -2.0", _v1_mmlu({"anatomy": -2.0}), "mmlu"),
+    ("v1 MMLU subject acc a string", _v1_mmlu({"anatomy": "high"}), "mmlu"),
+    ("v1 MMLU 56 of 57 subjects", _v1_mmlu({"anatomy": "-"}), "mmlu"),
+    ("v2 BBH 1 of 24 subtasks", _v2({"leaderboard_bbh_navigate": 0.9}), "bbh"),
+    ("v2 MuSR 1 of 3 subtasks", _v2({"leaderboard_musr_murder_mysteries": 0.6}), "musr"),
+    ("v2 MuSR subtask 5.0", _v2({"leaderboard_musr_murder_mysteries": 5.0,
+                                 "leaderboard_musr_object_placements": 0.5,
+                                 "leaderboard_musr_team_allocation": 0.5}), "musr"),
+    ("v2 GPQA group -2.0", lambda: __import__(
+        "sparseeval.pipeline.store.leaderboard_scores", fromlist=["x"]).v2_file_scores(
+        {"leaderboard_gpqa": {"acc_norm,none": -2.0}}, {}), "gpqa"),
+]:  # fmt: skip
+    case(SCORES, _name, "a part out of range or a partial group: refused, not a score")(
+        _unit_scores(_fn, _refused(_b))
+    )
+
+
+@case(SCORES, "one nested v1 results file among good ones", "it fails alone, quarantined")
+def _(d, w):
+    import json as _json
+
+    from sparseeval.pipeline.store.leaderboard_scores import v1_scores
+
+    bad, good = d / "results_2024-01-01T00-00-00.json", d / "results_2024-02-01T00-00-00.json"
+    bad.write_text('{"results": ' + "[" * 100_000)
+    good.write_text(_json.dumps({"results": {"harness|arc:challenge|25": {"acc_norm": 0.5}}}))
+    try:
+        frame = v1_scores([(bad, 0), (good, 1)], "org/m")
+    except RecursionError as exc:
+        return Verdict(traceback=True, why=f"RecursionError: {exc}")
+    rows = {r["benchmark"]: r["refusal"] for r in frame.to_dicts()}
+    ok = rows.get("arc") is None and "arc" in rows and rows.get("")
+    return Verdict(other=not ok, why="" if ok else f"rows {rows}")
+
+
+# -- id maps and hash checks -------------------------------------------------------------
+
+
+def _export(w, d, bench: str, id_map: Path, *more):
+    return w.cli("export-lm-eval", "--anchor-set", w.home / "published", "--benchmark", bench,
+                 "--out", d / "out.json", "--id-map", id_map, *more, cwd=d)  # fmt: skip
+
+
+def _map_case(rows: Callable, bench: str, words: tuple[str, ...]):
+    def run(d, w):
+        p = d / "map.csv"
+        p.write_text(rows(w))
+        return refused(_export(w, d, bench, p), *words)
+
+    return run
+
+
+for _name, _rows, _bench, _words in [
+    ("suite map without a benchmark column",
+     lambda w: "item,doc_id,task\n" + "".join(f"{i},{n},winogrande\n"
+                                              for n, i in enumerate(w.suite_items["arc"])),
+     "suite", ("names each row's benchmark",)),
+    ("one anchor mapped twice",
+     lambda w: f"item,doc_id\n{w.arc_items[0]},1\n{w.arc_items[0]},2\n", "arc",
+     ("mapped twice",)),
+    ("two anchors to one doc",
+     lambda w: f"item,doc_id\n{w.arc_items[0]},1\n{w.arc_items[1]},1\n", "arc",
+     ("two items map to",)),
+    ("an ARC anchor mapped to a Winogrande doc",
+     lambda w: f"item,doc_id,task\n{w.arc_items[0]},1,winogrande\n", "arc", ("winogrande",)),
+]:  # fmt: skip
+    case(IDMAPS, f"--id-map: {_name}", "refused in one line, exit 2")(
+        _map_case(_rows, _bench, _words)
+    )
+
+
+def _hash_case(name: str, task_flag: bool):
+    """lm-eval answers to other questions (another doc_hash) in a file named `name`."""
+
+    def run(d, w):
+        import json as _json
+
+        from sparseeval.consume.anchorset import load_anchor_set
+
+        aset = load_anchor_set(w.home / "published", "arc")
+        folder = d / "run"
+        folder.mkdir()
+        lines = []
+        for item in aset.items:
+            src = (aset.item_sources or {}).get(item) or {}
+            doc = src.get("doc_id", int(item) if item.isdigit() else 0)
+            lines.append(_json.dumps({"doc_id": doc, "acc_norm": 1.0, "filter": "none",
+                                      "doc_hash": "other"}))  # fmt: skip
+        (folder / name).write_text("\n".join(lines) + "\n")
+        more = ("--task", "arc_challenge") if task_flag else ()
+        r = predict(w, d, w.home / "published", folder / name, more=more)
+        has_hashes = any(str((aset.item_sources or {}).get(i, {}).get("hash", "")).startswith(
+            "doc_hash:") for i in aset.items)  # fmt: skip
+        if not has_hashes:  # the synthetic world's set records no doc_hash: nothing to differ
+            return succeeded(r)
+        return refused(r, "doc_hash")
+
+    return run
+
+
+for _name, _file, _flag in [
+    ("named samples file", "samples_arc_challenge_2025-01-01T00-00-00.000000.jsonl", False),
+    ("a samples file of another name", "my_answers.jsonl", True),
+]:
+    case(IDMAPS, f"doc_hash check: {_name}", "other questions' answers refused (or no hashes)")(
+        _hash_case(_file, _flag)
+    )
+
+
+@case(IDMAPS, "predict takes the --id-map it asks for", "predict --id-map MAP: accepted")
+def _(d, w):
+    p = d / "map.csv"
+    p.write_text("item,doc_id\n" + "".join(f"{i},{n}\n" for n, i in enumerate(w.arc_items)))
+    a = answers_csv(d / "a.csv", w.arc_items, 1)
+    return succeeded(predict(w, d, w.home / "published", a, more=("--id-map", p)))
+
+
+@case(IDMAPS, "anchors --public-key on an unsigned set", "refused, never accepted and ignored")
+def _(d, w):
+    pytest_key = d / "pub.pem"
+    try:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+    except ImportError:
+        return Verdict()
+    key = ed25519.Ed25519PrivateKey.generate().public_key()
+    pem = serialization.Encoding.PEM
+    pytest_key.write_bytes(key.public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo))
+    r = w.cli("anchors", "--anchor-set", w.home / "published", "--benchmark", "arc",
+              "--public-key", pytest_key, cwd=d)  # fmt: skip
+    return refused(r)
+
+
+# -- scale and odd inputs ----------------------------------------------------------------
+
+
+@case(SCALE, "predict: a 1 MB item id", "one line naming the file and line, exit 2")
+def _(d, w):
+    a = answers_csv(d / "a.csv", w.arc_items, 1)
+    a.write_text(a.read_text() + "x" * 1_000_000 + ",1\n")
+    return refused(predict(w, d, w.home / "published", a), "a.csv", "a field longer than")
+
+
+@case(SCALE, "predict: a 1 MB header", "one line, exit 2")
+def _(d, w):
+    a = d / "a.csv"
+    rows = "".join(f"{i},1,\n" for i in w.arc_items)
+    a.write_text("item,correct," + "x" * 1_000_000 + "\n" + rows)
+    return refused(predict(w, d, w.home / "published", a), "a field longer than")
+
+
+@case(SCALE, "ingest: a 1 MB wide-table column beside a good file", "good file lands, exit 1")
+def _(d, w):
+    good = long_csv(d / "good.csv", 5, 4)
+    wide = d / "wide.csv"
+    wide.write_text("model," + "x" * 1_000_000 + "\nm1,1\n")
+    r = w.cli("ingest", good, wide, "--store", d / "s.duckdb", cwd=d)
+    v = rows_landed(r, d / "s.duckdb", 20)
+    if not v.lost and not r.hung and r.rc != 1:
+        v.other, v.why = True, f"exit {r.rc}, expected 1"
+    return v
+
+
+@case(SCALE, "fit flow parameters for 8,000 benchmarks", "passed by reference: under 512 KiB")
+def _(d, w):
+    import importlib
+    import json as _json
+
+    module = importlib.import_module("sparseeval.flows.refresh")
+    if not hasattr(module, "fit_batch"):
+        return Verdict(wrong=True, why="names passed by value")
+    params = {"settings": "...", "batch": "0" * 32, "force": False}
+    return Verdict(other=len(_json.dumps(params)) > 512 * 1024)
+
+
+# -- tracebacks and unclear lines --------------------------------------------------------
+
+
+@case(LINES, "automations install, server unreachable", "one line naming PREFECT_API_URL")
+def _(d, w):
+    import subprocess
+    import sys
+
+    env = w.env | {"PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    p = subprocess.run([sys.executable, "-m", "sparseeval", "automations", "install"], cwd=d,
+                       env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    v = Verdict(traceback="Traceback" in p.stderr)
+    if p.returncode != 2 or "PREFECT_API_URL" not in p.stderr:
+        v.other, v.why = True, f"rc {p.returncode}: {p.stderr[-160:]}"
+    return v
+
+
+@case(LINES, "-0.0 correctness in Parquet", "read as wrong, not quarantined")
+def _(d, w):
+    import polars as pl
+
+    p = d / "z.parquet"
+    pl.DataFrame({"model": ["m"] * 2, "benchmark": ["arc"] * 2, "item": ["1", "2"],
+                  "correct": [-0.0, 1.0]}).write_parquet(p)  # fmt: skip
+    return rows_landed(w.cli("ingest", p, "--store", d / "s.duckdb", cwd=d), d / "s.duckdb", 2)
+
+
+@case(LINES, "empty column name in a wide table", "refused in one line, not dropped")
+def _(d, w):
+    p = d / "w.csv"
+    p.write_text("model,,1,2\nm1,1,0,1\nm2,0,1,1\n")
+    r = w.cli("ingest", p, "--benchmark", "arc", "--store", d / "s.duckdb", cwd=d)
+    return refused(r, "has no name")
+
+
+@case(LINES, "a folder named x.csv", "said as a folder, not read as lm-eval output")
+def _(d, w):
+    (d / "x.csv").mkdir()
+    return refused(w.cli("ingest", d / "x.csv", "--store", d / "s.duckdb", cwd=d), "folder")
+
+
+@case(LINES, "ingest whose only input failed", "exit 2")
+def _(d, w):
+    (d / "bad.csv").write_text("model,benchmark,item\n")
+    return refused(w.cli("ingest", d / "bad.csv", "--store", d / "s.duckdb", cwd=d), "correct")
