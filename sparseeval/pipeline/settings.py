@@ -116,7 +116,7 @@ class Settings:
     def __post_init__(self) -> None:
         if problems := _type_problems(self):
             raise SettingsError("; ".join(problems))
-        object.__setattr__(self, "home", Path(self.home))
+        object.__setattr__(self, "home", Path(self.home).expanduser())  # '~/x' as DuckDB reads it
         for name, sub in (
             ("store_path", "store.duckdb"),
             ("artifacts_dir", "artifacts"),
@@ -124,7 +124,7 @@ class Settings:
             ("reports_dir", "reports"),
         ):
             value = getattr(self, name)
-            object.__setattr__(self, name, Path(value) if value else self.home / sub)
+            object.__setattr__(self, name, Path(value).expanduser() if value else self.home / sub)
         self.check()
 
     def check(self) -> None:

@@ -59,3 +59,12 @@ def test_automations_with_an_unreachable_server_is_one_line(monkeypatch, capsys)
     err = capsys.readouterr().err
     assert "cannot reach the Prefect server at PREFECT_API_URL=http://127.0.0.1:9/api" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_home_under_tilde_is_the_users_home_not_a_folder_named_tilde(monkeypatch, tmp_path):
+    from sparseeval.pipeline.settings import Settings
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    s = Settings(home="~/x", published_dir="~/pub")
+    assert s.home == tmp_path / "x" and s.store_path == tmp_path / "x" / "store.duckdb"
+    assert s.published_dir == tmp_path / "pub"
