@@ -377,41 +377,38 @@ for _name, _rows, _bench, _words in [
     )
 
 
-def _hash_case(name: str, task_flag: bool):
-    """lm-eval answers to other questions (another doc_hash) in a file named `name`."""
+def _hash_case(name: str, task: str | None):
+    """lm-eval answers to other questions (another doc_hash) in a file named `name`, read by
+    predict's reader against a set whose anchors carry doc_hashes (the corpus world's
+    synthetic set has none): the mismatch must be found."""
 
     def run(d, w):
         import json as _json
 
-        from sparseeval.consume.anchorset import load_anchor_set
+        from sparseeval.consume.identity import hash_mismatches
+        from sparseeval.consume.lm_eval import read_responses
 
-        aset = load_anchor_set(w.home / "published", "arc")
-        folder = d / "run"
-        folder.mkdir()
-        lines = []
-        for item in aset.items:
-            src = (aset.item_sources or {}).get(item) or {}
-            doc = src.get("doc_id", int(item) if item.isdigit() else 0)
-            lines.append(_json.dumps({"doc_id": doc, "acc_norm": 1.0, "filter": "none",
-                                      "doc_hash": "other"}))  # fmt: skip
-        (folder / name).write_text("\n".join(lines) + "\n")
-        more = ("--task", "arc_challenge") if task_flag else ()
-        r = predict(w, d, w.home / "published", folder / name, more=more)
-        has_hashes = any(str((aset.item_sources or {}).get(i, {}).get("hash", "")).startswith(
-            "doc_hash:") for i in aset.items)  # fmt: skip
-        if not has_hashes:  # the synthetic world's set records no doc_hash: nothing to differ
-            return succeeded(r)
-        return refused(r, "doc_hash")
+        sources = {str(i): {"task": "arc_challenge", "doc_id": i, "hash": f"doc_hash:h{i}",
+                            "id_kind": "lm-eval doc id"} for i in range(4)}  # fmt: skip
+        seen = {i: f"h{i}" if i else "other" for i in range(4)}  # doc 0: another question
+        lines = [_json.dumps({"doc_id": i, "acc_norm": 1.0, "filter": "none", "doc_hash": h})
+                 for i, h in seen.items()]  # fmt: skip
+        (d / name).write_text("\n".join(lines) + "\n")
+        hashes: dict[str, str] = {}
+        read_responses([d / name], items=list(sources), benchmark="arc", item_sources=sources,
+                       task=task, hashes=hashes)  # fmt: skip
+        bad = hash_mismatches(sources, hashes)
+        return Verdict(wrong=bad != ["0"], why=f"mismatches found: {bad}, expected ['0']")
 
     return run
 
 
-for _name, _file, _flag in [
-    ("named samples file", "samples_arc_challenge_2025-01-01T00-00-00.000000.jsonl", False),
-    ("a samples file of another name", "my_answers.jsonl", True),
+for _name, _file, _task in [
+    ("named samples file", "samples_arc_challenge_2025-01-01T00-00-00.000000.jsonl", None),
+    ("a samples file of another name", "my_answers.jsonl", "arc_challenge"),
 ]:
-    case(IDMAPS, f"doc_hash check: {_name}", "other questions' answers refused (or no hashes)")(
-        _hash_case(_file, _flag)
+    case(IDMAPS, f"doc_hash check: {_name}", "the other question's answer is found")(
+        _hash_case(_file, _task)
     )
 
 
