@@ -138,18 +138,22 @@ def hash_mismatches(
     return bad
 
 
-def mismatch_message(benchmark: str, bad: list[str]) -> str:
+def mismatch_message(benchmark: str, bad: list[str], what: str = "anchor(s)") -> str:
     """The one line refusing answers to other questions."""
     shown = ", ".join(bad[:5]) + (f" (and {len(bad) - 5} more)" if len(bad) > 5 else "")
     return (
-        f"{benchmark}: {len(bad)} answered anchor(s) have another doc_hash than the set's"
+        f"{benchmark}: {len(bad)} answered {what} have another doc_hash than the set's"
         f" ({shown}): {MISMATCH} (--ignore-hash-mismatch to score them anyway)"
     )
 
 
 def check_hashes(anchor_set, paths: Iterable[str | Path], answered: Iterable[str]) -> None:
-    """LmEvalError (one line) when an answered anchor's `doc_hash` in the samples under
-    `paths` differs from the set's."""
-    bad = hash_mismatches(answered, anchor_set.item_sources, read_doc_hashes(paths))
+    """LmEvalError (one line) when an answered item's `doc_hash` in the samples under `paths`
+    differs from the set's: the anchors', and the other items' a set with item curves lists
+    (`AnchorSet.all_item_sources`: answers to `next_items`)."""
+    sources = getattr(anchor_set, "all_item_sources", None) or anchor_set.item_sources
+    bad = hash_mismatches(answered, sources, read_doc_hashes(paths))
     if bad:
-        raise LmEvalError(mismatch_message(anchor_set.benchmark, bad))
+        anchors = set(anchor_set.items)
+        what = "anchor(s)" if anchors.issuperset(bad) else "item(s)"
+        raise LmEvalError(mismatch_message(anchor_set.benchmark, bad, what))
