@@ -9,7 +9,7 @@ remainder; `SparseEval` at k = 50 (predictor `--predictor`, default nnridge). Th
 the published one (`consume.flags.bounds`: the adaptive split-conformal half-width, widened
 when the pool check flags the model), `before` without the pool's top edge, `after` with it
 (`method.pool.fit_edge`, fitted on the training models). Prints coverage, mean width, mean
-signed error (estimate - truth), MAE, and the share flagged / in the top edge's zone.
+signed error (estimate - truth), MAE, max error, and the share flagged / in the top edge's zone.
 
     cd bench && nice python off_pool.py --cache /tmp/off-pool \
         --data arc,gsm8k,mmlu,truthfulqa,winogrande
@@ -43,6 +43,7 @@ from sparseeval.method.pool import EDGE_TAIL, estimator_pool_check
 from sparseeval.pipeline.store.contradiction import contradicted
 
 N_VALID, N_CALIB = 200, 200
+COLUMNS = ("n", "coverage", "width", "signed", "mae", "max_err", "flagged", "zone")
 TAIL = float(os.environ.get("EDGE_TAIL", EDGE_TAIL))  # the edges' held-out tail (a probe)
 
 
@@ -95,7 +96,7 @@ def rows_of(name, group, X, y, test, fitted, level) -> list[dict]:
         out.append({"data": name, "group": group, "n": len(test), "interval": label,
                     "coverage": float(np.mean((true >= low - 1e-12) & (true <= high + 1e-12))),
                     "width": float(100 * np.mean(high - low)), "signed": float(err.mean()),
-                    "mae": float(np.abs(err).mean()),
+                    "mae": float(np.abs(err).mean()), "max_err": float(np.abs(err).max()),
                     "flagged": float(check.flagged(XA, pred).mean()), "zone": float(zone.mean()),
                     "seconds": edge_s})  # fmt: skip
     return out
@@ -103,15 +104,16 @@ def rows_of(name, group, X, y, test, fitted, level) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     agg = (pl.DataFrame(rows).group_by("data", "group", "interval", maintain_order=True)
-           .agg(pl.len().alias("seeds"), *(pl.col(c).mean() for c in
-                ("n", "coverage", "width", "signed", "mae", "flagged", "zone"))))  # fmt: skip
+           .agg(pl.len().alias("seeds"), *(pl.col(c).mean() for c in COLUMNS)))  # fmt: skip
     lines = ["| data | held-out group | models | interval | seeds | 90% coverage "
-             "| mean width (pts) | mean signed (pts) | MAE (pts) | flagged | in the top zone |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| mean width (pts) | mean signed (pts) | MAE (pts) | max error (pts, seeds' mean) "
+             "| flagged | in the top zone |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in agg.iter_rows(named=True):
         lines.append(
             f"| {r['data']} | {r['group']} | {r['n']:.0f} | {r['interval']} | {r['seeds']} "
             f"| {r['coverage']:.1%} | {r['width']:.2f} | {r['signed']:+.2f} | {r['mae']:.2f} "
+            f"| {r['max_err']:.1f} "
             f"| {r['flagged']:.1%} | {r['zone']:.1%} |"
         )
     return "\n".join(lines)
