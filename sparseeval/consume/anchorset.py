@@ -16,7 +16,7 @@ import numpy as np
 from sparseeval.consume.about import data_sources
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.consume.estimate import Difference, Estimate
-from sparseeval.consume.flags import PoolCheck, pool_check_of
+from sparseeval.consume.flags import PoolCheck, bounds, pool_check_of
 from sparseeval.consume.ids import IdError, check_benchmark_name
 from sparseeval.consume.layout import LATEST, AnchorSetError
 from sparseeval.consume.missing import fill_missing
@@ -326,13 +326,10 @@ class AnchorSet:
     def _estimate(self, responses, allow_missing: bool) -> tuple[Estimate, float]:
         x = self._vector(responses)
         value, spread, missing = self._point(x, allow_missing)
-        conformal = self.conformal
         flags = self._pool.reasons(x, value) if self._pool else ()
-        if flags:
-            spread += float(
-                self._pool.widening(x[None, :], [value], conformal.halfwidths(value))[0]
-            )
-        low, high = conformal.interval(value, extra=spread)
+        one = bounds(self._pool, self.conformal, x[None, :], [value], spread)
+        low, high, widen = (float(a[0]) for a in one)
+        spread += widen
         check_estimate(self.source, value, low, high)
         k = len(self.items)
         est = Estimate(

@@ -194,11 +194,13 @@ INTERVAL = table(
      "coverage_check": COVERAGE_CHECK},
     ("level",),
 )  # fmt: skip
+EDGE = table({"start": number(), "down": number(0), "up": number(0), "n_models": integer(0)},
+              ("start", "down", "up"))  # fmt: skip
 POOL_CHECK = table(
     {"method": text(), "low": number(), "high": number(), "margin": number(0),
      "a": listing(number(), length="items"), "b": listing(number(), length="items"),
      "threshold": number(), "rate": number(0, 1, open_lo=True), "widen": number(1),
-     "n_models": integer(0)},
+     "n_models": integer(0), "edges": table({"top": EDGE})},
     ("low", "high", "margin", "a", "b", "threshold", "rate", "widen"),
     rule=_in_order("low", "high"), null=True,
 )  # fmt: skip

@@ -15,6 +15,15 @@ deserves less trust than the interval's calibration models':
 
 A flagged estimate's interval is widened: its half-width times `widen` on each side, the
 factor measured on held-out groups of real models (`bench/newcomers.py --cache`).
+
+The top edge (`Edge`, key `edges`; sets without it widen nothing here): a predictor shrinks
+toward the middle of its pool, so a model stronger than every training model gets an estimate
+near the top of the training models' estimates, not beyond them, and is missed there without
+a flag. At fit time the final predictor is refitted without the pool's top share of models by
+target and reads them (`method.pool.fit_edge`): how far their truths lay from its estimates on
+each side (`down`, `up`: the level's conformal quantile of each side's miss) where it reads
+its own pool's top share; in a published set that zone is the estimates above `start`, the
+same share of the pool's estimates. An estimate in the zone gets at least those half-widths.
 """
 
 from __future__ import annotations
@@ -57,6 +66,24 @@ def person_fit(X, values, a, b) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Edge:
+    """One edge of the pool: estimates beyond `start` (above for the top, below for the bottom)
+    get at least `down` below and `up` above them (accuracy, 0-1)."""
+
+    start: float
+    down: float
+    up: float
+    n_models: int = 0
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "down": self.down, "up": self.up, "n_models": self.n_models}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Edge:
+        return cls(float(d["start"]), float(d["down"]), float(d["up"]), int(d.get("n_models", 0)))
+
+
+@dataclass(frozen=True)
 class PoolCheck:
     """The fitted check of one set's anchors: score range, answer-pattern threshold, widening."""
 
@@ -69,6 +96,7 @@ class PoolCheck:
     rate: float
     widen: float
     n_models: int = 0
+    top: Edge | None = None  # fitted on the held-out top of the pool (None: no edge widening)
 
     def lz(self, X, values) -> np.ndarray:
         """Person-fit l_z of each row of X (models x anchors, +-1, NaN = not answered)."""
@@ -89,6 +117,17 @@ class PoolCheck:
         extra = (self.widen - 1.0) * np.asarray(halfwidth, dtype=np.float64)
         return np.where(self.flagged(X, values), extra, 0.0)
 
+    def at_edges(self, values, halfwidth) -> tuple[np.ndarray, np.ndarray]:
+        """Per estimate, its interval's half-widths (below, above): `halfwidth` (widened
+        already where flagged), at least the top edge's `down` / `up` inside its zone."""
+        v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        h = np.broadcast_to(np.asarray(halfwidth, dtype=np.float64), v.shape)
+        if self.top is None:
+            return h.copy(), h.copy()
+        zone = v >= self.top.start
+        return (np.where(zone, np.maximum(h, self.top.down), h),
+                np.where(zone, np.maximum(h, self.top.up), h))  # fmt: skip
+
     def reasons(self, x, value: float) -> tuple[str, ...]:
         """One human line per reason this model (one +-1 vector) is unlike the pool."""
         out = []
@@ -107,12 +146,13 @@ class PoolCheck:
         return tuple(out)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "method": "score range + person-fit l_z under per-anchor logistic curves",
             "low": self.low, "high": self.high, "margin": self.margin,
             "a": list(self.a), "b": list(self.b), "threshold": self.threshold,
             "rate": self.rate, "widen": self.widen, "n_models": self.n_models,
         }  # fmt: skip
+        return out | ({"edges": {"top": self.top.to_dict()}} if self.top else {})
 
     @classmethod
     def from_dict(cls, d: dict) -> PoolCheck:
@@ -120,7 +160,23 @@ class PoolCheck:
         a, b = (tuple(float(v) for v in d[k]) for k in ("a", "b"))
         if len(a) != len(b):
             raise AnchorSetError(f"pool check has {len(a)} intercepts and {len(b)} slopes")
-        return cls(**floats, a=a, b=b, n_models=int(d.get("n_models", 0)))
+        top = (d.get("edges") or {}).get("top")
+        return cls(**floats, a=a, b=b, n_models=int(d.get("n_models", 0)),
+                   top=Edge.from_dict(top) if top else None)  # fmt: skip
+
+
+def bounds(check: PoolCheck | None, conformal, X, values, extra=0.0):
+    """(low, high, widening) per row of X (+-1 anchor answers, NaN = not answered) and its
+    estimate: the `conformal` half-width (a `ConformalInterval`) plus `extra`, widened when
+    `check` flags the row, at least the top edge's half-widths in its zone, clipped to 0-1.
+    The widening is the flag's (both sides, beyond `extra`)."""
+    v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    h = np.asarray(conformal.halfwidths(v), dtype=np.float64)
+    widen = np.zeros(v.shape) if check is None else check.widening(X, v, h)
+    down = up = h + extra + widen
+    if check is not None:
+        down, up = check.at_edges(v, down)
+    return np.clip(v - down, 0.0, 1.0), np.clip(v + up, 0.0, 1.0), widen
 
 
 def pool_check_of(manifest: dict, n_anchors: int) -> PoolCheck | None:
@@ -157,4 +213,13 @@ def widened(estimate, reasons: tuple[str, ...], halfwidth: float, widen: float =
     )  # fmt: skip
 
 
-__all__ = ["KEY", "PoolCheck", "disagreement", "person_fit", "pool_check_of", "widened"]
+__all__ = [
+    "KEY",
+    "Edge",
+    "PoolCheck",
+    "bounds",
+    "disagreement",
+    "person_fit",
+    "pool_check_of",
+    "widened",
+]

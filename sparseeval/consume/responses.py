@@ -176,7 +176,8 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
         if not ignore_hashes:
             bad = hash_mismatches(sources, hashes)
             if bad:
-                raise LmEvalError(mismatch_message(anchor_set.benchmark, bad))
+                what = "anchor(s)" if set(anchor_set.items).issuperset(bad) else "item(s)"
+                raise LmEvalError(mismatch_message(anchor_set.benchmark, bad, what))
         return answers
     except UnicodeDecodeError as e:
         raise ResponsesError(_undecodable_among(paths, e)) from None

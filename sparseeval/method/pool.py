@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 import numpy as np
 
+from sparseeval.consume.conformal import conformal_quantile
 from sparseeval.consume.errors import SettingsError
-from sparseeval.consume.flags import PoolCheck, logit, person_fit
+from sparseeval.consume.flags import Edge, PoolCheck, logit, person_fit
 
 # Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
 DEFAULT_RATE = 0.02  # share of training + calibration models whose pattern is flagged (3%:
@@ -17,6 +21,12 @@ DEFAULT_MARGIN = 0.0  # accuracy beyond that range before an estimate is flagged
 # readers take 4, which the suite average needs on the strongest decile (86.2% at 3).
 DEFAULT_WIDEN = 3.0
 SUITE_WIDEN = 4.0
+# The pool's top share by target, held out to fit the top edge: 0.1 and 0.15 (tried on earlier
+# forms of the zone) left ARC's strongest metabench decile at 84% and 88%; at 0.2 every
+# benchmark's is >= 87% (bench/results/off_pool.txt). No bottom edge: next models are
+# stronger (a bottom one cost ARC 27% more width on random models for nothing measured).
+EDGE_TAIL = 0.2
+MIN_TAIL = 10  # fewer models held out (or left): no edge
 STEP = 1.0  # largest Newton step per parameter (full steps overshoot on near-separable anchors)
 RIDGE = 1.0  # pulls each curve toward P = estimate (a = 0, b = 1): finite for every anchor
 
@@ -75,12 +85,53 @@ def fit_pool_check(
     )  # fmt: skip
 
 
-def estimator_pool_check(est, X_train, X_calib, **kw) -> PoolCheck:
+def estimator_pool_check(
+    est, X_train, X_calib, y_train=None, level: float = 0.9, edge_tail: float = EDGE_TAIL, **kw
+) -> PoolCheck:
     """`fit_pool_check` of a fitted estimator (`SparseEval`-like: `anchors_`, `predict`) from
-    its training and calibration models' answers on every item (keywords as there)."""
+    its training and calibration models' answers on every item (keywords as there); with
+    the training targets `y_train` and an estimator that can refit its reader (`fit_reader`),
+    its top edge too (`fit_edge`, at interval level `level`, holding out `edge_tail`)."""
     Xt, Xc = np.asarray(X_train), np.asarray(X_calib)
-    pred_c = est.predict(Xc) if len(Xc) else None
-    return fit_pool_check(Xt[:, est.anchors_], est.predict(Xt), Xc[:, est.anchors_], pred_c, **kw)
+    pred, pred_c = est.predict(Xt), est.predict(Xc) if len(Xc) else None
+    check = fit_pool_check(Xt[:, est.anchors_], pred, Xc[:, est.anchors_], pred_c, **kw)
+    if y_train is None or not hasattr(est, "fit_reader"):
+        return check
+    fit = lambda X, y: est.fit_reader(X, y).predict  # noqa: E731
+    return replace(check, top=fit_edge(fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail))
+
+
+def fit_edge(
+    fit: Callable, XA, y, pred, level: float = 0.9, tail: float = EDGE_TAIL
+) -> Edge | None:
+    """The top `Edge` of a pool: `fit(XA, y)` (a reader of the anchors, returning its predict)
+    refitted without the top `tail` of the models by target `y` reads them as it would read
+    models stronger than its pool. The zone: estimates above the 1 - `tail` quantile of the
+    pool's own estimates `pred` (where the reduced fit reads its pool's top `tail`; the
+    width this costs on models like the pool is that share's, not more); `down` / `up`: the
+    `level` conformal quantiles of the misses below / above their estimates of the held-out
+    models the reduced fit reads inside its own zone (such models are missed on one side:
+    under-estimated). Fewer than MIN_TAIL models held out, left or in the zone: None."""
+    XA, y, pred = np.asarray(XA), np.asarray(y, dtype=np.float64), np.asarray(pred, np.float64)
+    top = y > np.quantile(y, 1 - tail)
+    if min(int(top.sum()), int((~top).sum())) < MIN_TAIL:
+        return None
+    read = fit(XA[~top], y[~top])
+    est = np.asarray(read(XA[top]), dtype=np.float64)
+    where = np.searchsorted(np.sort(read(XA[~top])), est) / int((~top).sum())  # among the pool's
+    zone = where >= 1 - tail
+    if zone.sum() < MIN_TAIL:
+        return None
+    miss = y[top][zone] - est[zone]  # > 0: the truth above the estimate
+    return Edge(start=float(np.quantile(pred, 1 - tail)), n_models=int(top.sum()),
+                down=_quantile(np.maximum(-miss, 0), level),
+                up=_quantile(np.maximum(miss, 0), level))  # fmt: skip
+
+
+def _quantile(scores: np.ndarray, level: float) -> float:
+    """The conformal quantile, or the largest score where there are too few for `level`."""
+    q = conformal_quantile(scores, level)
+    return float(np.max(scores)) if not np.isfinite(q) else q
 
 
 def test_flags(check: PoolCheck, X_anchors, pred) -> dict[str, np.ndarray]:

@@ -109,7 +109,8 @@ def _write(out_dir, benchmark, fit, comparison, matrix, settings, extra, **kw) -
     k, est, budget = fit
     split, calib, X, y = comparison.split, comparison.calib, matrix.values, matrix.y
     pred = est.predict(X[split.test])
-    check = estimator_pool_check(est, X[split.train], X[calib])
+    check = estimator_pool_check(est, X[split.train], X[calib], y[split.train],
+                                 settings.interval_level)  # fmt: skip
     flags = test_flags(check, X[split.test][:, est.anchors_], pred)
     return write_version(
         out_dir, benchmark, est, data_fingerprint=matrix.fingerprint(),

@@ -303,11 +303,13 @@ def fit_step(
         [float(y_train.min()), float(y_train.max())], round(time.perf_counter() - t0, 2),
         code_version(), target=matrix_info.target, provenance=matrix_info.provenance,
     )  # fmt: skip
-    _save_fit(folder, est, info, matrix, split, pred)
+    _save_fit(folder, est, info, matrix, split, pred, settings.interval_level)
     return info
 
 
-def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -> None:
+def _save_fit(
+    folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred, level: float
+) -> None:
     """Write the model folder under a temporary name, then rename it into place."""
     from sparseeval.method.model_files import save_fitted
     from sparseeval.method.pool import estimator_pool_check, test_flags
@@ -316,7 +318,8 @@ def _save_fit(folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred) -
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_fitted(est, tmp)
-    pool = estimator_pool_check(est, matrix.values[split.train], matrix.values[split.calib])
+    X, train = matrix.values, split.train
+    pool = estimator_pool_check(est, X[train], X[split.calib], matrix.y[train], level)
     (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
     save_curves(tmp, info, matrix, split.train)
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)

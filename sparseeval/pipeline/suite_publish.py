@@ -1,8 +1,8 @@
 """The suite as one set of the publish unit (`pipeline.publish`): one gate rule, one ledger.
 
 write_suite      the fitted suite (`suite_recipe.fit_suite`) as `published/suite/vN/`
-                 (`sparseeval.consume.suite_set` reads it), with each member's item curves
-                 and what each member estimates (`members_about`)
+                 (`sparseeval.consume.suite_set` reads it), with each member's item curves,
+                 what each member estimates (`members_about`) and its models (models.json)
 suite_status     why nothing is to be fitted tonight (up to date, or refused before)
 suite_candidate  fit, write and gate the suite (`assess.suite_gate`): the unit's write step
 suite_line       what publishing it came to, in one line
@@ -18,6 +18,7 @@ from typing import Any
 
 from sparseeval.consume.flags import KEY as POOL_KEY
 from sparseeval.consume.next_items import KEY as CURVES_KEY
+from sparseeval.consume.set_models import MODELS_FILE, models_text
 from sparseeval.consume.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.predictors import BlendPredictor
@@ -107,6 +108,7 @@ def write_suite(
         signing_key=signing_key,
         members=members,
         member_curves={f"items/{b}": c for b, c in curves.items()},
+        files={MODELS_FILE: models_text(fit.models or {"test": fit.test_ids})},
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
                POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about),

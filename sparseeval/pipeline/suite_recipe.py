@@ -53,6 +53,7 @@ class SuiteFit:
     test_ids: list[str]
     pool_checks: dict[str, dict] = field(default_factory=dict)  # method.pool.suite_pool_checks
     curves: dict[str, Any] = field(default_factory=dict)  # {benchmark: its ItemCurves}
+    models: dict[str, list[str]] = field(default_factory=dict)  # {role: model ids} (models.json)
 
     def test_metrics(self) -> dict[str, dict[str, float]]:
         """Test metrics of each benchmark's joint reader, its own reader, and the average."""
@@ -144,7 +145,10 @@ def fit_suite(
         [str(m) for m in first.model_ids[split.test]],
         {name: check.to_dict() for name, check in pools.items()},
         {b: fit_curves(m.values[split.train], m.item_ids) for b, m in aligned.items()},
-    )
+        {role: [str(m) for m in first.model_ids[rows]] for role, rows in
+         (("test", split.test), ("train", split.train), ("valid", split.valid),
+          ("calibration", split.calib))},
+    )  # fmt: skip
 
 
 def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:

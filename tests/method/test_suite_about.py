@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,16 @@ def test_suite_progress_names_each_benchmark_and_throttles_refinement(tmp_path):
     say("first")
     say("second")
     assert said == ["first"]
+
+
+def test_a_suite_lists_its_models_as_a_benchmark_set_does(demo):
+    from sparseeval.consume.set_models import MODELS_FILE, read_models
+
+    folder = Path(demo[demo.index("--anchor-set") + 1]) / SUITE / "v1"
+    models = read_models(folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert MODELS_FILE in manifest["files"]
+    assert {r: len(v) for r, v in models.items()} == manifest["split_sizes"]
+    assert len(models["test"]) > 0 and len(models["calibration"]) > 0
+    seen = [m for ids in models.values() for m in ids]
+    assert len(seen) == len(set(seen)) == 240  # every common model, in one role each

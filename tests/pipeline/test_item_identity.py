@@ -20,6 +20,7 @@ import pytest
 from sparseeval.cli.consumer import add_consumer_commands
 from sparseeval.consume import identity as ids
 from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.method.item_curves import fit_curves
 from sparseeval.pipeline.identity import anchor_sources, identity_path
 from sparseeval.pipeline.recipe import matrix_step
 from sparseeval.pipeline.settings import Settings
@@ -125,9 +126,11 @@ def published(tmp_path_factory):
         ingest(s, LmEvalRun(lm_eval_run(home / "run", "org/lm-eval-model")))
         ingest(s, LongTable(long_table(home / "long.parquet")))
     info = matrix_step(settings.section("paths"), settings.section("matrix"), "arc")
-    fitted = tiny_fit(seed=2, item_ids=[str(d) for d in range(N_DOCS)])
+    every = [str(d) for d in range(N_DOCS)]
+    fitted = tiny_fit(seed=2, item_ids=every)
     anchors = [str(a) for a in fitted[2].anchor_ids_]
-    publish_fit(settings.published_dir, "arc", fitted,
+    curves = fit_curves(fitted[0].values, every, True, anchor_sources(info.path, every, "arc"))
+    publish_fit(settings.published_dir, "arc", fitted, curves=curves,
                 item_sources=anchor_sources(info.path, anchors, "arc"))  # fmt: skip
     set_latest(settings.published_dir, "arc", 1)
     return settings, info, anchors
@@ -160,6 +163,22 @@ def test_predict_refuses_answers_to_other_questions_unless_told(published, tmp_p
     same = lm_eval_run(tmp_path / "same", "org/same", docs=map(int, anchors))
     rc, out, _ = run_cli([*argv[:-1], same], capsys)
     assert rc == 0 and f"from {len(anchors)}/{len(anchors)} anchors" in out
+
+
+def test_answers_to_next_items_are_checked_as_the_anchors_are(published, tmp_path, capsys):
+    settings, _, anchors = published
+    extra = next(d for d in range(N_DOCS) if str(d) not in anchors)  # an item of next_items
+    other = lambda d: doc_hash(d + 1000 * (d == extra))  # noqa: E731
+    docs = [*map(int, anchors), extra]
+    run = lm_eval_run(tmp_path / "new", "org/new", hashes=other, docs=docs)
+    argv = ["predict", "--anchor-set", settings.published_dir, "--benchmark", "arc",
+            "--responses", run]  # fmt: skip
+    rc, out, err = run_cli(argv, capsys)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"1 answered item(s) have another doc_hash than the set's ({extra})" in err
+    same = lm_eval_run(tmp_path / "same", "org/same", docs=docs)
+    rc, out, _ = run_cli([*argv[:-1], same], capsys)
+    assert rc == 0 and out.startswith("arc v1: estimated accuracy ")
 
 
 def test_export_refuses_opaque_ids_and_takes_an_id_map(tmp_path, capsys):

@@ -1,0 +1,67 @@
+"""A set is honest on models stronger than its pool: a real `fit --out` without the strongest
+models, then `sparseeval check` on them (the pool's edges, `consume.flags.Edge`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sparseeval.cli import main
+from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.flags import Edge, PoolCheck, bounds
+from sparseeval.method.synthetic import make_synthetic
+from tests.cli.test_cli_check import write_scores, write_wide
+
+N, STRONG = 600, 60
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """`fit --out` on all but the STRONG strongest models of a synthetic leaderboard."""
+    tmp = tmp_path_factory.mktemp("edges")
+    matrix = make_synthetic(N, 60, seed=3)
+    order = np.argsort(matrix.y)
+    weak, strong = order[:-STRONG], order[-STRONG:]
+    write_wide(tmp / "wide.csv", matrix, weak)
+    write_scores(tmp / "scores.csv", matrix, weak)
+    (tmp / "c.toml").write_text('[predictor]\npredictor = "ridge"\n[selection]\nrefine_steps = 0\n')
+    argv = ["fit", str(tmp / "wide.csv"), "--targets", str(tmp / "scores.csv"), "--anchors",
+            "8", "--test", "60", "--valid", "60", "--quiet", "--config", str(tmp / "c.toml"),
+            "--out", str(tmp / "fit")]  # fmt: skip
+    assert main(argv) == 0
+    write_wide(tmp / "strong.csv", matrix, strong)
+    write_scores(tmp / "strong_scores.csv", matrix, strong)
+    return tmp, matrix, strong
+
+
+def test_a_set_covers_models_stronger_than_its_pool(fitted, capsys):
+    tmp, matrix, strong = fitted
+    scores, answers = str(tmp / "strong_scores.csv"), str(tmp / "strong.csv")
+    argv = ["check", "--anchor-set", str(tmp / "fit"), "--benchmark", "wide", "--json",
+            "--scores", scores, "--responses", answers]  # fmt: skip
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["n"] == STRONG and got["bias"] < -0.03  # the predictor tops out: underestimated
+    assert got["coverage"] >= 0.87
+    # without its top edge (the interval before edges: conformal, widened where flagged) the
+    # same set's intervals miss many of them
+    aset = load_anchor_set(tmp / "fit", "wide")
+    pred = aset.predict_matrix(matrix.values[strong], matrix.item_ids)
+    cols = [list(map(str, matrix.item_ids)).index(i) for i in aset.items]
+    old = replace(aset.pool_check, top=None)
+    low, high, _ = bounds(old, aset.conformal, matrix.values[strong][:, cols], pred)
+    assert np.mean((matrix.y[strong] >= low) & (matrix.y[strong] <= high)) < 0.75
+
+
+def test_the_top_edge_widens_each_side_to_its_own_inside_its_zone():
+    conf = ConformalInterval(0.9, 0.02, 0.03, 100)
+    check = PoolCheck(0.0, 1.0, 0.0, (0.0,), (1.0,), -1e9, 0.02, 3.0, top=Edge(0.8, 0.01, 0.1))
+    low, high, _ = bounds(check, conf, np.ones((3, 1)), [0.5, 0.85, 0.1])
+    assert low == pytest.approx([0.48, 0.83, 0.08]) and high == pytest.approx([0.52, 0.95, 0.12])
+    assert PoolCheck.from_dict(check.to_dict()) == check
+    old = {k: v for k, v in check.to_dict().items() if k != "edges"}  # a set without edges
+    assert PoolCheck.from_dict(old).top is None
