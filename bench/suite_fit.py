@@ -10,6 +10,7 @@ Each progress line is printed with the seconds since the fit began.
 
     python bench/suite_fit.py                # cold, then reuse
     python bench/suite_fit.py --runs cold
+    python bench/suite_fit.py --set n_anchors=30 --set epochs=200 --set ensemble=1   # quick
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ def cache_benchmark_fits(aligned: dict, settings: Settings) -> float:
     return time.perf_counter() - start
 
 
-def run(name: str, aligned: dict, home: Path) -> dict:
-    settings = Settings(home=home)
+def run(name: str, aligned: dict, home: Path, overrides: dict) -> dict:
+    settings = Settings(home=home, **overrides)
     before = cache_benchmark_fits(aligned, settings) if name == "reuse" else 0.0
     print(f"{name}: suite fit (load {load_average()})", flush=True)
     start = time.perf_counter()
     fit = suite_recipe.fit_suite(aligned, settings, timed(start))
     seconds = time.perf_counter() - start
+    print(f"{name}: suite fit {seconds:.1f} s (load {load_average()})", flush=True)
     return {"run": name, "load": load_average(), "seconds": seconds, "before": before,
             "reused": len(fit.suite.reused_), "fit": fit}  # fmt: skip
 
@@ -66,14 +68,22 @@ def run(name: str, aligned: dict, home: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", default="cold,reuse")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=INT",
+        help="a setting other than the default (quick runs), e.g. epochs=200",
+    )
     args = ap.parse_args()
+    overrides = {k: int(v) for k, _, v in (s.partition("=") for s in args.set)}
     aligned = suite_recipe.common_models({b: load(b) for b in BENCHMARKS})
     first = next(iter(aligned.values()))
     print(f"{first.shape[0]:,} models in all five benchmarks", flush=True)
     rows = []
     for name in args.runs.split(","):
         with tempfile.TemporaryDirectory(prefix="suite-fit-") as home:
-            rows.append(run(name, aligned, Path(home)))
+            rows.append(run(name, aligned, Path(home), overrides))
     print("\n| run | load (1 min) | suite fit s | benchmark fits before s | benchmarks reused "
           "| suite-average test MAE (pts) |")  # fmt: skip
     print("|---|---|---|---|---|---|")
