@@ -67,7 +67,7 @@ def profile(n_models: int, k: int, top: int = 30) -> None:
     est = SparseEval.from_settings(Settings(), n_anchors=k, seed=0, **QUIET)
     prof = cProfile.Profile()
     start = time.perf_counter()
-    prof.runcall(est.fit, X[s.train], y[s.train], X[s.valid], y[s.valid])
+    prof.runcall(est.fit, X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid])
     print(f"{n_models} x 1319, k={k}: {time.perf_counter() - start:.1f} s under cProfile")
     print(f"init scores {est.selector_.init_scores_}, {len(est.selector_.history_)} refine steps")
     print(f"predictor {est.predictor_name_}, validation MAE {est.valid_scores_}")

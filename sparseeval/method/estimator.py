@@ -209,6 +209,8 @@ class SparseEval(AnchorEstimator):
 
     def _choose_predictor(self, XA, y, XvA, yv, say: Callable[[str], None]) -> None:
         """Fit the candidates on the anchors, keep the lowest validation MAE, then refit it."""
+        wanted = AUTO if self.predictor == "auto" else (self.predictor,)
+        say(f"training the final predictor ({', '.join(wanted)}) on {len(y):,} models")
         candidates = self._candidates(XA, y)
         self.valid_scores_ = {
             name: float(np.mean(np.abs(p.predict(XvA) - yv))) for name, p in candidates.items()
@@ -227,6 +229,7 @@ class SparseEval(AnchorEstimator):
         if self.refit:
             name = self.predictor_name_
             both = np.vstack([XA, XvA]), np.concatenate([y, yv])
+            say(f"refitting {name} on {len(both[1]):,} training and validation models")
             self.predictor_ = self._candidates(*both, wanted=(name,))[name]
 
     def calibrate(self, X_calib, y_calib) -> SparseEval:

@@ -154,12 +154,13 @@ class SuiteSparseEval(BaseEstimator):
         say("training the shared reader (one output per benchmark)")
         shared = self._fit_shared(XA, _stack(y, self.benchmarks_))
         shared_valid = _blend_predict(shared, XvA)
-        choices = {
-            b: self._choose_reader(b, XA, y[b], XvA, yv[b], shared_valid[:, j])
-            for j, b in enumerate(self.benchmarks_)
-        }
+        choices = {}
+        for j, b in enumerate(self.benchmarks_):
+            say(f"{b}: training its reader of every anchor ({j + 1}/{len(self.benchmarks_)})")
+            choices[b] = self._choose_reader(b, XA, y[b], XvA, yv[b], shared_valid[:, j])
         refit = self.estimators_[self.benchmarks_[0]].refit
         if refit and any("shared" in name for name, _, _ in choices.values()):
+            say("refitting the shared reader on training and validation models")
             both = np.vstack([XA, XvA])
             shared = self._fit_shared(both, np.vstack([_stack(y, self.benchmarks_),
                                                        _stack(yv, self.benchmarks_)]))  # fmt: skip

@@ -12,7 +12,6 @@ a candidate and `assess.suite_gate` compares it with the live suite.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +31,7 @@ from sparseeval.pipeline.artifacts import (
     read_once,
     settings_subset,
 )
-from sparseeval.pipeline.recipe import NotEnoughModels, split_step
+from sparseeval.pipeline.recipe import NotEnoughModels, split_step, throttled
 from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.suite_reuse import reusable_fits
@@ -62,18 +61,6 @@ class SuiteFit:
             f"{b} (own anchors only)": metrics.evaluate(p, self.test_true[b])
             for b, p in self.own_test_pred.items()
         }
-
-
-def throttled(say: Callable[[str], None], seconds: float = 15.0) -> Callable[[str], None]:
-    """`say`, passing on at most one line per `seconds` (the first one at once)."""
-    last = [-float("inf")]
-
-    def passed_on(line: str) -> None:
-        if time.monotonic() - last[0] >= seconds:
-            last[0] = time.monotonic()
-            say(line)
-
-    return passed_on
 
 
 def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseMatrix]:
@@ -118,7 +105,7 @@ def fit_suite(
     split_settings = replace(settings, calibration="split")  # the suite has no cross-fit
     split = split_step(first, split_settings, f"suite ({len(aligned)} benchmarks, models in all)")
     say = progress or (lambda s: None)
-    steps = throttled(say)  # a selection's refinement steps: a line every 15 s at most
+    steps = throttled(say)  # a selection's init and refinement lines: one every 15 s at most
     rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
                       {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
     k = max(settings.budgets)

@@ -99,9 +99,9 @@ def test_suite_progress_names_each_benchmark_and_throttles_refinement(tmp_path):
     assert sum(line.startswith(("refine", "init")) for line in lines) <= 1  # fast: one at most
     said: list[str] = []
     say = throttled(said.append, seconds=60)
-    say("first")
-    say("second")
-    assert said == ["first"]
+    say("refine step 1")
+    say("refine step 2")
+    assert said == ["refine step 1"]
 
 
 def test_a_suite_lists_its_models_as_a_benchmark_set_does(demo):
