@@ -12,7 +12,7 @@ from prefect.runtime import deployment, flow_run
 from sparseeval.flows._run import say
 
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.pipeline.lease import HomeLease
+from sparseeval.pipeline.lease import HomeLease, LeaseHeld
 from sparseeval.pipeline.records import IngestSummary
 from sparseeval.pipeline.sealed import check_writable
 from sparseeval.pipeline.settings import Settings, SettingsError
@@ -22,6 +22,10 @@ NO_HOME = (
     "a deployed run needs SPARSEEVAL_HOME (set it, and SPARSEEVAL_CONFIG, in the shell that"
     " runs `prefect deploy`, or as the deployment's job variables): the worker's working"
     " directory never decides where state lives"
+)
+NO_DEMO = (
+    "a deployment does not read the built-in synthetic demo (`synthetic` in sources): its"
+    " benchmarks would be published as real ones; set `allow_demo = true` for a demo home"
 )
 NO_SOURCES = (
     "nothing to refresh: no sources and an empty store; set `sources` in the settings file"
@@ -61,15 +65,28 @@ def check_not_empty(ingested: IngestSummary, settings: Settings) -> None:
         raise SettingsError(NO_SOURCES.format(home=settings.home))
 
 
+def check_no_demo(specs: list[str], settings: Settings) -> None:
+    """A deployment reads the built-in synthetic demo only with `allow_demo = true`."""
+    if any(s.split(":", 1)[0].strip() == "synthetic" for s in specs) and not settings.allow_demo:
+        raise SettingsError(NO_DEMO)
+
+
 @contextlib.contextmanager
-def hold_home(settings: Settings) -> Iterator[None]:
-    """One run per home: hold its lease (`pipeline.lease`) while the run works."""
+def hold_home(settings: Settings, skip_if_held: bool = False) -> Iterator[str]:
+    """One run per home: hold its lease (`pipeline.lease`) while the run works. With
+    `skip_if_held`, a home another run holds (after `lease_wait_seconds`) yields the line
+    that says this run is skipped, instead of failing; else it yields ""."""
     holder = f"{flow_run.get_name() or 'refresh'} (flow run {flow_run.get_id()})"
     lease = HomeLease(settings.home, holder, wait=settings.lease_wait_seconds)
     try:
         lease.acquire()
     except (FileExistsError, NotADirectoryError) as exc:
         raise SettingsError(f"home {settings.home} is not a folder ({exc.strerror})") from None
+    except LeaseHeld as exc:
+        if not skip_if_held:
+            raise
+        yield f"skipped: {exc} (another run holds this home; one schedule per home)"
+        return
     try:
         check_writable(settings.artifacts_dir)  # a read-only cache: one line, before any work
     except SparseEvalError:
@@ -79,6 +96,6 @@ def hold_home(settings: Settings) -> Iterator[None]:
         say(f"took over the lease of a crashed run: {lease.took_over.get('holder')}",
             logging.WARNING)  # fmt: skip
     try:
-        yield
+        yield ""
     finally:
         lease.release()

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from prefect import get_run_logger
+from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.urls import url_for
 
+from sparseeval.pipeline import alerts
 from sparseeval.pipeline.settings import Settings, SettingsError
 
 PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
@@ -56,6 +61,39 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
             }
         )
     raise SettingsError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")
+
+
+def run_name(kind: str) -> str:
+    """`{kind} {time}`, or `rerun {time}` for an automatic rerun (it has `rerun_of`):
+    the rerun automation never reruns a run whose name starts so."""
+    rerun = (flow_run.parameters or {}).get("rerun_of")
+    return f"rerun {stamp()}" if rerun else f"{kind} {stamp()}"
+
+
+@contextlib.contextmanager
+def alert_on_failure(settings: Settings, in_deployment: bool) -> Iterator[None]:
+    """A run outside a deployment that fails POSTs its alert to `alert_webhook` (a deployed
+    run's alerts come from the automations, which also see crashes); then the error goes on."""
+    try:
+        yield
+    except Exception as exc:
+        if settings.alert_webhook and not in_deployment:
+            send_alert(settings.alert_webhook, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def send_alert(url: str, message: str) -> None:
+    """The failed run's alert (name, UI link, message); a webhook that fails is said, once."""
+    run_id = str(flow_run.get_id())
+    link = url_for("flow-run", obj_id=run_id)  # the UI's page of this run
+    alert = alerts.run_alert(flow_run.get_name() or "refresh", run_id, None, link, "Failed",
+                             message)  # fmt: skip
+    try:
+        alerts.post(url, alert)
+    except OSError as exc:
+        say(f"alert not sent ({type(exc).__name__}: {exc})", logging.WARNING)
+    else:
+        say(f"alert sent: {alert['subject']}")
 
 
 def stamp() -> str:

@@ -8,9 +8,13 @@
   zombie flows".
 - rerun-crashed-refresh: a crashed refresh run of a deployment is run again once (the
   refresh is idempotent: a rerun cleans what the crash left and resumes from the cache).
-- alert-*: a notification (a webhook block) on a crashed or failed SparseEval run, on a
-  refused candidate (`sparseeval.publish.refused`) and on drift that persists
-  (`sparseeval.drift.persistent`, emitted by the refresh after `drift_alert_nights`).
+  The rerun gets `rerun_of` (the crashed run's id) and is named `rerun ...`; a crashed
+  rerun is never rerun, so a crash that repeats costs one rerun and two alerts, not a loop.
+- alert-*: a notification (a webhook block) on a crashed or failed SparseEval run (its
+  name, deployment, UI link and state message: the failed file, reason and report path;
+  a crashed rerun says that the rerun crashed too), on a refused candidate
+  (`sparseeval.publish.refused`) and on drift that persists (`sparseeval.drift.persistent`,
+  emitted by the refresh after `drift_alert_nights`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,32 @@ OURS = ResourceSpecification(
     {"prefect.resource.role": "tag", "prefect.resource.id": "prefect.tag.sparseeval"}
 )
 ENDED = ("Completed", "Failed", "Cancelled", "Crashed")
+RERUN_NAME = "rerun "  # how an automatic rerun's name starts (`flows._run.run_name`)
+NOT_A_RERUN = ResourceSpecification(
+    {"prefect.resource.id": "prefect.flow-run.*", "prefect.resource.name": f"!{RERUN_NAME}*"}
+)
+RUN_SUBJECT = (
+    "SparseEval run {{ flow_run.name }} is {{ flow_run.state.name }}"
+    "{% if flow_run.state.name == 'Crashed' and flow.name == 'refresh' %}"
+    "{% if flow_run.parameters.rerun_of %}: the automatic rerun crashed too, not rerun again"
+    "{% else %}: rerunning it once{% endif %}{% endif %}"
+)
+
+
+def run_body(ui_url: str | None) -> str:
+    """The alert body of a crashed or failed run: name, deployment, link (the UI at
+    `ui_url`, as `sparseeval automations install` saw it; else the server's own), what it
+    reruns, and the state message (a failed refresh's names the file, reason and report)."""
+    link = f"{ui_url.rstrip('/')}/runs/flow-run/{{{{ flow_run.id }}}}" if ui_url else (
+        "{{ flow_run|ui_url }}")  # fmt: skip
+    return (
+        "run: {{ flow_run.name }} ({{ flow_run.id }})\n"
+        "deployment: {{ deployment.name if deployment else 'none' }}\n"
+        f"url: {link}\n"
+        "{% if flow_run.parameters.rerun_of %}rerun of: {{ flow_run.parameters.rerun_of }}\n"
+        "{% endif %}"
+        "{{ flow_run.state.name }}: {{ flow_run.state.message }}"
+    )
 
 
 def zombie_automation(after: timedelta = ZOMBIE_AFTER) -> Automation:
@@ -60,30 +90,32 @@ def zombie_automation(after: timedelta = ZOMBIE_AFTER) -> Automation:
 
 
 def rerun_automation() -> Automation:
-    """Run a deployment's refresh again once when its run crashed."""
+    """Run a deployment's refresh again once when its run crashed; never a crashed rerun."""
+    rerun_of = {"__prefect_kind": "jinja", "template": "{{ flow_run.id }}"}
     return Automation(
         name=PREFIX + "rerun-crashed-refresh",
-        description="A crashed refresh run is run again (the refresh is idempotent).",
+        description="A crashed refresh run is run again once (the refresh is idempotent).",
         trigger=EventTrigger(
             expect={"prefect.flow-run.Crashed"},
-            match=FLOW_RUNS,
+            match=NOT_A_RERUN,
             match_related=[OURS, ResourceSpecification({"prefect.resource.role": "flow",
                                                         "prefect.resource.name": "refresh"})],
             posture=Posture.Reactive,
             threshold=1,
             within=timedelta(0),
         ),
-        actions=[RunDeployment(source="inferred")],
+        actions=[RunDeployment(source="inferred", parameters={"rerun_of": rerun_of})],
     )  # fmt: skip
 
 
 def alert_automations(block_id: UUID) -> list[Automation]:
     """Notify through the webhook block on crashes, failures, refusals and persistent drift."""
+    from prefect.settings import PREFECT_UI_URL
+
     alerts = {
         "alert-run-crashed-or-failed": (
             {"prefect.flow-run.Crashed", "prefect.flow-run.Failed"}, FLOW_RUNS, [OURS],
-            "SparseEval run {{ flow_run.name }} is {{ flow_run.state.name }}",
-            "{{ flow_run.state.message }}",
+            RUN_SUBJECT, run_body(PREFECT_UI_URL.value()),
         ),
         "alert-publish-refused": (
             {"sparseeval.publish.refused"}, _benchmarks(), [],

@@ -14,7 +14,14 @@ from typing import Any
 
 from prefect import flow
 from prefect.runtime import flow_run
-from sparseeval.flows._home import check_not_empty, deployed, hold_home, nothing_yet
+from prefect.states import Completed, State
+from sparseeval.flows._home import (
+    check_no_demo,
+    check_not_empty,
+    deployed,
+    hold_home,
+    nothing_yet,
+)
 from sparseeval.flows._results import (
     benchmarks_to_run,
     collect,
@@ -22,7 +29,13 @@ from sparseeval.flows._results import (
     fit_said,
     with_sibling_budgets,
 )
-from sparseeval.flows._run import resolve_settings, say, stamp, task_runner_for
+from sparseeval.flows._run import (
+    alert_on_failure,
+    resolve_settings,
+    run_name,
+    say,
+    task_runner_for,
+)
 from sparseeval.flows.publish import alert_persistent_drift, publish_benchmark, publish_suite
 
 from sparseeval import tasks
@@ -98,7 +111,7 @@ def assess_and_publish(
     return r
 
 
-@flow(name="refresh", log_prints=True, flow_run_name=lambda: f"refresh {stamp()}")
+@flow(name="refresh", log_prints=True, flow_run_name=lambda: run_name("refresh"))
 def refresh(
     sources: list[str] | None = None,
     benchmarks: list[str] | None = None,
@@ -107,6 +120,7 @@ def refresh(
     home: str | None = None,
     fill_if_empty: bool = True,
     dask_processes: bool = True,
+    rerun_of: str | None = None,
 ) -> RunSummary:
     """Refresh every benchmark (or the ones named) and publish where drift calls for it.
 
@@ -117,12 +131,29 @@ def refresh(
     One run per home at a time (a lease; the second waits `lease_wait_seconds`, then
     refuses naming the holder).
     n_anchors: a budget or a list of budgets. settings_overrides: any `Settings` field.
+    rerun_of: set by the rerun automation (the crashed run's id); such a run is never rerun.
     """
-    started = datetime.now(UTC).isoformat(timespec="seconds")
     settings = resolve_settings(home, n_anchors, settings_overrides)
-    fill = not deployed(home) and fill_if_empty  # a deployment never fills the demo
-    with hold_home(settings):
-        specs = list(sources or settings.sources)
+    in_deployment = deployed(home)
+    with alert_on_failure(settings, in_deployment):
+        return night(settings, sources, benchmarks, in_deployment, fill_if_empty, dask_processes)
+
+
+def night(
+    settings: Settings, sources: list[str] | None, benchmarks: list[str] | None,
+    in_deployment: bool, fill_if_empty: bool, dask_processes: bool,
+) -> RunSummary | State:  # fmt: skip
+    """The refresh's work on its home; a deployed run that finds the home held by another
+    run is a skipped (Completed) run: one schedule per home, and the loser never pages."""
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    fill = not in_deployment and fill_if_empty  # a deployment never fills the demo
+    specs = list(sources or settings.sources)
+    if in_deployment:
+        check_no_demo(specs, settings)
+    with hold_home(settings, skip_if_held=in_deployment) as skipped:
+        if skipped:
+            say(skipped, logging.WARNING)
+            return Completed(message=skipped)
         none = "ingest: no --source given and no `sources` setting"
         say(f"ingest: reading {len(specs)} source(s)" if specs else none)
         paths = settings.section("paths")

@@ -129,6 +129,26 @@ def release(folder: Path, lo: int, hi: int, benchmarks=None, n_models: int = 260
     return str(path)
 
 
+def wait_for(condition, seconds: float = 60):
+    """`condition()` once it is truthy, polling every 0.5 s for up to `seconds`."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.5)
+    return condition()
+
+
+class InADeployment:
+    """What `prefect.runtime.deployment` says inside a run of a deployment."""
+
+    @staticmethod
+    def get_id() -> str:
+        return "0c6a4f4e-0000-4000-8000-000000000001"
+
+
 def run(home: Path, specs, **overrides):
     """The refresh flow on `specs` (None: the `sources` setting) with tiny settings."""
     from sparseeval.flows.refresh import refresh

@@ -5,7 +5,9 @@ back when it ends, so a served and a deployed run on the same home never run at 
 second waits up to `wait` seconds, then refuses in one line naming the holder. A lease
 left by a crashed run is taken over: at once when its process is gone (same host), or
 when it has not been renewed for `stale_after` seconds (another host, or a hung one).
-The holder renews it from a daemon thread while it runs.
+The holder renews it from a daemon thread while it runs. A SIGTERM to a process holding
+the lease (a supervisor stopping it) ends it at once through its `finally`s, so the lease is
+given back (when no one else handles SIGTERM: Prefect's own bridge unwinds the same way).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -39,6 +42,7 @@ class HomeLease:
         self.token = uuid.uuid4().hex
         self.took_over: dict | None = None  # the stale lease this one replaced, if any
         self._stop = threading.Event()
+        self._on_term: object | None = None  # the SIGTERM handler ours replaced, held
 
     def acquire(self) -> HomeLease:
         """Take the lease (waiting up to `wait` s for a live holder), or raise `LeaseHeld`."""
@@ -54,11 +58,15 @@ class HomeLease:
                 raise LeaseHeld(self._held_by(read_lease(self.path)))
             time.sleep(min(1.0, max(0.05, self.wait / 20)))
         threading.Thread(target=self._renew_loop, daemon=True).start()
+        self._on_term = _exit_on_sigterm(self)
         return self
 
     def release(self) -> None:
         """Give the lease back (only if it is still ours)."""
         self._stop.set()
+        if self._on_term is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_term)  # the handler it replaced
+            self._on_term = None
         current = read_lease(self.path)
         if current and current.get("token") == self.token:
             with contextlib.suppress(FileNotFoundError):
@@ -118,6 +126,37 @@ class HomeLease:
             f" {current.get('pid')} on {current.get('host')}, since {current.get('since')});"
             f" waited {self.wait:g}s"
         )
+
+
+STOP_GRACE_SECONDS = 2.0  # after SIGTERM, how long `finally`s may run before the process ends
+
+
+def _exit_on_sigterm(lease: HomeLease) -> object:
+    """While `lease` is held (main thread only), SIGTERM ends the process: the handler found
+    (Prefect's bridge raises TerminationSignal) or SystemExit unwinds it through its
+    `finally`s, which release the lease; should that be swallowed (a library turning it
+    into an error), the lease is given back and the process ends `STOP_GRACE_SECONDS`
+    later all the same. The handler replaced (to restore on release), or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def terminated(signum: int, frame: object) -> None:
+        code = 128 + signum
+        stop = threading.Timer(STOP_GRACE_SECONDS, _stop_now, (lease, code))
+        stop.daemon = True  # a process that unwinds in time ends without waiting for it
+        stop.start()
+        if callable(previous):
+            previous(signum, frame)
+        raise SystemExit(code)
+
+    signal.signal(signal.SIGTERM, terminated)
+    return previous
+
+
+def _stop_now(lease: HomeLease, code: int) -> None:
+    lease.release()
+    os._exit(code)
 
 
 def read_lease(path: str | Path) -> dict | None:

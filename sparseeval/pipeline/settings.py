@@ -53,6 +53,8 @@ class Settings:
     hub_max_repos: int = _in("sources", 200)
     # mirror each published version to this Hub dataset repo
     hub_repo: str | None = _in("sources", None)
+    # a deployment may read the built-in synthetic demo (`sources = ["synthetic"]`) only so
+    allow_demo: bool = _in("sources", False)
     # anchor selection
     # one budget, or several (each published on its own)
     n_anchors: int | tuple[int, ...] = _in("selection", 100)
@@ -112,6 +114,9 @@ class Settings:
     dask_address: str | None = _in("runner", None)
     lease_wait_seconds: float = _in("runner", 300.0)  # a second run on the home waits, then refuses
     workers: int = _in("runner", 2)  # benchmarks fitted at once: threads, or local Dask workers
+    # a run outside a deployment (`sparseeval refresh`) that fails POSTs {subject, body} here;
+    # deployed runs alert through the automations (`sparseeval automations install --webhook`)
+    alert_webhook: str | None = _in("runner", None)
 
     def __post_init__(self) -> None:
         if problems := _type_problems(self):
@@ -162,6 +167,8 @@ class Settings:
             ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),
             ("workers", "at least 1", self.workers >= 1),
             ("lease_wait_seconds", "0 or more", self.lease_wait_seconds >= 0),
+            ("alert_webhook", "an http:// or https:// URL",
+             self.alert_webhook is None or self.alert_webhook.startswith(("http://", "https://"))),
             ("task_runner", "'thread' or 'dask'", self.task_runner in {"thread", "dask"}),
             ("judge", "'loo' or 'validation'", self.judge in {"loo", "validation"}),
             ("calibration", "'split' or 'cross'", self.calibration in {"split", "cross"}),
@@ -233,10 +240,12 @@ class Settings:
         return dataclasses.replace(self, **_coerce(changes))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready view (paths as strings), written into every artifact."""
-        return {
+        """JSON-ready view (paths as strings), written into every artifact (the alert
+        webhook, which may carry a token, only as whether it is set)."""
+        out = {
             k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()
         }
+        return out | {"alert_webhook": "(set)" if self.alert_webhook else None}
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -8,54 +8,21 @@ The event and state names follow Prefect's "How to detect and respond to zombie 
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.events import emit_event
 from prefect.states import Running
-from prefect.testing.utilities import prefect_test_harness
 from sparseeval.flows import automations
 
-
-@pytest.fixture(scope="module")
-def server():
-    with prefect_test_harness(server_startup_timeout=60):
-        yield
+from tests.helpers import wait_for
 
 
 @pytest.fixture
-def receiver():
-    """A webhook receiver on 127.0.0.1: the JSON bodies it was sent."""
-    got: list[dict] = []
-
-    class Hook(BaseHTTPRequestHandler):
-        def do_POST(self):
-            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}/hook", got
-    httpd.shutdown()
-
-
-def _wait(condition, seconds: float = 60):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.5)
-    return condition()
+def server(prefect_harness):
+    """The session's Prefect test server (a second harness nested in it loses events)."""
 
 
 ALL = sorted(
@@ -77,7 +44,7 @@ def test_install_creates_every_automation_once_and_alerts_reach_the_webhook(serv
         },
         payload={"reason": "candidate MAE 2.1 > live 1.9 points"},
     )
-    assert _wait(lambda: got) == [
+    assert wait_for(lambda: got) == [
         {"subject": "SparseEval: arc candidate refused",
          "body": "candidate MAE 2.1 > live 1.9 points"}
     ]  # fmt: skip
@@ -103,6 +70,6 @@ def test_a_run_whose_heartbeats_stop_is_marked_crashed(server):
         run = client.create_flow_run(_idle, state=Running())
         emit_event(event="prefect.flow-run.heartbeat",
                    resource={"prefect.resource.id": f"prefect.flow-run.{run.id}"})  # fmt: skip
-        state = _wait(lambda: (s := client.read_flow_run(run.id).state).is_crashed() and s, 90)
+        state = wait_for(lambda: (s := client.read_flow_run(run.id).state).is_crashed() and s, 90)
     assert state and state.is_crashed()
     assert state.message == "Flow run marked as crashed: its heartbeats stopped."

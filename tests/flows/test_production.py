@@ -13,15 +13,7 @@ from sparseeval.flows import _home
 from sparseeval.flows.refresh import refresh
 
 from sparseeval.pipeline.lease import LEASE_FILE
-from tests.helpers import TINY, release, run
-
-
-class InADeployment:
-    """What `prefect.runtime.deployment` says inside a run of a deployment."""
-
-    @staticmethod
-    def get_id() -> str:
-        return "0c6a4f4e-0000-4000-8000-000000000001"
+from tests.helpers import TINY, InADeployment, release, run
 
 
 def _failure(settings_overrides=TINY, **kwargs) -> str:

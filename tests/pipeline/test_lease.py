@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -96,3 +97,17 @@ def test_lease_held_is_an_input_error_said_in_one_line():
     from sparseeval.consume.errors import SparseEvalError
 
     assert issubclass(LeaseHeld, SparseEvalError)
+
+
+def test_a_holder_stops_on_sigterm_and_gives_the_lease_back(tmp_path):
+    code = ("import sys, time; from sparseeval.pipeline.lease import HomeLease\n"
+            "with HomeLease(sys.argv[1], 'refresh nightly'):\n"
+            "    print('held', flush=True); time.sleep(60)")  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    assert proc.stdout.readline() == "held\n" and (tmp_path / LEASE_FILE).exists()
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 128 + signal.SIGTERM
+    assert time.monotonic() - sent < 5
+    assert not (tmp_path / LEASE_FILE).exists()

@@ -1,0 +1,102 @@
+"""Bounded self-healing and alerts worth reading (issue [3/5]), against a real Prefect test
+server: a refresh that always crashes is rerun once, its crashed rerun alerts once saying so
+and is not rerun; a webhook alert names the run, deployment, link, failed file, reason and
+report; a command-line refresh alerts too when `alert_webhook` is set."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+from sparseeval.flows import automations
+
+from tests.helpers import TINY, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def crashing(prefect_harness, receiver):
+    """The rerun and alert automations, and `refresh/crashing` served by a subprocess:
+    (its deployment id, the webhook's received bodies)."""
+    from prefect.settings import PREFECT_API_URL
+
+    url, got = receiver
+    automations.install(url)
+    env = os.environ | {"PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(ROOT),
+                        "PREFECT_RUNNER_POLL_FREQUENCY": "1"}  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "tests.flows.crashing"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    with get_client(sync_client=True) as client:
+        deployment = wait_for(lambda: _deployment(client), 120)
+        yield client, deployment, got
+    proc.terminate()
+    proc.wait(30)
+
+
+def _deployment(client):
+    found = [d for d in client.read_deployments() if d.name == "crashing"]
+    return found[0] if found else None
+
+
+def _runs(client, deployment):
+    runs = client.read_flow_runs(
+        deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
+    )
+    return sorted(runs, key=lambda r: r.created)
+
+
+def test_a_refresh_that_always_crashes_is_rerun_once_and_its_rerun_alerts_once(crashing):
+    client, deployment, got = crashing
+    first = client.create_flow_run_from_deployment(deployment.id)
+    both = lambda: [r for r in _runs(client, deployment) if r.state.is_crashed()]  # noqa: E731
+    crashed = wait_for(lambda: len(both()) >= 2 and len(got) >= 2 and both(), 240)
+    assert crashed, (_runs(client, deployment), got)
+    wait_for(lambda: len(_runs(client, deployment)) > 2, 20)  # a third run would come by now
+    runs = _runs(client, deployment)
+    print("runs:", [(r.name, r.state.name, r.parameters) for r in runs])
+    assert [r.id for r in runs[:1]] == [first.id] and len(runs) == 2, "one rerun, no loop"
+    rerun = runs[1]
+    assert rerun.parameters["rerun_of"] == str(first.id) and rerun.name.startswith("rerun ")
+    for body in got:
+        print("webhook body:", body)
+    assert len(got) == 2, got
+    original, again = got
+    assert original["subject"].endswith("is Crashed: rerunning it once")
+    assert again["subject"] == (f"SparseEval run {rerun.name} is Crashed: the automatic rerun"
+                                " crashed too, not rerun again")  # fmt: skip
+    for alert, run in ((original, runs[0]), (again, rerun)):
+        assert f"run: {run.name} ({run.id})" in alert["body"]
+        assert "deployment: crashing" in alert["body"]
+        assert f"/runs/flow-run/{run.id}" in alert["body"]  # the link to the run
+    assert f"rerun of: {first.id}" in again["body"]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_command_line_refresh_that_fails_alerts_the_webhook(receiver, cli_refresh, tmp_path,
+                                                              capsys):  # fmt: skip
+    url, got = receiver
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    bad = inbox / "bad.csv"
+    bad.write_text("model,benchmark,item\nm1,arc,i1\n")  # no `correct` column
+    old = os.path.getmtime(bad) - 3600
+    os.utime(bad, (old, old))
+    sets = [f"--set={k}={v}" for k, v in (TINY | {"alert_webhook": url}).items()]
+    code = cli_refresh("--home", str(tmp_path / "home"), "--source", f"inbox:{inbox}", *sets)
+    assert code != 0
+    print("webhook body:", got)
+    (alert,) = got
+    assert alert["subject"].startswith("SparseEval run refresh ")
+    assert alert["subject"].endswith(" is Failed")
+    body = alert["body"]
+    assert "deployment: none (command line)" in body
+    assert "url: http" in body and "/runs/flow-run/" in body
+    assert f"{bad}: line 1: missing column(s) correct" in body
+    assert f"report at {tmp_path / 'home' / 'reports'}" in body
+    assert "alert sent: SparseEval run" in capsys.readouterr().err
