@@ -19,14 +19,17 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.events import emit_event
 from prefect.states import Running
-from prefect.testing.utilities import prefect_test_harness
 from sparseeval.flows import automations
 
 
 @pytest.fixture(scope="module")
-def server():
-    with prefect_test_harness(server_startup_timeout=60):
-        yield
+def server(prefect_harness):
+    """The session's test server, left without SparseEval automations or webhook block."""
+    yield
+    for name in automations.installed():
+        automations._remove(name)
+    if automations._existing_block():
+        automations.CustomWebhookNotificationBlock.delete(automations.WEBHOOK_BLOCK)
 
 
 @pytest.fixture
