@@ -185,7 +185,20 @@ def suggestion(aset, answers: dict, est, args) -> dict | None:
     from sparseeval.consume.next_items import next_step
 
     more = _fresh("more", args.responses)
-    return next_step(where, aset.benchmark, n, goal, " ".join(args.responses), more, why)
+    files = " ".join(args.responses)
+    return next_step(where, aset.benchmark, n, goal, files, more, why, _exportable(aset))
+
+
+def _exportable(aset) -> bool:
+    """Whether `export-lm-eval --next` can write this set's items (the check it runs)."""
+    from sparseeval.consume.identity import check_exportable
+    from sparseeval.consume.lm_eval_ids import LmEvalError
+
+    try:
+        check_exportable(aset.benchmark, aset.known_items, aset.all_item_sources)
+    except LmEvalError:
+        return False
+    return True
 
 
 def _lm_eval_options(args) -> dict:

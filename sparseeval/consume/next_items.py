@@ -216,16 +216,26 @@ def items_for_width(
 
 
 def next_step(where: str, benchmark: str, n: int, goal: float, files: str, more: str,
-              why: str) -> dict:  # fmt: skip
+              why: str, lm_eval_ids: bool = True) -> dict:  # fmt: skip
     """The commands that get `n` more items and use them: {n, width_points, anchors,
-    export_lm_eval, predict, line}. where: `--anchor-set R --benchmark B ...`."""
+    export_lm_eval, predict, line}. where: `--anchor-set R --benchmark B ...`.
+
+    lm_eval_ids: the benchmark's item ids are lm-eval doc ids (else no export is suggested:
+    export_lm_eval is None and the line says why)."""
     get = f"sparseeval anchors {where} --next {n} --responses {files} --template {more}.csv"
-    lm_eval = f"sparseeval export-lm-eval {where} --next {n} --responses {files} --out {more}.json"
+    lm_eval = (
+        f"sparseeval export-lm-eval {where} --next {n} --responses {files} --out {more}.json"
+        if lm_eval_ids else None
+    )  # fmt: skip
+    other = (
+        f"(or the lm-eval --samples JSON of them: {lm_eval})" if lm_eval
+        else "(no lm-eval --samples JSON: this set's item ids are not lm-eval doc ids)"
+    )  # fmt: skip
     use = f"sparseeval predict {where} --responses {files} {more}.csv"
     line = (
         f"more items would help ({why}): answer {n} more items of {benchmark} for an"
-        f" interval about {goal:.1f} points wide:\n  {get}\n  (or the lm-eval --samples JSON"
-        f" of them: {lm_eval})\nfill {more}.csv, then: {use}"
+        f" interval about {goal:.1f} points wide:\n  {get}\n  {other}\nfill {more}.csv,"
+        f" then: {use}"
     )
     return {"n": n, "width_points": goal, "anchors": get, "export_lm_eval": lm_eval,
             "predict": use, "line": line}  # fmt: skip

@@ -44,7 +44,11 @@ def test_predict_says_how_many_more_items_then_combines_both_files(fitted, capsy
     assert "more items would help (wider than 8 points)" in said
     n = int(said.split("--next ")[1].split()[0])
     assert f"--next {n} --responses a.csv --template more.csv" in said
-    assert "export-lm-eval" in said and "--responses a.csv more.csv" in said
+    assert "--responses a.csv more.csv" in said
+    # the demo's ids are no lm-eval doc ids: export-lm-eval --next would refuse, so not offered
+    assert "export-lm-eval" not in said and "not lm-eval doc ids" in said
+    assert main(["export-lm-eval", *where, "--next", "3", "--responses", "a.csv",
+                 "--out", "x.json"]) == 2  # fmt: skip
     assert main(["anchors", *where, "--next", str(n), "--responses", "a.csv",
                  "--template", "more.csv"]) == 0  # fmt: skip
     _fill(root / "more.csv", row)
