@@ -34,15 +34,26 @@ def arc_doc(j: int) -> dict:
     }
 
 
-def lm_eval(tmp: Path, *args) -> tuple[dict, dict[str, Path], str]:
-    """Run the lm-eval CLI offline with the dummy model: (results, {task: samples file}, stdout)."""
+# lm-eval's CLI with its index of built-in tasks left out (`TaskManager(include_defaults=False)`):
+# indexing its ~15,000 YAML files takes most of a run, and these runs only need --include_path.
+OWN_TASKS_ONLY = (
+    "import functools, lm_eval.tasks.manager as m, lm_eval.__main__ as cli; "
+    "m.TaskManager.__init__ = functools.partialmethod(m.TaskManager.__init__, "
+    "include_defaults=False); cli.cli_evaluate()"
+)
+
+
+def lm_eval(tmp: Path, *args, own_tasks_only: bool = False) -> tuple[dict, dict[str, Path], str]:
+    """Run the lm-eval CLI offline with the dummy model: (results, {task: samples file}, stdout).
+    `own_tasks_only`: the same CLI, knowing only the tasks under --include_path."""
     out = tmp / "out"
     env = os.environ | {
         "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp / "hf"),
         "PYTHONPATH": os.pathsep.join([str(Path(sparseeval.__file__).parents[1]),
                                        os.environ.get("PYTHONPATH", "")]),
     }  # fmt: skip
-    cmd = [sys.executable, "-m", "lm_eval", "--model", "dummy", "--log_samples",
+    entry = ["-c", OWN_TASKS_ONLY] if own_tasks_only else ["-m", "lm_eval"]
+    cmd = [sys.executable, *entry, "--model", "dummy", "--log_samples",
            "--output_path", str(out), *map(str, args)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -187,9 +187,7 @@ def test_estimate_in_lm_eval_equals_predict_on_its_samples(world, capsys):
     # lm-eval's table and results JSON carry the estimate and its interval ...
     row = results["sparseeval_arc"]
     table = [line for line in stdout.splitlines() if re.search(r"\|\s*sparseeval\s*\|", line)]
-    with capsys.disabled():
-        print("\nlm-eval:", table[0] if table else stdout[-2000:])
-    assert table and f"{row['sparseeval,none']:.4f}" in table[0]
+    assert table and f"{row['sparseeval,none']:.4f}" in table[0], stdout[-2000:]
     samples = read_jsonl(files["sparseeval_arc"])
     assert sorted(s["doc"][ITEM_FIELD] for s in samples) == sorted(aset.items)
     assert abs(row["acc_norm,none"] - sum(s["acc_norm"] for s in samples) / 8) < 1e-12

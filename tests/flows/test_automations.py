@@ -20,9 +20,15 @@ from sparseeval.flows import automations
 from tests.helpers import wait_for
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(prefect_harness):
-    """The session's Prefect test server (a second harness nested in it loses events)."""
+    """The session's Prefect test server (a second harness nested in it loses events), left
+    without SparseEval automations or webhook block."""
+    yield
+    for name in automations.installed():
+        automations._remove(name)
+    if automations._existing_block():
+        automations.CustomWebhookNotificationBlock.delete(automations.WEBHOOK_BLOCK)
 
 
 ALL = sorted(
