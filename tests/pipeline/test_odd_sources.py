@@ -54,8 +54,12 @@ def test_an_empty_column_name_in_a_wide_table_is_refused_not_dropped(tmp_path, c
 
 
 def test_automations_with_an_unreachable_server_is_one_line(monkeypatch, capsys):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
-    assert main(["automations", "install"]) == 2
+    # over a session test server started by earlier tests, whose settings context wins
+    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        assert main(["automations", "install"]) == 2
     err = capsys.readouterr().err
     assert "cannot reach the Prefect server at PREFECT_API_URL=http://127.0.0.1:9/api" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -37,6 +37,7 @@ def test_settings_sections_name_the_cache_fields():
         "dask_address",
         "lease_wait_seconds",
         "workers",
+        "alert_webhook",
     )
     with pytest.raises(ValueError, match="unknown settings section"):
         Settings.fields_of("nope")
