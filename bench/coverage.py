@@ -46,7 +46,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from accuracy import QUIET, load
 
 from sparseeval import Settings
-from sparseeval.consume.conformal import BAND_NAMES, ConformalInterval, by_band
+from sparseeval.consume.scoring.conformal import BAND_NAMES, ConformalInterval, by_band
 from sparseeval.method.estimator import SparseEval
 
 N_TEST, N_VALID, N_CALIB = 400, 200, 200

@@ -66,8 +66,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, when not installed
 
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.layout import BUDGET_DIR, VERSION_DIR, AnchorSetError
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import BUDGET_DIR, VERSION_DIR, AnchorSetError
 from sparseeval.pipeline import sources
 from sparseeval.pipeline.store import Store
 

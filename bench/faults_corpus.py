@@ -238,7 +238,7 @@ def copy_published(world: World, d: Path) -> Path:
 def reseal(version_dir: Path, change: Callable[[dict], None]) -> None:
     """Change the manifest, re-hash its files, reseal and re-pin `latest`: a consistent damage."""
     from sparseeval.consume.hashing import file_sha256
-    from sparseeval.consume.layout import seal
+    from sparseeval.consume.sets.layout import seal
 
     path = version_dir / "manifest.json"
     m = json.loads(path.read_text())
@@ -1126,8 +1126,8 @@ def build_world(work: Path, env: dict) -> World:
     """One published home (arc + gsm8k + the suite) from a synthetic release, via the CLI."""
     import polars as pl
 
-    from sparseeval.consume.anchorset import load_anchor_set
-    from sparseeval.consume.suite_set import load_suite
+    from sparseeval.consume.sets.anchorset import load_anchor_set
+    from sparseeval.consume.sets.suite_set import load_suite
     from sparseeval.pipeline import sources
 
     w = World(work, env)

@@ -385,8 +385,8 @@ def _hash_case(name: str, task: str | None):
     def run(d, w):
         import json as _json
 
-        from sparseeval.consume.identity import hash_mismatches
-        from sparseeval.consume.lm_eval import read_responses
+        from sparseeval.consume.answers.identity import hash_mismatches
+        from sparseeval.consume.lm_eval.harness import read_responses
 
         sources = {str(i): {"task": "arc_challenge", "doc_id": i, "hash": f"doc_hash:h{i}",
                             "id_kind": "lm-eval doc id"} for i in range(4)}  # fmt: skip

@@ -15,8 +15,8 @@ import os
 import numpy as np
 import polars as pl
 
-from sparseeval.consume.conformal import ConformalInterval
-from sparseeval.consume.flags import DISAGREE_WIDEN
+from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.flags import DISAGREE_WIDEN
 from sparseeval.method.pool import DEFAULT_WIDEN, SUITE_WIDEN, fit_pool_check
 
 SUITE = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")

@@ -46,7 +46,7 @@ import flag_eval
 from accuracy import METABENCH, QUIET, load
 
 from sparseeval import Settings
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.method.baselines import GreedyRidge
 from sparseeval.method.estimator import SparseEval
 

@@ -12,8 +12,8 @@ Validation 200 and calibration 200 models from the rest, training the remainder;
 nnridge, one of the shipped `auto` candidates) fit to the mean over the stored items
 (metabench keeps ~100 of each benchmark's items); the anchors alone get its split-conformal
 interval (adaptive, as published; no pool-check widening). Then per test model, n more
-items chosen by `consume.next_items.choose` (`random`, or `informative`: the items it is
-least sure of) and the corrected estimate and interval of `consume.next_items.correct`, on
+items chosen by `consume.scoring.next_items.choose` (`random`, or `informative`: the items it is
+least sure of) and the corrected estimate and interval of `consume.scoring.next_items.correct`, on
 curves fit to the training models (`method.item_curves`). Prints MAE, mean signed error
 (points), 90% coverage and mean width per row. Fits are cached (`--cache DIR`): the table
 re-runs fast.
@@ -41,8 +41,8 @@ from accuracy import QUIET, load
 from newcomers import leaderboard_meta
 
 from sparseeval import Settings, make_synthetic
-from sparseeval.consume import next_items as nx
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring import next_items as nx
+from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.item_curves import fit_curves
 
@@ -163,7 +163,7 @@ def speed(n_models: int = 1500, n_items: int = 1000, k: int = 100, n_extra: int 
     """Seconds per `AnchorSet.predict` (load excluded) on a published 1,000-item set."""
     import tempfile
 
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
     from sparseeval.method.metrics import evaluate
     from sparseeval.pipeline.fit_sets import benchmark_curves
     from sparseeval.pipeline.versions import set_latest, write_version

@@ -116,7 +116,7 @@ def write_night(data, batch: list[str], path: Path) -> dict[str, np.ndarray]:
 
 def live_mae(home: Path, data, rows) -> dict[str, tuple[float, float | None]]:
     """The live set's MAE (points) on this night's new models: (store target, full score)."""
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
 
     out = {}
     for b, r in rows.items():

@@ -6,7 +6,7 @@ leaderboard average, whole `orgs` drawn until they hold 10% of the models; train
 sees the group; models whose score their item answers contradict are left out, as the
 pipeline quarantines them): validation 200 and calibration 200 models from the rest, training the
 remainder; `SparseEval` at k = 50 (predictor `--predictor`, default nnridge). The interval is
-the published one (`consume.flags.bounds`: the adaptive split-conformal half-width, widened
+the published one (`consume.scoring.flags.bounds`: the adaptive split-conformal half-width, widened
 when the pool check flags the model), `before` without the pool's top edge, `after` with it
 (`method.pool.fit_edge`, fitted on the training models). Prints coverage, mean width, mean
 signed error (estimate - truth), MAE, max error, and the share flagged / in the top edge's zone.
@@ -36,8 +36,8 @@ from newcomers import leaderboard_meta
 from next_items import groups
 
 from sparseeval import Settings
-from sparseeval.consume.conformal import ConformalInterval
-from sparseeval.consume.flags import bounds
+from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.flags import bounds
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.pool import EDGE_TAIL, estimator_pool_check
 from sparseeval.pipeline.store.contradiction import contradicted

@@ -76,7 +76,7 @@ def publish(root: Path, fitted) -> int:
 
 def reader(root: str, answers: dict, stop, ready, out) -> None:
     """Loop load + predict from `latest` until `stop` is set; put every read on `out`."""
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
 
     reads, errors = [], []
     ready.release()
@@ -94,7 +94,7 @@ def reader(root: str, answers: dict, stop, ready, out) -> None:
 
 def expected_estimates(fits, answers: dict) -> list[tuple[float, float, float]]:
     """(estimate, low, high) of each fit, published in a scratch root and loaded as readers do."""
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
 
     out = []
     with tempfile.TemporaryDirectory(prefix="readers-scratch-") as scratch:

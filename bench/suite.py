@@ -28,7 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from accuracy import load
 
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
 from sparseeval.pipeline import suite_recipe

@@ -12,7 +12,7 @@ from sparseeval.flows._run import resolve_settings, stamp
 from sparseeval.flows.refresh import assess_and_publish, fit_batch
 
 from sparseeval import tasks
-from sparseeval.consume.layout import AnchorSetError
+from sparseeval.consume.sets.layout import AnchorSetError
 from sparseeval.pipeline.artifacts import forget_loaded
 from sparseeval.pipeline.recipe import NotEnoughModels
 from sparseeval.pipeline.records import BenchmarkResult, IngestSummary

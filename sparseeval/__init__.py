@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Any
 from sparseeval._version import __version__
 
 _EXPORTS = {
-    "AnchorSet": "consume.anchorset",
-    "Estimate": "consume.anchorset",
-    "Difference": "consume.anchorset",
-    "load_anchor_set": "consume.anchorset",
-    "AnchorSetError": "consume.layout",
-    "ResponsesError": "consume.responses",
+    "AnchorSet": "consume.sets.anchorset",
+    "Estimate": "consume.sets.anchorset",
+    "Difference": "consume.sets.anchorset",
+    "load_anchor_set": "consume.sets.anchorset",
+    "AnchorSetError": "consume.sets.layout",
+    "ResponsesError": "consume.answers.responses",
     "MatrixError": "method.matrix",
     "ResponseMatrix": "method.matrix",
     "Settings": "pipeline.settings",
     "SparseEvalError": "consume.errors",
     "SparseEval": "method.estimator",
     "PaperSparseEval": "method.paper",
-    "SuiteAnchorSet": "consume.suite_set",
+    "SuiteAnchorSet": "consume.sets.suite_set",
     "SuiteSparseEval": "method.suite",
-    "load_suite": "consume.suite_set",
+    "load_suite": "consume.sets.suite_set",
     "Split": "method.splits",
     "split_models": "method.splits",
     "make_leaderboard": "method.synthetic",
@@ -71,11 +71,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from sparseeval.consume.anchorset import AnchorSet, Difference, Estimate, load_anchor_set
+    from sparseeval.consume.answers.responses import ResponsesError
     from sparseeval.consume.errors import SparseEvalError
-    from sparseeval.consume.layout import AnchorSetError
-    from sparseeval.consume.responses import ResponsesError
-    from sparseeval.consume.suite_set import SuiteAnchorSet, load_suite
+    from sparseeval.consume.sets.anchorset import AnchorSet, Difference, Estimate, load_anchor_set
+    from sparseeval.consume.sets.layout import AnchorSetError
+    from sparseeval.consume.sets.suite_set import SuiteAnchorSet, load_suite
     from sparseeval.method.estimator import SparseEval
     from sparseeval.method.matrix import MatrixError, ResponseMatrix
     from sparseeval.method.paper import PaperSparseEval

@@ -1,4 +1,4 @@
--- Canonical forms of the distinct ids of `src` (the rule of sparseeval/consume/ids.py, which
+-- Canonical forms of the distinct ids of `src` (the rule of sparseeval/consume/answers/ids.py, which
 -- passes the patterns): a printable ASCII id is trimmed of spaces; any other has zero-width
 -- characters dropped, edge spaces trimmed and is NFC-normalized; one with a control or
 -- format character gets a problem instead, and so does a benchmark name that cannot be

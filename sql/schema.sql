@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS items (
     ord BIGINT,
     first_run INTEGER NOT NULL
 );
--- Item identity (sparseeval/consume/identity.py): the source's content hash (`name:value`,
+-- Item identity (sparseeval/consume/answers/identity.py): the source's content hash (`name:value`,
 -- e.g. `doc_hash:...`) and what the id is (`lm-eval doc id`, `leaderboard row index`,
 -- `opaque`); NULL in stores written before (unknown).
 ALTER TABLE items ADD COLUMN IF NOT EXISTS hash VARCHAR;

@@ -2,7 +2,7 @@
 -- (model, benchmark, item, correct VARCHAR, ord BIGINT, line BIGINT, ref_no INTEGER);
 -- `checked` adds benchmark_id, the boolean value and a reason when the row is bad.
 -- Correctness accepts 0/1, true/false and -1/+1 (case-insensitive, 1.0/0.0 too).
--- Ids are canonical (sparseeval/consume/ids.py, which passes the patterns): a printable ASCII
+-- Ids are canonical (sparseeval/consume/answers/ids.py, which passes the patterns): a printable ASCII
 -- id is trimmed of spaces; any other has zero-width characters dropped, edge spaces trimmed
 -- and is NFC-normalized, and one with a control or format character is refused (its raw
 -- text, `raw_*`, goes to quarantine). Ids longer than the bounds (MAX_*_LEN, in characters)
@@ -10,7 +10,7 @@
 SET VARIABLE max_model_len = $max_model;
 SET VARIABLE max_item_len = $max_item;
 SET VARIABLE max_benchmark_len = $max_benchmark;
--- the answer words: sparseeval/consume/responses.py CORRECT_WORDS / WRONG_WORDS
+-- the answer words: sparseeval/consume/answers/responses.py CORRECT_WORDS / WRONG_WORDS
 SET VARIABLE correct_words = $correct_words;
 SET VARIABLE wrong_words = $wrong_words;
 

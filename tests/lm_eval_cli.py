@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import sparseeval
-from sparseeval.consume.lm_eval import samples_task
+from sparseeval.consume.lm_eval.harness import samples_task
 
 LM_EVAL = importlib.util.find_spec("lm_eval")
 needs_lm_eval = pytest.mark.skipif(

@@ -298,7 +298,7 @@ def test_every_module_is_seen(real):
     assert {"sparseeval", "deployments.spec", "deployments.serve", "sparseeval.flows.refresh",
             "sparseeval.tasks.publish", "sparseeval.pipeline.store.db"} <= set(mods)  # fmt: skip
     named = {i.target for i in imports["sparseeval"] if i.how == "named"}
-    assert "sparseeval.consume.anchorset" in named  # the root's lazy exports are imports
+    assert "sparseeval.consume.sets.anchorset" in named  # the root's lazy exports are imports
     registry = {i.target for i in imports["sparseeval.method.registry"] if i.how == "named"}
     assert registry == {"sparseeval.method.predictors"}
     spec = {i.target for i in imports["deployments.spec"] if i.how == "named"}
@@ -307,8 +307,9 @@ def test_every_module_is_seen(real):
 
 LAZY_DEF = "\n\ndef _mutant():\n    {}\n"
 MUTATIONS = {
-    "static upward import": ("sparseeval.consume.ids", "from sparseeval.flows import refresh",
-                             "sparseeval.consume.ids (consume) -> sparseeval.flows.refresh"),
+    "static upward import": (
+        "sparseeval.consume.answers.ids", "from sparseeval.flows import refresh",
+        "sparseeval.consume.answers.ids (consume) -> sparseeval.flows.refresh"),
     "lazy upward import": ("sparseeval.method.metrics",
                            LAZY_DEF.format("from sparseeval.cli import main"),
                            "sparseeval.method.metrics (method) -> sparseeval.cli"),
@@ -316,13 +317,14 @@ MUTATIONS = {
         "sparseeval.method.estimator",
         LAZY_DEF.format('return importlib.import_module("sparseeval.method.paper")'),
         "import loop: sparseeval.method.estimator <-> sparseeval.method.paper"),
-    "__import__ string": ("sparseeval.consume.layout", '__import__("prefect")',
-                          "sparseeval.consume.layout (consume) imports prefect at the top"),
-    "a computed name": ("sparseeval.consume.ids",
+    "__import__ string": ("sparseeval.consume.sets.layout", '__import__("prefect")',
+                          "sparseeval.consume.sets.layout (consume) imports prefect at the top"),
+    "a computed name": ("sparseeval.consume.answers.ids",
                         LAZY_DEF.format("return importlib.import_module(NAME)"),
                         "<a computed name>"),
-    "third party not allowlisted": ("sparseeval.consume.hub", "import huggingface_hub",
-                                    "sparseeval.consume.hub (consume) imports huggingface_hub"),
+    "third party not allowlisted": (
+        "sparseeval.consume.sets.hub", "import huggingface_hub",
+        "sparseeval.consume.sets.hub (consume) imports huggingface_hub"),
     "upward inside pipeline": ("sparseeval.pipeline.drift", "import sparseeval.pipeline.mirror",
                                "sparseeval.pipeline.drift (recipes) -> sparseeval.pipeline.mirror"),
     "deployments": ("deployments.spec", "import torch", "deployments.spec (deployments) imports"

@@ -11,7 +11,7 @@ sys.path.insert(0, "bench")
 from accuracy import QUIET, load
 
 from sparseeval import Settings
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.method.estimator import SparseEval
 
 seed = int(sys.argv[1]) if len(sys.argv) > 1 else 2

@@ -58,7 +58,7 @@ def chosen_items(aset, args) -> list[str]:
         raise UserError(f"--next must be at least 1, got {args.next}")
     if not args.responses:
         raise UserError("--next needs --responses FILE (the model's answers on the anchors)")
-    from sparseeval.consume.responses import read_responses_files
+    from sparseeval.consume.answers.responses import read_responses_files
 
     answers = read_responses_files(args.responses, aset)
     return aset.next_items(answers, args.next, args.strategy, args.seed)
@@ -66,10 +66,10 @@ def chosen_items(aset, args) -> list[str]:
 
 def _guarded(fn):
     def run(args) -> int:
-        from sparseeval.consume.anchorset import ALLOW_MISSING
-        from sparseeval.consume.layout import AnchorSetError
-        from sparseeval.consume.lm_eval import LmEvalError
-        from sparseeval.consume.responses import ResponsesError
+        from sparseeval.consume.answers.responses import ResponsesError
+        from sparseeval.consume.lm_eval.harness import LmEvalError
+        from sparseeval.consume.sets.anchorset import ALLOW_MISSING
+        from sparseeval.consume.sets.layout import AnchorSetError
 
         try:
             return fn(args)

@@ -1,6 +1,7 @@
 """`sparseeval anchors`: the anchor items a model must answer, and a blank answers file.
 
-Light install (NumPy only): the set loads through `sparseeval.consume.anchorset.load_anchor_set`.
+Light install (NumPy only): the set loads through
+`sparseeval.consume.sets.anchorset.load_anchor_set`.
 Errors print one line on stderr and return 2.
 """
 
@@ -35,7 +36,7 @@ def add_anchors_command(subparsers) -> None:
             """\
             output: one anchor per line, tab-separated: item id, lm-eval task, doc id (the
             index in the task's evaluation split). Task and doc id come from the set's
-            item_sources, or from the item id rules of sparseeval.consume.lm_eval ("17",
+            item_sources, or from the item id rules of sparseeval.consume.lm_eval.harness ("17",
             "task:17", "subject:17"); ids that map to neither (the synthetic demo's) are
             printed alone. Published sets do not store question text: look a doc up in
             the lm-eval task's dataset. A summary line goes to stderr.
@@ -65,7 +66,7 @@ def add_anchors_command(subparsers) -> None:
 
 def anchor_rows(aset, items: list[str] | None = None) -> list[dict]:
     """One dict per anchor (or per one of `items`), in order: item, task and doc_id when known."""
-    from sparseeval.consume.lm_eval import LmEvalError, item_source
+    from sparseeval.consume.lm_eval.harness import LmEvalError, item_source
 
     rows = []
     sources = aset.all_item_sources if items is not None else aset.item_sources
@@ -80,7 +81,7 @@ def anchor_rows(aset, items: list[str] | None = None) -> list[dict]:
 
 
 def cmd_anchors(args) -> int:
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
 
     root = _anchor_root(args)
     template = Path(args.template) if args.template else None
@@ -133,8 +134,8 @@ def cmd_anchors(args) -> int:
 
 def _no_doc_ids(aset, root) -> str:
     """Why a set's anchors have no lm-eval task/doc ids (the suite's: its members')."""
-    from sparseeval.consume.identity import OPAQUE, id_kinds
-    from sparseeval.consume.suite_set import SUITE, load_suite
+    from sparseeval.consume.answers.identity import OPAQUE, id_kinds
+    from sparseeval.consume.sets.suite_set import SUITE, load_suite
 
     if aset.synthetic:
         return "synthetic item ids of the built-in demo leaderboard: no lm-eval docs behind them"

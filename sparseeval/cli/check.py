@@ -46,9 +46,9 @@ def add_check_command(subparsers) -> None:
 
 
 def cmd_check(args) -> int:
-    from sparseeval.consume.anchorset import load_anchor_set
-    from sparseeval.consume.check import check_models, read_answers, read_scores
-    from sparseeval.consume.set_models import pool, read_models
+    from sparseeval.consume.scoring.check import check_models, read_answers, read_scores
+    from sparseeval.consume.sets.anchorset import load_anchor_set
+    from sparseeval.consume.sets.models import pool, read_models
 
     aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
     scores, scale = read_scores(args.scores, aset.benchmark)

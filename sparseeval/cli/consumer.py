@@ -121,9 +121,9 @@ def _add_report(subparsers) -> None:
 
 
 def cmd_predict(args) -> int:
-    from sparseeval.consume.anchorset import load_anchor_set
-    from sparseeval.consume.responses import read_responses_files
-    from sparseeval.consume.suite_set import SUITE
+    from sparseeval.consume.answers.responses import read_responses_files
+    from sparseeval.consume.sets.anchorset import load_anchor_set
+    from sparseeval.consume.sets.suite_set import SUITE
 
     if args.benchmark == SUITE:
         return _predict_suite(args)
@@ -187,7 +187,7 @@ def suggestion(aset, answers: dict, est, args) -> dict | None:
     where = f"--anchor-set {_anchor_root(args)} --benchmark {aset.benchmark}"
     where += f" --version {aset.version}" + (f" --budget {args.budget}" if args.budget else "")
     why = f"wider than {args.max_width:g} points" if wide else "flagged"
-    from sparseeval.consume.next_items import next_step
+    from sparseeval.consume.scoring.next_items import next_step
 
     more = _fresh("more", args.responses)
     files = " ".join(args.responses)
@@ -196,8 +196,8 @@ def suggestion(aset, answers: dict, est, args) -> dict | None:
 
 def _exportable(aset) -> bool:
     """Whether `export-lm-eval --next` can write this set's items (the check it runs)."""
-    from sparseeval.consume.identity import check_exportable
-    from sparseeval.consume.lm_eval_ids import LmEvalError
+    from sparseeval.consume.answers.identity import check_exportable
+    from sparseeval.consume.lm_eval.ids import LmEvalError
 
     try:
         check_exportable(aset.benchmark, aset.known_items, aset.all_item_sources)
@@ -215,7 +215,7 @@ def _lm_eval_options(args) -> dict:
 
 def describe_data(est) -> str:
     """What the estimate is of, and a warning when the set was fit on the synthetic demo."""
-    from sparseeval.consume.about import SYNTHETIC_NOTE
+    from sparseeval.consume.sets.about import SYNTHETIC_NOTE
 
     line = f"estimates: {_estimates(est)}"
     return line + (f"\nnote: {SYNTHETIC_NOTE}" if est.synthetic else "")
@@ -228,7 +228,7 @@ def _estimates(est) -> str:
 
 
 def _predict_suite(args) -> int:
-    from sparseeval.consume.suite_set import load_suite
+    from sparseeval.consume.sets.suite_set import load_suite
 
     if args.compare_to:
         raise UserError("--compare-to is not supported for the suite; compare per benchmark")
@@ -252,7 +252,7 @@ def _predict_suite(args) -> int:
     if note:
         print(f"note: {note}")
     if any(e.synthetic for e in estimates.values()):
-        from sparseeval.consume.about import SYNTHETIC_NOTE
+        from sparseeval.consume.sets.about import SYNTHETIC_NOTE
 
         print(f"note: {SYNTHETIC_NOTE.replace('this set', 'this suite')}")
     return 0
@@ -264,8 +264,8 @@ def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
     An anchor answered differently by two of them (`arc=arc.csv` and a joint file) is
     refused naming the anchors (`SuiteAnchorSet.merge`).
     """
-    from sparseeval.consume.responses import read_responses_files
-    from sparseeval.consume.suite_set import joint_item
+    from sparseeval.consume.answers.responses import read_responses_files
+    from sparseeval.consume.sets.suite_set import joint_item
 
     named: dict[str, list[str]] = {}
     for spec in specs:
@@ -286,7 +286,7 @@ def _suite_answers(suite, specs: list[str], options: dict) -> dict[str, dict]:
 
 
 def cmd_report(args) -> int:
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
     from sparseeval.pipeline.reports.anchor_report import render_report
 
     aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
@@ -309,8 +309,8 @@ def cmd_report(args) -> int:
 
 
 def _drift_rows(path) -> list[dict]:
-    """`--drift` rows, each a drift check (`consume.fields.drift_row_problem`)."""
-    from sparseeval.consume.fields import drift_row_problem
+    """`--drift` rows, each a drift check (`consume.sets.fields.drift_row_problem`)."""
+    from sparseeval.consume.sets.fields import drift_row_problem
 
     rows = _json_rows(path)
     for n, row in enumerate(rows, 1):

@@ -83,7 +83,7 @@ def add_export_command(subparsers) -> None:
 
 
 def cmd_export_lm_eval(args) -> int:
-    from sparseeval.consume.lm_eval import export_samples, merge_samples
+    from sparseeval.consume.lm_eval.harness import export_samples, merge_samples
 
     if not (args.out or args.tasks_dir):
         raise UserError("say what to write: --out FILE (--samples JSON) and/or --tasks-dir DIR")
@@ -119,8 +119,8 @@ def cmd_export_lm_eval(args) -> int:
 
 def _next_samples(sets: list, args) -> dict:
     """The --samples mapping of the next items of one benchmark (`--next N --responses`)."""
-    from sparseeval.consume import identity as ids
-    from sparseeval.consume.lm_eval import export_samples
+    from sparseeval.consume.answers import identity as ids
+    from sparseeval.consume.lm_eval.harness import export_samples
 
     if len(sets) != 1 or hasattr(sets[0], "own"):
         raise UserError("--next exports one benchmark's items (not the suite, not several)")
@@ -143,8 +143,8 @@ def exportable(aset, id_map: str | None, task: str | None, members: tuple[str, .
     """
     from dataclasses import replace
 
-    from sparseeval.consume import identity as ids
-    from sparseeval.consume.taskmap import default_task
+    from sparseeval.consume.answers import identity as ids
+    from sparseeval.consume.lm_eval.taskmap import default_task
 
     if hasattr(aset, "own"):
         names = tuple(aset.own)
@@ -161,7 +161,7 @@ def exportable(aset, id_map: str | None, task: str | None, members: tuple[str, .
 
 def _note_unknown_ids(sets: list) -> None:
     """A note for each set published before item identity was recorded."""
-    from sparseeval.consume import identity as ids
+    from sparseeval.consume.answers import identity as ids
 
     for a in (m for s in sets for m in _members(s)):
         if ids.UNKNOWN in ids.id_kinds(a.items, a.item_sources).values():
@@ -170,8 +170,8 @@ def _note_unknown_ids(sets: list) -> None:
 
 def _export_set(root, benchmark: str, args):
     """The anchor set to export: a benchmark's, or the suite (`--benchmark suite`)."""
-    from sparseeval.consume.anchorset import load_anchor_set
-    from sparseeval.consume.suite_set import SUITE, load_suite
+    from sparseeval.consume.sets.anchorset import load_anchor_set
+    from sparseeval.consume.sets.suite_set import SUITE, load_suite
 
     if benchmark == SUITE:
         return load_suite(root, args.version, public_key=args.public_key)
@@ -179,7 +179,7 @@ def _export_set(root, benchmark: str, args):
 
 
 def _write_tasks(args, root, sets) -> None:
-    from sparseeval.consume.lm_eval_task import plan_task, task_name, write_suite, write_task
+    from sparseeval.consume.lm_eval.task import plan_task, task_name, write_suite, write_task
 
     several = len(sets) != 1 or hasattr(sets[0], "own")
     if several and any("=" not in d for d in args.dataset or ()):

@@ -182,7 +182,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def _set_name(args: argparse.Namespace) -> str:
     """The benchmark name of the sets `--out` holds: `--benchmark`, else the data's file name."""
-    from sparseeval.consume.ids import IdError, check_benchmark_name
+    from sparseeval.consume.answers.ids import IdError, check_benchmark_name
 
     name = args.benchmark or (Path(args.data).stem if args.data else "synthetic")
     try:

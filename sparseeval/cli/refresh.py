@@ -178,7 +178,7 @@ def _show_progress(quiet: bool) -> None:
 
 def _next_steps(run, settings) -> str:
     """Where the reports are (HTML first) and what a user does next."""
-    from sparseeval.consume.layout import AnchorSetError, resolve_version_dir
+    from sparseeval.consume.sets.layout import AnchorSetError, resolve_version_dir
 
     pub = settings.published_dir.resolve()
     html = []

@@ -3,14 +3,14 @@
 A `Benchmark` holds its lm-eval task names (regexes; a group `sub` is the item prefix, so
 MMLU, BBH, GPQA, MATH and MuSR items are `subtask:index`), the metrics its samples are read
 with, the lm-eval task whose doc ids its bare anchor ids are, the lm-eval tasks it can
-generate (`lm_eval_specs.TaskSpec`, or why none), and how the Open LLM Leaderboard scored
+generate (`lm_eval.specs.TaskSpec`, or why none), and how the Open LLM Leaderboard scored
 it (`LeaderboardV1`: details configs and results-file entries; `LeaderboardV2`: results
 entries and normalization). Every other module reads these records through `records()`
 at call time, so adding a benchmark with full leaderboard and lm-eval support is adding
 one record to `BENCHMARKS` (the order is the store's benchmark order). Pure Python.
 
 Readers: `taskmap` (task names, metrics, item ids), `benchmarks.find_spec` and
-`lm_eval_task` (generated tasks), `pipeline.store.leaderboard_scores` and `score_files`
+`lm_eval.task` (generated tasks), `pipeline.store.leaderboard_scores` and `score_files`
 (reported scores), `pipeline.store.db` (the benchmarks every store knows).
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from sparseeval.consume import lm_eval_specs as p
-from sparseeval.consume.lm_eval_specs import TaskSpec
+from sparseeval.consume.lm_eval import specs as p
+from sparseeval.consume.lm_eval.specs import TaskSpec
 
 MMLU_SUBJECTS = frozenset(  # the 57 subjects (lm-eval mmlu/)
     """

@@ -1,4 +1,4 @@
-"""Per-item logistic curves of correctness against ability, for `consume.next_items`.
+"""Per-item logistic curves of correctness against ability, for `consume.scoring.next_items`.
 
 theta of a training model is the logit of its accuracy over the items (clipped to 1%-99%);
 item j's curve P(correct) = sigmoid(a_j + b_j * theta) is a ridge-penalized logistic
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.next_items import ItemCurves
+from sparseeval.consume.scoring.next_items import ItemCurves
 
 RIDGE = 1.0  # penalty on (a, b): keeps items everyone (or no one) answers finite
 STEPS = 25

@@ -5,7 +5,7 @@
                                came from),
                                validation residuals and the estimator's parameters (so the
                                suite can reuse the fit: `load_estimator`)
-    {folder}/predictor/        predictor.json + weights.npz (`sparseeval.consume.inference`)
+    {folder}/predictor/        predictor.json + weights.npz (`sparseeval.consume.scoring.inference`)
 
 The pipeline's artifacts, `sparseeval fit --out` and published versions all hold this
 predictor folder; it loads with NumPy alone.
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.inference import load_predictor, save_predictor
+from sparseeval.consume.scoring.inference import load_predictor, save_predictor
 
 ANCHORS_FILE = "anchors.json"
 PREDICTOR_DIR = "predictor"

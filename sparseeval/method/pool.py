@@ -1,4 +1,4 @@
-"""Fit the pool check of an anchor set (`consume.flags.PoolCheck`) from training arrays."""
+"""Fit the pool check of an anchor set (`consume.scoring.flags.PoolCheck`) from training arrays."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from sparseeval.consume.conformal import conformal_quantile
 from sparseeval.consume.errors import SettingsError
-from sparseeval.consume.flags import Edge, PoolCheck, logit, person_fit
+from sparseeval.consume.scoring.conformal import conformal_quantile
+from sparseeval.consume.scoring.flags import Edge, PoolCheck, logit, person_fit
 
 # Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
 DEFAULT_RATE = 0.02  # share of training + calibration models whose pattern is flagged (3%:

@@ -2,7 +2,7 @@
 
 Every predictor has `fit(X, y, X_valid=None, y_valid=None) -> self`, `predict(X)`,
 `input_gradient(X, y)` (d loss / d input, used by AIS) and a pickle-free state:
-`state() -> (config, arrays)`, which `sparseeval.consume.inference` writes as the published
+`state() -> (config, arrays)`, which `sparseeval.consume.scoring.inference` writes as the published
 predictor format and reads back with NumPy alone.
 """
 
@@ -302,7 +302,7 @@ class MLPPredictor:
 
     def output(self, j: int):
         """Output `j` of a multi-output MLP as a one-output NumPy reader (last layer sliced)."""
-        from sparseeval.consume.inference import reader_from_state
+        from sparseeval.consume.scoring.inference import reader_from_state
 
         config, arrays = self._state()
         last = f"net.{3 * len(self.hidden)}"  # Linear, GELU, Dropout per hidden layer

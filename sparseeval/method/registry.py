@@ -6,9 +6,9 @@ The trainer class lives in `sparseeval.method` (torch allowed) and provides
 `candidate(estimator, XA, y, parts)` (how `SparseEval` trains it on anchor columns; `parts`
 are the fitted candidates named in `uses`), `state()` (config with `kind`, and arrays) and
 `from_state(config, arrays)` (the trainer-side predictor back from its published state).
-The published `kind` names the NumPy reader in `sparseeval.consume.inference.READERS`,
+The published `kind` names the NumPy reader in `sparseeval.consume.scoring.inference.READERS`,
 which scores and widens it without torch. To add a predictor: one file with its class,
-one line below (and, only for a new published format, a `Reader` in `consume/inference.py`
+one line below (and, only for a new published format, a `Reader` in `consume/scoring/inference.py`
 with its line in `READERS`). Settings, the estimator's choices and the cache follow.
 
 This module imports nothing heavy: `pipeline.settings` reads the names from it.
@@ -21,7 +21,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
-from sparseeval.consume.layout import AnchorSetError
+from sparseeval.consume.sets.layout import AnchorSetError
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class PredictorSpec:
     """One predictor: where its trainer class is, the kind it publishes as, what it blends."""
 
     trainer: str  # "module:Class"
-    kind: str  # its published format: a key of `consume.inference.READERS`
+    kind: str  # its published format: a key of `consume.scoring.inference.READERS`
     uses: tuple[str, ...] = ()  # candidates it is built from (fitted before it)
 
     def trainer_class(self) -> Any:

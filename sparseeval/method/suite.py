@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from sparseeval.consume.inference import widen
+from sparseeval.consume.scoring.inference import widen
 from sparseeval.method.anchor_estimator import check_item_ids
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.matrix import MatrixError, check_Xy, to_signs

@@ -50,8 +50,13 @@ def code_version() -> str:
 
 
 def _sources(folder) -> list:
-    """The .py files of a package folder, in a stable order."""
-    return sorted((f for f in folder.iterdir() if f.name.endswith(".py")), key=lambda f: f.name)
+    """The .py files of a package folder and its sub-packages, in a stable order."""
+    entries = sorted(folder.iterdir(), key=lambda f: f.name)
+    files = [f for f in entries if f.name.endswith(".py")]
+    for sub in entries:
+        if sub.is_dir() and sub.joinpath("__init__.py").is_file():
+            files += _sources(sub)
+    return files
 
 
 def settings_subset(settings: Settings, names: Sequence[str]) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.anchorset import AnchorSet
-from sparseeval.consume.suite_set import joint_item
+from sparseeval.consume.sets.anchorset import AnchorSet
+from sparseeval.consume.sets.suite_set import joint_item
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.suite import AVERAGE

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
-from sparseeval.consume.fields import drift_row_problem
+from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.sets.fields import drift_row_problem
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline import gate, sealed

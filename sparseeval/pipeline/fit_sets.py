@@ -4,8 +4,8 @@ The folder then loads like a published one: `sparseeval predict --anchor-set DIR
 --benchmark NAME`, `load_anchor_set(DIR, NAME)`. One budget is `DIR/{name}/v{N}/`, several
 are `DIR/{name}/k{budget}/v{N}/` (the layout of `sparseeval refresh`); fitting into the
 same folder again adds the next version and points `latest` at it. Each set carries the
-pool check (`consume.flags`, fitted on its training models) and lists its models
-(`consume.set_models`), as a published one does.
+pool check (`consume.scoring.flags`, fitted on its training models) and lists its models
+(`consume.sets.models`), as a published one does.
 
 Each set goes through the publish unit (`publish.publish_unit`: the same version writer,
 promotion and rollback as `sparseeval refresh`) with no quality gate and no Hub mirror:
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.flags import KEY as POOL_KEY
-from sparseeval.consume.set_models import MODELS_FILE, models_text
+from sparseeval.consume.scoring.flags import KEY as POOL_KEY
+from sparseeval.consume.sets.models import MODELS_FILE, models_text
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.metrics import evaluate
 from sparseeval.method.pool import estimator_pool_check, test_flags
@@ -55,7 +55,7 @@ def fit_provenance(data: Path | None, matrix: ResponseMatrix) -> dict[str, Any]:
 
 def opaque_sources(items) -> dict[str, dict]:
     """A fit's item ids are a table's column names (or synthetic): no lm-eval doc ids."""
-    from sparseeval.consume.identity import OPAQUE
+    from sparseeval.consume.answers.identity import OPAQUE
 
     return {str(i): {"id_kind": OPAQUE} for i in items}
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval
 
 Z_ONE_SIDED_95 = 1.645
 

@@ -4,7 +4,7 @@ The matrix step writes, beside each matrix `{fingerprint}.npz`, its items' ident
 from the store (`{fingerprint}.items.json`: {item: {"hash", "id_kind"}}); publishing reads
 the anchors' entries back (`anchor_sources`) for the manifest's `item_sources`. A matrix
 written before this (no file) gives None: the manifest then derives (task, doc_id) from the
-ids and the kind is unknown (`consume.identity.UNKNOWN_NOTE`).
+ids and the kind is unknown (`consume.answers.identity.UNKNOWN_NOTE`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from sparseeval.consume.identity import OPAQUE
-from sparseeval.consume.lm_eval_ids import LmEvalError, item_source
+from sparseeval.consume.answers.identity import OPAQUE
+from sparseeval.consume.lm_eval.ids import LmEvalError, item_source
 
 
 def identity_path(matrix_path: str | Path) -> Path:

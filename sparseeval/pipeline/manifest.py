@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from sparseeval._version import __version__
-from sparseeval.consume.conformal import ConformalInterval
-from sparseeval.consume.ids import check_benchmark_name
-from sparseeval.consume.layout import KIND, PREDICTOR_DIR, SCHEMA_VERSION
-from sparseeval.consume.missing import MISSING_POLICY
+from sparseeval.consume.answers.ids import check_benchmark_name
+from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.missing import MISSING_POLICY
+from sparseeval.consume.sets.layout import KIND, PREDICTOR_DIR, SCHEMA_VERSION
 
 
 def version_manifest(
@@ -107,7 +107,7 @@ def anchor_means(predictor, k: int) -> list[float] | None:
 
 def normalise_sources(item_sources, items) -> dict | None:
     """{item: {task, doc_id[, hash, id_kind]}} from a map of (task, doc_id) pairs or dicts
-    (None if empty); an opaque id's entry has no task or doc id (`consume.identity`)."""
+    (None if empty); an opaque id's entry has no task or doc id (`consume.answers.identity`)."""
     if not item_sources:
         return None
     out = {}
@@ -124,8 +124,8 @@ def normalise_sources(item_sources, items) -> dict | None:
 
 
 def derived_sources(items, benchmark) -> dict | None:
-    """(task, doc_id) of every anchor by the id rules of `consume.lm_eval`, if all map."""
-    from sparseeval.consume.lm_eval import LmEvalError, item_source
+    """(task, doc_id) of every anchor by the id rules of `consume.lm_eval.harness`, if all map."""
+    from sparseeval.consume.lm_eval.harness import LmEvalError, item_source
 
     try:
         pairs = {i: item_source(i, benchmark) for i in items}

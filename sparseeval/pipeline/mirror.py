@@ -1,7 +1,7 @@
 """Mirror published versions to a Hugging Face Hub dataset repo (the pipeline's side).
 
 One version goes up in ONE commit on top of the head it was prepared against, so a
-concurrent push is refused rather than merged. Consumers fetch with `consume.hub`.
+concurrent push is refused rather than merged. Consumers fetch with `consume.sets.hub`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.hub import hub_client, redact
-from sparseeval.consume.layout import (
+from sparseeval.consume.sets.hub import hub_client, redact
+from sparseeval.consume.sets.layout import (
     LATEST,
     MANIFEST,
     SIGNATURE,

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.flags import KEY as POOL_KEY
-from sparseeval.consume.hub import redact
-from sparseeval.consume.layout import latest_version, set_dir
-from sparseeval.consume.set_models import MODELS_FILE, models_text
+from sparseeval.consume.scoring.flags import KEY as POOL_KEY
+from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.sets.hub import redact
+from sparseeval.consume.sets.layout import latest_version, set_dir
+from sparseeval.consume.sets.models import MODELS_FILE, models_text
 from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import sealed, versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
@@ -184,7 +184,7 @@ def _recent(settings: Settings, benchmark: str, test_ids) -> list[bool] | None:
 
 
 def split_models(evaluation: dict) -> dict[str, Any]:
-    """{role: model ids} of a fit's saved evaluation (`consume.set_models`; fits saved
+    """{role: model ids} of a fit's saved evaluation (`consume.sets.models`; fits saved
     before the calibration ids leave those out)."""
     keys = {"test": "test_ids", "train": "train_ids", "valid": "valid_ids",
             "calibration": "calib_ids"}  # fmt: skip

@@ -22,7 +22,7 @@ import numpy as np
 
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import fingerprint
-from sparseeval.consume.next_items import CURVES_DIR, ItemCurves
+from sparseeval.consume.scoring.next_items import CURVES_DIR, ItemCurves
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.splits import Split, calibration_split, model_count, split_models
@@ -43,7 +43,7 @@ from sparseeval.pipeline.settings import Section, Settings
 log = logging.getLogger("sparseeval.pipeline.recipe")
 EVALUATION_FILE = "evaluation.npz"
 FLAG_ARRAYS = ("test_flag_range", "test_flag_pattern")  # per test model, in EVALUATION_FILE
-POOL_FILE = "pool_check.json"  # consume.flags.PoolCheck of the fit (absent in older fits)
+POOL_FILE = "pool_check.json"  # consume.scoring.flags.PoolCheck of the fit (absent in older fits)
 FIT_FILES = ("summary.json", EVALUATION_FILE, POOL_FILE)  # and the model files
 
 
@@ -393,7 +393,7 @@ def save_curves(folder: Path, info: FitInfo, matrix, rows) -> None:
 
 
 def curves_of(fit: FitInfo):
-    """The fit's item curves (`consume.next_items.ItemCurves`), or None for older fits."""
+    """The fit's item curves (`consume.scoring.next_items.ItemCurves`), or None for older fits."""
     folder = Path(fit.model_dir) / CURVES_DIR
     return ItemCurves.load(folder) if folder.is_dir() else None
 
@@ -411,7 +411,7 @@ def evaluation_of(fit: FitInfo) -> dict[str, np.ndarray]:
 
 
 def pool_check_of(fit: FitInfo) -> dict | None:
-    """The fit's pool check (`consume.flags`) as saved, or None for fits saved before it."""
+    """The fit's pool check (`consume.scoring.flags`) as saved, or None for fits saved before it."""
     path = Path(fit.model_dir) / POOL_FILE
     return json.loads(path.read_text()) if path.is_file() else None
 

@@ -1,7 +1,7 @@
 """The suite as one set of the publish unit (`pipeline.publish`): one gate rule, one ledger.
 
 write_suite      the fitted suite (`suite_recipe.fit_suite`) as `published/suite/vN/`
-                 (`sparseeval.consume.suite_set` reads it), with each member's item curves,
+                 (`sparseeval.consume.sets.suite_set` reads it), with each member's item curves,
                  what each member estimates (`members_about`) and its models (models.json)
 suite_status     why nothing is to be fitted tonight (up to date, or refused before)
 suite_candidate  fit, write and gate the suite (`assess.suite_gate`): the unit's write step
@@ -16,10 +16,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from sparseeval.consume.flags import KEY as POOL_KEY
-from sparseeval.consume.next_items import KEY as CURVES_KEY
-from sparseeval.consume.set_models import MODELS_FILE, models_text
-from sparseeval.consume.suite_set import SUITE, joint_item
+from sparseeval.consume.scoring.flags import KEY as POOL_KEY
+from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
+from sparseeval.consume.sets.models import MODELS_FILE, models_text
+from sparseeval.consume.sets.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.predictors import BlendPredictor
 from sparseeval.method.suite import AVERAGE
@@ -207,8 +207,8 @@ def suite_line(outcome: publish.Outcome) -> str:
 
 
 def _live_suite(published_dir):
-    from sparseeval.consume.layout import AnchorSetError, latest_version
-    from sparseeval.consume.suite_set import load_suite
+    from sparseeval.consume.sets.layout import AnchorSetError, latest_version
+    from sparseeval.consume.sets.suite_set import load_suite
 
     version = latest_version(published_dir, SUITE)
     if version is None:

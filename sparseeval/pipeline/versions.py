@@ -7,7 +7,7 @@ nothing points at it yet), `set_latest` (atomic pointer swap) and, on failure,
 in `latest` (only promoted versions load); `clean_leftovers` removes what an interrupted
 run left (temporary folders, candidates never promoted). `sign_version` (or
 `write_version(signing_key=...)`) adds an Ed25519 `manifest.sig`. Layout and trust model:
-`sparseeval.consume.layout`.
+`sparseeval.consume.sets.layout`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.consume.hashing import file_sha256
-from sparseeval.consume.layout import (
+from sparseeval.consume.scoring.next_items import CURVES_DIR
+from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
+from sparseeval.consume.sets.layout import (
     LATEST,
     MANIFEST,
     PREDICTOR_DIR,
@@ -41,9 +43,7 @@ from sparseeval.consume.layout import (
     set_dir,
     verify,
 )
-from sparseeval.consume.next_items import CURVES_DIR
-from sparseeval.consume.next_items import KEY as CURVES_KEY
-from sparseeval.consume.promotion import promoted_versions
+from sparseeval.consume.sets.promotion import promoted_versions
 from sparseeval.pipeline.manifest import jsonable, version_manifest
 
 __all__ = [
@@ -83,8 +83,8 @@ def write_version(
     metrics: {split: {metric: value}}, e.g. {"test": {"mae": 1.2, "kendall_tau": .9}}.
     settings: a `Settings` (or a plain dict); `interval_level` sets the interval level.
     item_sources: optional {item id: (task, doc_id)} for the lm-eval round trip; when absent
-    and every id maps by the rules of `sparseeval.consume.lm_eval` (e.g. "17", "gsm8k:17"), the
-    derived map is recorded.
+    and every id maps by the rules of `sparseeval.consume.lm_eval.harness` (e.g. "17",
+    "gsm8k:17"), the derived map is recorded.
     report_inputs: optional dict for the report: `test_pred`, `test_true` (arrays on
     the test models), `budget_rows` ([{method, n_anchors, mae, kendall_tau}]),
     `drift_rows` ([{version, mae, n_models, ...}]).
@@ -94,13 +94,13 @@ def write_version(
     members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
     per-benchmark readers); extra: optional entries added to the manifest (sealed with it);
     files: optional {file name: text} written beside it (hashed in the manifest, e.g. the
-    set's models, `consume.set_models`).
-    curves: the benchmark's items and their curves (`consume.next_items.ItemCurves`), saved
+    set's models, `consume.sets.models`).
+    curves: the benchmark's items and their curves (`consume.scoring.next_items.ItemCurves`), saved
     in `items/` for `AnchorSet.next_items` and the corrected estimate; member_curves:
     {relative folder: ItemCurves} more of them (a suite's members', named in `extra`).
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
-    from sparseeval.consume.signing import private_key
+    from sparseeval.consume.sets.signing import private_key
 
     key = private_key(signing_key) if signing_key is not None else None
     manifest, inputs = version_manifest(
@@ -140,7 +140,7 @@ def _write_folder(
     files: dict | None = None,
 ) -> Path | None:  # fmt: skip
     """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
-    from sparseeval.consume.inference import save_predictor
+    from sparseeval.consume.scoring.inference import save_predictor
     from sparseeval.pipeline.reports.anchor_report import render_report
 
     tmp = bench_dir / f".tmp-v{version}-{uuid.uuid4().hex}"
@@ -162,7 +162,7 @@ def _write_folder(
         manifest["files"] = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in files}
         (tmp / MANIFEST).write_text(json.dumps(seal(manifest), indent=2, allow_nan=False))
         if key is not None:
-            from sparseeval.consume.signing import signature
+            from sparseeval.consume.sets.signing import signature
 
             (tmp / SIGNATURE).write_bytes(signature(key, (tmp / MANIFEST).read_bytes()))
         _fsync_tree(tmp)
@@ -337,7 +337,7 @@ def _fsync_tree(folder: Path) -> None:
 
 
 def sign_version(folder: str | Path, private_key_pem) -> Path:
-    """Write `manifest.sig` into a version folder (see `consume.signing.sign_version`)."""
-    from sparseeval.consume.signing import sign_version as sign
+    """Write `manifest.sig` into a version folder (see `consume.sets.signing.sign_version`)."""
+    from sparseeval.consume.sets.signing import sign_version as sign
 
     return sign(folder, private_key_pem)

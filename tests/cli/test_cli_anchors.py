@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit, tiny_fit
 

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.set_models import read_models
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.models import read_models
 from sparseeval.method.synthetic import make_synthetic
 
 N_FIT, N_NEW = 160, 40

@@ -1,5 +1,5 @@
 """A set is honest on models stronger than its pool: a real `fit --out` without the strongest
-models, then `sparseeval check` on them (the pool's edges, `consume.flags.Edge`)."""
+models, then `sparseeval check` on them (the pool's edges, `consume.scoring.flags.Edge`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.conformal import ConformalInterval
-from sparseeval.consume.flags import Edge, PoolCheck, bounds
+from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.flags import Edge, PoolCheck, bounds
+from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.method.synthetic import make_synthetic
 from tests.cli.test_cli_check import write_scores, write_wide
 

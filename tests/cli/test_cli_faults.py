@@ -13,8 +13,8 @@ import os
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.responses import MergedAnswers
+from sparseeval.consume.answers.responses import MergedAnswers
+from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.pipeline.recipe import PipelineError
 from sparseeval.pipeline.store import Store
 from sparseeval.pipeline.versions import set_latest

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from sparseeval.cli import main
-from sparseeval.consume.inference import load_predictor
+from sparseeval.consume.scoring.inference import load_predictor
 
 
 def test_fit_on_synthetic_prints_table_and_writes_files(tmp_path, capsys):

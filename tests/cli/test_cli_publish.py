@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sparseeval.cli.consumer import add_consumer_commands
-from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.sets.anchorset import load_anchor_set
 from tests.helpers import anchor_answers, answers_csv, published, tiny_fit
 
 STAMP = "2025-05-02T10-11-12.131415"

@@ -11,7 +11,7 @@ import pytest
 
 from sparseeval.cli import main
 from sparseeval.cli.common import install_hint
-from sparseeval.consume.responses import ResponsesError
+from sparseeval.consume.answers.responses import ResponsesError
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit, tiny_fit, wide_csv
 
@@ -37,7 +37,7 @@ def predict(root, answers, *more) -> list[str]:
 
 
 def test_missing_anchors_say_the_flag_on_the_cli_and_the_argument_in_python(arc, capsys):
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
 
     root, items, _ = arc
     partial = root.parent / "partial.csv"
@@ -145,7 +145,7 @@ def test_reports_suggest_export_only_where_it_works(manifest, says, not_said):
 
 
 def test_a_suite_id_map_scopes_rows_by_benchmark_column_or_suite_id(tmp_path):
-    from sparseeval.consume.identity import read_id_map
+    from sparseeval.consume.answers.identity import read_id_map
 
     path = tmp_path / "map.csv"
     path.write_text("benchmark,item,doc_id\narc,5,1\n,gsm8k/5,2\nwinogrande,5,3\n")

@@ -1,4 +1,4 @@
-"""Next items and the corrected estimate (`consume.next_items`, `AnchorSet.next_items`)."""
+"""Next items and the corrected estimate (`consume.scoring.next_items`, `AnchorSet.next_items`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from sparseeval.consume import next_items as nx
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.layout import AnchorSetError
+from sparseeval.consume.scoring import next_items as nx
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import AnchorSetError
 from sparseeval.method.item_curves import fit_curves
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit
@@ -148,7 +148,7 @@ def test_t_quantiles_match_the_tables():
 def test_the_lm_eval_task_says_the_next_step_for_a_flagged_estimate(world, capsys):
     from dataclasses import replace
 
-    from sparseeval.consume import lm_eval_runtime
+    from sparseeval.consume.lm_eval import runtime as lm_eval_runtime
 
     aset, rows, _, root = world
     answers = _anchors(aset, rows[0])

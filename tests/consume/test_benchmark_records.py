@@ -9,10 +9,10 @@ import pytest
 
 from sparseeval.consume import benchmarks
 from sparseeval.consume.benchmarks import Benchmark, LeaderboardV1, LeaderboardV2
-from sparseeval.consume.lm_eval_ids import export_samples
-from sparseeval.consume.lm_eval_specs import ARC_DOC, TaskSpec
-from sparseeval.consume.lm_eval_task import write_task
-from sparseeval.consume.taskmap import (
+from sparseeval.consume.lm_eval.ids import export_samples
+from sparseeval.consume.lm_eval.specs import ARC_DOC, TaskSpec
+from sparseeval.consume.lm_eval.task import write_task
+from sparseeval.consume.lm_eval.taskmap import (
     DEFAULT_METRICS,
     default_task,
     known_benchmarks,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sparseeval.consume.conformal import (
+from sparseeval.consume.scoring.conformal import (
     ConformalInterval,
     conformal_quantile,
     difference_halfwidth,

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sparseeval.consume.conformal import (
+from sparseeval.consume.scoring.conformal import (
     ADAPTIVE,
     BAND_MODELS,
     CONSTANT,

@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.layout import AnchorSetError, seal
-from sparseeval.consume.responses import ResponsesError, read_responses_files
+from sparseeval.consume.answers.responses import ResponsesError, read_responses_files
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import AnchorSetError, seal
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import cli, published
 
@@ -167,7 +167,7 @@ def suite_root(tmp_path_factory):
 
 
 def suite_files(root, tmp_path, arc_value: int, joint_value: int) -> list[str]:
-    from sparseeval.consume.suite_set import load_suite
+    from sparseeval.consume.sets.suite_set import load_suite
 
     suite = load_suite(root)
     arc = tmp_path / "arc.csv"
@@ -200,7 +200,7 @@ def test_two_own_files_of_one_suite_benchmark_disagree(suite_root, tmp_path, cap
 def test_suite_predict_refuses_repeated_rows_that_disagree(suite_root):
     import polars as pl
 
-    from sparseeval.consume.suite_set import load_suite
+    from sparseeval.consume.sets.suite_set import load_suite
 
     suite = load_suite(suite_root)
     answers = {b: {i: 1 for i in suite.items(b)} for b in suite.benchmarks}

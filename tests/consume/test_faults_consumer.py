@@ -17,10 +17,10 @@ import sys
 import numpy as np
 import pytest
 
-from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.answers.responses import ResponsesError, printable, read_responses_files
 from sparseeval.consume.hashing import file_sha256
-from sparseeval.consume.layout import AnchorSetError, latest_version, list_versions, seal
-from sparseeval.consume.responses import ResponsesError, printable, read_responses_files
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import AnchorSetError, latest_version, list_versions, seal
 from sparseeval.pipeline.versions import clean_leftovers, set_latest, sign_version, write_version
 from tests.helpers import (
     FakeMirrorHub,

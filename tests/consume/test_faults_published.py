@@ -13,10 +13,10 @@ import shutil
 import numpy as np
 import pytest
 
-from sparseeval.consume.anchorset import load_anchor_set
 from sparseeval.consume.hashing import file_sha256
-from sparseeval.consume.layout import AnchorSetError, seal
-from sparseeval.consume.suite_set import load_suite
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import AnchorSetError, seal
+from sparseeval.consume.sets.suite_set import load_suite
 from sparseeval.pipeline.versions import set_latest
 from tests.consume.test_faults_consumer import B, predict
 from tests.helpers import anchor_answers, answers_csv, published

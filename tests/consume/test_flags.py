@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
-from sparseeval.consume.estimate import Estimate
-from sparseeval.consume.flags import KEY, PoolCheck, disagreement, widened
-from sparseeval.consume.layout import AnchorSetError
+from sparseeval.consume.scoring.estimate import Estimate
+from sparseeval.consume.scoring.flags import KEY, PoolCheck, disagreement, widened
+from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.sets.layout import AnchorSetError
 from sparseeval.method.pool import estimator_pool_check, fit_pool_check
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.versions import set_latest

@@ -1,5 +1,5 @@
 """Item identity on the consumer side: id kinds, the opaque-id refusal and its --id-map, and
-the doc_hash check of lm-eval answers (`sparseeval.consume.identity`)."""
+the doc_hash check of lm-eval answers (`sparseeval.consume.answers.identity`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sparseeval.consume import identity as ids
-from sparseeval.consume.lm_eval import LmEvalError, export_samples, item_source
+from sparseeval.consume.answers import identity as ids
+from sparseeval.consume.lm_eval.harness import LmEvalError, export_samples, item_source
 
 SOURCES = {
     "0": {"task": "arc_challenge", "doc_id": 0, "hash": "doc_hash:aa", "id_kind": ids.LM_EVAL_DOC},
@@ -81,7 +81,7 @@ def samples(
 @pytest.mark.parametrize("name", ["samples_arc_challenge_2024-05-01T12-00-00.123456.jsonl",
                                   "my_run.jsonl"])  # fmt: skip
 def test_answers_to_other_questions_are_named(tmp_path, name):
-    from sparseeval.consume.lm_eval import read_responses
+    from sparseeval.consume.lm_eval.harness import read_responses
 
     folder = samples(tmp_path / "run", {0: "aa", 1: "zz", 2: "other"}, name)
     hashes: dict[str, str] = {}

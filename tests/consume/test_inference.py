@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparseeval.consume import inference
+from sparseeval.consume.scoring import inference
 from sparseeval.method.predictors import (
     BlendPredictor,
     MLPPredictor,

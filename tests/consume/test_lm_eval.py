@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sparseeval.consume.lm_eval import (
+from sparseeval.consume.lm_eval.harness import (
     LmEvalError,
     export_samples,
     find_samples_files,

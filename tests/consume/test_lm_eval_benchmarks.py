@@ -33,9 +33,9 @@ import json
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.lm_eval_task import ITEM_FIELD
-from sparseeval.consume.suite_set import load_suite
+from sparseeval.consume.lm_eval.task import ITEM_FIELD
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.suite_set import load_suite
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import published, tiny_fit

@@ -20,9 +20,9 @@ from types import SimpleNamespace
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.lm_eval import LmEvalError
-from sparseeval.consume.lm_eval_task import ITEM_FIELD, write_task
+from sparseeval.consume.lm_eval.harness import LmEvalError
+from sparseeval.consume.lm_eval.task import ITEM_FIELD, write_task
+from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit, published, tiny_fit
 from tests.lm_eval_cli import (

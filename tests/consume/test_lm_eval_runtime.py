@@ -1,4 +1,4 @@
-"""How the suite members of one lm-eval run share answers (`lm_eval_runtime`), and the
+"""How the suite members of one lm-eval run share answers (`consume.lm_eval.runtime`), and the
 suite's `--samples` export; no lm-eval needed.
 
 lm-eval runs `process_results` for every task before it aggregates any (lm_eval/evaluator.py
@@ -14,8 +14,8 @@ import math
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume import lm_eval_runtime as rt
-from sparseeval.consume.suite_set import load_suite
+from sparseeval.consume.lm_eval import runtime as rt
+from sparseeval.consume.sets.suite_set import load_suite
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline.versions import set_latest
 

@@ -1,4 +1,4 @@
-"""Every manifest field has a shape check, in one place (`consume.fields`): damaged newer
+"""Every manifest field has a shape check, in one place (`consume.sets.fields`): damaged newer
 fields (pool check, adaptive bands, item sources, coverage check) are one line naming the
 field, and a field the writer adds without a check fails the schema walk below."""
 
@@ -11,11 +11,11 @@ from dataclasses import replace
 
 import pytest
 
-from sparseeval.consume import fields
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.flags import KEY
-from sparseeval.consume.layout import AnchorSetError
-from sparseeval.consume.suite_set import load_suite
+from sparseeval.consume.scoring.flags import KEY
+from sparseeval.consume.sets import fields
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import AnchorSetError
+from sparseeval.consume.sets.suite_set import load_suite
 from sparseeval.method.pool import estimator_pool_check
 from sparseeval.pipeline.versions import set_latest
 from tests.consume.test_faults_published import reseal, suite_master  # noqa: F401

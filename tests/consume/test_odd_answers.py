@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparseeval.consume.responses import ResponsesError, read_responses_files
+from sparseeval.consume.answers.responses import ResponsesError, read_responses_files
 
 
 @pytest.mark.parametrize("where", ["item", "header"])

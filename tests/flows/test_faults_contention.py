@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.layout import TOMBSTONE, list_versions
-from sparseeval.consume.promotion import promoted_versions
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import TOMBSTONE, list_versions
+from sparseeval.consume.sets.promotion import promoted_versions
 from sparseeval.pipeline.lease import HomeLease, LeaseHeld
 from sparseeval.pipeline.versions import LEFTOVER_REASON
 from tests.helpers import TINY, release, run

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sparseeval.consume import anchorset, layout
-from sparseeval.consume.suite_set import load_suite
+from sparseeval.consume.sets import anchorset, layout
+from sparseeval.consume.sets.suite_set import load_suite
 from sparseeval.pipeline import drift
 from tests.helpers import ITEMS, TINY, release, run
 

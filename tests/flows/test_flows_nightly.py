@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sparseeval.consume import anchorset, layout
+from sparseeval.consume.sets import anchorset, layout
 from tests.helpers import release, run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -93,7 +93,7 @@ def test_the_manifest_says_what_it_estimates_and_where_the_data_came_from(
 def test_predict_says_what_the_set_estimates_and_warns_on_the_demo(prefect_harness, tmp_path,
                                                                    capsys):  # fmt: skip
     from sparseeval.cli import main
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
 
     demo = tmp_path / "demo"
     run(demo, ["synthetic:n_models=200,benchmarks=arc"])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sparseeval import MatrixError, ResponseMatrix, make_synthetic, split_models
-from sparseeval.consume.inference import load_predictor, save_predictor
+from sparseeval.consume.scoring.inference import load_predictor, save_predictor
 from sparseeval.method.baselines import (
     AllItemsRidge,
     AnchorPoints,

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from sparseeval import make_synthetic, split_models
-from sparseeval.consume.inference import load_predictor, save_predictor
+from sparseeval.consume.scoring.inference import load_predictor, save_predictor
 from sparseeval.method.paper import PaperSparseEval, ZeroOneMLP, _paper_final, paper_kmeans_anchors
 
 

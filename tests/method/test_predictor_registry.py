@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from sparseeval.consume.inference import READERS, load_predictor, save_predictor, widen
+from sparseeval.consume.scoring.inference import READERS, load_predictor, save_predictor, widen
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.registry import (
     AUTO,

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.inference import load_predictor, save_predictor, widen
-from sparseeval.consume.layout import AnchorSetError
-from sparseeval.consume.suite_set import SUITE, load_suite
+from sparseeval.consume.scoring.inference import load_predictor, save_predictor, widen
+from sparseeval.consume.sets.layout import AnchorSetError
+from sparseeval.consume.sets.suite_set import SUITE, load_suite
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.matrix import MatrixError
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.suite_set import SUITE, load_suite
+from sparseeval.consume.sets.suite_set import SUITE, load_suite
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline.publish import publish_unit
 from sparseeval.pipeline.settings import Settings
@@ -105,7 +105,7 @@ def test_suite_progress_names_each_benchmark_and_throttles_refinement(tmp_path):
 
 
 def test_a_suite_lists_its_models_as_a_benchmark_set_does(demo):
-    from sparseeval.consume.set_models import MODELS_FILE, read_models
+    from sparseeval.consume.sets.models import MODELS_FILE, read_models
 
     folder = Path(demo[demo.index("--anchor-set") + 1]) / SUITE / "v1"
     models = read_models(folder)

@@ -1,4 +1,4 @@
-"""Canonical ids (issue 21, items 6 and 7): one rule in `consume.ids`, applied by the store,
+"""Canonical ids (issue 21, items 6 and 7): one rule in `consume.answers.ids`, applied by the store,
 `predict` and the published sets; a benchmark name that cannot be published is refused at
 registration and in rows."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sparseeval.consume.ids import (
+from sparseeval.consume.answers.ids import (
     MAX_ITEM_LEN,
     IdError,
     canonical_id,

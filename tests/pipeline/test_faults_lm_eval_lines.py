@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.lm_eval import LmEvalError, read_samples_file
+from sparseeval.consume.lm_eval.harness import LmEvalError, read_samples_file
 from sparseeval.pipeline.store import LmEvalRun, LongTable, SourceError, Store, ingest
 
 TS = "2024-05-01T12-00-00.123456"

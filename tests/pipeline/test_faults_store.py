@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sparseeval.consume.lm_eval import LmEvalError, read_responses, read_samples_file
+from sparseeval.consume.lm_eval.harness import LmEvalError, read_responses, read_samples_file
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.sources import parse_source
 from sparseeval.pipeline.store import (

@@ -16,7 +16,7 @@ import zipfile
 import duckdb
 import pytest
 
-from sparseeval.consume.responses import ResponsesError, sign
+from sparseeval.consume.answers.responses import ResponsesError, sign
 from sparseeval.pipeline.store import LongTable, Store, StoreError, ingest
 from sparseeval.pipeline.store import ingestion as ingestion_module
 

@@ -1,12 +1,12 @@
-"""A fit saves its pool check and the published manifest carries it (`consume.flags`)."""
+"""A fit saves its pool check and the published manifest carries it (`consume.scoring.flags`)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from sparseeval.consume.conformal import ConformalInterval
-from sparseeval.consume.flags import KEY, PoolCheck
+from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.flags import KEY, PoolCheck
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.artifacts import save_matrix
 from sparseeval.pipeline.publish import write_candidate
@@ -44,7 +44,7 @@ def test_fit_saves_the_pool_check_and_the_candidate_publishes_it(tmp_path):
 
 
 def test_a_refresh_candidate_lists_its_models_and_reports_the_newest(tmp_path):
-    from sparseeval.consume.set_models import read_models
+    from sparseeval.consume.sets.models import read_models
     from sparseeval.pipeline.reports.arrivals import recent_blocks, recent_flags, recent_summary
 
     settings = Settings(home=tmp_path, **SETTINGS)

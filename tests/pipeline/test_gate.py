@@ -53,7 +53,7 @@ def test_nothing_to_compare_is_a_refusal_with_a_reason():
 
 def _under_covering(seed: int = 0):
     """Intervals calibrated on small errors, test models whose errors are twice as large."""
-    from sparseeval.consume.conformal import ConformalInterval
+    from sparseeval.consume.scoring.conformal import ConformalInterval
 
     rng = np.random.default_rng(seed)
     cp, tp = rng.uniform(0.3, 0.8, 200), rng.uniform(0.3, 0.8, 150)
@@ -79,7 +79,7 @@ def test_a_published_manifest_of_an_under_covering_candidate_is_widened_and_says
     """Fails before issue 20: the manifest kept the narrow intervals, with no check."""
     from types import SimpleNamespace
 
-    from sparseeval.consume.conformal import ConformalInterval
+    from sparseeval.consume.scoring.conformal import ConformalInterval
     from sparseeval.pipeline.manifest import interval
 
     conf, cp, ct, tp, tt = _under_covering(1)

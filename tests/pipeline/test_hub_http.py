@@ -11,7 +11,7 @@ import traceback
 import numpy as np
 import pytest
 
-from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.pipeline.mirror import MirrorConflictError, head_revision, push_to_hub
 from sparseeval.pipeline.store import Store, build_matrix, default_hub_client, ingest
 from sparseeval.pipeline.store import hub as hub_module

@@ -18,8 +18,8 @@ import polars as pl
 import pytest
 
 from sparseeval.cli.consumer import add_consumer_commands
-from sparseeval.consume import identity as ids
-from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.answers import identity as ids
+from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.method.item_curves import fit_curves
 from sparseeval.pipeline.identity import anchor_sources, identity_path
 from sparseeval.pipeline.recipe import matrix_step
@@ -223,7 +223,7 @@ def test_a_set_from_before_exports_with_a_note(tmp_path, capsys):
 
 def test_suite_members_carry_the_identity_of_their_matrices(tmp_path, capsys):
     from sparseeval.cli import main
-    from sparseeval.consume.suite_set import SUITE, load_suite
+    from sparseeval.consume.sets.suite_set import SUITE, load_suite
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.identity import save_identity
     from sparseeval.pipeline.suite_publish import write_suite

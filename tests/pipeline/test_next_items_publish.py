@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparseeval.consume.anchorset import load_anchor_set
+from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.artifacts import save_matrix
 from sparseeval.pipeline.publish import promote, write_candidate

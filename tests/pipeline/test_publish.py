@@ -9,10 +9,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sparseeval.consume.anchorset import AnchorSet, load_anchor_set
-from sparseeval.consume.layout import SCHEMA_VERSION, AnchorSetError, latest_version, list_versions
-from sparseeval.consume.layout import seal as _seal
-from sparseeval.consume.responses import ResponsesError
+from sparseeval.consume.answers.responses import ResponsesError
+from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.sets.layout import (
+    SCHEMA_VERSION,
+    AnchorSetError,
+    latest_version,
+    list_versions,
+)
+from sparseeval.consume.sets.layout import seal as _seal
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic

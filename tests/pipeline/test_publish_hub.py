@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from sparseeval.consume.anchorset import load_anchor_set
-from sparseeval.consume.layout import AnchorSetError
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import AnchorSetError
 from sparseeval.pipeline.mirror import push_to_hub
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import FakeMirrorHub, publish_fit, tiny_fit

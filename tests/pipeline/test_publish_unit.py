@@ -11,7 +11,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.transactions import get_transaction
 
-from sparseeval.consume.suite_set import SUITE
+from sparseeval.consume.sets.suite_set import SUITE
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline import publish, suite_recipe
 from sparseeval.pipeline.artifacts import save_matrix

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparseeval.consume.identity import LM_EVAL_DOC, ROW_INDEX
+from sparseeval.consume.answers.identity import LM_EVAL_DOC, ROW_INDEX
 from sparseeval.pipeline.store import (
     OpenLLMLeaderboard,
     build_matrix,

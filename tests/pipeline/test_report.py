@@ -95,7 +95,7 @@ def test_unbounded_interval_is_reported_not_crashing(tmp_path):
 
 
 def test_report_shows_adaptive_width_bands_and_a_widened_candidate(tmp_path):
-    from sparseeval.consume.conformal import ConformalInterval
+    from sparseeval.consume.scoring.conformal import ConformalInterval
     from sparseeval.pipeline.gate import coverage_check
 
     rng = np.random.default_rng(3)
@@ -118,7 +118,7 @@ def test_report_shows_adaptive_width_bands_and_a_widened_candidate(tmp_path):
 
 
 def test_flag_rates_count_both_reasons_and_cover_flagged_models_with_the_wider_interval():
-    from sparseeval.consume.conformal import ConformalInterval
+    from sparseeval.consume.scoring.conformal import ConformalInterval
     from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary
 
     conf = ConformalInterval.fit(np.full(50, 0.02), 0.9)  # half-width 0.02 everywhere

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.pipeline.gate import CoverageCheck, coverage_check
 from sparseeval.pipeline.manifest import interval
 from sparseeval.pipeline.reports.anchor_report import _suite_blocks, coverage_verdict

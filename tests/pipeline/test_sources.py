@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sparseeval.consume.taskmap import map_lm_eval_task, map_v1_config
+from sparseeval.consume.lm_eval.taskmap import map_lm_eval_task, map_v1_config
 from sparseeval.pipeline.store import (
     LmEvalRun,
     LongTable,

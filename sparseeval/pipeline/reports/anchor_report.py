@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.about import data_sources
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.sets.about import data_sources
 from sparseeval.pipeline.reports import plots as report_plots
 from sparseeval.pipeline.reports.arrivals import recent_blocks, recent_summary
 from sparseeval.pipeline.reports.bands import band_blocks, band_rows
@@ -223,7 +223,7 @@ def _use_it(manifest: dict, folder: Path | None) -> str:
 
 def _export_line(manifest: dict, where: str) -> str:
     """The `export-lm-eval` command when it works for this set; else what it would need."""
-    from sparseeval.consume.identity import OPAQUE, id_kinds
+    from sparseeval.consume.answers.identity import OPAQUE, id_kinds
 
     if (manifest.get("provenance") or {}).get("synthetic"):
         return "# export-lm-eval: not for this set (synthetic demo ids, no lm-eval docs behind)"

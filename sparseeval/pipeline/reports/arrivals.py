@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval
 
 RECENT_SHARE = 0.2  # the latest-arrived share of the test models
 

@@ -7,7 +7,7 @@ shows what the selection of strong or weak models does.
 
 from __future__ import annotations
 
-from sparseeval.consume.conformal import ConformalInterval, by_band
+from sparseeval.consume.scoring.conformal import ConformalInterval, by_band
 
 
 def band_rows(conf: ConformalInterval, pred, true) -> dict[str, list[dict]]:

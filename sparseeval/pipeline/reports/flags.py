@@ -1,7 +1,7 @@
 """The report's flag rates: how many test models the set calls unlike its training pool.
 
 The fit saves, per test model, whether its estimate lies beyond the training models' range
-and whether its anchor answers are unlikely under them (`consume.flags.PoolCheck`); the
+and whether its anchor answers are unlikely under them (`consume.scoring.flags.PoolCheck`); the
 report counts both and shows the coverage of flagged models with the wider interval they
 get, beside the others'.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.conformal import ConformalInterval, empirical_coverage
+from sparseeval.consume.scoring.conformal import ConformalInterval, empirical_coverage
 
 
 def flag_summary(

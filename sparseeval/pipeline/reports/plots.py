@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval
 
 PLOTS = "plots"
 

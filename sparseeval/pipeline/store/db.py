@@ -16,8 +16,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
+from sparseeval.consume.answers.ids import (  # noqa: F401 (the bounds are re-exported)
     MAX_BENCHMARK_LEN,
     MAX_ITEM_LEN,
     MAX_MODEL_LEN,
@@ -25,7 +24,8 @@ from sparseeval.consume.ids import (  # noqa: F401 (the bounds are re-exported)
     check_benchmark_name,
     check_new_benchmark_name,
 )
-from sparseeval.consume.taskmap import known_benchmarks
+from sparseeval.consume.errors import SparseEvalError
+from sparseeval.consume.lm_eval.taskmap import known_benchmarks
 from sparseeval.pipeline.store.integrity import damaged_message, is_damage, store_problem
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class Store:
         """Register a benchmark so that its rows are accepted (known ones are built in).
 
         The name must be one that can be published and is not one the published layout uses
-        (`consume.ids.check_new_benchmark_name`).
+        (`consume.answers.ids.check_new_benchmark_name`).
         """
         try:
             check_new_benchmark_name(name)

@@ -24,9 +24,9 @@ from typing import Any, Protocol, TypeVar
 
 import duckdb
 
+from sparseeval.consume.answers.identity import LM_EVAL_DOC, ROW_INDEX
 from sparseeval.consume.hashing import fingerprint
-from sparseeval.consume.hub import redact
-from sparseeval.consume.identity import LM_EVAL_DOC, ROW_INDEX
+from sparseeval.consume.sets.hub import redact
 from sparseeval.pipeline.store.db import Store, execute
 from sparseeval.pipeline.store.hub_details import HUB_FILES_FRAME, Revision, stage_revision
 from sparseeval.pipeline.store.item_identity import ITEM_HASH_FRAME

@@ -18,8 +18,8 @@ import duckdb
 import polars as pl
 import yaml
 
-from sparseeval.consume.lm_eval_samples import newest_samples, samples_task
-from sparseeval.consume.taskmap import TaskMap, map_lm_eval_task, map_v1_config
+from sparseeval.consume.lm_eval.samples import newest_samples, samples_task
+from sparseeval.consume.lm_eval.taskmap import TaskMap, map_lm_eval_task, map_v1_config
 from sparseeval.pipeline.store.db import fetch
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, stage_hashes
 from sparseeval.pipeline.store.leaderboard_scores import (

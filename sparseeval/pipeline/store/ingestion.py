@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import duckdb
 import polars as pl
 
-from sparseeval.consume.hub import redact
+from sparseeval.consume.sets.hub import redact
 from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch, live_runs
 from sparseeval.pipeline.store.item_identity import merge_identity
 from sparseeval.pipeline.store.scores import SCORE_FRAME, ScoreCounts, merge_scores

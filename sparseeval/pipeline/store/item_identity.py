@@ -1,4 +1,4 @@
-"""Item identity in the store: each item's content hash and id kind (`consume.identity`).
+"""Item identity in the store: each item's content hash and id kind (`consume.answers.identity`).
 
 A unit's `id_kind` is given to the items it creates (and to stored items that had none, from
 stores written before). A stager that reads hashes (lm-eval samples' `doc_hash`, a v1

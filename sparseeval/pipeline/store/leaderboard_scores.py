@@ -34,10 +34,10 @@ from typing import Any
 
 import polars as pl
 
+from sparseeval.consume.answers.jsontext import JsonTextError, loads
 from sparseeval.consume.benchmarks import Benchmark, LeaderboardV1, records
-from sparseeval.consume.jsontext import JsonTextError, loads
-from sparseeval.consume.lm_eval_samples import RESULTS_FILE
-from sparseeval.consume.taskmap import map_lm_eval_task
+from sparseeval.consume.lm_eval.samples import RESULTS_FILE
+from sparseeval.consume.lm_eval.taskmap import map_lm_eval_task
 from sparseeval.pipeline.store.scores import SCORE_SCHEMA
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from sparseeval.consume.answers.identity import DOC_HASH, LM_EVAL_DOC
+from sparseeval.consume.answers.jsontext import JsonTextError, loads
 from sparseeval.consume.hashing import file_sha256, fingerprint
-from sparseeval.consume.identity import DOC_HASH, LM_EVAL_DOC
-from sparseeval.consume.jsontext import JsonTextError, loads
-from sparseeval.consume.lm_eval_samples import (
+from sparseeval.consume.lm_eval.samples import (
     RESULTS_FILE,
     BadSample,
     MissingMetric,
@@ -28,7 +28,7 @@ from sparseeval.consume.lm_eval_samples import (
     choose_filter,
     samples_task,
 )
-from sparseeval.consume.taskmap import TaskMap, map_lm_eval_task
+from sparseeval.consume.lm_eval.taskmap import TaskMap, map_lm_eval_task
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
 from sparseeval.pipeline.store.lm_eval_scores import results_scores
@@ -142,7 +142,7 @@ def read_samples(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rows of one `samples_*.jsonl` file (staging layout) and its unreadable lines.
 
-    Lines are read by `sparseeval.consume.lm_eval_samples.SampleParser`; the ones it rejects
+    Lines are read by `sparseeval.consume.lm_eval.samples.SampleParser`; the ones it rejects
     are returned with its reason (a doc id that is not a non-negative integer, 914.4 or 914.0
     or "x", is one), and only the preferred filter's samples are kept (see `choose_filter`).
     `read_with`, when given, gets {task: the metric read} (`acc_norm`, `exact_match (filter

@@ -18,8 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from sparseeval.consume.lm_eval_samples import choose_filter
-from sparseeval.consume.taskmap import map_lm_eval_task
+from sparseeval.consume.lm_eval.samples import choose_filter
+from sparseeval.consume.lm_eval.taskmap import map_lm_eval_task
 from sparseeval.pipeline.store.scores import SCORE_SCHEMA
 
 GROUP = "group aggregate, as lm-eval reports it"

@@ -12,7 +12,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.hub import redact
+from sparseeval.consume.sets.hub import redact
 
 log = logging.getLogger("sparseeval.pipeline.store.hub")
 T = TypeVar("T")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from sparseeval.consume.answers.ids import MAX_MODEL_LEN, IdError, canonical_id
 from sparseeval.consume.benchmarks import records
-from sparseeval.consume.ids import MAX_MODEL_LEN, IdError, canonical_id
 from sparseeval.pipeline.store.db import Store, execute, fetch
 from sparseeval.pipeline.store.unit import conform
 
@@ -72,7 +72,7 @@ class ScoreCounts:
 
 def stage_scores(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame | None) -> None:
     """Register `frame` (the `SCORE_SCHEMA` layout; missing columns null) as `score_frame`,
-    its model ids canonical by the rule result rows follow (`consume.ids`): every score
+    its model ids canonical by the rule result rows follow (`consume.answers.ids`): every score
     path (scores files, lm-eval and Hub results) goes through here."""
     con.register(SCORE_FRAME, canonical_models(conform(frame, SCORE_SCHEMA)))
 

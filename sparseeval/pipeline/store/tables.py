@@ -21,8 +21,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from sparseeval.consume.answers.sniff import compressed_message, delimiter_hint
 from sparseeval.consume.hashing import file_sha256, fingerprint
-from sparseeval.consume.sniff import compressed_message, delimiter_hint
 from sparseeval.pipeline.store.csv_quotes import stage_repairing_quotes
 from sparseeval.pipeline.store.db import Store, execute, fetch, relation
 from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores

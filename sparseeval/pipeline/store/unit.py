@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from sparseeval.consume.answers.identity import OPAQUE
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.identity import OPAQUE
 from sparseeval.pipeline.store.db import execute
 
 # Staging contract shared by every source (see sql/validate.sql).
@@ -58,7 +58,7 @@ class Unit:
     # Frames the stager registered on the connection besides `src_frame` / `pre_bad_frame`
     # (e.g. `wide_cols`); they are unregistered after the unit, whatever happened.
     frames: tuple[str, ...] = ()
-    # What the unit's item ids are (`consume.identity`): lm-eval doc ids, leaderboard rows,
+    # What the unit's item ids are (`consume.answers.identity`): lm-eval doc ids, leaderboard rows,
     # or opaque (tables: ids whose meaning the source does not say).
     id_kind: str = OPAQUE
 

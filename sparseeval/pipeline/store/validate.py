@@ -3,7 +3,7 @@
 Bounded lengths (in characters) of the ids in a result row; a longer one is no id but a
 broken or hostile file, and its row is quarantined with the reason (`model id is 100,000
 characters long (at most 256)`), never stored as a good row. Ids are canonicalized
-first, by the rule of `sparseeval.consume.ids` (trimmed, zero-width characters dropped,
+first, by the rule of `sparseeval.consume.answers.ids` (trimmed, zero-width characters dropped,
 NFC); one with a control or format character is quarantined (`item id has a control
 character`), and a benchmark name must be one that can be published:
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import duckdb
 
-from sparseeval.consume.ids import SQL_PATTERNS
-from sparseeval.consume.responses import CORRECT_WORDS, WRONG_WORDS
+from sparseeval.consume.answers.ids import SQL_PATTERNS
+from sparseeval.consume.answers.responses import CORRECT_WORDS, WRONG_WORDS
 from sparseeval.pipeline.store.db import (
     MAX_BENCHMARK_LEN,
     MAX_ITEM_LEN,

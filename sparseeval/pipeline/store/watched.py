@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 
 from sparseeval.consume.hashing import fingerprint
-from sparseeval.consume.lm_eval_samples import samples_task
+from sparseeval.consume.lm_eval.samples import samples_task
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.lm_eval_run import LmEvalRun
 from sparseeval.pipeline.store.tables import LONG_SUFFIXES, LongTable, WideTable

@@ -24,10 +24,10 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError
+from sparseeval.consume.lm_eval.ids import ITEM_FIELD, LmEvalError
 
 if TYPE_CHECKING:
-    from sparseeval.consume.estimate import Estimate
+    from sparseeval.consume.scoring.estimate import Estimate
 
 DESCRIPTION_FIELD = "sparseeval_description"
 SHOTS_FIELD = "sparseeval_shots"
@@ -119,7 +119,7 @@ def _note(message: str, _said: set = set()) -> None:  # noqa: B006 (once per pro
 
 @functools.cache
 def _anchor_set(root: str, benchmark: str, version: int, budget: int | None):
-    from sparseeval.consume.anchorset import load_anchor_set
+    from sparseeval.consume.sets.anchorset import load_anchor_set
 
     return load_anchor_set(root, benchmark, version=version, budget=budget)
 
@@ -138,7 +138,7 @@ def _estimate(root: str, benchmark: str, version: int, budget: int | None, pairs
 
 def _note_next(root: str, benchmark: str, version: int, budget: int | None, est, answers):
     """For a flagged estimate: how many more items would help, and how to run them."""
-    from sparseeval.consume.next_items import next_step
+    from sparseeval.consume.scoring.next_items import next_step
 
     aset = _anchor_set(root, benchmark, version, budget)
     goal = 200 * float(aset.conformal.halfwidths(est.value))
@@ -184,7 +184,7 @@ def _own(benchmark: str, item: str) -> str:
 
 @functools.cache
 def _suite(root: str, version: int):
-    from sparseeval.consume.suite_set import load_suite
+    from sparseeval.consume.sets.suite_set import load_suite
 
     return load_suite(root, version)
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.layout import AnchorSetError
-from sparseeval.consume.responses import ResponsesError
+from sparseeval.consume.answers.responses import ResponsesError
+from sparseeval.consume.sets.layout import AnchorSetError
 
 CONFIG_FILE = "predictor.json"
 WEIGHTS_FILE = "weights.npz"

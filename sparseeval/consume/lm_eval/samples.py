@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from pathlib import Path, PurePath
 from typing import NamedTuple, TypeVar
 
+from sparseeval.consume.answers.jsontext import JsonTextError, loads, repeated_keys, short_repr
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys, short_repr
-from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError, doc_id
-from sparseeval.consume.taskmap import task_metrics
+from sparseeval.consume.lm_eval.ids import ITEM_FIELD, LmEvalError, doc_id
+from sparseeval.consume.lm_eval.taskmap import task_metrics
 
 _TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 SAMPLES_FILE = re.compile(rf"^samples_(?P<task>.+)_(?P<ts>{_TIMESTAMP})\.jsonl$")

@@ -18,13 +18,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparseeval.consume.anchorset import AnchorSet, Estimate, load_anchor_set, load_curves
-from sparseeval.consume.flags import KEY, disagreement, widened
-from sparseeval.consume.inference import load_predictor
-from sparseeval.consume.layout import LATEST, AnchorSetError
-from sparseeval.consume.next_items import KEY as CURVES_KEY
-from sparseeval.consume.responses import MergedAnswers, ResponsesError, as_pairs, printable
-from sparseeval.consume.shape import check_arrays, check_reader
+from sparseeval.consume.answers.responses import MergedAnswers, ResponsesError, as_pairs, printable
+from sparseeval.consume.scoring.flags import KEY, disagreement, widened
+from sparseeval.consume.scoring.inference import load_predictor
+from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
+from sparseeval.consume.sets.anchorset import AnchorSet, Estimate, load_anchor_set, load_curves
+from sparseeval.consume.sets.layout import LATEST, AnchorSetError
+from sparseeval.consume.sets.shape import check_arrays, check_reader
 
 SUITE = "suite"
 AVERAGE = "average"

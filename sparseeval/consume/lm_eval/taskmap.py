@@ -1,6 +1,6 @@
 """The task map: lm-eval task names and Open LLM Leaderboard configs -> our benchmarks.
 
-Pure Python, shared by the consumer (`sparseeval.consume.lm_eval`) and the results store
+Pure Python, shared by the consumer (`sparseeval.consume.lm_eval.harness`) and the results store
 (`sparseeval.pipeline.store`); every fact comes from the records in `benchmarks`.
 
 - `known_benchmarks()`: the benchmarks every store knows, with a description.

@@ -19,7 +19,7 @@ import csv
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from sparseeval.consume.lm_eval_ids import LmEvalError, doc_id, synthetic_hint
+from sparseeval.consume.lm_eval.ids import LmEvalError, doc_id, synthetic_hint
 
 LM_EVAL_DOC = "lm-eval doc id"
 ROW_INDEX = "leaderboard row index"
@@ -137,7 +137,7 @@ def _row_scope(row: Mapping, members: tuple[str, ...], where: str) -> tuple[str 
 def _check_task(task: str, benchmark: str | None, where: str) -> None:
     """A row's task must be one of its benchmark's (an ARC anchor is no Winogrande doc)."""
     from sparseeval.consume.benchmarks import record
-    from sparseeval.consume.taskmap import map_lm_eval_task
+    from sparseeval.consume.lm_eval.taskmap import map_lm_eval_task
 
     owner = map_lm_eval_task(task).benchmark
     mine = record(benchmark) if benchmark else None

@@ -1,7 +1,7 @@
-"""The `utils.py` of a generated lm-eval task (written by `lm_eval_task.write_task`).
+"""The `utils.py` of a generated lm-eval task (written by `task.write_task`).
 
 It holds the original's prompt as `doc(d)`, the anchors (doc id -> anchor item) and thin
-calls into `sparseeval.consume.lm_eval_runtime`, which keeps the anchor docs, scores each
+calls into `sparseeval.consume.lm_eval.runtime`, which keeps the anchor docs, scores each
 doc as lm-eval does and aggregates by loading the published set (NumPy only). Pure Python.
 """
 
@@ -14,13 +14,13 @@ import textwrap
 from dataclasses import dataclass
 
 from sparseeval._version import __version__
-from sparseeval.consume.lm_eval_ids import ITEM_FIELD
-from sparseeval.consume.lm_eval_specs import TaskSpec
+from sparseeval.consume.lm_eval.ids import ITEM_FIELD
+from sparseeval.consume.lm_eval.specs import TaskSpec
 
 
 @dataclass(frozen=True)
 class UtilsContext:
-    """What a generated task's utils.py is written from (see `lm_eval_task.write_task`)."""
+    """What a generated task's utils.py is written from (see `task.write_task`)."""
 
     name: str
     spec: TaskSpec
@@ -43,8 +43,7 @@ published set (NumPy only) and report its estimate of the full-benchmark score
 (`sparseeval`) and its {pct}% interval (`sparseeval_low`, `sparseeval_high`).
 """
 {imports}
-from sparseeval.consume import lm_eval_runtime as rt
-
+from sparseeval.consume.lm_eval import runtime as rt
 ANCHOR_SET = {root_q}
 BENCHMARK = {benchmark_q}
 VERSION = {version}

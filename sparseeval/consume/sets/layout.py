@@ -44,10 +44,10 @@ import re
 import stat
 from pathlib import Path
 
+from sparseeval.consume.answers.jsontext import JsonTextError, loads
+from sparseeval.consume.answers.responses import printable
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import file_sha256
-from sparseeval.consume.jsontext import JsonTextError, loads
-from sparseeval.consume.responses import printable
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"

@@ -5,7 +5,7 @@ Pure Python + NumPy (the light install). Answers come as one table for many mode
 or long (columns `model,item,correct`), as `sparseeval ingest` reads them. Reported scores
 come as `model,score`, `model,benchmark,score` (the benchmark's rows) or a leaderboard table
 with a column named after the benchmark; percent when any is above 1, else fractions.
-Models in the set's pool (`consume.set_models`: its training, validation, calibration or
+Models in the set's pool (`consume.sets.models`: its training, validation, calibration or
 test models) are refused: the check is about models the set never saw.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparseeval.consume.responses import ResponsesError, printable
+from sparseeval.consume.answers.responses import ResponsesError, printable
 
 LONG = ("model", "item", "correct")
 SHOWN = 3  # model names shown per refusal line

@@ -1,18 +1,18 @@
 """Promotion: which versions of a set were ever made live (`latest`'s record), and the check
-that only those load (see `consume.layout` for the layout and the trust model)."""
+that only those load (see `consume.sets.layout` for the layout and the trust model)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from sparseeval.consume.layout import (
+from sparseeval.consume.answers.responses import printable
+from sparseeval.consume.sets.layout import (
     BUDGET_DIR,
     VERSION_DIR,
     AnchorSetError,
     read_pointer,
 )
-from sparseeval.consume.responses import printable
 
 
 def promoted_versions(set_folder: str | Path) -> dict[int, str | None]:

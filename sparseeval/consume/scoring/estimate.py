@@ -23,9 +23,11 @@ class Estimate:
     imputed: bool = False
     target: str = ""  # what the set estimates, in words (e.g. the leaderboard's definition)
     synthetic: bool = False  # the set was fit on the built-in synthetic demo, not real results
-    data: str = ""  # where the set's results came from (`consume.about.data_sources`)
-    flags: tuple[str, ...] = ()  # why the model is unlike the training pool (`consume.flags`)
-    # the extra items' correction (`consume.next_items`): n_extra, n_rest, shift, sd,
+    data: str = ""  # where the set's results came from (`consume.sets.about.data_sources`)
+    flags: tuple[
+        str, ...
+    ] = ()  # why the model is unlike the training pool (`consume.scoring.flags`)
+    # the extra items' correction (`consume.scoring.next_items`): n_extra, n_rest, shift, sd,
     # anchor_estimate [value, low, high], items; None when only anchors were read
     correction: dict | None = None
     note: str = ""  # e.g. why answered extra items were not used

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from sparseeval.consume.answers.ids import MAX_ITEM_LEN, IdError, canonical_id
+from sparseeval.consume.answers.jsontext import JsonTextError, loads, repeated_keys
+from sparseeval.consume.answers.sniff import compressed_message, layout_hint, shown_columns
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.ids import MAX_ITEM_LEN, IdError, canonical_id
-from sparseeval.consume.jsontext import JsonTextError, loads, repeated_keys
-from sparseeval.consume.sniff import compressed_message, layout_hint, shown_columns
 
 # The answer words, read alike by `predict` and the store (sql/validate.sql gets these lists):
 # case-insensitive, after trimming spaces.
@@ -102,7 +102,7 @@ def as_pairs(responses: Any) -> list[tuple[Any, Any]] | None:
 
 
 def item_id(item: object, where: str) -> str:
-    """An answered item's id in canonical form (`consume.ids`); ResponsesError if it has none."""
+    """An answered item's id in canonical form (`answers.ids`); ResponsesError if it has none."""
     try:
         return canonical_id(item, "item id")
     except IdError as exc:
@@ -128,9 +128,9 @@ def read_responses_files(
     files) is refused with a `ResponsesError` naming the anchors; repeats of the same
     answer, and a blank next to an answer, are fine. Undecodable (non-UTF-8) files are
     refused naming the file, byte offset and line.
-    lm_eval_options: `metric`, `filter`, `task` for lm-eval output (see `consume.lm_eval`).
+    lm_eval_options: `metric`, `filter`, `task` for lm-eval output (see `consume.lm_eval.harness`).
     """
-    from sparseeval.consume.lm_eval import is_samples_file
+    from sparseeval.consume.lm_eval.harness import is_samples_file
 
     merged = MergedAnswers(set(getattr(anchor_set, "known_items", anchor_set.items)))
     lm_eval_paths = []
@@ -161,8 +161,8 @@ def read_responses_files(
 
 
 def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -> dict:
-    from sparseeval.consume.identity import hash_mismatches, mismatch_message
-    from sparseeval.consume.lm_eval import LmEvalError, read_responses
+    from sparseeval.consume.answers.identity import hash_mismatches, mismatch_message
+    from sparseeval.consume.lm_eval.harness import LmEvalError, read_responses
 
     opts = {k: v for k, v in dict(options or {}).items() if v is not None}
     ignore_hashes = bool(opts.pop("ignore_hash_mismatch", False))
@@ -189,8 +189,8 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
 
 def _mapped_sources(anchor_set: Any, id_map: str | None, task: str | None) -> Mapping | None:
     """The set's item sources, with `--id-map`'s rows (the map export-lm-eval took) over them."""
-    from sparseeval.consume import identity as ids
-    from sparseeval.consume.taskmap import default_task
+    from sparseeval.consume.answers import identity as ids
+    from sparseeval.consume.lm_eval.taskmap import default_task
 
     sources = getattr(anchor_set, "all_item_sources", anchor_set.item_sources)
     if not id_map:
@@ -208,7 +208,7 @@ class MergedAnswers:
     other items are checked
     for a canonical id and dropped, so memory follows the anchors, not the file.
 
-    Item ids are canonicalized (`consume.ids`), so `'1 '` and `'1'` are one item; an id
+    Item ids are canonicalized (`consume.answers.ids`), so `'1 '` and `'1'` are one item; an id
     that has no canonical form (a control character) is refused naming where it was read.
     `check()` raises the `ResponsesError` naming every conflicting anchor and its sources.
     """

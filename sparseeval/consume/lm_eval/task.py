@@ -7,12 +7,12 @@
 `write_task(tasks_dir, anchor_set, anchor_root)` writes `tasks_dir/sparseeval_{benchmark}/`:
 
 - `sparseeval_{benchmark}.yaml`: the original lm-eval task (same dataset, evaluation split,
-  prompt, choices, few-shot split and sampler; `lm_eval_specs`) restricted to the anchors,
+  prompt, choices, few-shot split and sampler; `specs`) restricted to the anchors,
   with the benchmark's own binary metric over the anchors (e.g. `acc_norm`) and three more:
   `sparseeval` (the estimated full-benchmark score), `sparseeval_low` and
   `sparseeval_high` (its interval at the set's level).
-- `utils.py` (written by `lm_eval_task_utils`): the original's prompt as `doc(d)`, the
-  anchors (doc id -> anchor item), and thin calls into `sparseeval.consume.lm_eval_runtime`,
+- `utils.py` (written by `task_utils`): the original's prompt as `doc(d)`, the
+  anchors (doc id -> anchor item), and thin calls into `sparseeval.consume.lm_eval.runtime`,
   which keeps the anchor docs, scores each doc as lm-eval does and aggregates by loading
   the published set through the light consumer path (pinned to the version written) and
   calling `AnchorSet.predict`.
@@ -28,7 +28,7 @@ three splits work the same way.
 `write_suite(tasks_dir, suite, anchor_root)` writes the group `sparseeval_suite`: one member
 task per benchmark (`sparseeval_suite_{benchmark}`, the suite's anchors of it) reporting the
 suite's estimate of it, plus `suite_average` (and `_low`, `_high`), which the group row
-shows (see `lm_eval_runtime` for how members share answers).
+shows (see `runtime` for how members share answers).
 
 Each kept doc carries its anchor item id in the field `sparseeval_item` (suite members:
 the suite id `B/item`); lm-eval numbers the kept docs 0..k-1, so that field (in the `doc`
@@ -45,10 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparseeval.consume.benchmarks import find_spec, task_specs, why_not
-from sparseeval.consume.lm_eval_ids import ITEM_FIELD, LmEvalError, item_source
-from sparseeval.consume.lm_eval_runtime import DESCRIPTION_FIELD
-from sparseeval.consume.lm_eval_specs import TaskSpec
-from sparseeval.consume.lm_eval_task_utils import UtilsContext, utils_py
+from sparseeval.consume.lm_eval.ids import ITEM_FIELD, LmEvalError, item_source
+from sparseeval.consume.lm_eval.runtime import DESCRIPTION_FIELD
+from sparseeval.consume.lm_eval.specs import TaskSpec
+from sparseeval.consume.lm_eval.task_utils import UtilsContext, utils_py
 
 TASK_PREFIX = "sparseeval_"
 SUITE_GROUP = "sparseeval_suite"

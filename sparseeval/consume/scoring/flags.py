@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sparseeval.consume.layout import AnchorSetError
+from sparseeval.consume.sets.layout import AnchorSetError
 
 KEY = "pool_check"  # the manifest key
 CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and so are the

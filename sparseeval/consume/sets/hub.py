@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from sparseeval.consume.layout import (
+from sparseeval.consume.sets.layout import (
     LATEST,
     MANIFEST,
     AnchorSetError,

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sparseeval.consume.conformal import ConformalInterval
-from sparseeval.consume.fields import MEMBER_READER, check_fields
-from sparseeval.consume.layout import AnchorSetError, positive_int, unsafe_path
-from sparseeval.consume.responses import printable
+from sparseeval.consume.answers.responses import printable
+from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.sets.fields import MEMBER_READER, check_fields
+from sparseeval.consume.sets.layout import AnchorSetError, positive_int, unsafe_path
 
 
 def interval_from(where: object, d: object) -> ConformalInterval:
@@ -74,7 +74,7 @@ def reader_folder(where: object, reader: object, label: str = "predictor") -> st
 
 def check_manifest(where: object, manifest: Mapping) -> None:
     """The manifest's version, interval and predictor entries can be used as they are, and
-    every field passes its shape check (`consume.fields`)."""
+    every field passes its shape check (`consume.sets.fields`)."""
     if not positive_int(manifest.get("version")):
         raise AnchorSetError(f"{printable(where)}: manifest version is not a positive integer")
     interval_from(where, manifest.get("interval"))

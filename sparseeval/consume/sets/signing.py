@@ -1,5 +1,5 @@
 """Ed25519 signatures over a published version's manifest (optional; see the trust model
-in `sparseeval.consume.layout`). `cryptography` is imported only when a key is used.
+in `sparseeval.consume.sets.layout`). `cryptography` is imported only when a key is used.
 """
 
 from __future__ import annotations
@@ -12,8 +12,14 @@ import os
 import uuid
 from pathlib import Path
 
-from sparseeval.consume.layout import MANIFEST, SIGNATURE, AnchorSetError, read_manifest, verify
-from sparseeval.consume.responses import printable
+from sparseeval.consume.answers.responses import printable
+from sparseeval.consume.sets.layout import (
+    MANIFEST,
+    SIGNATURE,
+    AnchorSetError,
+    read_manifest,
+    verify,
+)
 
 
 def pem_bytes(key: str | bytes | Path, what: str) -> bytes:

@@ -8,13 +8,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sparseeval.consume.ids import is_canonical
-from sparseeval.consume.layout import AnchorSetError, read_manifest, resolve_version_dir, verify
-from sparseeval.consume.next_items import KEY as CURVES_KEY
-from sparseeval.consume.next_items import CurvesError, ItemCurves, positions
-from sparseeval.consume.promotion import check_promoted
-from sparseeval.consume.responses import printable
-from sparseeval.consume.shape import check_arrays, check_manifest, reader_folder
+from sparseeval.consume.answers.ids import is_canonical
+from sparseeval.consume.answers.responses import printable
+from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
+from sparseeval.consume.scoring.next_items import CurvesError, ItemCurves, positions
+from sparseeval.consume.sets.layout import (
+    AnchorSetError,
+    read_manifest,
+    resolve_version_dir,
+    verify,
+)
+from sparseeval.consume.sets.promotion import check_promoted
+from sparseeval.consume.sets.shape import check_arrays, check_manifest, reader_folder
 
 _REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
 
@@ -31,7 +36,7 @@ def fetch(
     p = Path(path_or_repo)
     hub = not p.exists() and _REPO_ID.match(str(path_or_repo))
     if hub:
-        from sparseeval.consume.hub import download_version
+        from sparseeval.consume.sets.hub import download_version
 
         folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget)
         return folder, f"hf://datasets/{hub.group(1)}", True
@@ -58,7 +63,7 @@ def checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> dic
         check_promoted(folder, manifest)
     verify(folder, manifest, follow_file_links=hub)  # the Hub cache links to blobs
     if public_key is not None:
-        from sparseeval.consume.signing import verify_signature
+        from sparseeval.consume.sets.signing import verify_signature
 
         verify_signature(folder, manifest, public_key)
     _check_items(folder, manifest.get("items"))
@@ -67,7 +72,7 @@ def checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> dic
 
 
 def _check_items(folder: Path, items: object) -> None:
-    """A published set's item ids are a list of distinct canonical ids (`consume.ids`)."""
+    """A published set's item ids are a list of distinct canonical ids (`consume.answers.ids`)."""
     if not isinstance(items, list) or not items:
         raise AnchorSetError(f"{printable(folder)}: manifest has no list of items")
     bad = next((i for i in items if not is_canonical(i)), None)
@@ -82,7 +87,7 @@ def _check_items(folder: Path, items: object) -> None:
 
 def load_predictor(folder: Path, manifest: dict[str, Any]):
     """The NumPy predictor of a verified version folder."""
-    from sparseeval.consume.inference import load_predictor as load_reader
+    from sparseeval.consume.scoring.inference import load_predictor as load_reader
 
     try:
         predictor = load_reader(folder / reader_folder(folder, manifest["predictor"]))
@@ -97,7 +102,7 @@ def load_predictor(folder: Path, manifest: dict[str, Any]):
 
 
 def load_curves(folder: Path, manifest: dict[str, Any]) -> ItemCurves | None:
-    """The set's item list and curves (`consume.next_items`), or None for sets without them."""
+    """The set's item list and curves (`scoring.next_items`), or None for sets without them."""
     entry = manifest.get(CURVES_KEY)
     if entry is None:
         return None

@@ -36,8 +36,8 @@ filters (GSM8K: `strict-match` and `flexible-extract`) `strict-match` is used (t
 `none`) unless you pass `filter`.
 
 This module is the consumer's face of the round trip: the id mapping and the export live
-in `lm_eval_ids`, reading samples files (`SampleParser`, the one line-level reader, which
-the results store uses too) in `lm_eval_samples`; `read_responses` joins the two.
+in `ids`, reading samples files (`SampleParser`, the one line-level reader, which
+the results store uses too) in `samples`; `read_responses` joins the two.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from sparseeval.consume.lm_eval_ids import (
+from sparseeval.consume.lm_eval.ids import (
     ITEM_FIELD,
     LmEvalError,
     doc_id,
@@ -54,7 +54,7 @@ from sparseeval.consume.lm_eval_ids import (
     merge_samples,
     write_samples_json,
 )
-from sparseeval.consume.lm_eval_samples import (
+from sparseeval.consume.lm_eval.samples import (
     FILTER_PREFERENCE,
     RESULTS_FILE,
     SAMPLES_FILE,

@@ -1,6 +1,6 @@
 """lm-eval's (task, doc_id) of anchor item ids, and the `--samples` JSON that runs only them.
 
-The id rules (first that applies) are in `sparseeval.consume.lm_eval`'s docstring.
+The id rules (first that applies) are in `sparseeval.consume.lm_eval.harness`'s docstring.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from sparseeval.consume.answers.jsontext import short_repr
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.jsontext import short_repr
-from sparseeval.consume.taskmap import default_task, subtask_task
+from sparseeval.consume.lm_eval.taskmap import default_task, subtask_task
 
 # The field of an exported lm-eval task's docs that carries the anchor item id.
 ITEM_FIELD = "sparseeval_item"
@@ -49,7 +49,9 @@ def item_source(
     item = str(item)
     if item_sources and item in item_sources:
         src = item_sources[item]
-        if isinstance(src, Mapping) and "doc_id" not in src:  # an opaque id (consume.identity)
+        if (
+            isinstance(src, Mapping) and "doc_id" not in src
+        ):  # an opaque id (consume.answers.identity)
             raise LmEvalError(
                 f"anchor {item!r} has an {src.get('id_kind', 'unknown')} id, not an lm-eval doc"
                 " id; pass --id-map FILE.csv (columns item,doc_id[,task])"

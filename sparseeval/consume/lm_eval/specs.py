@@ -1,4 +1,4 @@
-"""What a generated lm-eval task copies from an original task (see `lm_eval_task`).
+"""What a generated lm-eval task copies from an original task (see `task`).
 
 Each benchmark's record (`sparseeval.consume.benchmarks`) holds the `TaskSpec`s of the
 tasks it can generate, built from the prompt code here. A `TaskSpec` holds the original's

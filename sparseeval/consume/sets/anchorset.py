@@ -13,14 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.about import data_sources
-from sparseeval.consume.conformal import ConformalInterval
-from sparseeval.consume.estimate import Difference, Estimate
-from sparseeval.consume.flags import PoolCheck, bounds, pool_check_of
-from sparseeval.consume.ids import IdError, check_benchmark_name
-from sparseeval.consume.layout import LATEST, AnchorSetError
-from sparseeval.consume.missing import fill_missing
-from sparseeval.consume.next_items import (
+from sparseeval.consume.answers.ids import IdError, check_benchmark_name
+from sparseeval.consume.answers.responses import (
+    ResponsesError,
+    as_pairs,
+    item_id,
+    missing_message,
+    printable,
+    sign,
+)
+from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.estimate import Difference, Estimate
+from sparseeval.consume.scoring.flags import PoolCheck, bounds, pool_check_of
+from sparseeval.consume.scoring.missing import fill_missing
+from sparseeval.consume.scoring.next_items import (
     DEFAULT_STRATEGY,
     Correction,
     ItemCurves,
@@ -31,16 +37,10 @@ from sparseeval.consume.next_items import (
     positions,
     z_quantile,
 )
-from sparseeval.consume.responses import (
-    ResponsesError,
-    as_pairs,
-    item_id,
-    missing_message,
-    printable,
-    sign,
-)
-from sparseeval.consume.set_files import checked_manifest, fetch, load_curves, load_predictor
-from sparseeval.consume.shape import check_estimate
+from sparseeval.consume.sets.about import data_sources
+from sparseeval.consume.sets.files import checked_manifest, fetch, load_curves, load_predictor
+from sparseeval.consume.sets.layout import LATEST, AnchorSetError
+from sparseeval.consume.sets.shape import check_estimate
 
 ALLOW_MISSING = "allow_missing=True"  # as the error says it (the CLI says its flag instead)
 
@@ -65,7 +65,7 @@ def load_anchor_set(
     `budget` picks one of several published budgets (default: the largest); `revision`
     pins a Hub commit. `public_key` (Ed25519, PEM bytes/str or a path to a PEM file):
     refuse the set unless its `manifest.sig` verifies with it (needs `cryptography`).
-    Trust model: `sparseeval.consume.layout`.
+    Trust model: `sparseeval.consume.sets.layout`.
     """
     try:
         check_benchmark_name(benchmark)
@@ -181,10 +181,10 @@ class AnchorSet:
         responses: {item id: correct}, a polars/pandas DataFrame with columns
         `item` and `correct`, or a sequence/array in anchor order (`.items`).
         correct: 0/1, True/False or -1/+1 (None/NaN = not answered). A missing anchor is
-        an error naming it unless `allow_missing=True` (`consume.missing.MISSING_POLICY`
+        an error naming it unless `allow_missing=True` (`consume.scoring.missing.MISSING_POLICY`
         says how the interval widens). Answers on the benchmark's other items (`next_items`)
         correct the anchor estimate by this model's residuals on them, with an interval from
-        those residuals alone (`consume.next_items`); other items are ignored.
+        those residuals alone (`consume.scoring.next_items`); other items are ignored.
         """
         est, _ = self._estimate(responses, allow_missing)
         return self.corrected(est, responses)

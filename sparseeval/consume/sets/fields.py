@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
+from sparseeval.consume.answers.responses import printable
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.layout import AnchorSetError
-from sparseeval.consume.responses import printable
+from sparseeval.consume.sets.layout import AnchorSetError
 
 Items = Sequence[str] | None  # the anchors the lengths refer to (None: not known here)
 Check = Callable[[Any, Items], None]  # raises FieldProblem
