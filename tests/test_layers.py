@@ -51,8 +51,8 @@ LAZY: dict[str, set[str]] = {
 }
 # Every pipeline module (its first name under pipeline/) in one tier, lowest first.
 PIPELINE_TIERS = {
-    "store": ("", "store", "sources", "settings", "config", "records", "artifacts", "identity",
-              "lease", "sealed", "alerts"),
+    "store": ("", "store", "sources", "settings", "setting_values", "config", "records",
+              "artifacts", "identity", "lease", "sealed", "alerts"),
     "recipes": ("recipe", "compare", "drift", "suite_recipe", "suite_reuse", "reports", "gate"),
     "publish": ("publish", "assess", "suite_publish", "manifest", "versions", "mirror",
                 "fit_sets"),

@@ -8,11 +8,7 @@ is one section's values as a small frozen object: what a task that needs only it
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import os
-import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
@@ -21,6 +17,12 @@ from typing import Any
 from sparseeval.method.registry import PREDICTOR_CHOICES
 from sparseeval.pipeline import config
 from sparseeval.pipeline.config import SettingsError
+from sparseeval.pipeline.setting_values import (
+    converted,
+    not_finite,
+    read_toml,
+    type_problem,
+)
 
 TARGETS = ("auto", "reported", "items")  # store.build.TARGETS
 FIND_CONFIG = "<find the settings file>"  # Settings.load: see pipeline.config
@@ -135,7 +137,7 @@ class Settings:
     def check(self) -> None:
         """Refuse settings no run could use, in one line naming the setting (before any work)."""
         problems = [f"{f.name} must be a finite number, got {getattr(self, f.name)!r}"
-                    for f in fields(self) if _not_finite(getattr(self, f.name))]  # fmt: skip
+                    for f in fields(self) if not_finite(getattr(self, f.name))]  # fmt: skip
         problems += [f"{name} must be {rule}, got {getattr(self, name)!r}"
                      for name, rule, ok in self._rules() if not ok]  # fmt: skip
         if problems:
@@ -248,76 +250,12 @@ class Settings:
         return out | {"alert_webhook": "(set)" if self.alert_webhook else None}
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """A settings file's table; SettingsError naming the file (and line) when it is not UTF-8
-    text or not valid TOML (a UTF-8 BOM at the start is dropped)."""
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise SettingsError(
-            f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line});"
-            " save the file as UTF-8"
-        ) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        found = re.search(r"^(.*?)\s*\(at line (\d+), column (\d+)\)\s*$", str(exc))
-        if found:
-            what, line, col = found.groups()
-            raise SettingsError(
-                f"{path}: line {line}, column {col}: not valid TOML ({what})"
-            ) from None
-        raise SettingsError(f"{path}: not valid TOML ({exc})") from None
-
-
-def _not_finite(value: Any) -> bool:
-    """A float setting (or one in a list) that is inf or NaN: no run can use it."""
-    values = value if isinstance(value, tuple | list) else (value,)
-    return any(isinstance(v, float) and not math.isfinite(v) for v in values)
-
-
-_BOOLS = {"1": True, "true": True, "yes": True, "on": True,
-          "0": False, "false": False, "no": False, "off": False}  # fmt: skip
-# (what a setting of this annotation must be, in words; whether a value is one)
-_KINDS: dict[str, tuple[str, Any]] = {
-    "Path": ("a path", lambda v: isinstance(v, str | Path)),
-    "Path | None": ("a path", lambda v: v is None or isinstance(v, str | Path)),
-    "str": ("text", lambda v: isinstance(v, str)),
-    "str | None": ("text", lambda v: v is None or isinstance(v, str)),
-    "bool": ("true or false", lambda v: isinstance(v, bool)),
-    "int": ("a whole number", lambda v: _whole(v)),
-    "float": ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
-    "tuple[str, ...]": ("a list of text", lambda v: _list_of(v, str)),
-    "int | tuple[int, ...]": ("a whole number or a list of them",
-                              lambda v: _whole(v) or _list_of(v, int)),
-}  # fmt: skip
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _list_of(value: Any, kind: type) -> bool:
-    ok = _whole if kind is int else (lambda v: isinstance(v, kind))
-    return isinstance(value, list | tuple) and all(ok(v) for v in value)
-
-
 def _type_problems(settings: Settings) -> list[str]:
     """`name must be KIND, got VALUE` for each field whose value is of the wrong type."""
-    problems = (_type_problem(f.name, getattr(settings, f.name)) for f in fields(settings))
+    problems = (
+        type_problem(f.name, _TYPES[f.name], getattr(settings, f.name)) for f in fields(settings)
+    )
     return [p for p in problems if p]
-
-
-def _type_problem(name: str, value: Any) -> str | None:
-    what, ok = _KINDS[_TYPES[name]]
-    return None if ok(value) else f"{name} must be {what}, got {_shown(value)}"
-
-
-def _shown(value: Any) -> str:
-    """A value as the settings file would spell it (`true`, not `True`)."""
-    return json.dumps(value, default=str) if isinstance(value, bool | None) else repr(value)
 
 
 def _coerce(values: Mapping[str, Any], origin: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -328,55 +266,13 @@ def _coerce(values: Mapping[str, Any], origin: Mapping[str, str] | None = None) 
         config.setting_name(SECTION_OF, name, None, "")  # an unknown one: SettingsError
         where = (origin or {}).get(name, "override")
         try:
-            out[name] = _converted(name, _TYPES[name], value)
-            if problem := _type_problem(name, out[name]):
+            out[name] = converted(name, _TYPES[name], value)
+            if problem := type_problem(name, _TYPES[name], out[name]):
                 raise SettingsError(problem)
         except SettingsError as exc:
             prefix = "" if where == "override" else where.split(" ", 1)[1] + ": "
             raise SettingsError(f"{prefix}{exc}") from None
     return out
-
-
-def _converted(name: str, kind: str, value: Any) -> Any:
-    if "tuple" in kind:
-        return _as_tuple(name, value, int if "int" in kind else str)
-    if not isinstance(value, str) or "Path" in kind or "str" in kind:
-        return value
-    text = value.strip()
-    if kind == "bool":
-        if text.lower() not in _BOOLS:
-            raise SettingsError(
-                f"{name} must be true or false (or 1/0, yes/no, on/off), got {value!r}"
-            )
-        return _BOOLS[text.lower()]
-    try:
-        return int(text) if kind == "int" else float(text)
-    except ValueError:
-        raise SettingsError(f"{name} must be {_KINDS[kind][0]}, got {value!r}") from None
-
-
-def _as_tuple(name: str, value: Any, kind: type) -> Any:
-    """A list setting from a list, a JSON list or a `;`-separated (for numbers also `,`) string.
-
-    A single number stays a number (`n_anchors = 100`).
-    """
-    what = _KINDS[f"{'int | ' if kind is int else ''}tuple[{kind.__name__}, ...]"][0]
-    if isinstance(value, str):
-        text, given = value.strip(), value
-        try:
-            if text.startswith("["):
-                value = json.loads(text)
-            else:
-                seps = ";," if kind is int else ";"
-                value = [p.strip() for p in re.split(f"[{seps}]", text) if p.strip()]
-                if kind is int:
-                    value = [int(p) for p in value]
-                    return value[0] if len(value) == 1 else tuple(value)
-        except ValueError:
-            raise SettingsError(f"{name} must be {what}, got {given!r}") from None
-    if isinstance(value, list):
-        return tuple(value)
-    return value  # a number, a tuple, or a wrong type: `Settings` names it
 
 
 SECTION_OF: dict[str, str] = {f.name: f.metadata["section"] for f in fields(Settings)}
