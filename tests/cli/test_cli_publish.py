@@ -31,7 +31,7 @@ def predict_json(root, responses, capsys) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def arc_doc_set(tmp_path_factory):
     """An ARC-like anchor set whose item ids are lm-eval doc ids, published as v1 (latest)."""
     fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(60)])
     root = published(tmp_path_factory.mktemp("home") / "published", "arc", fitted)
@@ -47,8 +47,8 @@ def test_help_has_examples(cmd, capsys):
     assert "examples:" in out and f"sparseeval {cmd}" in out
 
 
-def test_predict_from_csv_jsonl_and_json(world, tmp_path, capsys):
-    root, answers, _ = world
+def test_predict_from_csv_jsonl_and_json(arc_doc_set, tmp_path, capsys):
+    root, answers, _ = arc_doc_set
     expected = load_anchor_set(root, "arc").predict(answers)
     csv_file = answers_csv(tmp_path / "a.csv", answers)
     rc, out, err = run(
@@ -71,9 +71,9 @@ def test_predict_from_csv_jsonl_and_json(world, tmp_path, capsys):
         assert got["low"] <= got["value"] <= got["high"] and got["level"] == 0.9
 
 
-def test_lm_eval_round_trip(world, tmp_path, capsys):
+def test_lm_eval_round_trip(arc_doc_set, tmp_path, capsys):
     """export-lm-eval -> (lm-eval writes samples jsonl for exactly those docs) -> predict."""
-    root, answers, _ = world
+    root, answers, _ = arc_doc_set
     out_json = tmp_path / "anchors.json"
     rc, out, err = run(
         ["export-lm-eval", "--anchor-set", str(root), "--benchmark", "arc", "--out", str(out_json)],
@@ -111,8 +111,8 @@ def test_lm_eval_round_trip(world, tmp_path, capsys):
     assert rc == 0 and json.loads(out)["value"] == pytest.approx(expected.value)
 
 
-def test_errors_are_one_line_exit_2(world, tmp_path, capsys):
-    root, answers, _ = world
+def test_errors_are_one_line_exit_2(arc_doc_set, tmp_path, capsys):
+    root, answers, _ = arc_doc_set
     partial = answers_csv(tmp_path / "p.csv", dict(list(answers.items())[:5]))
     base = ["predict", "--anchor-set", str(root), "--benchmark", "arc", "--responses"]
     rc, out, err = run([*base, str(partial)], capsys)
@@ -142,8 +142,8 @@ def test_errors_are_one_line_exit_2(world, tmp_path, capsys):
         assert "Traceback" not in err
 
 
-def test_compare_and_default_home(world, tmp_path, capsys, monkeypatch):
-    root, answers, answers_b = world
+def test_compare_and_default_home(arc_doc_set, tmp_path, capsys, monkeypatch):
+    root, answers, answers_b = arc_doc_set
     a, b = answers_csv(tmp_path / "a.csv", answers), answers_csv(tmp_path / "b.csv", answers_b)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SPARSEEVAL_HOME", str(root.parent))  # default --anchor-set
@@ -159,8 +159,8 @@ def test_compare_and_default_home(world, tmp_path, capsys, monkeypatch):
     assert d["value"] == pytest.approx(d["a"]["value"] - d["b"]["value"])
 
 
-def test_report_rerenders_elsewhere(world, tmp_path, capsys):
-    root, _, _ = world
+def test_report_rerenders_elsewhere(arc_doc_set, tmp_path, capsys):
+    root, _, _ = arc_doc_set
     drift = tmp_path / "drift.json"
     drift.write_text(json.dumps([{"version": 1, "mae": 2.5, "n_models": 12}]))
     out_dir = tmp_path / "rep"
@@ -184,8 +184,8 @@ def test_report_rerenders_elsewhere(world, tmp_path, capsys):
     load_anchor_set(root, "arc")  # the published folder is untouched (still verifies)
 
 
-def test_manifest_records_derived_item_sources(world):
-    root, answers, _ = world
+def test_manifest_records_derived_item_sources(arc_doc_set):
+    root, answers, _ = arc_doc_set
     sources = load_anchor_set(root, "arc").item_sources
     assert sources == {k: {"task": "arc_challenge", "doc_id": int(k)} for k in sources}
     assert set(sources) == set(answers)

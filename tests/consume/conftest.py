@@ -1,13 +1,22 @@
-"""Fixtures of the consumer tests."""
+"""Fixtures of the consumer tests: the tiny ARC fit and its published set (`arc_set`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.helpers import tiny_fit
+from tests.helpers import published, tiny_fit
 
 
 @pytest.fixture(scope="module")
 def fitted():
     """Item ids are lm-eval doc ids ("0".."59"), so lm-eval samples files map too."""
     return tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(60)])
+
+
+@pytest.fixture
+def arc_set(tmp_path, fitted) -> Path:
+    """`fitted` published as ARC v1 (latest) under tmp_path/published: a fresh copy that a
+    test may damage."""
+    return published(tmp_path / "published", "arc", fitted)

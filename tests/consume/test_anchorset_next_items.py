@@ -18,7 +18,7 @@ ITEM_MEAN = {"target": {"kind": "items", "definition": "mean over the 60 given i
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, fitted):
+def set_with_curves(tmp_path_factory, fitted):
     """The tiny fit published with its item curves; answers of every model on every item."""
     m, sp, _ = fitted
     root = tmp_path_factory.mktemp("next")
@@ -39,8 +39,8 @@ def _anchors(aset, row: dict) -> dict:
     return {i: row[i] for i in aset.items}
 
 
-def test_next_items_are_neither_anchors_nor_answered_and_repeat_with_the_seed(world):
-    aset, rows, _, _ = world
+def test_next_items_are_neither_anchors_nor_answered_and_repeat_with_the_seed(set_with_curves):
+    aset, rows, _, _ = set_with_curves
     answers = _anchors(aset, rows[0])
     first = aset.next_items(answers, 10)
     assert len(first) == len(set(first)) == 10 and not set(first) & set(aset.items)
@@ -55,8 +55,8 @@ def test_next_items_are_neither_anchors_nor_answered_and_repeat_with_the_seed(wo
         aset.next_items(answers, 3, strategy="best")
 
 
-def test_extra_items_correct_the_estimate_and_the_interval_narrows(world):
-    aset, rows, truth, _ = world
+def test_extra_items_correct_the_estimate_and_the_interval_narrows(set_with_curves):
+    aset, rows, truth, _ = set_with_curves
     errors, widths, covered = {0: [], 20: [], 52: []}, {0: [], 20: [], 52: []}, []
     for row, true in zip(rows, truth, strict=True):
         answers = _anchors(aset, row)
@@ -76,8 +76,8 @@ def test_extra_items_correct_the_estimate_and_the_interval_narrows(world):
     assert np.mean(errors[20]) < np.mean(errors[0]) * 1.5
 
 
-def test_positional_answers_and_unknown_items_leave_the_anchor_estimate(world):
-    aset, rows, _, _ = world
+def test_positional_answers_and_unknown_items_leave_the_anchor_estimate(set_with_curves):
+    aset, rows, _, _ = set_with_curves
     answers = _anchors(aset, rows[0])
     plain = aset.predict(answers)
     assert aset.predict([answers[i] for i in aset.items]).value == plain.value
@@ -85,9 +85,9 @@ def test_positional_answers_and_unknown_items_leave_the_anchor_estimate(world):
 
 
 def test_a_set_without_curves_says_so_and_one_of_reported_scores_is_not_corrected(
-    world, fitted, tmp_path
+    set_with_curves, fitted, tmp_path
 ):
-    aset, rows, _, _ = world
+    aset, rows, _, _ = set_with_curves
     publish_fit(tmp_path, "arc", fitted)
     set_latest(tmp_path, "arc", 1)
     old = load_anchor_set(tmp_path, "arc")
@@ -103,8 +103,8 @@ def test_a_set_without_curves_says_so_and_one_of_reported_scores_is_not_correcte
     assert reported.items_needed(answers, 0.05) is None
 
 
-def test_curves_travel_as_json_and_npz_and_the_manifest_names_them(world):
-    aset, _, _, root = world
+def test_curves_travel_as_json_and_npz_and_the_manifest_names_them(set_with_curves):
+    aset, _, _, root = set_with_curves
     folder = root / "arc" / "v1"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest[nx.KEY] == {"folder": "items", "n_items": 60, "item_mean": True}
@@ -114,8 +114,8 @@ def test_curves_travel_as_json_and_npz_and_the_manifest_names_them(world):
     assert aset.known_items[: len(aset.items)] == aset.items and len(aset.known_items) == 60
 
 
-def test_items_needed_shrinks_with_the_width_asked_for(world):
-    aset, rows, _, _ = world
+def test_items_needed_shrinks_with_the_width_asked_for(set_with_curves):
+    aset, rows, _, _ = set_with_curves
     answers = _anchors(aset, rows[0])
     wide, narrow = aset.items_needed(answers, 0.3), aset.items_needed(answers, 0.05)
     assert 0 <= wide <= narrow <= 60 - len(aset.items)
@@ -145,12 +145,12 @@ def test_t_quantiles_match_the_tables():
     assert nx.t_quantile(0.95, 1000) == pytest.approx(1.962, abs=0.003)
 
 
-def test_the_lm_eval_task_says_the_next_step_for_a_flagged_estimate(world, capsys):
+def test_the_lm_eval_task_says_the_next_step_for_a_flagged_estimate(set_with_curves, capsys):
     from dataclasses import replace
 
     from sparseeval.consume.lm_eval import runtime as lm_eval_runtime
 
-    aset, rows, _, root = world
+    aset, rows, _, root = set_with_curves
     answers = _anchors(aset, rows[0])
     flagged = replace(aset.predict(answers), flags=("out of the training range",))
     lm_eval_runtime._note_next(str(root), "arc", 1, None, flagged, answers)

@@ -13,15 +13,15 @@ from sparseeval.consume.answers.responses import ResponsesError, read_responses_
 from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.consume.sets.layout import AnchorSetError, seal
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import cli, published
+from tests.helpers import cli
 
 B = "arc"
 
 
 @pytest.fixture
-def world(tmp_path, fitted):
-    root = published(tmp_path / "published", B, fitted)
-    return root, load_anchor_set(root, B)
+def loaded(arc_set):
+    """The published ARC set's folder and the set as loaded."""
+    return arc_set, load_anchor_set(arc_set, B)
 
 
 def refused(files, aset) -> str:
@@ -39,16 +39,16 @@ def refused(files, aset) -> str:
     [("item,correct,correct", "correct"), ("item,item,correct", "item"),
      ("item, correct,correct ", "correct"), ("item,correct,item,correct", "item, correct")],
 )  # fmt: skip
-def test_csv_with_a_repeated_column_is_refused(world, tmp_path, header, twice):
-    _, aset = world
+def test_csv_with_a_repeated_column_is_refused(loaded, tmp_path, header, twice):
+    _, aset = loaded
     a = aset.items[0]
     path = tmp_path / "a.csv"
     path.write_text(f"{header}\n{a},0,1,1\n", encoding="utf-8")
     assert refused([path], aset) == f"{path}: line 1: repeated column(s) {twice}; keep one"
 
 
-def test_jsonl_record_with_a_repeated_key_is_refused(world, tmp_path):
-    _, aset = world
+def test_jsonl_record_with_a_repeated_key_is_refused(loaded, tmp_path):
+    _, aset = loaded
     path = tmp_path / "a.jsonl"
     a = aset.items[0]
     path.write_text(f'{{"item": "{a}", "correct": 0}}\n{{"item": "{a}", "correct": 0, '
@@ -56,8 +56,8 @@ def test_jsonl_record_with_a_repeated_key_is_refused(world, tmp_path):
     assert refused([path], aset) == f"{path}:2: repeated key(s) correct; keep one"
 
 
-def test_json_record_with_a_repeated_key_is_refused(world, tmp_path):
-    _, aset = world
+def test_json_record_with_a_repeated_key_is_refused(loaded, tmp_path):
+    _, aset = loaded
     path = tmp_path / "a.json"
     a, b = aset.items[:2]
     path.write_text(f'[{{"item": "{a}", "correct": 1}}, {{"item": "{b}", "item": "{a}", '
@@ -66,8 +66,8 @@ def test_json_record_with_a_repeated_key_is_refused(world, tmp_path):
 
 
 @pytest.mark.parametrize("spelling", ["{a} ", " {a}", "{a}\u200b", "\u00a0{a}"])
-def test_invisibly_different_item_ids_are_one_anchor(world, tmp_path, spelling):
-    _, aset = world
+def test_invisibly_different_item_ids_are_one_anchor(loaded, tmp_path, spelling):
+    _, aset = loaded
     a = aset.items[0]
     other = spelling.format(a=a)
     path = tmp_path / "a.json"
@@ -78,15 +78,15 @@ def test_invisibly_different_item_ids_are_one_anchor(world, tmp_path, spelling):
     assert read_responses_files([path], aset)[a] == 1  # agreeing: fine
 
 
-def test_item_ids_with_control_characters_are_refused(world, tmp_path):
-    _, aset = world
+def test_item_ids_with_control_characters_are_refused(loaded, tmp_path):
+    _, aset = loaded
     path = tmp_path / "a.jsonl"
     path.write_text('{"item": "1", "correct": 1}\n{"item": "a\\u0000b", "correct": 0}\n')
     assert refused([path], aset) == f"{path}:2: item id has a control character (\\x00)"
 
 
-def test_repeated_rows_conflict_across_formats(world, tmp_path):
-    _, aset = world
+def test_repeated_rows_conflict_across_formats(loaded, tmp_path):
+    _, aset = loaded
     a, b = aset.items[:2]
     csv_path = tmp_path / "a.csv"
     csv_path.write_text(f"item,correct\n{a},1\n{b},0\n{a},1\n")
@@ -97,8 +97,8 @@ def test_repeated_rows_conflict_across_formats(world, tmp_path):
     assert msg.startswith(f"conflicting answers for 1 anchor(s): {a} ({csv_path}:2: '1'")
 
 
-def test_python_answers_with_invisible_differences_conflict(world):
-    _, aset = world
+def test_python_answers_with_invisible_differences_conflict(loaded):
+    _, aset = loaded
     a = aset.items[0]
     with pytest.raises(ResponsesError, match=f"conflicting answers for anchor {a}"):
         aset.predict({a: 1, f"{a} ": 0}, allow_missing=True)
@@ -113,16 +113,16 @@ def test_python_answers_with_invisible_differences_conflict(world):
      ("a.json", '{"1": ' + "9" * 5000 + "}", "not valid JSON (Exceeds the limit"),
      ("a.jsonl", '{"item": ' + "[" * 100_000, "1: not valid JSON (nested too deeply)")],
 )  # fmt: skip
-def test_answers_json_is_bounded(world, tmp_path, name, text, why):
-    _, aset = world
+def test_answers_json_is_bounded(loaded, tmp_path, name, text, why):
+    _, aset = loaded
     path = tmp_path / name
     path.write_text(text)
     assert refused([path], aset).startswith(f"{path}{':' if name.endswith('l') else ': '}{why}")
 
 
 @pytest.mark.parametrize("name", ["../../x", "x/y", "..", "my bench", "'arc'"])
-def test_predict_refuses_a_benchmark_name_in_one_line(world, tmp_path, capsys, name):
-    root, _ = world
+def test_predict_refuses_a_benchmark_name_in_one_line(loaded, tmp_path, capsys, name):
+    root, _ = loaded
     path = tmp_path / "a.csv"
     path.write_text("item,correct\n1,1\n")
     argv = ["predict", "--anchor-set", str(root), "--benchmark", name, "--responses", str(path)]
@@ -132,8 +132,8 @@ def test_predict_refuses_a_benchmark_name_in_one_line(world, tmp_path, capsys, n
 
 
 @pytest.mark.parametrize("bad", ["{a} ", "{a}\n", "{a}\u200b"])
-def test_a_published_set_with_non_canonical_item_ids_is_refused(world, bad):
-    root, _ = world
+def test_a_published_set_with_non_canonical_item_ids_is_refused(loaded, bad):
+    root, _ = loaded
     folder = root / B / "v1"
     man = json.loads((folder / "manifest.json").read_text())
     man["items"][0] = bad.format(a=man["items"][0])

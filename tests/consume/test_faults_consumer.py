@@ -28,7 +28,6 @@ from tests.helpers import (
     answers_csv,
     cli,
     publish_fit,
-    published,
     signing_keys,
 )
 
@@ -37,9 +36,9 @@ STAMP = "2025-05-02T10-11-12.131415"
 
 
 @pytest.fixture
-def world(tmp_path, fitted):
-    """v1 published and promoted under tmp_path/published; one model's answers."""
-    return published(tmp_path / "published", B, fitted), anchor_answers(fitted)
+def set_and_answers(arc_set, fitted):
+    """The published ARC set and one test model's answers to its anchors."""
+    return arc_set, anchor_answers(fitted)
 
 
 def predict(root, files, capsys, *more) -> tuple[int, str, str]:
@@ -57,8 +56,8 @@ def one_line_error(rc, out, err) -> str:
 # --------------------------------------------------------------------------- 1 duplicates
 
 
-def test_conflicting_duplicates_are_refused_in_every_format(world, tmp_path, capsys):
-    root, answers = world
+def test_conflicting_duplicates_are_refused_in_every_format(set_and_answers, tmp_path, capsys):
+    root, answers = set_and_answers
     aset = load_anchor_set(root, B)
     item = aset.items[3]
     flipped = 1 - answers[item]
@@ -85,8 +84,8 @@ def test_conflicting_duplicates_are_refused_in_every_format(world, tmp_path, cap
     assert f"a.csv:{2 + len(answers)}: '{flipped}'" in err
 
 
-def test_conflicts_across_files_and_identical_repeats(world, tmp_path, capsys):
-    root, answers = world
+def test_conflicts_across_files_and_identical_repeats(set_and_answers, tmp_path, capsys):
+    root, answers = set_and_answers
     aset = load_anchor_set(root, B)
     a, b = aset.items[0], aset.items[5]
     first = answers_csv(tmp_path / "first.csv", answers)
@@ -112,8 +111,8 @@ def test_conflicts_across_files_and_identical_repeats(world, tmp_path, capsys):
 # --------------------------------------------------------------------------- 3 byte-order mark
 
 
-def test_files_with_a_byte_order_mark_are_read(world, tmp_path, capsys):
-    root, answers = world
+def test_files_with_a_byte_order_mark_are_read(set_and_answers, tmp_path, capsys):
+    root, answers = set_and_answers
     expected = load_anchor_set(root, B).predict(answers).value
     csv_file = answers_csv(tmp_path / "bom.csv", answers, prefix="\ufeff")
     jsonl = tmp_path / "bom.jsonl"
@@ -152,8 +151,8 @@ def test_published_folders_honour_the_umask(tmp_path, fitted, umask):
 # --------------------------------------------------------------------------- 5 non-UTF-8
 
 
-def test_non_utf8_answers_files_are_one_line_errors(world, tmp_path, capsys):
-    root, answers = world
+def test_non_utf8_answers_files_are_one_line_errors(set_and_answers, tmp_path, capsys):
+    root, answers = set_and_answers
     aset = load_anchor_set(root, B)
     good = answers_csv(tmp_path / "x.csv", answers).read_bytes()
     at = good.index(b"\n", 20) + 1  # start of the third or so line
@@ -174,8 +173,8 @@ def test_non_utf8_answers_files_are_one_line_errors(world, tmp_path, capsys):
         assert f"{name}: not UTF-8 text (byte {byte}, line {n}: b'\\xe9')" in err, err
 
 
-def test_non_utf8_lm_eval_samples_name_the_file(world, tmp_path, capsys):
-    root, _ = world
+def test_non_utf8_lm_eval_samples_name_the_file(set_and_answers, tmp_path, capsys):
+    root, _ = set_and_answers
     folder = tmp_path / "results" / "acme__tiny"
     folder.mkdir(parents=True)
     sample = {"doc_id": 0, "filter": "none", "metrics": ["acc"], "acc": 1.0, "doc": {"q": "é"}}
@@ -216,8 +215,8 @@ def zero_weights(folder, man):
     man["files"]["predictor/weights.npz"] = file_sha256(w)
 
 
-def test_recomputed_manifest_is_caught_by_latest_and_by_a_signature(world, tmp_path):
-    root, answers = world
+def test_recomputed_manifest_is_caught_by_latest_and_by_a_signature(set_and_answers, tmp_path):
+    root, answers = set_and_answers
     # a rewritten manifest no longer matches the seal `latest` pinned at promotion
     rewrite(root, zero_weights, pointer=False)
     with pytest.raises(AnchorSetError, match="differs from the one promoted"):
@@ -282,8 +281,8 @@ def test_signature_travels_through_the_hub(tmp_path, fitted, monkeypatch):
         load_anchor_set("acme/sets", B, hub_client=hub, public_key=signing_keys()[1])
 
 
-def test_consumer_path_without_a_key_imports_no_cryptography(world):
-    root, answers = world
+def test_consumer_path_without_a_key_imports_no_cryptography(set_and_answers):
+    root, answers = set_and_answers
     code = (
         "import sys, sparseeval\n"
         f"a = sparseeval.load_anchor_set({str(root)!r}, {B!r})\n"
@@ -294,8 +293,8 @@ def test_consumer_path_without_a_key_imports_no_cryptography(world):
     assert out.stdout.strip() == "False"
 
 
-def test_empty_or_missing_file_list_refuses(world):
-    root, _ = world
+def test_empty_or_missing_file_list_refuses(set_and_answers):
+    root, _ = set_and_answers
     rewrite(root, lambda f, m: m.update(files={}))
     with pytest.raises(AnchorSetError, match="lists no files"):
         load_anchor_set(root, B)
@@ -304,8 +303,8 @@ def test_empty_or_missing_file_list_refuses(world):
         load_anchor_set(root, B)
 
 
-def test_every_file_must_be_listed(world, capsys):
-    root, _ = world
+def test_every_file_must_be_listed(set_and_answers, capsys):
+    root, _ = set_and_answers
     folder = root / B / "v1"
     (folder / "predictor" / "extra.npz").write_bytes(b"x")
     with pytest.raises(AnchorSetError, match=r"predictor/extra.npz \(not listed in the manifest\)"):
@@ -318,8 +317,8 @@ def test_every_file_must_be_listed(world, capsys):
     assert "notes\\x1b]0;pwned\\x07.txt (not listed in the manifest)" in err
 
 
-def test_paths_outside_the_version_folder_refuse(world, tmp_path):
-    root, _ = world
+def test_paths_outside_the_version_folder_refuse(set_and_answers, tmp_path):
+    root, _ = set_and_answers
     elsewhere = tmp_path / "elsewhere" / "predictor"
     shutil.copytree(root / B / "v1" / "predictor", elsewhere)
     rewrite(root, lambda f, m: m["predictor"].update(folder="../../../elsewhere/predictor"))
@@ -341,8 +340,8 @@ def test_paths_outside_the_version_folder_refuse(world, tmp_path):
         load_anchor_set(root, B)
 
 
-def test_symlinks_are_refused(world, tmp_path):
-    root, _ = world
+def test_symlinks_are_refused(set_and_answers, tmp_path):
+    root, _ = set_and_answers
     # a symlinked file inside (same bytes: the hashes alone would pass it)
     report = root / B / "v1" / "report.md"
     copy = tmp_path / "report.md"
@@ -371,8 +370,8 @@ def test_symlinks_are_refused(world, tmp_path):
         load_anchor_set(root, B)
 
 
-def test_folder_and_manifest_versions_must_agree(world):
-    root, _ = world
+def test_folder_and_manifest_versions_must_agree(set_and_answers):
+    root, _ = set_and_answers
     os.rename(root / B / "v1", root / B / "v7")
     set_latest_raw(root, 7)
     with pytest.raises(AnchorSetError, match="folder v7 holds a manifest of version 1"):
@@ -387,8 +386,8 @@ def set_latest_raw(root, version):
 # --------------------------------------------------------------------------- 9 leftovers
 
 
-def test_a_candidate_that_was_never_promoted_does_not_load(world, fitted, capsys):
-    root, answers = world
+def test_a_candidate_that_was_never_promoted_does_not_load(set_and_answers, fitted, capsys):
+    root, answers = set_and_answers
     publish_fit(root, B, fitted)  # v2: killed before the gate / promotion
     with pytest.raises(AnchorSetError, match=r"arc v2 was never promoted \(a candidate that did "):
         load_anchor_set(root, B, version=2)
@@ -411,8 +410,8 @@ def test_first_run_killed_before_promotion(tmp_path, fitted):
             load_anchor_set(target, B, version=1)
 
 
-def test_sets_published_before_the_promotion_record_stay_loadable(world, fitted):
-    root, _ = world
+def test_sets_published_before_the_promotion_record_stay_loadable(set_and_answers, fitted):
+    root, _ = set_and_answers
     publish_fit(root, B, fitted)
     set_latest(root, B, 2)
     publish_fit(root, B, fitted)  # v3: a candidate
@@ -430,8 +429,8 @@ def test_sets_published_before_the_promotion_record_stay_loadable(world, fitted)
     assert sorted(json.loads((root / B / "latest").read_text())["promoted"]) == ["1", "2", "4"]
 
 
-def test_clean_leftovers(world, fitted):
-    root, _ = world
+def test_clean_leftovers(set_and_answers, fitted):
+    root, _ = set_and_answers
     bench = root / B
     publish_fit(root, B, fitted)  # v2: never promoted (a crashed run)
     publish_fit(root, B, fitted)
@@ -460,8 +459,8 @@ def test_clean_leftovers(world, fitted):
     ]  # fmt: skip
 
 
-def test_a_discard_cut_short_is_refused_and_cleaned(world, fitted):
-    root, _ = world
+def test_a_discard_cut_short_is_refused_and_cleaned(set_and_answers, fitted):
+    root, _ = set_and_answers
     publish_fit(root, B, fitted)
     set_latest(root, B, 2)
     tomb = {"version": 1, "reason": "bad \x1b[2J data"}
@@ -484,8 +483,8 @@ def test_budget_sets_are_cleaned_too(tmp_path, fitted):
 # --------------------------------------------------------------------------- 10 controls
 
 
-def test_control_characters_from_files_are_escaped(world, tmp_path, capsys):
-    root, answers = world
+def test_control_characters_from_files_are_escaped(set_and_answers, tmp_path, capsys):
+    root, answers = set_and_answers
     assert printable("a\x1b]0;pwned\x07b\n\t\x9b") == "a\\x1b]0;pwned\\x07b\\n\\t\\x9b"
     assert printable("é ok") == "é ok"
     header = tmp_path / "evil.csv"

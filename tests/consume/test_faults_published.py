@@ -19,13 +19,13 @@ from sparseeval.consume.sets.layout import AnchorSetError, seal
 from sparseeval.consume.sets.suite_set import load_suite
 from sparseeval.pipeline.versions import set_latest
 from tests.consume.test_faults_consumer import B, predict
-from tests.helpers import anchor_answers, answers_csv, published
+from tests.helpers import anchor_answers, answers_csv
 
 
 @pytest.fixture
-def world(tmp_path, fitted):
-    root = published(tmp_path / "published", B, fitted)
-    return root, answers_csv(tmp_path / "a.csv", anchor_answers(fitted))
+def set_and_file(arc_set, fitted, tmp_path):
+    """The published ARC set and one test model's answers file."""
+    return arc_set, answers_csv(tmp_path / "a.csv", anchor_answers(fitted))
 
 
 def reseal(version_dir, change=lambda m: None) -> None:
@@ -64,8 +64,8 @@ def refused_in_one_line(root, answers, capsys, *match: str) -> str:
      ("../latest", "[1]"), ("../latest", '{"version": 1, "promoted": {"x": "y"}}'),
      ("../latest", '{"version": ' + "9" * 5000 + "}")],
 )  # fmt: skip
-def test_damaged_manifest_or_latest_text(world, capsys, name, text):
-    root, answers = world
+def test_damaged_manifest_or_latest_text(set_and_file, capsys, name, text):
+    root, answers = set_and_file
     (root / B / "v1" / name).write_text(text)
     refused_in_one_line(root, answers, capsys)
 
@@ -96,15 +96,15 @@ def _set(key, value):
      (lambda m: m["predictor"].update(folder="/etc"), "predictor folder"),
      (lambda m: m["predictor"].update(folder="../../x/v1/predictor"), "predictor folder")],
 )  # fmt: skip
-def test_manifest_missing_or_damaged_parts(world, capsys, change, match):
-    root, answers = world
+def test_manifest_missing_or_damaged_parts(set_and_file, capsys, change, match):
+    root, answers = set_and_file
     reseal(root / B / "v1", change)
     refused_in_one_line(root, answers, capsys, match)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_non_finite_weights_are_refused_not_printed_as_nan(world, capsys, bad):
-    root, answers = world
+def test_non_finite_weights_are_refused_not_printed_as_nan(set_and_file, capsys, bad):
+    root, answers = set_and_file
     folder = root / B / "v1"
     weights = folder / "predictor" / "weights.npz"
     with np.load(weights) as npz:
@@ -117,8 +117,8 @@ def test_non_finite_weights_are_refused_not_printed_as_nan(world, capsys, bad):
     assert "nan%" not in err
 
 
-def test_an_intact_set_still_gives_valid_json(world, capsys):
-    root, answers = world
+def test_an_intact_set_still_gives_valid_json(set_and_file, capsys):
+    root, answers = set_and_file
     rc, out, _ = predict(root, [answers], capsys)
     assert rc == 0
     est = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json output"))

@@ -25,7 +25,7 @@ HEAVY = ("prefect", "torch", "duckdb", "polars", "scipy", "sklearn", "matplotlib
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def light_set(tmp_path_factory):
     """An ARC set with an MLP reader (item ids are lm-eval doc ids) and two answer files."""
     root = tmp_path_factory.mktemp("light") / "published"
     m = make_synthetic(300, 60, seed=4)
@@ -103,8 +103,8 @@ def _run(python: str, code: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_consumer_path_imports_nothing_heavy(world):
-    root, files, expected = world
+def test_consumer_path_imports_nothing_heavy(light_set):
+    root, files, expected = light_set
     out = _run(sys.executable, _consumer_script(root, files))
     assert out["rc"] == [0, 0, 0]
     assert out["heavy"] == []
@@ -121,8 +121,8 @@ LIGHT = os.environ.get("SPARSEEVAL_LIGHT_PYTHON")
 
 
 @pytest.mark.skipif(not LIGHT, reason="SPARSEEVAL_LIGHT_PYTHON (a base-install venv) not set")
-def test_light_venv(world):
-    root, files, expected = world
+def test_light_venv(light_set):
+    root, files, expected = light_set
     have = subprocess.run([LIGHT, "-c", "import torch"], capture_output=True)
     assert have.returncode != 0, "the light venv must not have torch"
     out = _run(LIGHT, _consumer_script(root, files))

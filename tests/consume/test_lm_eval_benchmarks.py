@@ -139,7 +139,7 @@ def datasets(tmp) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def benchmark_sets(tmp_path_factory):
     """Published sets of every benchmark (v1, latest), a suite (mmlu + gsm8k), the data."""
     from sparseeval.method.synthetic import make_leaderboard
     from sparseeval.pipeline.settings import Settings
@@ -239,10 +239,10 @@ def item_of(subtask: str | None, doc: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def run_mc(world):
+def run_mc(benchmark_sets):
     """Run 1: MMLU, BBH, GSM8K, Winogrande, MMLU-Pro (2-shot) and lm-eval's originals of the
     first four on the same data, run with `--samples` on the anchors."""
-    tmp, root, files = world
+    tmp, root, files = benchmark_sets
     tasks = tmp / "tasks"
     out = export(root, tasks, ["mmlu", "bbh", "gsm8k", "winogrande", "mmlu_pro"], files)
     samples = {}
@@ -343,10 +343,10 @@ def test_musr_and_mmlu_pro_prompts_are_the_originals():
 
 
 @pytest.fixture(scope="module")
-def run_suite(world):
+def run_suite(benchmark_sets):
     """Run 2: the group sparseeval_suite (mmlu + gsm8k members) and sparseeval_musr, at the
     shots their YAMLs pin."""
-    tmp, root, files = world
+    tmp, root, files = benchmark_sets
     tasks = tmp / "suite_tasks"
     out = export(root, tasks, ["suite", "musr"], files)
     (tmp / "run2").mkdir()

@@ -39,7 +39,7 @@ N_DOCS = 60
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def harness_data(tmp_path_factory):
     """A published ARC set (v1, latest) over doc ids 0..59, the local test and train splits."""
     tmp = tmp_path_factory.mktemp("harness")
     fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(N_DOCS)])
@@ -56,8 +56,8 @@ def export(argv, capsys) -> tuple[int, str, str]:
     return rc, out, err
 
 
-def test_export_writes_task_folder(world, tmp_path, capsys):
-    _, root, data, _ = world
+def test_export_writes_task_folder(harness_data, tmp_path, capsys):
+    _, root, data, _ = harness_data
     tasks = tmp_path / "tasks"
     rc, out, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tasks,
                            "--dataset", data], capsys)  # fmt: skip
@@ -78,16 +78,16 @@ def test_export_writes_task_folder(world, tmp_path, capsys):
     assert f'"{ITEM_FIELD}"' in utils and "fewshot_split" not in yaml_text
 
 
-def test_hub_dataset_by_default(world, tmp_path):
-    _, root, _, _ = world
+def test_hub_dataset_by_default(harness_data, tmp_path):
+    _, root, _, _ = harness_data
     folder = write_task(tmp_path, load_anchor_set(root, "arc"), root)
     text = (folder / "sparseeval_arc.yaml").read_text()
     assert 'dataset_path: "allenai/ai2_arc"\ndataset_name: "ARC-Challenge"\n' in text
     assert 'test_split: "test"' in text and 'fewshot_split: "train"' in text
 
 
-def test_unsupported_sets_say_what_to_do(world, tmp_path, capsys):
-    tmp, _, data, _ = world
+def test_unsupported_sets_say_what_to_do(harness_data, tmp_path, capsys):
+    tmp, _, data, _ = harness_data
     root = tmp / "other"
     items = [f"leaderboard_gpqa_main:{j}" for j in range(N_DOCS)]
     publish_fit(root, "gpqa", tiny_fit(seed=1, item_ids=items))
@@ -170,8 +170,8 @@ def test_prompts_match_the_original_tasks(tmp_path):
 
 
 @needs_lm_eval
-def test_estimate_in_lm_eval_equals_predict_on_its_samples(world, capsys):
-    tmp, root, data, train = world
+def test_estimate_in_lm_eval_equals_predict_on_its_samples(harness_data, capsys):
+    tmp, root, data, train = harness_data
     tasks = tmp / "tasks"
     rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tasks,
                          "--dataset", f"test={data}", f"train={train}"], capsys)  # fmt: skip
