@@ -14,9 +14,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.urls import url_for
 
 from sparseeval.pipeline import alerts
+from sparseeval.pipeline.progress import PROGRESS
 from sparseeval.pipeline.settings import Settings, SettingsError
-
-PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 
 
 def say(message: str, level: int = logging.INFO) -> None:

@@ -8,16 +8,13 @@ files deleted from the home are rebuilt).
 
 from __future__ import annotations
 
-import logging
-
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from sparseeval.pipeline import recipe
+from sparseeval.pipeline.progress import PROGRESS, throttled
 from sparseeval.pipeline.records import FitInfo, MatrixInfo, Waiting
 from sparseeval.pipeline.settings import Section, Settings
-
-PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 
 
 @task(name="build-matrix", cache_policy=NO_CACHE, task_run_name="build-matrix-{benchmark}")
@@ -42,7 +39,7 @@ def fit_benchmark(
     log = get_run_logger()
     # every line to the run's log; to the console a fit's lines once it has run 15 s, then
     # its selection's lines one per 15 s at most (a quick fit says nothing there)
-    console = recipe.throttled(PROGRESS.info, at_once=False, thin=("",))
+    console = throttled(PROGRESS.info, at_once=False, thin=("",))
 
     def say(m: str) -> None:
         log.info("%s k%d: %s", matrix.benchmark, budget, m)

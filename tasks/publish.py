@@ -9,18 +9,15 @@ into the candidate's tombstone and a refusal into the set's ledger.
 
 from __future__ import annotations
 
-import logging
-
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.transactions import Transaction
 from sparseeval.tasks.policies import transient
 
 from sparseeval.pipeline import publish, suite_publish
+from sparseeval.pipeline.progress import PROGRESS
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
 from sparseeval.pipeline.settings import Settings
-
-PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 
 
 @task(

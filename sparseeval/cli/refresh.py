@@ -167,7 +167,8 @@ def _show_progress(quiet: bool) -> None:
     """Print the flow's progress lines (`sparseeval.progress`) on stderr, plain."""
     import sys
 
-    log = logging.getLogger("sparseeval.progress")
+    from sparseeval.pipeline.progress import PROGRESS as log
+
     log.propagate = False
     log.setLevel(logging.INFO)
     if not quiet and not log.handlers:

@@ -62,32 +62,6 @@ class NotEnoughModels(PipelineError):
 # -- the matrix step ----------------------------------------------------------------------
 
 
-THINNED = ("init", "refine")  # a selection's frequent lines; its phase lines always pass
-
-
-def throttled(
-    say: Callable[[str], None],
-    seconds: float = 15.0,
-    thin: tuple[str, ...] = THINNED,
-    at_once: bool = True,
-) -> Callable[[str], None]:
-    """`say`, passing on lines starting with `thin` at most once per `seconds`; others pass.
-
-    at_once: the first thinned line passes at once (else only once `seconds` have passed,
-    so a quick fit says nothing).
-    """
-    last = [-float("inf") if at_once else time.monotonic()]
-
-    def passed_on(line: str) -> None:
-        if not line.startswith(thin):
-            say(line)
-        elif time.monotonic() - last[0] >= seconds:
-            last[0] = time.monotonic()
-            say(line)
-
-    return passed_on
-
-
 def benchmark_states(store_path: str | Path) -> dict[str, str]:
     """For each benchmark with results, a signature that changes whenever its results do."""
     from sparseeval.pipeline.store import Store

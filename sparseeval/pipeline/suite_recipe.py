@@ -31,7 +31,8 @@ from sparseeval.pipeline.artifacts import (
     read_once,
     settings_subset,
 )
-from sparseeval.pipeline.recipe import NotEnoughModels, split_step, throttled
+from sparseeval.pipeline.progress import throttled
+from sparseeval.pipeline.recipe import NotEnoughModels, split_step
 from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.suite_reuse import reusable_fits

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.synthetic import make_leaderboard, make_synthetic
-from sparseeval.pipeline.recipe import throttled
+from sparseeval.pipeline.progress import throttled
 from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.suite_recipe import fit_suite
 

@@ -90,7 +90,8 @@ def test_anchors_of_the_demo_suite_say_synthetic_not_a_missing_id_map(demo, caps
 
 
 def test_suite_progress_names_each_benchmark_and_throttles_refinement(tmp_path):
-    from sparseeval.pipeline.suite_recipe import fit_suite, throttled
+    from sparseeval.pipeline.progress import throttled
+    from sparseeval.pipeline.suite_recipe import fit_suite
 
     lines: list[str] = []
     fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1),

@@ -27,6 +27,7 @@ import duckdb
 from sparseeval.consume.answers.identity import LM_EVAL_DOC, ROW_INDEX
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.consume.sets.hub import redact
+from sparseeval.pipeline.progress import still_working
 from sparseeval.pipeline.store.db import Store, execute
 from sparseeval.pipeline.store.hub_details import HUB_FILES_FRAME, Revision, stage_revision
 from sparseeval.pipeline.store.item_identity import ITEM_HASH_FRAME
@@ -235,10 +236,7 @@ class OpenLLMLeaderboard:
     def _list_repos(self) -> dict[str, tuple[str, str | None]]:
         """{repo: (model, sha or None)} of the org's details repos the globs want."""
         search = "details_" if self.version == "v1" else "-details"
-        listed = self._call(
-            f"listing {self.org} datasets",
-            lambda: list(self.client.list_datasets(author=self.org, search=search, expand=["sha"])),
-        )
+        listed = self._call(f"listing {self.org} datasets", lambda: self._listing(search))
         found: dict[str, tuple[str, str | None]] = {}
         prefix = f"{self.org.lower()}/"
         for d in listed:
@@ -246,6 +244,13 @@ class OpenLLMLeaderboard:
             if model and d.id.lower().startswith(prefix) and self._wanted(model):
                 found[d.id] = (model, getattr(d, "sha", None))
         return found
+
+    def _listing(self, search: str) -> list:
+        """The org's datasets matching `search`, page by page (a progress line every 15 s)."""
+        listed: list = []
+        with still_working(lambda: f"hub: listing {self.org}'s datasets, {len(listed):,} so far"):
+            listed.extend(self.client.list_datasets(author=self.org, search=search, expand=["sha"]))
+        return listed
 
     def _changed(
         self, store: Store, found: dict[str, tuple[str, str | None]], todo: list

@@ -14,6 +14,7 @@ import duckdb
 import polars as pl
 
 from sparseeval.consume.sets.hub import redact
+from sparseeval.pipeline.progress import still_working
 from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch, live_runs
 from sparseeval.pipeline.store.item_identity import merge_identity
 from sparseeval.pipeline.store.scores import SCORE_FRAME, ScoreCounts, merge_scores
@@ -116,7 +117,8 @@ def ingest(
             reports.append(report)
             break
         try:
-            reports.append(ingest_unit(store, unit, force))
+            with still_working(f"ingest: reading {_printable(unit.label)}"):
+                reports.append(ingest_unit(store, unit, force))
         except Exception as exc:
             if not keep_going:
                 raise
