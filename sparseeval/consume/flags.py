@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sparseeval.consume.conformal import inside
 from sparseeval.consume.layout import AnchorSetError
 
 KEY = "pool_check"  # the manifest key
@@ -114,8 +115,12 @@ class PoolCheck:
         """Per row, how much to widen each side of its interval: `(widen - 1) * halfwidth`
         when flagged, else 0. Both sides: beyond the range the estimate errs either way
         (metabench's TruthfulQA, strongest decile held out: flagged models overestimated)."""
+        return self.widen_where(self.flagged(X, values), halfwidth)
+
+    def widen_where(self, flagged, halfwidth) -> np.ndarray:
+        """`(widen - 1) * halfwidth` where `flagged`, else 0 (per estimate)."""
         extra = (self.widen - 1.0) * np.asarray(halfwidth, dtype=np.float64)
-        return np.where(self.flagged(X, values), extra, 0.0)
+        return np.where(np.asarray(flagged, dtype=bool), extra, 0.0)
 
     def at_edges(self, values, halfwidth) -> tuple[np.ndarray, np.ndarray]:
         """Per estimate, its interval's half-widths (below, above): `halfwidth` (widened
@@ -167,16 +172,31 @@ class PoolCheck:
 
 def bounds(check: PoolCheck | None, conformal, X, values, extra=0.0):
     """(low, high, widening) per row of X (+-1 anchor answers, NaN = not answered) and its
-    estimate: the `conformal` half-width (a `ConformalInterval`) plus `extra`, widened when
-    `check` flags the row, at least the top edge's half-widths in its zone, clipped to 0-1.
-    The widening is the flag's (both sides, beyond `extra`)."""
+    estimate: `interval_of` with the rows `check` flags."""
+    flagged = None if check is None else check.flagged(X, values)
+    return interval_of(check, conformal, values, flagged, extra)
+
+
+def interval_of(check: PoolCheck | None, conformal, values, flagged=None, extra=0.0):
+    """The interval a model gets, in one place (`AnchorSet.predict` and `intervals`, the gate's
+    coverage check and the report): (low, high, widening) per estimate. The `conformal`
+    half-width (a `ConformalInterval`) plus `extra`, widened by `(widen - 1)` times the
+    half-width where `flagged` (per estimate, by `check`: None flags none), at least the top
+    edge's half-widths in its zone, clipped to 0-1. The widening is the flag's (both sides)."""
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
     h = np.asarray(conformal.halfwidths(v), dtype=np.float64)
-    widen = np.zeros(v.shape) if check is None else check.widening(X, v, h)
+    none = check is None or flagged is None
+    widen = np.zeros(v.shape) if none else check.widen_where(flagged, h)
     down = up = h + extra + widen
     if check is not None:
         down, up = check.at_edges(v, down)
     return np.clip(v - down, 0.0, 1.0), np.clip(v + up, 0.0, 1.0), widen
+
+
+def covered(check: PoolCheck | None, conformal, values, true, flagged=None) -> np.ndarray:
+    """Per estimate, whether `true` lies inside its interval (`interval_of`, same arguments)."""
+    low, high, _ = interval_of(check, conformal, values, flagged)
+    return inside(low, high, np.atleast_1d(np.asarray(true, dtype=np.float64)))
 
 
 def pool_check_of(manifest: dict, n_anchors: int) -> PoolCheck | None:
@@ -218,6 +238,8 @@ __all__ = [
     "Edge",
     "PoolCheck",
     "bounds",
+    "covered",
+    "interval_of",
     "disagreement",
     "person_fit",
     "pool_check_of",

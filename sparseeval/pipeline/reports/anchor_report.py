@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from sparseeval.consume.about import data_sources
-from sparseeval.consume.conformal import ConformalInterval
+from sparseeval.consume.conformal import ConformalInterval, empirical_coverage
 from sparseeval.pipeline.reports import plots as report_plots
 from sparseeval.pipeline.reports.arrivals import recent_blocks, recent_summary
 from sparseeval.pipeline.reports.bands import band_blocks, band_rows
-from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary
+from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary, test_bounds
 from sparseeval.pipeline.reports.render import json_ready, to_html, to_markdown
 
 PLOTS = report_plots.PLOTS
@@ -57,19 +57,20 @@ def render_report(
     drift = [dict(r) for r in inputs.get("drift_rows") or []]
     settings = manifest.get("settings") or {}
 
-    plots, bands = [], None
+    plots, bands, pool = [], None, manifest.get("pool_check")
+    bounds = test_bounds(conf, pool, inputs)  # each test model's interval as a user gets it
     if test_pred is not None and test_true is not None and len(test_pred):
-        plots.append(report_plots.plot_pred_vs_true(out, test_pred, test_true, conf))
-        bands = band_rows(conf, test_pred, test_true)
+        plots.append(report_plots.plot_pred_vs_true(out, test_pred, test_true, conf, bounds))
+        bands = band_rows(conf, test_pred, test_true, bounds)
         plots.append(report_plots.plot_bands(out, bands["estimate"], conf.level))
     if budget:
         plots.append(report_plots.plot_budget(out, budget, manifest.get("n_anchors")))
     if drift:
         plots.append(report_plots.plot_drift(out, drift, settings.get("drift_mae_points")))
 
-    summary = _summary(manifest, conf, test_pred, test_true, drift, settings)
-    flags = flag_summary(conf, manifest.get("pool_check"), inputs)
-    recent = recent_summary(conf, inputs)
+    summary = _summary(manifest, bounds, test_pred, test_true, drift, settings)
+    flags = flag_summary(conf, pool, inputs)
+    recent = recent_summary(conf, inputs, pool)
     where = version_folder or out
     blocks = _blocks(manifest, conf, summary, budget, drift, plots, where, bands)
     at = blocks.index(("h2", "How the intervals are made"))
@@ -88,6 +89,7 @@ def render_report(
             "level": conf.level,
             "halfwidth": _num(conf.halfwidth),
             "test_coverage": summary["test_coverage"],
+            "test_coverage_published": summary["coverage_published"],
             "n_test": summary["n_test"],
             "adaptive": conf.adaptive,
             "coverage_check": (manifest["interval"] or {}).get("coverage_check"),
@@ -107,13 +109,13 @@ def render_report(
 # --------------------------------------------------------------------------- content
 
 
-def _summary(manifest, conf, test_pred, test_true, drift, settings) -> dict:
+def _summary(manifest, bounds, test_pred, test_true, drift, settings) -> dict:
     s: dict[str, Any] = {"test_coverage": None, "n_test": 0, "test_mae": None, "test_tau": None,
-                         "check": None}  # fmt: skip
+                         "check": None, "coverage_published": None}  # fmt: skip
     if test_pred is not None and test_true is not None and len(test_true):
         from sparseeval.method.metrics import evaluate
 
-        s["test_coverage"] = conf.coverage(test_pred, test_true)
+        s["test_coverage"] = s["coverage_published"] = empirical_coverage(*bounds, test_true)
         s["n_test"] = len(test_true)
         m = evaluate(test_pred, test_true) if len(test_true) > 1 else {}
         s["test_mae"], s["test_tau"] = m.get("mae"), m.get("kendall_tau")
