@@ -324,7 +324,7 @@ class AnchorSet:
 
     def _anchor_matrix(self, values_pm1, item_ids: Sequence[str] | None) -> np.ndarray:
         """The anchor columns of a models x items matrix, in anchor order, as +-1 float32."""
-        cols = {str(i): j for j, i in enumerate(item_ids or ())}
+        cols = {str(i): j for j, i in enumerate(() if item_ids is None else item_ids)}
         missing = [i for i in self.items if i not in cols]
         if missing:
             raise ResponsesError(missing_message(missing, len(self.items), "matrix columns"))

@@ -41,6 +41,11 @@ CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and s
 # A suite estimate whose readers disagree and is not flagged otherwise: half-width times this
 # (`method.pool.SUITE_WIDEN`; disagreements were too rare on metabench to measure their own).
 DISAGREE_WIDEN = 4.0
+# Estimates are float32 sums: the same answers read alone or in a batch differ by ~1e-7, and
+# many models (all answers right) sit exactly on the range's end or the edge's start. Within
+# TOL of a cut an estimate counts as inside the range and inside the edge's zone, so `predict`
+# and `intervals` (and the fit's saved flags) never disagree on such a model.
+TOL = 1e-6
 
 
 def logit(p) -> np.ndarray:
@@ -105,7 +110,7 @@ class PoolCheck:
 
     def out_of_range(self, values) -> np.ndarray:
         v = np.asarray(values, dtype=np.float64)
-        return (v < self.low - self.margin) | (v > self.high + self.margin)
+        return (v < self.low - self.margin - TOL) | (v > self.high + self.margin + TOL)
 
     def flagged(self, X, values) -> np.ndarray:
         """Boolean per row: out of range or unlikely answer pattern."""
@@ -129,7 +134,7 @@ class PoolCheck:
         h = np.broadcast_to(np.asarray(halfwidth, dtype=np.float64), v.shape)
         if self.top is None:
             return h.copy(), h.copy()
-        zone = v >= self.top.start
+        zone = v >= self.top.start - TOL
         return (np.where(zone, np.maximum(h, self.top.down), h),
                 np.where(zone, np.maximum(h, self.top.up), h))  # fmt: skip
 
