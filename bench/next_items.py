@@ -12,12 +12,12 @@ Validation 200 and calibration 200 models from the rest, training the remainder;
 nnridge, one of the shipped `auto` candidates) fit to the mean over the stored items
 (metabench keeps ~100 of each benchmark's items); the anchors alone get the interval a
 published set gives (`consume.flags.bounds`: its adaptive split-conformal interval, widened
-where the pool check flags the model, at least the top edge's in its zone). Then per test model, n more
-items chosen by `consume.next_items.choose` (`random`, or `informative`: the items it is
-least sure of) and the corrected estimate and interval of `consume.next_items.correct`, on
-curves fit to the training models (`method.item_curves`). Prints MAE, mean signed error
-(points), 90% coverage and mean width per row. Fits are cached (`--cache DIR`): the table
-re-runs fast.
+where the pool check flags the model, at least the top edge's in its zone). Then per test
+model, n more items chosen by `consume.next_items.choose` (`random`, or `informative`: the
+items it is least sure of) and the corrected estimate and interval of
+`consume.next_items.correct`, on curves fit to the training models (`method.item_curves`).
+Prints MAE, mean signed error (points), 90% coverage and mean width per row. Fits are
+cached (`--cache DIR`): the table re-runs fast.
 
     cd bench && nice python next_items.py --cache /tmp/next-items \
         --data demo,arc,gsm8k,mmlu,truthfulqa,winogrande

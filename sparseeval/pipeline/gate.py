@@ -7,11 +7,12 @@ since the live set was published) the mean difference is compared with its noise
 worse beyond noise on some group; a gap inside the noise ("0.04 points on 79 models") is
 no reason. Pure: arrays in, a decision out.
 
-The coverage check (`coverage_check`): a candidate whose intervals (as `predict` gives them:
-flagged models widened, the top edge) cover fewer held-out test models than nominal by more than the standard error `sqrt(level (1 - level) / n)` is
-not published as is: its intervals are widened (`ConformalInterval.widened`) until they
-are nominal on the test models as well as the calibration models, and the manifest and
-report say so, with the coverage measured before.
+The coverage check (`coverage_check`): a candidate whose intervals (as `predict` gives
+them: flagged models widened, the top edge) cover fewer held-out test models than nominal
+by more than the standard error `sqrt(level (1 - level) / n)` is not published as is: its
+intervals are widened (`ConformalInterval.widened`) until they are nominal on the test
+models as well as the calibration models, and the manifest and report say so, with the
+coverage measured before.
 """
 
 from __future__ import annotations
