@@ -8,7 +8,8 @@ import pytest
 from sparseeval.consume.conformal import ConformalInterval
 from sparseeval.pipeline.gate import CoverageCheck, coverage_check
 from sparseeval.pipeline.manifest import interval
-from sparseeval.pipeline.reports.anchor_report import _suite_blocks, coverage_verdict
+from sparseeval.pipeline.reports.anchor_report import coverage_verdict
+from sparseeval.pipeline.reports.coverage import suite_blocks, suite_verdicts
 
 
 @pytest.mark.parametrize("coverage", [0.86, 0.871, 0.88, 0.9, 0.93])
@@ -35,7 +36,10 @@ def test_an_under_covering_suite_reader_is_widened_and_the_report_says_so():
                     {"test_pred": test_true, "test_true": test_true})  # fmt: skip
     member = lambda iv: {"items": ["1"], "reader": "ridge", "joint": {"interval": iv}}  # noqa: E731
     members = {"arc": member(got), "mmlu": member(fine)}
-    (_, (_, _, rows), (_, note), *_) = _suite_blocks({"suite": {"members": members}})
-    assert rows[0][-1].endswith("(widened)") and not rows[1][-1].endswith("(widened)")
-    assert "widened to nominal for arc" in note
+    (_, (_, _, rows), (_, note), *_) = suite_blocks({"suite": {"members": members}})
+    assert rows[0][-2].endswith("(BELOW nominal: widened before publishing)")
+    assert "widened" not in rows[1][-2] and rows[0][-1] == "not measured"  # no own reader here
+    assert "widened to nominal on the test models before publishing" in note
+    (line,) = suite_verdicts({"suite": {"members": members}})
+    assert f"arc all anchors {100 * got['test_coverage']:.1f}% (BELOW nominal" in line
     assert coverage_check(widened, test_pred, test_true)[1]["action"] == "kept"
