@@ -24,6 +24,11 @@ target and reads them (`method.pool.fit_edge`): how far their truths lay from it
 each side (`down`, `up`: the level's conformal quantile of each side's miss) where it reads
 its own pool's top share; in a published set that zone is the estimates above `start`, the
 same share of the pool's estimates. An estimate in the zone gets at least those half-widths.
+A suite's readers (average, joint, own) get the same check and edge (`method.pool`).
+
+One interval: `interval_of` is the interval a model gets (conformal, widened where flagged,
+the top edge), for `AnchorSet.predict` and `intervals`, the gate's coverage check and every
+coverage figure of the report alike.
 """
 
 from __future__ import annotations
