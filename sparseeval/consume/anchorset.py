@@ -308,7 +308,8 @@ class AnchorSet:
 
     def intervals(self, preds, values_pm1=None, item_ids=None) -> tuple[np.ndarray, np.ndarray]:
         """(low, high) arrays for predictions from `predict_matrix`: the interval `predict`
-        gives each model (`consume.flags.interval_of`: widened where flagged, the top edge).
+        gives each model from its anchor answers (`consume.flags.interval_of`: widened where
+        flagged, the top edge; answers on more items correct `predict`'s, not these).
 
         values_pm1, item_ids: the matrix the predictions came from (its anchor answers say
         which models the pool check flags); required when the set has a pool check.
