@@ -7,7 +7,8 @@ top edges (`method.pool.suite_pool_checks`, as `pipeline.suite_recipe` fits them
 test models, coverage and mean width of the plain conformal interval and of the interval a
 user gets (`consume.flags.bounds`: flagged models widened, the top edge).
 
-    cd bench && nice python suite_members.py --seeds 1 --anchors 50 --predictor nnridge
+    cd bench && nice python suite_members.py --seeds 1 --anchors 50 --predictor nnridge \
+        [--test strongest]
 """
 
 from __future__ import annotations
@@ -30,9 +31,14 @@ from sparseeval.method.pool import suite_pool_checks
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
 
 
-def run_seed(X, y, k: int, seed: int, predictor: str) -> list[str]:
+def run_seed(X, y, k: int, seed: int, predictor: str, held_out=None) -> list[str]:
+    """One seed; `held_out` (row indices) replaces the random test models when given."""
     order = np.random.default_rng(2000 + seed).permutation(len(next(iter(y.values()))))
-    te, va, ca, tr = np.split(order, np.cumsum([N_TEST, N_VALID, N_CALIB]))
+    if held_out is None:
+        te, va, ca, tr = np.split(order, np.cumsum([N_TEST, N_VALID, N_CALIB]))
+    else:
+        te = held_out
+        va, ca, tr = np.split(order[~np.isin(order, held_out)], np.cumsum([N_VALID, N_CALIB]))
     take = lambda d, r: {b: v[r] for b, v in d.items()}  # noqa: E731
     t = time.perf_counter()
     est = SparseEval(seed=seed, predictor=predictor, progress=lambda s: None)
@@ -78,11 +84,22 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--anchors", type=int, default=50)
     ap.add_argument("--predictor", default="nnridge")
+    ap.add_argument("--test", choices=("random", "strongest"), default="random",
+                    help="test models: 400 at random, or the strongest decile by leaderboard "
+                    "average (never trained on)")  # fmt: skip
     args = ap.parse_args()
     X, y, models = common_models()
-    print(f"{len(models)} models in all five benchmarks; {N_TEST} test models", flush=True)
+    held_out = None
+    if args.test == "strongest":
+        from newcomers import leaderboard_meta
+
+        avg, _ = leaderboard_meta(models)
+        held_out = np.flatnonzero(avg >= np.nanquantile(avg, 0.9))
+    n = N_TEST if held_out is None else len(held_out)
+    print(f"{len(models)} models in all five benchmarks; {n} {args.test} test models", flush=True)
     for seed in range(args.seeds):
-        print("\n".join(run_seed(X, y, args.anchors, seed, args.predictor)), flush=True)
+        lines = run_seed(X, y, args.anchors, seed, args.predictor, held_out)
+        print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":
