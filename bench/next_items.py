@@ -10,13 +10,14 @@ Per benchmark and held-out group (training never sees the group):
 Validation 200 and calibration 200 models from the rest, training the remainder;
 `SparseEval` at k = 50 (anchor selection as shipped; final predictor `--predictor`, default
 nnridge, one of the shipped `auto` candidates) fit to the mean over the stored items
-(metabench keeps ~100 of each benchmark's items); the anchors alone get its split-conformal
-interval (adaptive, as published; no pool-check widening). Then per test model, n more
-items chosen by `consume.scoring.next_items.choose` (`random`, or `informative`: the items it is
-least sure of) and the corrected estimate and interval of `consume.scoring.next_items.correct`, on
-curves fit to the training models (`method.item_curves`). Prints MAE, mean signed error
-(points), 90% coverage and mean width per row. Fits are cached (`--cache DIR`): the table
-re-runs fast.
+(metabench keeps ~100 of each benchmark's items); the anchors alone get the interval a
+published set gives (`consume.scoring.flags.bounds`: its adaptive split-conformal interval, widened
+where the pool check flags the model, at least the top edge's in its zone). Then per test
+model, n more items chosen by `consume.scoring.next_items.choose` (`random`, or `informative`: the
+items it is least sure of) and the corrected estimate and interval of
+`consume.scoring.next_items.correct`, on curves fit to the training models (`method.item_curves`).
+Prints MAE, mean signed error (points), 90% coverage and mean width per row. Fits are
+cached (`--cache DIR`): the table re-runs fast.
 
     cd bench && nice python next_items.py --cache /tmp/next-items \
         --data demo,arc,gsm8k,mmlu,truthfulqa,winogrande
@@ -25,6 +26,7 @@ re-runs fast.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -43,8 +45,10 @@ from newcomers import leaderboard_meta
 from sparseeval import Settings, make_synthetic
 from sparseeval.consume.scoring import next_items as nx
 from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.flags import PoolCheck, bounds
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.item_curves import fit_curves
+from sparseeval.method.pool import estimator_pool_check
 
 N_VALID, N_CALIB, N_RANDOM = 200, 200, 400
 ORG_SHARE = 0.1
@@ -77,7 +81,7 @@ def groups(ids: np.ndarray, avg, y: np.ndarray, seed: int) -> dict[str, np.ndarr
     return out
 
 
-def fit(X, y, test, seed: int, k: int, path: str, predictor: str) -> dict:
+def fit(X, y, test, seed: int, k: int, path: str, predictor: str, level: float) -> dict:
     """Fit on everything but `test`; save what the table needs (cached at `path`)."""
     if os.path.exists(path):
         with np.load(path) as z:
@@ -94,7 +98,10 @@ def fit(X, y, test, seed: int, k: int, path: str, predictor: str) -> dict:
     est.fit(X[train] * 2 - 1, y[train], X_valid=X[valid] * 2 - 1, y_valid=y[valid]).calibrate(
         X[calib] * 2 - 1, y[calib]
     )
+    Xs = X * 2 - 1
+    pool = estimator_pool_check(est, Xs[train], Xs[calib], y[train], level)
     out = {"anchors": est.anchors_, "train": train, "test": test,
+           "pool": np.array(json.dumps(pool.to_dict())),
            "pred": est.predict(X[test] * 2 - 1), "calib_res": est.calibration_residuals_,
            "calib_pred": est.calibration_predictions_,
            "seconds": time.perf_counter() - t}  # fmt: skip
@@ -106,7 +113,8 @@ def rows_of(name: str, group: str, X, y, f: dict, level: float, seed: int) -> li
     """The anchors-alone row and one row per (strategy, n extra) of one fit."""
     test, anchors = f["test"], f["anchors"]
     conf = ConformalInterval.fit(f["calib_res"], level, pred=f["calib_pred"])
-    lo, hi = conf.interval(f["pred"])
+    check = PoolCheck.from_dict(json.loads(str(f["pool"])))
+    lo, hi, _ = bounds(check, conf, X[test][:, anchors] * 2.0 - 1, f["pred"])
     base = {"data": name, "group": group, "n": len(test)}
     rows = [base | summary("anchors alone", 0, f["pred"], lo, hi, y[test]) | {"mae_unbiased": None}]
     curves = fit_curves(X[f["train"]], [str(j) for j in range(X.shape[1])])
@@ -228,9 +236,9 @@ def main() -> None:
         y = X.mean(1)  # the mean over the stored items
         for seed in range(args.seeds):
             for group, test in groups(ids, avg, y, seed).items():
-                tag = f"{name}-s{seed}-{group}-k{args.anchors}-{args.predictor}"
+                tag = f"{name}-s{seed}-{group}-k{args.anchors}-{args.predictor}-pool"
                 f = fit(X, y, test, seed, args.anchors, os.path.join(args.cache, f"{tag}.npz"),
-                        args.predictor)  # fmt: skip
+                        args.predictor, args.level)  # fmt: skip
                 t = time.perf_counter()
                 new = rows_of(name, group, X, y, f, args.level, seed)
                 print(f"{name} {group}: fit {float(f['seconds']):.0f} s, table "

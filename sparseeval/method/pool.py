@@ -98,11 +98,16 @@ def estimator_pool_check(
     if y_train is None or not hasattr(est, "fit_reader"):
         return check
     fit = lambda X, y: est.fit_reader(X, y).predict  # noqa: E731
-    return replace(check, top=fit_edge(fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail))
+    return with_edge(check, fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail)
+
+
+def with_edge(check: PoolCheck, fit: Callable, XA, y, pred, level, tail, fit_y=None) -> PoolCheck:
+    """`check` with the top edge `fit_edge` fits (same arguments)."""
+    return replace(check, top=fit_edge(fit, XA, y, pred, level, tail, fit_y))
 
 
 def fit_edge(
-    fit: Callable, XA, y, pred, level: float = 0.9, tail: float = EDGE_TAIL
+    fit: Callable, XA, y, pred, level: float = 0.9, tail: float = EDGE_TAIL, fit_y=None
 ) -> Edge | None:
     """The top `Edge` of a pool: `fit(XA, y)` (a reader of the anchors, returning its predict)
     refitted without the top `tail` of the models by target `y` reads them as it would read
@@ -111,12 +116,14 @@ def fit_edge(
     width this costs on models like the pool is that share's, not more); `down` / `up`: the
     `level` conformal quantiles of the misses below / above their estimates of the held-out
     models the reduced fit reads inside its own zone (such models are missed on one side:
-    under-estimated). Fewer than MIN_TAIL models held out, left or in the zone: None."""
+    under-estimated). Fewer than MIN_TAIL models held out, left or in the zone: None.
+    `fit_y`: the targets `fit` is given, row for row (default `y`; the suite average refits
+    each benchmark's reader on its own column)."""
     XA, y, pred = np.asarray(XA), np.asarray(y, dtype=np.float64), np.asarray(pred, np.float64)
     top = y > np.quantile(y, 1 - tail)
     if min(int(top.sum()), int((~top).sum())) < MIN_TAIL:
         return None
-    read = fit(XA[~top], y[~top])
+    read = fit(XA[~top], (y if fit_y is None else np.asarray(fit_y))[~top])
     est = np.asarray(read(XA[top]), dtype=np.float64)
     where = np.searchsorted(np.sort(read(XA[~top])), est) / int((~top).sum())  # among the pool's
     zone = where >= 1 - tail
@@ -140,14 +147,29 @@ def test_flags(check: PoolCheck, X_anchors, pred) -> dict[str, np.ndarray]:
             "test_flag_pattern": check.lz(X_anchors, pred) < check.threshold}  # fmt: skip
 
 
-def suite_pool_checks(suite, X_train, X_calib, **kw) -> dict[str, PoolCheck]:
+def suite_pool_checks(
+    suite, X_train, X_calib, y_train=None, level: float = 0.9, edge_tail: float = EDGE_TAIL, **kw
+) -> dict[str, PoolCheck]:
     """Pool checks of a fitted `SuiteSparseEval`'s readers: "average" and each benchmark's
-    "{b}/joint" over every anchor, "{b}/own" over b's own anchors (X: {benchmark: matrix})."""
+    "{b}/joint" over every anchor, "{b}/own" over b's own anchors (X, y: {benchmark: array}),
+    as a benchmark set's (`estimator_pool_check`): with `y_train`, each with its top edge,
+    the readers refitted without the strongest models (`SuiteSparseEval.refit_reader`)."""
     kw = {"widen": SUITE_WIDEN} | kw
     XA, XcA = suite.joint_input(X_train), suite.joint_input(X_calib)
     pred, pred_c = suite.predict(X_train), suite.predict(X_calib)
+    y = y_train or {}
     out = {"average": fit_pool_check(XA, pred["average"], XcA, pred_c["average"], **kw)}
     for b in suite.benchmarks_:
         out[f"{b}/joint"] = fit_pool_check(XA, pred[b], XcA, pred_c[b], **kw)
-        out[f"{b}/own"] = estimator_pool_check(suite.estimators_[b], X_train[b], X_calib[b], **kw)
+        est = suite.estimators_[b]
+        out[f"{b}/own"] = estimator_pool_check(est, X_train[b], X_calib[b], y.get(b), level,
+                                               edge_tail, **kw)  # fmt: skip
+    if not y:
+        return out
+    for b in suite.benchmarks_:
+        fit = lambda X, t, b=b: suite.refit_reader(b, X, t)  # noqa: E731
+        out[f"{b}/joint"] = with_edge(out[f"{b}/joint"], fit, XA, y[b], pred[b], level, edge_tail)
+    Y = np.stack([np.asarray(y[b], dtype=np.float64) for b in suite.benchmarks_], axis=1)
+    out["average"] = with_edge(out["average"], suite.refit_average, XA, Y.mean(1),
+                               pred["average"], level, edge_tail, fit_y=Y)  # fmt: skip
     return out

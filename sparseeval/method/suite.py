@@ -229,6 +229,30 @@ class SuiteSparseEval(BaseEstimator):
         out = {b: self.readers_[b].predict(XA) for b in self.benchmarks_}
         return out | {AVERAGE: np.mean([out[b] for b in self.benchmarks_], axis=0)}
 
+    def refit_reader(self, b: str, XA, y) -> Callable[[np.ndarray], np.ndarray]:
+        """Benchmark b's reader of the joint input, of the kind it kept (`reader_names_`),
+        refitted on (XA, y); its predict. The own part reads b's anchor columns, the joint
+        part is an MLP of every anchor, which also stands in for the shared reader's output
+        (one trunk for every benchmark: too costly to refit per benchmark). The pool check's
+        top edge refits it without the strongest models (`method.pool.fit_edge`)."""
+        est, cols, names = self.estimators_[b], self.columns_[b], self.reader_names_[b].split("+")
+        XA = np.asarray(XA, dtype=np.float32)
+        own = est.fit_reader(XA[:, cols], y) if "own" in names else None
+        joint = est.fit_reader(XA, y, "mlp") if names != ["own"] else None
+
+        def predict(X) -> np.ndarray:
+            X = np.asarray(X, dtype=np.float32)
+            return np.mean([own.predict(X[:, cols]) if n == "own" else joint.predict(X)
+                            for n in names], axis=0)  # fmt: skip
+
+        return predict
+
+    def refit_average(self, XA, Y) -> Callable[[np.ndarray], np.ndarray]:
+        """The suite average's reader refitted on (XA, Y: one column per benchmark, in
+        `benchmarks_` order): the mean of `refit_reader` per benchmark; its predict."""
+        reads = [self.refit_reader(b, XA, Y[:, j]) for j, b in enumerate(self.benchmarks_)]
+        return lambda X: np.mean([read(X) for read in reads], axis=0)
+
     def calibrate(self, X_calib, y_calib) -> SuiteSparseEval:
         """Interval residuals per benchmark and for the average, from models `fit` never saw."""
         X, y = check_suite(X_calib, y_calib, "calibration")

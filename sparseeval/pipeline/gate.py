@@ -7,22 +7,27 @@ since the live set was published) the mean difference is compared with its noise
 worse beyond noise on some group; a gap inside the noise ("0.04 points on 79 models") is
 no reason. Pure: arrays in, a decision out.
 
-The coverage check (`coverage_check`): a candidate whose intervals cover fewer held-out
-test models than nominal by more than the standard error `sqrt(level (1 - level) / n)` is
-not published as is: its intervals are widened (`ConformalInterval.widened`) until they
-are nominal on the test models as well as the calibration models, and the manifest and
-report say so, with the coverage measured before.
+The coverage check (`coverage_check`): a candidate whose intervals (as `predict` gives
+them: flagged models widened, the top edge) cover fewer held-out test models than nominal
+by more than the standard error `sqrt(level (1 - level) / n)` is not published as is: its
+intervals are widened (`ConformalInterval.widened`) until they are nominal on the test
+models as well as the calibration models, and the manifest and report say so, with the
+coverage measured before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.flags import PoolCheck, covered
 
 Z_ONE_SIDED_95 = 1.645
+FLAG_KEYS = ("test_flag_range", "test_flag_pattern")  # report inputs: per test model
 
 
 @dataclass(frozen=True)
@@ -98,27 +103,41 @@ class CoverageCheck:
         )
 
 
-def coverage_check(conf: ConformalInterval, test_pred, test_true) -> tuple[ConformalInterval, dict]:
+def test_flagged(inputs: Mapping[str, Any]) -> np.ndarray | None:
+    """Per test model, whether the set's pool check flags it (report inputs
+    `test_flag_range` | `test_flag_pattern`, saved at fit time); None when not saved."""
+    saved = [inputs.get(k) for k in FLAG_KEYS]
+    if any(v is None for v in saved):
+        return None
+    return np.asarray(saved[0], dtype=bool) | np.asarray(saved[1], dtype=bool)
+
+
+def coverage_check(
+    conf: ConformalInterval, test_pred, test_true, pool: PoolCheck | None = None, flagged=None
+) -> tuple[ConformalInterval, dict]:
     """The interval to publish and what the check did: {action, reason, coverage_before,
     standard_error}.
 
+    Coverage is of the interval a user gets (`consume.scoring.flags.interval_of`: widened where the
+    set's pool check `pool` flags a model, `flagged` per test model, and the top edge).
     action "widened" when the test coverage is below nominal beyond its standard error:
     the quantile becomes the larger of the calibration models' and the test models' (the
     interval is then nominal on each group; `ConformalInterval.widened`), else "kept".
     """
     test_pred = np.asarray(test_pred, dtype=np.float64).ravel()
     test_true = np.asarray(test_true, dtype=np.float64).ravel()
-    check = CoverageCheck(conf.coverage(test_pred, test_true), len(test_true), conf.level)
+    cover = lambda c: float(np.mean(covered(pool, c, test_pred, test_true, flagged)))  # noqa: E731
+    check = CoverageCheck(cover(conf), len(test_true), conf.level)
     out = {"coverage_before": check.coverage, "standard_error": check.se}
     if not check.below:
         return conf, out | {"action": "kept", "reason": check.line()}
     wide = conf.widened(test_pred - test_true, test_pred)
     reason = (
         f"{check.line()}: intervals widened to nominal on the test models as well as the"
-        f" calibration models (test coverage now {100 * wide.coverage(test_pred, test_true):.1f}%,"
+        f" calibration models (test coverage now {100 * cover(wide):.1f}%,"
         " no longer an independent check)"
     )
-    return wide, out | {"action": "widened", "reason": reason}
+    return wide, out | {"action": "widened", "reason": reason, "coverage_after": cover(wide)}
 
 
 def gate_decision(current_mae: float | None, candidate_mae: float | None) -> tuple[bool, str]:

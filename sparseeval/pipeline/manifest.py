@@ -16,6 +16,7 @@ import numpy as np
 from sparseeval._version import __version__
 from sparseeval.consume.answers.ids import check_benchmark_name
 from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.flags import KEY, PoolCheck
 from sparseeval.consume.scoring.missing import MISSING_POLICY
 from sparseeval.consume.sets.layout import KIND, PREDICTOR_DIR, SCHEMA_VERSION
 
@@ -59,17 +60,19 @@ def version_manifest(
             "anchor_means": jsonable(anchor_means(estimator.predictor_, len(items))),
         },
         "metrics": jsonable({k: dict(v) for k, v in dict(metrics).items()}),
-        "interval": jsonable(interval(estimator, settings_dict, inputs)),
+        "interval": jsonable(interval(estimator, settings_dict, inputs, (extra or {}).get(KEY))),
         "settings": jsonable(settings_dict),
     } | jsonable(dict(extra or {}))
     return manifest, inputs
 
 
-def interval(estimator, settings: dict, inputs: dict) -> dict:
+def interval(estimator, settings: dict, inputs: dict, pool: Mapping | None = None) -> dict:
     """Conformal calibration from the estimator's residuals (a width that follows the
     estimate when their estimates are known), its coverage on test models, and the gate's
-    coverage check (`gate.coverage_check`: widened when below nominal)."""
-    from sparseeval.pipeline.gate import coverage_check
+    coverage check (`gate.coverage_check`: widened when below nominal) of the interval a user
+    gets: widened where the set's pool check (`pool`, its manifest entry) flags a test
+    model (the inputs' test flags) and at least its top edge."""
+    from sparseeval.pipeline.gate import coverage_check, test_flagged
 
     residuals = np.asarray(estimator.calibration_residuals_, dtype=np.float64)
     pred = getattr(estimator, "calibration_predictions_", None)
@@ -78,7 +81,9 @@ def interval(estimator, settings: dict, inputs: dict) -> dict:
     test_pred, test_true = inputs.get("test_pred"), inputs.get("test_true")
     check = None
     if test_pred is not None and test_true is not None and len(test_true):
-        conformal, check = coverage_check(conformal, test_pred, test_true)
+        check_of = PoolCheck.from_dict(pool) if pool else None
+        conformal, check = coverage_check(conformal, test_pred, test_true, check_of,
+                                          test_flagged(inputs))  # fmt: skip
     width = conformal.halfwidth if pred is None else conformal.halfwidths(pred)
     out = conformal.to_dict() | {
         "calibration_coverage": float(np.mean(np.abs(residuals) <= width)),

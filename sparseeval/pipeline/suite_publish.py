@@ -10,6 +10,7 @@ suite_line       what publishing it came to, in one line
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -56,18 +57,17 @@ def write_suite(
     level = {"interval_level": settings.interval_level}
 
     def reader(folder: str, predictor, b: str, own: bool) -> dict:
-        pred = (fit.own_test_pred if own else fit.test_pred)[b]
-        inputs = {"test_pred": pred, "test_true": fit.test_true[b]}
-        prefix = "own_" if own else ""
+        pred, name = (fit.own_test_pred if own else fit.test_pred)[b], f"{b}/{kind(own)}"
+        inputs = {"test_pred": pred, "test_true": fit.test_true[b]} | fit.test_flags.get(name, {})
+        pool, prefix = fit.pool_checks.get(name), "own_" if own else ""
         calib = SimpleNamespace(
             calibration_residuals_=getattr(suite, f"{prefix}calibration_residuals_")[b],
             calibration_predictions_=getattr(suite, f"{prefix}calibration_predictions_")[b],
             calibration_source_=suite.calibration_source_,
         )
         k = len(suite.estimators_[b].anchors_) if own else len(items)
-        out = {"folder": folder, "interval": interval(calib, level, inputs),
-               "anchor_means": anchor_means(predictor, k),
-               POOL_KEY: fit.pool_checks.get(f"{b}/{'own' if own else 'joint'}")}  # fmt: skip
+        out = {"folder": folder, "interval": interval(calib, level, inputs, pool),
+               "anchor_means": anchor_means(predictor, k), POOL_KEY: pool}  # fmt: skip
         if own:
             ids = [str(i) for i in suite.estimators_[b].anchor_ids_]
             path = (matrix_paths or {}).get(b)
@@ -104,7 +104,8 @@ def write_suite(
         split_sizes=fit.split_sizes,
         metrics={"test": metrics.evaluate(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])},
         settings=settings,
-        report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]},
+        report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]}
+        | fit.test_flags.get(AVERAGE, {}),
         signing_key=signing_key,
         members=members,
         member_curves={f"items/{b}": c for b, c in curves.items()},
@@ -113,6 +114,11 @@ def write_suite(
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
                POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about),
     )  # fmt: skip
+
+
+def kind(own: bool) -> str:
+    """A member reader's kind: "own" (its benchmark's anchors) or "joint" (every anchor)."""
+    return "own" if own else "joint"
 
 
 def member_curves(fit: SuiteFit, matrix_paths, about) -> dict[str, Any]:
@@ -188,9 +194,25 @@ def suite_candidate(
                          matrices_key=matrices_key(matrices, settings),
                          matrix_paths={b: m.path for b, m in matrices.items()},
                          about=members_about(matrices))  # fmt: skip
-    return publish.candidate(folder, SUITE, key), suite_gate(
-        _live_suite(settings.published_dir), aligned, fit, settings.gate
-    )
+    gate = suite_gate(_live_suite(settings.published_dir), aligned, fit, settings.gate)
+    return publish.candidate(folder, SUITE, key), with_member_checks(gate, folder)
+
+
+def with_member_checks(gate: GateResult, folder: Path) -> GateResult:
+    """The gate's result with each member reader's coverage check (`gate.coverage_check`, run
+    as the suite was written, on the interval a user gets): figures["member_coverage"]
+    {"b/joint" | "b/own": {coverage_before, action}} and, when some were widened, the reason
+    says which."""
+    manifest = json.loads((Path(folder) / "manifest.json").read_text())
+    members = manifest["suite"]["members"].items()
+    checks = {f"{b}/{k}": (m[k]["interval"].get("coverage_check") or {})
+              for b, m in members for k in ("joint", "own")}  # fmt: skip
+    figures = {name: {"coverage_before": c.get("coverage_before"), "action": c.get("action")}
+               for name, c in checks.items() if c}  # fmt: skip
+    widened = [n for n, c in figures.items() if c["action"] == "widened"]
+    reason = gate.reason + (f"; readers widened to nominal coverage: {', '.join(widened)}"
+                            if widened else "")  # fmt: skip
+    return replace(gate, reason=reason, figures=gate.figures | {"member_coverage": figures})
 
 
 def suite_line(outcome: publish.Outcome) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.method.pool import suite_pool_checks
+from sparseeval.method.pool import suite_pool_checks, test_flags
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
 from sparseeval.pipeline.artifacts import (
     TRAINING_FIELDS,
@@ -54,6 +54,7 @@ class SuiteFit:
     pool_checks: dict[str, dict] = field(default_factory=dict)  # method.pool.suite_pool_checks
     curves: dict[str, Any] = field(default_factory=dict)  # {benchmark: its ItemCurves}
     models: dict[str, list[str]] = field(default_factory=dict)  # {role: model ids} (models.json)
+    test_flags: dict[str, dict] = field(default_factory=dict)  # per reader, `reader_test_flags`
 
     def test_metrics(self) -> dict[str, dict[str, float]]:
         """Test metrics of each benchmark's joint reader, its own reader, and the average."""
@@ -119,10 +120,12 @@ def fit_suite(
         suite.fit(*rows(split.train), *rows(split.valid), item_ids=item_ids, fitted=fitted)
     if len(split.calib):
         suite.calibrate(*rows(split.calib))
-    pools = suite_pool_checks(suite, rows(split.train)[0], rows(split.calib)[0])
+    (X_train, y_train), X_calib = rows(split.train), rows(split.calib)[0]
+    pools = suite_pool_checks(suite, X_train, X_calib, y_train, settings.interval_level)
     X_test, y_test = rows(split.test)
     pred = suite.predict(X_test)
     own = {b: suite.estimators_[b].predict(X_test[b]) for b in suite.benchmarks_}
+    flags = reader_test_flags(suite, pools, X_test, pred, own)
     return SuiteFit(
         suite,
         data_fingerprint or fingerprint(*(f"{b}:{fp}" for b, fp in sorted(prints.items()))),
@@ -136,7 +139,20 @@ def fit_suite(
         {role: [str(m) for m in first.model_ids[rows]] for role, rows in
          (("test", split.test), ("train", split.train), ("valid", split.valid),
           ("calibration", split.calib))},
+        flags,
     )  # fmt: skip
+
+
+def reader_test_flags(suite, pools, X_test, pred, own) -> dict[str, dict[str, np.ndarray]]:
+    """Per reader (the keys of `pools`), its test models' flags (`method.pool.test_flags`):
+    what the gate's coverage check and the report widen, as `predict` does."""
+    XA = suite.joint_input(X_test)
+    out = {AVERAGE: test_flags(pools[AVERAGE], XA, pred[AVERAGE])}
+    for b in suite.benchmarks_:
+        out[f"{b}/joint"] = test_flags(pools[f"{b}/joint"], XA, pred[b])
+        anchors = X_test[b][:, suite.estimators_[b].anchors_]
+        out[f"{b}/own"] = test_flags(pools[f"{b}/own"], anchors, own[b])
+    return out
 
 
 def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:

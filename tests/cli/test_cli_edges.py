@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sparseeval.cli import main
+from sparseeval.consume.answers.responses import ResponsesError
 from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.flags import Edge, PoolCheck, bounds
 from sparseeval.consume.sets.anchorset import load_anchor_set
@@ -66,3 +67,47 @@ def test_the_top_edge_widens_each_side_to_its_own_inside_its_zone():
     assert PoolCheck.from_dict(check.to_dict()) == check
     old = {k: v for k, v in check.to_dict().items() if k != "edges"}  # a set without edges
     assert PoolCheck.from_dict(old).top is None
+
+
+def _answers(matrix, row, items) -> dict:
+    """The model's 0/1 answers on `items` only (more items would correct the estimate)."""
+    at = {str(i): j for j, i in enumerate(matrix.item_ids)}
+    return {i: int(matrix.values[row, at[i]] > 0) for i in items}
+
+
+def test_predict_and_intervals_give_one_model_the_same_bounds(fitted):
+    """The interval a model gets is one function (`consume.scoring.flags.interval_of`): `predict` on
+    one model and `predict_matrix` + `intervals` on the same rows agree, the top edge included."""
+    tmp, matrix, strong = fitted
+    aset = load_anchor_set(tmp / "fit", "wide")
+    assert aset.pool_check.top is not None  # a set with an edge
+    rows = np.concatenate([strong[:20], np.arange(20)])
+    pred = aset.predict_matrix(matrix.values[rows], matrix.item_ids)
+    low, high = aset.intervals(pred, matrix.values[rows], matrix.item_ids)
+    one = [aset.predict(_answers(matrix, r, aset.items)) for r in rows]
+    np.testing.assert_allclose(low, [e.low for e in one], atol=1e-6)
+    np.testing.assert_allclose(high, [e.high for e in one], atol=1e-6)
+    assert np.any(high - pred > aset.conformal.halfwidths(pred) + 1e-6)  # the edge widened some
+    with pytest.raises(ResponsesError, match="pass the answers matrix"):
+        aset.intervals(pred)  # a set with a pool check needs the answers
+
+
+def test_the_reports_coverage_is_of_the_intervals_a_user_gets(fitted):
+    """The report's test coverage and its bands are those of `intervals` on the test models."""
+    from sparseeval.consume.sets.models import read_models
+
+    tmp, matrix, _ = fitted
+    aset = load_anchor_set(tmp / "fit", "wide")
+    metrics = json.loads((aset.folder / "metrics.json").read_text())["interval"]
+    test = [list(matrix.model_ids).index(m) for m in read_models(aset.folder)["test"]]
+    pred = aset.predict_matrix(matrix.values[test], matrix.item_ids)
+    low, high = aset.intervals(pred, matrix.values[test], matrix.item_ids)
+    truth = matrix.y[test]
+    coverage = float(np.mean((truth >= low - 1e-12) & (truth <= high + 1e-12)))
+    assert metrics["test_coverage_published"] == pytest.approx(coverage)
+    assert metrics["coverage_check"]["action"] == "kept"
+    assert metrics["test_coverage"] == pytest.approx(coverage)  # the gate checked these too
+    half = 100 * (high - low) / 2  # the bands' half-widths: of the same intervals
+    assert np.mean([b["halfwidth"] for b in metrics["bands"]["estimate"]]) == pytest.approx(
+        np.mean([half[(pred >= b["from"] / 100 - 1e-9) & (pred <= b["to"] / 100 + 1e-9)].mean()
+                 for b in metrics["bands"]["estimate"]]), rel=1e-6)  # fmt: skip

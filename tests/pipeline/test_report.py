@@ -119,6 +119,7 @@ def test_report_shows_adaptive_width_bands_and_a_widened_candidate(tmp_path):
 
 def test_flag_rates_count_both_reasons_and_cover_flagged_models_with_the_wider_interval():
     from sparseeval.consume.scoring.conformal import ConformalInterval
+    from sparseeval.consume.scoring.flags import PoolCheck
     from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary
 
     conf = ConformalInterval.fit(np.full(50, 0.02), 0.9)  # half-width 0.02 everywhere
@@ -127,7 +128,7 @@ def test_flag_rates_count_both_reasons_and_cover_flagged_models_with_the_wider_i
     inputs = {"test_pred": pred, "test_true": true,
               "test_flag_range": [False, True, False, False],
               "test_flag_pattern": [False, False, True, False]}  # fmt: skip
-    pool = {"widen": 3.0, "rate": 0.02}
+    pool = PoolCheck(0.0, 1.0, 0.0, (0.0,), (1.0,), -9.0, 0.02, 3.0).to_dict()  # no edge
     s = flag_summary(conf, pool, inputs)
     assert (s["flagged"], s["out_of_range"], s["answer_pattern"]) == (2, 1, 1)
     assert s["coverage_flagged"] == 1.0 and s["coverage_others"] == 0.5

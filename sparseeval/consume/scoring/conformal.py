@@ -97,10 +97,15 @@ def difference_halfwidth(residuals, level: float, seed: int = 0) -> float:
     return float(np.quantile(diffs, adjusted, method="higher"))
 
 
+def inside(low, high, true) -> np.ndarray:
+    """Per value, whether `true` lies inside [low, high] (to 1e-12)."""
+    low, high, true = (np.asarray(a, dtype=np.float64) for a in (low, high, true))
+    return (true >= low - 1e-12) & (true <= high + 1e-12)
+
+
 def empirical_coverage(low, high, true) -> float:
     """Share of `true` values inside [low, high]."""
-    low, high, true = (np.asarray(a, dtype=np.float64) for a in (low, high, true))
-    return float(np.mean((true >= low - 1e-12) & (true <= high + 1e-12)))
+    return float(np.mean(inside(low, high, true)))
 
 
 @dataclass(frozen=True)
@@ -254,15 +259,20 @@ class ConformalInterval:
 BAND_NAMES = ("low", "middle", "high")
 
 
-def by_band(conf: ConformalInterval, pred, true, key=None, bands: int = 3) -> list[dict]:
+def by_band(
+    conf: ConformalInterval, pred, true, key=None, bands: int = 3, bounds=None
+) -> list[dict]:
     """Per band of `key` (default the estimates; equal-count bands): n, the key's range,
     coverage, mean half-width (points, clipping aside) and signed error (estimate - truth,
-    points). A user can condition on the estimate, not on the truth."""
+    points). A user can condition on the estimate, not on the truth. `bounds`: each
+    model's (low, high) when not `conf`'s plain interval (`consume.scoring.flags.interval_of`); the
+    half-width is then half of high - low (clipped)."""
     pred, true = np.ravel(np.asarray(pred, dtype=np.float64)), np.ravel(np.asarray(true))
     key = pred if key is None else np.ravel(np.asarray(key, dtype=np.float64))
     band = np.digitize(key, np.quantile(key, np.arange(1, bands) / bands)) if key.size else key
-    low, high = conf.interval(pred)
-    inside = (true >= low - 1e-12) & (true <= high + 1e-12)
+    low, high = conf.interval(pred) if bounds is None else map(np.ravel, bounds)
+    half = conf.halfwidths(pred) if bounds is None else (high - low) / 2
+    covered = inside(low, high, true)
     names = BAND_NAMES if bands == 3 else tuple(str(b + 1) for b in range(bands))
     rows = []
     for b, name in enumerate(names):
@@ -271,8 +281,8 @@ def by_band(conf: ConformalInterval, pred, true, key=None, bands: int = 3) -> li
             rows.append({
                 "band": name, "n": int(m.sum()),
                 "from": 100 * float(key[m].min()), "to": 100 * float(key[m].max()),
-                "coverage": float(inside[m].mean()),
-                "halfwidth": 100 * float(conf.halfwidths(pred[m]).mean()),
+                "coverage": float(covered[m].mean()),
+                "halfwidth": 100 * float(half[m].mean()),
                 "signed_error": 100 * float((pred[m] - true[m]).mean()),
             })  # fmt: skip
     return rows
@@ -296,4 +306,5 @@ __all__ = [
     "conformal_quantile",
     "difference_halfwidth",
     "empirical_coverage",
+    "inside",
 ]

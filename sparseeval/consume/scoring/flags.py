@@ -24,6 +24,11 @@ target and reads them (`method.pool.fit_edge`): how far their truths lay from it
 each side (`down`, `up`: the level's conformal quantile of each side's miss) where it reads
 its own pool's top share; in a published set that zone is the estimates above `start`, the
 same share of the pool's estimates. An estimate in the zone gets at least those half-widths.
+A suite's readers (average, joint, own) get the same check and edge (`method.pool`).
+
+One interval: `interval_of` is the interval a model gets (conformal, widened where flagged,
+the top edge), for `AnchorSet.predict` and `intervals`, the gate's coverage check and every
+coverage figure of the report alike.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sparseeval.consume.scoring.conformal import inside
 from sparseeval.consume.sets.layout import AnchorSetError
 
 KEY = "pool_check"  # the manifest key
@@ -40,6 +46,11 @@ CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and s
 # A suite estimate whose readers disagree and is not flagged otherwise: half-width times this
 # (`method.pool.SUITE_WIDEN`; disagreements were too rare on metabench to measure their own).
 DISAGREE_WIDEN = 4.0
+# Estimates are float32 sums: the same answers read alone or in a batch differ by ~1e-7, and
+# many models (all answers right) sit exactly on the range's end or the edge's start. Within
+# TOL of a cut an estimate counts as inside the range and inside the edge's zone, so `predict`
+# and `intervals` (and the fit's saved flags) never disagree on such a model.
+TOL = 1e-6
 
 
 def logit(p) -> np.ndarray:
@@ -104,7 +115,7 @@ class PoolCheck:
 
     def out_of_range(self, values) -> np.ndarray:
         v = np.asarray(values, dtype=np.float64)
-        return (v < self.low - self.margin) | (v > self.high + self.margin)
+        return (v < self.low - self.margin - TOL) | (v > self.high + self.margin + TOL)
 
     def flagged(self, X, values) -> np.ndarray:
         """Boolean per row: out of range or unlikely answer pattern."""
@@ -114,8 +125,12 @@ class PoolCheck:
         """Per row, how much to widen each side of its interval: `(widen - 1) * halfwidth`
         when flagged, else 0. Both sides: beyond the range the estimate errs either way
         (metabench's TruthfulQA, strongest decile held out: flagged models overestimated)."""
+        return self.widen_where(self.flagged(X, values), halfwidth)
+
+    def widen_where(self, flagged, halfwidth) -> np.ndarray:
+        """`(widen - 1) * halfwidth` where `flagged`, else 0 (per estimate)."""
         extra = (self.widen - 1.0) * np.asarray(halfwidth, dtype=np.float64)
-        return np.where(self.flagged(X, values), extra, 0.0)
+        return np.where(np.asarray(flagged, dtype=bool), extra, 0.0)
 
     def at_edges(self, values, halfwidth) -> tuple[np.ndarray, np.ndarray]:
         """Per estimate, its interval's half-widths (below, above): `halfwidth` (widened
@@ -124,7 +139,7 @@ class PoolCheck:
         h = np.broadcast_to(np.asarray(halfwidth, dtype=np.float64), v.shape)
         if self.top is None:
             return h.copy(), h.copy()
-        zone = v >= self.top.start
+        zone = v >= self.top.start - TOL
         return (np.where(zone, np.maximum(h, self.top.down), h),
                 np.where(zone, np.maximum(h, self.top.up), h))  # fmt: skip
 
@@ -167,16 +182,31 @@ class PoolCheck:
 
 def bounds(check: PoolCheck | None, conformal, X, values, extra=0.0):
     """(low, high, widening) per row of X (+-1 anchor answers, NaN = not answered) and its
-    estimate: the `conformal` half-width (a `ConformalInterval`) plus `extra`, widened when
-    `check` flags the row, at least the top edge's half-widths in its zone, clipped to 0-1.
-    The widening is the flag's (both sides, beyond `extra`)."""
+    estimate: `interval_of` with the rows `check` flags."""
+    flagged = None if check is None else check.flagged(X, values)
+    return interval_of(check, conformal, values, flagged, extra)
+
+
+def interval_of(check: PoolCheck | None, conformal, values, flagged=None, extra=0.0):
+    """The interval a model gets, in one place (`AnchorSet.predict` and `intervals`, the gate's
+    coverage check and the report): (low, high, widening) per estimate. The `conformal`
+    half-width (a `ConformalInterval`) plus `extra`, widened by `(widen - 1)` times the
+    half-width where `flagged` (per estimate, by `check`: None flags none), at least the top
+    edge's half-widths in its zone, clipped to 0-1. The widening is the flag's (both sides)."""
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
     h = np.asarray(conformal.halfwidths(v), dtype=np.float64)
-    widen = np.zeros(v.shape) if check is None else check.widening(X, v, h)
+    none = check is None or flagged is None
+    widen = np.zeros(v.shape) if none else check.widen_where(flagged, h)
     down = up = h + extra + widen
     if check is not None:
         down, up = check.at_edges(v, down)
     return np.clip(v - down, 0.0, 1.0), np.clip(v + up, 0.0, 1.0), widen
+
+
+def covered(check: PoolCheck | None, conformal, values, true, flagged=None) -> np.ndarray:
+    """Per estimate, whether `true` lies inside its interval (`interval_of`, same arguments)."""
+    low, high, _ = interval_of(check, conformal, values, flagged)
+    return inside(low, high, np.atleast_1d(np.asarray(true, dtype=np.float64)))
 
 
 def pool_check_of(manifest: dict, n_anchors: int) -> PoolCheck | None:
@@ -218,7 +248,9 @@ __all__ = [
     "Edge",
     "PoolCheck",
     "bounds",
+    "covered",
     "disagreement",
+    "interval_of",
     "person_fit",
     "pool_check_of",
     "widened",

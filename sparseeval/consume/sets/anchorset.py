@@ -303,7 +303,29 @@ class AnchorSet:
         values_pm1: +-1 (or 0/1, bool) matrix whose columns are `item_ids`; only the
         anchor columns are read, in anchor order. Every anchor must be a column.
         """
-        cols = {str(i): j for j, i in enumerate(item_ids)}
+        XA = self._anchor_matrix(values_pm1, item_ids)
+        return np.asarray(self.predictor.predict(XA), dtype=np.float64)
+
+    def intervals(self, preds, values_pm1=None, item_ids=None) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) arrays for predictions from `predict_matrix`: the interval `predict`
+        gives each model from its anchor answers (`consume.scoring.flags.interval_of`: widened where
+        flagged, the top edge; answers on more items correct `predict`'s, not these).
+
+        values_pm1, item_ids: the matrix the predictions came from (its anchor answers say
+        which models the pool check flags); required when the set has a pool check.
+        """
+        if values_pm1 is None and self._pool is not None:
+            raise ResponsesError(
+                "intervals: pass the answers matrix and its item ids too (the set's pool check"
+                " widens the intervals of models it flags)"
+            )
+        XA = None if values_pm1 is None else self._anchor_matrix(values_pm1, item_ids)
+        low, high, _ = bounds(self._pool, self.conformal, XA, preds)
+        return low, high
+
+    def _anchor_matrix(self, values_pm1, item_ids: Sequence[str] | None) -> np.ndarray:
+        """The anchor columns of a models x items matrix, in anchor order, as +-1 float32."""
+        cols = {str(i): j for j, i in enumerate(() if item_ids is None else item_ids)}
         missing = [i for i in self.items if i not in cols]
         if missing:
             raise ResponsesError(missing_message(missing, len(self.items), "matrix columns"))
@@ -315,11 +337,7 @@ class AnchorSet:
         XA = X[:, [cols[i] for i in self.items]].astype(np.float32)
         if XA.size and XA.min() >= 0:  # 0/1 coding
             XA = 2 * XA - 1
-        return np.asarray(self.predictor.predict(XA), dtype=np.float64)
-
-    def intervals(self, preds) -> tuple[np.ndarray, np.ndarray]:
-        """(low, high) arrays for predictions from `predict_matrix`."""
-        return self.conformal.interval(np.asarray(preds, dtype=np.float64))
+        return XA
 
     # -- internals
 

@@ -181,7 +181,8 @@ ADAPTIVE = table(
     ("spread", "edges", "quantiles"), rule=_bands, null=True,
 )  # fmt: skip
 COVERAGE_CHECK = table(
-    {"coverage_before": number(0, 1), "standard_error": number(0, 1),
+    {"coverage_before": number(0, 1), "coverage_after": number(0, 1),
+     "standard_error": number(0, 1),
      "action": text(one_of=("kept", "widened")), "reason": text()},
     ("coverage_before", "action"), null=True,
 )  # fmt: skip

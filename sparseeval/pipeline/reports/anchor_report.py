@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval, empirical_coverage
 from sparseeval.consume.sets.about import data_sources
 from sparseeval.pipeline.reports import plots as report_plots
 from sparseeval.pipeline.reports.arrivals import recent_blocks, recent_summary
 from sparseeval.pipeline.reports.bands import band_blocks, band_rows
-from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary
+from sparseeval.pipeline.reports.coverage import coverage_verdict, suite_blocks, suite_verdicts
+from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary, test_bounds
 from sparseeval.pipeline.reports.render import json_ready, to_html, to_markdown
 
 PLOTS = report_plots.PLOTS
@@ -57,19 +58,20 @@ def render_report(
     drift = [dict(r) for r in inputs.get("drift_rows") or []]
     settings = manifest.get("settings") or {}
 
-    plots, bands = [], None
+    plots, bands, pool = [], None, manifest.get("pool_check")
+    bounds = test_bounds(conf, pool, inputs)  # each test model's interval as a user gets it
     if test_pred is not None and test_true is not None and len(test_pred):
-        plots.append(report_plots.plot_pred_vs_true(out, test_pred, test_true, conf))
-        bands = band_rows(conf, test_pred, test_true)
+        plots.append(report_plots.plot_pred_vs_true(out, test_pred, test_true, conf, bounds))
+        bands = band_rows(conf, test_pred, test_true, bounds)
         plots.append(report_plots.plot_bands(out, bands["estimate"], conf.level))
     if budget:
         plots.append(report_plots.plot_budget(out, budget, manifest.get("n_anchors")))
     if drift:
         plots.append(report_plots.plot_drift(out, drift, settings.get("drift_mae_points")))
 
-    summary = _summary(manifest, conf, test_pred, test_true, drift, settings)
-    flags = flag_summary(conf, manifest.get("pool_check"), inputs)
-    recent = recent_summary(conf, inputs)
+    summary = _summary(manifest, bounds, test_pred, test_true, drift, settings)
+    flags = flag_summary(conf, pool, inputs)
+    recent = recent_summary(conf, inputs, pool)
     where = version_folder or out
     blocks = _blocks(manifest, conf, summary, budget, drift, plots, where, bands)
     at = blocks.index(("h2", "How the intervals are made"))
@@ -88,6 +90,7 @@ def render_report(
             "level": conf.level,
             "halfwidth": _num(conf.halfwidth),
             "test_coverage": summary["test_coverage"],
+            "test_coverage_published": summary["coverage_published"],
             "n_test": summary["n_test"],
             "adaptive": conf.adaptive,
             "coverage_check": (manifest["interval"] or {}).get("coverage_check"),
@@ -107,13 +110,13 @@ def render_report(
 # --------------------------------------------------------------------------- content
 
 
-def _summary(manifest, conf, test_pred, test_true, drift, settings) -> dict:
+def _summary(manifest, bounds, test_pred, test_true, drift, settings) -> dict:
     s: dict[str, Any] = {"test_coverage": None, "n_test": 0, "test_mae": None, "test_tau": None,
-                         "check": None}  # fmt: skip
+                         "check": None, "coverage_published": None}  # fmt: skip
     if test_pred is not None and test_true is not None and len(test_true):
         from sparseeval.method.metrics import evaluate
 
-        s["test_coverage"] = conf.coverage(test_pred, test_true)
+        s["test_coverage"] = s["coverage_published"] = empirical_coverage(*bounds, test_true)
         s["n_test"] = len(test_true)
         m = evaluate(test_pred, test_true) if len(test_true) > 1 else {}
         s["test_mae"], s["test_tau"] = m.get("mae"), m.get("kendall_tau")
@@ -128,13 +131,14 @@ def _summary(manifest, conf, test_pred, test_true, drift, settings) -> dict:
     return s
 
 
-def _verdicts(conf, summary) -> list[str]:
+def _verdicts(conf, summary, manifest) -> list[str]:
     out = []
     cov, level = summary["test_coverage"], conf.level
     if cov is None:
         out.append("Interval coverage on test models was not measured for this version.")
     else:
         out.append(coverage_verdict(cov, level, summary["n_test"]))
+    out += suite_verdicts(manifest)
     if (summary["check"] or {}).get("action") == "widened":
         out.append("Not published as fitted: " + summary["check"]["reason"] + ".")
     if summary["test_mae"] is not None:
@@ -168,25 +172,6 @@ def _verdicts(conf, summary) -> list[str]:
             f"on {last.get('n_models', '?')} newer models{flag}."
         )
     return out
-
-
-def coverage_verdict(coverage: float, level: float, n: int) -> str:
-    """Coverage on test models with its standard error, and what it means, in one sentence:
-    the gate's own test (`gate.CoverageCheck`), so the report and the gate never disagree."""
-    from sparseeval.pipeline.gate import CoverageCheck
-
-    check = CoverageCheck(coverage, n, level)
-    if check.below:
-        verdict = (f"BELOW the nominal {100 * level:.0f}% by more than its standard error: the"
-                   " intervals as fitted were too narrow")  # fmt: skip
-    elif coverage > level + check.se:
-        verdict = f"above the nominal {100 * level:.0f}%: the intervals are conservative"
-    else:
-        verdict = f"consistent with the nominal {100 * level:.0f}% (within its standard error)"
-    return (
-        f"{100 * coverage:.1f}% (standard error {100 * check.se:.1f} points) of {n} held-out test"
-        f" models fell inside their {100 * level:.0f}% interval: {verdict}."
-    )
 
 
 def _use_it(manifest: dict, folder: Path | None) -> str:
@@ -236,35 +221,6 @@ def _export_line(manifest: dict, where: str) -> str:
     return f"sparseeval export-lm-eval {where} --out samples.json"
 
 
-def _suite_blocks(manifest: dict) -> list[tuple]:
-    """A suite's per-benchmark table: the reader kept, test MAE jointly and alone, coverage."""
-    suite = manifest.get("suite")
-    if not suite:
-        return []
-    tests, rows = suite.get("test_metrics") or {}, []
-    widened = []
-    for b, member in (suite.get("members") or {}).items():
-        joint, own = tests.get(b) or {}, tests.get(f"{b} (own anchors only)") or {}
-        interval = (member.get("joint") or {}).get("interval", {})
-        cov, check = interval.get("test_coverage"), interval.get("coverage_check") or {}
-        shown = "" if cov is None else f"{100 * cov:.1f}%"
-        if check.get("action") == "widened":
-            widened.append(b)
-            shown += " (widened)"
-        rows.append([b, len(member.get("items", [])), member.get("reader"), _fmt(joint.get("mae")),
-                     _fmt(own.get("mae")), shown])  # fmt: skip
-    head = ["benchmark", "anchors", "reader kept", "test MAE, all anchors",
-            "test MAE, own anchors only", "interval coverage (test, as fitted)"]  # fmt: skip
-    note = ("The suite average is the mean of these benchmarks' estimates; the metrics below "
-            "are the average's. A model answering one benchmark only is read by its own "
-            "anchors. Each reader's intervals pass the average's coverage check")  # fmt: skip
-    note += (f": widened to nominal for {', '.join(widened)} (below nominal by more than the"
-             " standard error as fitted)." if widened else ".")  # fmt: skip
-    about = [f"{b}: {_data_line(m).removeprefix('Estimates: ')}"
-             for b, m in (suite.get("members") or {}).items()]  # fmt: skip
-    return [("h2", "Per benchmark"), ("table", head, rows), ("p", note), ("ul", about)]
-
-
 def _data_line(manifest) -> str:
     """What the set estimates and where its data came from (a loud note for the demo)."""
     target = (manifest.get("target") or {}).get("definition") or "the mean over the items"
@@ -292,11 +248,14 @@ def _blocks(manifest, conf, summary, budget, drift, plots, folder=None, bands=No
         ),
         ("p", _data_line(manifest)),
         ("h2", "Should I trust it?"),
-        ("ul", _verdicts(conf, summary)),
+        ("ul", _verdicts(conf, summary, manifest)),
         ("h2", "Use it"),
         ("code", _use_it(manifest, folder)),
     ]
-    blocks += _suite_blocks(manifest)
+    blocks += suite_blocks(manifest)
+    if members := (manifest.get("suite") or {}).get("members"):
+        about = [f"{b}: {_data_line(m).removeprefix('Estimates: ')}" for b, m in members.items()]
+        blocks.append(("ul", about))
     metrics = manifest.get("metrics") or {}
     if metrics:
         names = sorted({k for v in metrics.values() for k in v})
@@ -395,4 +354,4 @@ def _fmt(v) -> str:
     return str(v)
 
 
-__all__ = ["render_report"]
+__all__ = ["coverage_verdict", "render_report"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import ConformalInterval, inside
 
 RECENT_SHARE = 0.2  # the latest-arrived share of the test models
 
@@ -34,16 +34,24 @@ def recent_flags(
     return [m in latest for m in ids]
 
 
-def recent_summary(conf: ConformalInterval, inputs: Mapping[str, Any]) -> dict | None:
-    """{n_recent, coverage_recent, mae_recent, n_test, coverage} or None (no arrival order)."""
+def recent_summary(
+    conf: ConformalInterval, inputs: Mapping[str, Any], pool: Mapping[str, Any] | None = None
+) -> dict | None:
+    """{n_recent, coverage_recent, mae_recent, n_test, coverage} or None (no arrival order).
+    Coverage of the interval a user gets (`reports.flags.test_bounds`; `pool`: the set's
+    pool check)."""
+    from sparseeval.pipeline.reports.flags import test_bounds
+
     recent, pred, true = (inputs.get(k) for k in ("test_recent", "test_pred", "test_true"))
     if recent is None or pred is None or true is None or not any(recent):
         return None
     recent = np.asarray(recent, dtype=bool)
     pred, true = np.asarray(pred, dtype=np.float64), np.asarray(true, dtype=np.float64)
+    low, high = test_bounds(conf, pool, inputs)
+    covered = inside(low, high, true)
     return {"n_recent": int(recent.sum()), "n_test": len(true),
-            "coverage_recent": conf.coverage(pred[recent], true[recent]),
-            "coverage": conf.coverage(pred, true),
+            "coverage_recent": float(covered[recent].mean()),
+            "coverage": float(covered.mean()),
             "mae_recent": float(100 * np.abs(pred[recent] - true[recent]).mean()),
             "mae": float(100 * np.abs(pred - true).mean())}  # fmt: skip
 

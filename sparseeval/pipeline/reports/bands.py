@@ -10,9 +10,11 @@ from __future__ import annotations
 from sparseeval.consume.scoring.conformal import ConformalInterval, by_band
 
 
-def band_rows(conf: ConformalInterval, pred, true) -> dict[str, list[dict]]:
-    """{"estimate": rows by third of the estimate, "truth": rows by third of the truth}."""
-    return {"estimate": by_band(conf, pred, true), "truth": by_band(conf, pred, true, key=true)}
+def band_rows(conf: ConformalInterval, pred, true, bounds=None) -> dict[str, list[dict]]:
+    """{"estimate": rows by third of the estimate, "truth": rows by third of the truth};
+    `bounds`: each model's (low, high) as a user gets them (`reports.flags.test_bounds`)."""
+    return {"estimate": by_band(conf, pred, true, bounds=bounds),
+            "truth": by_band(conf, pred, true, key=true, bounds=bounds)}  # fmt: skip
 
 
 def band_blocks(conf: ConformalInterval, rows: dict[str, list[dict]], plot) -> list[tuple]:

@@ -13,7 +13,23 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.scoring.conformal import ConformalInterval, empirical_coverage
+from sparseeval.consume.scoring.conformal import ConformalInterval, empirical_coverage, inside
+from sparseeval.consume.scoring.flags import PoolCheck, interval_of
+from sparseeval.pipeline.gate import test_flagged
+
+
+def test_bounds(
+    conf: ConformalInterval, pool: Mapping[str, Any] | None, inputs: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(low, high) of each test model: the interval a user gets from the set
+    (`consume.scoring.flags.interval_of`: widened where the saved flags say so, the top edge); every
+    coverage in the report is of these. None without test predictions."""
+    if inputs.get("test_pred") is None:
+        return None
+    pred = np.asarray(inputs["test_pred"], dtype=np.float64).ravel()
+    check = PoolCheck.from_dict(pool) if pool else None
+    low, high, _ = interval_of(check, conf, pred, test_flagged(inputs))
+    return low, high
 
 
 def flag_summary(
@@ -26,12 +42,11 @@ def flag_summary(
     pred, true = (np.asarray(inputs[k], dtype=np.float64) for k in keys[:2])
     out_of_range, pattern = (np.asarray(inputs[k], dtype=bool) for k in keys[2:])
     flagged = out_of_range | pattern
-    extra = np.where(flagged, (float(pool["widen"]) - 1.0) * conf.halfwidths(pred), 0.0)
-    low, high = conf.interval(pred, extra=extra)
-    inside = (true >= low - 1e-12) & (true <= high + 1e-12)
+    low, high = test_bounds(conf, pool, inputs)
+    covered = inside(low, high, true)
 
     def coverage(mask) -> float | None:
-        return float(np.mean(inside[mask])) if mask.any() else None
+        return float(np.mean(covered[mask])) if mask.any() else None
 
     return {
         "n_test": int(pred.size), "flagged": int(flagged.sum()),

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from sparseeval.consume.scoring.conformal import ConformalInterval
+from sparseeval.consume.scoring.conformal import inside as covered
 
 PLOTS = "plots"
 
@@ -20,10 +21,12 @@ def _figure():
     return plt
 
 
-def plot_pred_vs_true(out: Path, pred, true, conf: ConformalInterval) -> Path:
+def plot_pred_vs_true(out: Path, pred, true, conf: ConformalInterval, bounds=None) -> Path:
+    """Estimate vs truth with each model's interval (`bounds`: (low, high) as a user gets
+    them, `reports.flags.test_bounds`; default `conf`'s plain interval) and the plain band."""
     plt = _figure()
-    low, high = conf.interval(pred)
-    inside = (true >= low) & (true <= high)
+    low, high = conf.interval(pred) if bounds is None else bounds
+    inside = covered(low, high, true)
     fig, ax = plt.subplots(figsize=(5.5, 5.2), dpi=110)
     grid = np.linspace(pred.min(), pred.max(), 200)
     band_low, band_high = conf.interval(grid)
