@@ -55,10 +55,12 @@ def fit_benchmark(
 
 
 def fit_line(fit: FitInfo) -> str:
-    """`arc: nnridge 100 anchors, test MAE 1.234 points, Kendall tau 0.912 (trained in 12s)`."""
+    """`arc: nnridge 100 anchors, test MAE 1.234 points, Kendall tau 0.912 (trained in 12s)`;
+    a reused fit says `(reused: trained in 12s on an earlier run)`."""
     test = fit.test_metrics
-    how = "trained" if fit.trained else "reused artifact"
+    took = f"trained in {fit.seconds:.0f}s"
     return (
         f"{fit.benchmark}: {fit.predictor} {fit.n_anchors} anchors, test MAE {test['mae']:.3f}"
-        f" points, Kendall tau {test['kendall_tau']:.3f} ({how} in {fit.seconds:.0f}s)"
+        f" points, Kendall tau {test['kendall_tau']:.3f}"
+        + (f" ({took})" if fit.trained else f" (reused: {took} on an earlier run)")
     )

@@ -158,7 +158,8 @@ def drift_decision(
         return DriftDecision(benchmark, False, True, "no published anchor set yet", figures)
     n = int(figures.get("n_fresh", 0))
     if n == 0:
-        return DriftDecision(benchmark, False, False, "no new models since publishing", figures)
+        why = "no new models in its matrix since publishing"
+        return DriftDecision(benchmark, False, False, why, figures)
     if n < s.min_new_models:
         why = f"only {n} new model(s) since publishing (< min_new_models {s.min_new_models})"
         return DriftDecision(benchmark, False, False, why, figures)
