@@ -54,16 +54,18 @@ class IngestSummary(Record):
     sources: tuple[dict[str, Any], ...] = ()
     pending: int = 0  # still being written (changed within the settle time): read later
     targets_quarantined: int = 0  # reported scores (`store.scores.ScoreCounts`)
+    scores: int = 0  # reported scores stored (new or updated)
+    failed_before: int = 0  # files put back unchanged after they were set aside: skipped
 
     _COLUMNS = (
         ("source", "source"), ("units", "units"), ("new_models", "new models"),
-        ("new", "new rows"), ("updated", "updated"), ("skipped", "already ingested"),
-        ("pending", "pending"),
+        ("new", "new rows"), ("updated", "updated"), ("scores", "reported scores"),
+        ("skipped", "already ingested"), ("pending", "pending"),
         ("quarantined", "quarantined"), ("targets_quarantined", "targets quarantined"),
-        ("failed", "failed"), ("message", "first failure"),
+        ("failed_before", "failed before"), ("failed", "failed"), ("message", "first failure"),
     )  # fmt: skip
-    _COUNTS = ("units", "new_models", "new", "updated", "skipped", "pending", "quarantined",
-               "targets_quarantined", "failed")  # fmt: skip
+    _COUNTS = ("units", "new_models", "new", "updated", "scores", "skipped", "pending",
+               "quarantined", "targets_quarantined", "failed_before", "failed")  # fmt: skip
 
     @classmethod
     def from_sources(
@@ -80,6 +82,10 @@ class IngestSummary(Record):
         failed = f", {self.failed} failed" if self.failed else ""
         if self.pending:
             failed += f", {self.pending} pending (changed <60 s ago, read on a later run)"
+        if self.failed_before:
+            failed += (f", {self.failed_before} set aside before and unchanged (skipped;"
+                       " change or remove them)")  # fmt: skip
+        models += f", {self.scores:,} reported score(s)" if self.scores else ""
         return (
             f"{self.units} unit(s), {self.skipped} skipped, {self.new:,} new results{models},"
             f" {self.quarantined} quarantined{self._targets()}{failed}"
@@ -105,6 +111,10 @@ class IngestSummary(Record):
             out.append("| " + " | ".join(self._cell(row, k) for k, _ in self._COLUMNS) + " |")
         if self.filled_with_synthetic:
             out += ["", "The store was filled from the built-in synthetic leaderboard."]
+        aside = [line for row in self.sources for line in row.get("set_aside", [])]
+        if aside:
+            out += ["", "Set aside on an earlier night, put back unchanged, skipped again:"]
+            out += [f"- {line}" for line in aside]
         return "\n".join(out) + "\n"
 
     @staticmethod

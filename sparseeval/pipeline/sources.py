@@ -120,15 +120,21 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
         "new_models": len(store.models_first_seen_after(run_id=before)) if new else 0,
         "new": new,
         "updated": sum(r.n_updated for r in reports),
-        "skipped": sum(r.status == "skipped" and not _pending(r) for r in reports),
+        "skipped": sum(
+            r.status == "skipped" and not (_pending(r) or _failed_before(r)) for r in reports
+        ),
+        "failed_before": sum(_failed_before(r) for r in reports),
         "pending": sum(_pending(r) for r in reports),
         "quarantined": sum(r.n_quarantined for r in reports),
+        "scores": sum(r.scores.n_new + r.scores.n_updated for r in reports),
         "targets_quarantined": sum(r.scores.n_quarantined for r in reports),
         "failed": len(failures),
         "message": failures[0].message[:500] if failures else "",
         # every failed unit: the file (or folder, repo) and why, for `--json` and alerts
         "failures": [{"unit": r.source, "reason": r.message[:500]} for r in failures[:100]],
         "waiting": [r.source for r in reports if _pending(r)][:100],  # still being written
+        # files set aside on an earlier night and put back unchanged: skipped, with the reason
+        "set_aside": [f"{r.source}: {r.message}" for r in reports if _failed_before(r)][:100],
     }
     return row, reports
 
@@ -142,6 +148,13 @@ def _set_aside(source: Any, failures: list) -> None:
     for report in failures:
         if report.kind != "source" and (where := aside(report.source, report.message)):
             report.message = f"{report.message}; {where}"
+
+
+def _failed_before(report) -> bool:
+    """A unit skipped because the same bytes failed before (`Inbox`: a copy lies in failed/)."""
+    from sparseeval.pipeline.store.watched import FAILED_BEFORE
+
+    return report.status == "skipped" and report.message.startswith(FAILED_BEFORE)
 
 
 def _pending(report) -> bool:

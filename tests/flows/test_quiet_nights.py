@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from sparseeval.flows.refresh import refresh
@@ -55,6 +56,12 @@ def test_a_bad_inbox_file_fails_one_night_then_is_set_aside(tmp_path):
     assert third.is_completed(), "the same bad bytes do not page again"
     (line,) = [x for x in third.result().ingest.lines if "bad.csv" in x]
     assert "failed before, unchanged since" in line and "change it to retry" in line
+    ingest = third.result().ingest  # said in the run's line and report, not "already ingested"
+    assert ingest.failed_before == 1 and "1 set aside before and unchanged" in ingest.line()
+    report = Path(third.result().report_path).read_text()
+    assert (
+        "put back unchanged, skipped again" in report and f"{inbox / 'bad.csv'}: failed" in report
+    )
 
     (inbox / "bad.csv").write_text(BAD.replace("m1", "m2"))  # changed: tried again
     _settled(inbox / "bad.csv")

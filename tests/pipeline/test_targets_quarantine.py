@@ -97,6 +97,10 @@ def test_the_ingest_summary_and_its_table_count_quarantined_targets(tmp_path):
     scores.write_text("model,truthfulqa\na,0.0\nb,52.0\n")
     summary = ingest_sources(tmp_path / "s.duckdb", [wide, f"scores:{scores}"], False)
     assert summary.targets_quarantined == 1 and summary.quarantined == 0
+    assert summary.scores == 1 and "(2 new model(s)), 1 reported score(s), 0 quarantined" in (
+        summary.line()
+    )  # the stored score is counted, not only the refused one
     assert summary.line().endswith("0 quarantined, 1 reported score(s) quarantined")
     head, rule = summary.markdown().splitlines()[:2]
     assert "targets quarantined" in head and rule.count("|") == head.count("|")
+    assert "reported scores" in head

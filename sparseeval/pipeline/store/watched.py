@@ -39,6 +39,7 @@ from sparseeval.pipeline.store.unit import (
 # A watched file or run folder changed less than this many seconds ago is still being written.
 SETTLE_SECONDS = 60.0
 PENDING = "still being written"  # the reason of a unit skipped until it settles
+FAILED_BEFORE = "failed before, unchanged since"  # a file put back as it was set aside
 FAILED_DIR = "failed"  # where an inbox's failed files are moved (not a benchmark folder)
 
 
@@ -112,7 +113,7 @@ class Inbox:
             return None
         reason = _reason_file(target)
         why = reason.read_text().strip() if reason.is_file() else "(no reason kept)"
-        return f"failed before, unchanged since ({target}: {why}); change it to retry"
+        return f"{FAILED_BEFORE} ({target}: {why}); change it to retry"
 
 
 @dataclass
