@@ -41,15 +41,20 @@ EVERY = 15.0  # seconds between the lines of `still_working`
 
 
 @contextlib.contextmanager
-def still_working(what: str | Callable[[], str], every: float | None = None) -> Iterator[None]:
+def still_working(
+    what: str | Callable[[], str],
+    every: float | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Iterator[None]:
     """While the block runs, a progress line every `every` seconds (`EVERY`): `{what} (45 s
-    so far)`; `what` may be a function, asked each time. A quick block says nothing."""
+    so far)`, to `say` (default: the progress logger); `what` may be a function, asked each
+    time. A quick block says nothing."""
     done, t0 = threading.Event(), time.monotonic()
 
     def beat() -> None:
         while not done.wait(EVERY if every is None else every):
             line = what() if callable(what) else what
-            PROGRESS.info("%s (%.0f s so far)", line, time.monotonic() - t0)
+            (say or PROGRESS.info)(f"{line} ({time.monotonic() - t0:.0f} s so far)")
 
     # the caller's context goes along, so a run logger attached there still sees the lines
     run = contextvars.copy_context().run

@@ -16,3 +16,30 @@ def _fit(trained: bool) -> FitInfo:
 def test_a_fit_line_says_how_long_training_took_and_whether_it_was_reused():
     assert fit_line(_fit(True)).endswith("Kendall tau 0.900 (trained in 109s)")
     assert fit_line(_fit(False)).endswith("(reused: trained in 109s on an earlier run)")
+
+
+def test_a_long_phase_of_a_fit_repeats_what_it_is_doing(monkeypatch, caplog, tmp_path):
+    """A phase that prints nothing for a while (an MLP's training) is said again every
+    `progress.EVERY` seconds in the run's log, with how long it has run."""
+    import logging
+    import time
+    from types import SimpleNamespace
+
+    from sparseeval.tasks import fit as fit_tasks
+
+    from sparseeval.pipeline import progress, recipe
+    from sparseeval.pipeline.settings import Settings
+
+    def slow_fit(matrix, settings, say, force):
+        say("training the final predictor (mlp) on 120 models")
+        time.sleep(0.5)
+        raise recipe.NotEnoughModels("arc: stopped by the test")
+
+    monkeypatch.setattr(progress, "EVERY", 0.05)
+    monkeypatch.setattr(fit_tasks, "get_run_logger", lambda: logging.getLogger("test.fit"))
+    monkeypatch.setattr(recipe, "fit_step", slow_fit)
+    caplog.set_level(logging.INFO, logger="test.fit")
+    fit_tasks.fit_benchmark.fn(Settings(home=tmp_path), SimpleNamespace(benchmark="arc"), 8)
+    said = [r.getMessage() for r in caplog.records if r.name == "test.fit"]
+    still = [s for s in said if s.startswith("arc k8: still training the final predictor")]
+    assert len(still) >= 2 and still[0].endswith("s so far)"), said
