@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sparseeval.consume.errors import SparseEvalError
+from sparseeval.pipeline.progress import PROGRESS
 
 LEASE_FILE = ".lease"
 
@@ -52,10 +53,14 @@ class HomeLease:
                 f"lease {self.path} is a folder or a link, not a lease file: remove it (no run"
                 " holds this home otherwise)"
             )
-        deadline = time.monotonic() + self.wait
+        deadline, said = time.monotonic() + self.wait, False
         while not self._try():
             if time.monotonic() >= deadline:
                 raise LeaseHeld(self._held_by(read_lease(self.path)))
+            if not said:  # a wait of minutes is not silent
+                held = self._held_by(read_lease(self.path)).rsplit("; waited", 1)[0]
+                PROGRESS.info("%s; waiting up to %gs for it (lease_wait_seconds)", held, self.wait)
+                said = True
             time.sleep(min(1.0, max(0.05, self.wait / 20)))
         threading.Thread(target=self._renew_loop, daemon=True).start()
         self._on_term = _exit_on_sigterm(self)

@@ -16,7 +16,8 @@ import pytest
 from sparseeval.pipeline.lease import LEASE_FILE, HomeLease, LeaseHeld, read_lease
 
 
-def test_a_second_run_refuses_naming_the_holder_and_gets_it_after_release(tmp_path):
+def test_a_second_run_refuses_naming_the_holder_and_gets_it_after_release(tmp_path, caplog):
+    caplog.set_level("INFO", logger="sparseeval.progress")
     first = HomeLease(tmp_path, "refresh 03:00").acquire()
     start = time.monotonic()
     with pytest.raises(LeaseHeld) as err:
@@ -25,6 +26,9 @@ def test_a_second_run_refuses_naming_the_holder_and_gets_it_after_release(tmp_pa
     msg = str(err.value)
     assert f"home {tmp_path} is in use by 'refresh 03:00' (pid {os.getpid()} on" in msg
     assert msg.endswith("; waited 0.5s")
+    (said,) = [r.getMessage() for r in caplog.records if r.name == "sparseeval.progress"]
+    assert said.startswith(f"home {tmp_path} is in use by 'refresh 03:00'")  # while it waits
+    assert said.endswith("; waiting up to 0.5s for it (lease_wait_seconds)")
     first.release()
     assert not (tmp_path / LEASE_FILE).exists()
     with HomeLease(tmp_path, "refresh (served)") as second:
