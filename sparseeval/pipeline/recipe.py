@@ -8,6 +8,7 @@ fit_step         split -> set aside calibration models -> select anchors and pre
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -303,14 +304,14 @@ def fit_step(
         [float(y_train.min()), float(y_train.max())], round(time.perf_counter() - t0, 2),
         code_version(), target=matrix_info.target, provenance=matrix_info.provenance,
     )  # fmt: skip
-    _save_fit(folder, est, info, matrix, split, pred, settings.interval_level)
-    return info
+    return _save_fit(folder, est, info, matrix, split, pred, settings.interval_level, t0)
 
 
 def _save_fit(
-    folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred, level: float
-) -> None:
-    """Write the model folder under a temporary name, then rename it into place."""
+    folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred, level: float, t0: float
+) -> FitInfo:
+    """Write the model folder under a temporary name, then rename it into place; the fit's
+    `seconds` count from `t0` to its files (the pool check and its top edge included)."""
     from sparseeval.method.model_files import save_fitted
     from sparseeval.method.pool import estimator_pool_check, test_flags
 
@@ -328,6 +329,7 @@ def _save_fit(
     np.savez(tmp / EVALUATION_FILE, test_pred=np.asarray(pred, dtype=np.float64),
              test_true=matrix.y[split.test].astype(np.float64),
              **test_flags(pool, X_test, pred), **ids)  # fmt: skip
+    info = dataclasses.replace(info, seconds=round(time.perf_counter() - t0, 2))
     info.save(tmp / "summary.json")
     sealed.seal_folder(tmp, info.key, matrix_fingerprint=info.matrix_fingerprint)
     if folder.exists():  # `force`: replace the previous fit of the same key
@@ -336,6 +338,7 @@ def _save_fit(
         os.replace(tmp, folder)
     except OSError:  # another worker finished the same key first
         shutil.rmtree(tmp, ignore_errors=True)
+    return info
 
 
 def cached_fit(folder: str | Path, key: str, matrix_fingerprint: str) -> FitInfo | None:

@@ -177,3 +177,25 @@ def test_an_unwritable_artifacts_folder_is_one_line(tmp_path, monkeypatch):
     monkeypatch.undo()
     sealed.check_writable(tmp_path / "ok")
     assert list((tmp_path / "ok").iterdir()) == []  # no probe left behind
+
+
+def test_a_fits_seconds_count_the_time_to_its_files(home, monkeypatch):
+    """`trained in Ns` includes the pool check and its top edge (a refit), not only selection."""
+    import time
+
+    from sparseeval.method import pool
+
+    real = pool.estimator_pool_check
+
+    def slow_check(*args, **kw):
+        time.sleep(1.5)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pool, "estimator_pool_check", slow_check)
+    info = _matrix(home)
+    start = time.perf_counter()
+    fit = fit_step(info, home, force=True)
+    wall = time.perf_counter() - start
+    assert fit.trained and wall - 0.5 <= fit.seconds <= wall, (fit.seconds, wall)
+    saved = json.loads((Path(fit.model_dir) / "summary.json").read_text())
+    assert saved["seconds"] == fit.seconds
