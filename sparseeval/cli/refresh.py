@@ -212,11 +212,13 @@ def _next_steps(run, settings) -> str:
 
 def _json_summary(run) -> dict[str, Any]:
     """The run as one JSON document: status, error (None), failures (each source, unit and
-    reason; each failed benchmark), what waits, ingest and one entry per benchmark."""
+    reason; each failed benchmark), what waits, ingest, one entry per benchmark (published
+    version, or the live version a candidate repeated) and the suite's line."""
     keep = ("status", "started", "n_trained", "n_cached", "n_published", "report_path",
             "failed", "failures", "waiting")  # fmt: skip
     out = {k: getattr(run, k) for k in keep} | {"error": None}
     out["ingest"] = {"line": run.ingest.line(), "sources": list(run.ingest.sources)}
+    out["suite"] = run.suite
     out["benchmarks"] = [
         {
             "benchmark": r.benchmark,
@@ -224,6 +226,7 @@ def _json_summary(run) -> dict[str, Any]:
             "test_mae": r.fit.test_metrics.get("mae") if r.fit else None,
             "drift": r.decision.drift if r.decision else None,
             "published_version": r.published_version,
+            "unchanged_from": r.unchanged_from,
             "outcome": r.outcome,
         }
         for r in run.results

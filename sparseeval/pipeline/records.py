@@ -249,6 +249,7 @@ class BenchmarkResult(Record):
     error: str | None = None
     budget: int | None = None  # set when the run has several budgets (one result each)
     hub_commit: str | None = None  # the Hub mirror's commit of the published version
+    unchanged_from: int | None = None  # the live version a discarded candidate repeated
 
     @property
     def label(self) -> str:
