@@ -15,6 +15,7 @@ from prefect.utilities.urls import url_for
 
 from sparseeval.pipeline import alerts
 from sparseeval.pipeline.settings import Settings, SettingsError
+from sparseeval.pipeline.stopping import reraise_stop
 
 PROGRESS = logging.getLogger("sparseeval.progress")  # the CLI prints these lines
 
@@ -77,6 +78,7 @@ def alert_on_failure(settings: Settings, in_deployment: bool) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
+        reraise_stop(exc)  # a stop signal (DuckDB's "Query interrupted") pages no one
         if settings.alert_webhook and not in_deployment:
             send_alert(settings.alert_webhook, f"{type(exc).__name__}: {exc}")
         raise

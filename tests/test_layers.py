@@ -52,7 +52,7 @@ LAZY: dict[str, set[str]] = {
 # Every pipeline module (its first name under pipeline/) in one tier, lowest first.
 PIPELINE_TIERS = {
     "store": ("", "store", "sources", "settings", "config", "records", "artifacts", "identity",
-              "lease", "sealed", "alerts"),
+              "lease", "sealed", "alerts", "stopping"),
     "recipes": ("recipe", "compare", "drift", "suite_recipe", "suite_reuse", "reports", "gate"),
     "publish": ("publish", "assess", "suite_publish", "manifest", "versions", "mirror",
                 "fit_sets"),

@@ -108,7 +108,13 @@ def run_refresh(args: argparse.Namespace) -> int:
         run = state.result(raise_on_failure=False)
         if isinstance(run, BaseException):
             raise run
-    except Exception as exc:  # a user error in one line; a bug with its traceback
+    except BaseException as exc:  # a user error in one line; a bug with its traceback
+        from sparseeval.pipeline.stopping import as_stop
+
+        if (stop := as_stop(exc)) is not None:  # SIGTERM, Ctrl-C: no error of the data
+            return _stopped(stop, args.json)
+        if not isinstance(exc, Exception):
+            raise
         if args.json:  # one JSON document all the same
             _json_failure(exc)
         if type(exc).__name__ == "PipelineError":  # some benchmarks failed, the others ran
@@ -123,6 +129,18 @@ def run_refresh(args: argparse.Namespace) -> int:
         print(summary_line(run))
         print(_next_steps(run, settings))
     return 0
+
+
+def _stopped(stop, as_json: bool) -> int:
+    """Say that a signal stopped the run (nothing failed, nothing half-written); its exit
+    code, 128 + the signal (143 for SIGTERM)."""
+    import sys
+
+    line = f"{stop}: the run ended early; nothing failed and nothing was half-written"
+    if as_json:
+        print(json.dumps({"status": "stopped", "failures": [], "error": line}, indent=2))
+    print(f"sparseeval refresh: {line}", file=sys.stderr)
+    return int(stop.code)
 
 
 def _json_failure(exc: BaseException) -> None:

@@ -68,7 +68,10 @@ def _drain() -> None:
 
 
 def _raise_on_sigterm(signum, frame) -> None:
-    raise SystemExit(128 + signum)
+    from sparseeval.pipeline.stopping import Stopped, note_signal
+
+    note_signal(signum)
+    raise Stopped(signum)
 
 
 @contextlib.contextmanager
