@@ -48,9 +48,7 @@ def night(tmp_path: Path, inbox: Path):
     return ingest_sources(tmp_path / "store.duckdb", [f"inbox:{inbox}"], fill_if_empty=False)
 
 
-def test_a_query_interrupted_by_sigterm_mid_ingest_is_a_stop_not_a_bad_file(
-    tmp_path, monkeypatch
-):
+def test_a_query_interrupted_by_sigterm_mid_ingest_is_a_stop_not_a_bad_file(tmp_path, monkeypatch):
     inbox = inbox_with_a_good_file(tmp_path)
     real_load = ingestion._load
 
@@ -75,9 +73,7 @@ def test_a_query_interrupted_by_sigterm_mid_ingest_is_a_stop_not_a_bad_file(
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt(), duckdb.InterruptException("Interrupted")])
-def test_ctrl_c_while_a_reader_lists_the_file_is_a_stop_not_a_bad_file(
-    tmp_path, monkeypatch, stop
-):
+def test_ctrl_c_while_a_reader_lists_the_file_is_a_stop_not_a_bad_file(tmp_path, monkeypatch, stop):
     inbox = inbox_with_a_good_file(tmp_path)
 
     def units(self, store):
