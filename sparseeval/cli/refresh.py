@@ -233,7 +233,7 @@ def _json_summary(run) -> dict[str, Any]:
     reason; each failed benchmark), what waits, ingest, one entry per benchmark (published
     version, or the live version a candidate repeated) and the suite's line."""
     keep = ("status", "started", "n_trained", "n_cached", "n_published", "report_path",
-            "failed", "failures", "waiting")  # fmt: skip
+            "failed", "failures", "waiting", "dropped_events")  # fmt: skip
     out = {k: getattr(run, k) for k in keep} | {"error": None}
     out["ingest"] = {"line": run.ingest.line(), "sources": list(run.ingest.sources)}
     out["suite"] = run.suite

@@ -273,6 +273,15 @@ class RunSummary(Record):
     report_path: str = ""
     suite: str = ""  # what the suite step did (one line), "" when it did not run
     waiting: str = ""  # why nothing was fitted yet although sources are set (not a failure)
+    dropped_events: int = 0  # Prefect events this run could not send (server unreachable)
+
+    def dropped_line(self) -> str:
+        """What the dropped events mean, or "" when every event was sent."""
+        n = self.dropped_events
+        if not n:
+            return ""
+        return (f"{n} Prefect event{'s' if n != 1 else ''} could not be sent (server"
+                " unreachable); the run's state in the UI may be stale")  # fmt: skip
 
     @property
     def n_trained(self) -> int:
