@@ -93,10 +93,10 @@ def run_refresh(args: argparse.Namespace) -> int:
         if not args.verbose:  # Prefect's console lines only for errors; ours come instead
             os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "ERROR")
         _show_progress(quiet=args.json)
-        from sparseeval.cli.tempserver import temporary_server
+        from sparseeval.cli.tempserver import stopping_on_sigterm, temporary_server
         from sparseeval.flows.refresh import refresh
 
-        with temporary_server(), _input_errors_in_one_line(args.verbose):
+        with stopping_on_sigterm(), temporary_server(), _input_errors_in_one_line(args.verbose):
             state = refresh(
                 sources=args.source or None,
                 benchmarks=args.benchmark or None,

@@ -106,9 +106,9 @@ def test_sigterm_during_ingest_stops_the_run_and_fails_no_file(prefect_harness, 
     assert cli.returncode == 143, err
     assert "stopped by signal SIGTERM" in err and "Traceback" not in err, err
     assert "failed" not in err.replace("nothing failed", ""), err
-    assert (inbox / "big.csv").is_file() and not (inbox / "failed").exists()
-    assert not (home / LEASE_FILE).exists()
+    assert (inbox / "big.csv").is_file() and not (inbox / "failed").exists(), err
+    assert not (home / LEASE_FILE).exists(), err
     with Store.open(home / "store.duckdb", read_only=True) as store:
         ((n,),) = store.con.execute("SELECT count(*) FROM results").fetchall()
-    assert n == 0  # the signal landed while the file was read; its transaction rolled back
-    assert stopped_in < 10, f"took {stopped_in:.1f}s to stop"
+    assert n == 0, err  # the signal landed while the file was read; rolled back
+    assert stopped_in < 15, f"took {stopped_in:.1f}s to stop (load {os.getloadavg()})"
