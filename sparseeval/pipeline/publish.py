@@ -359,9 +359,11 @@ def roll_back_held(txn) -> None:
                   txn.get("refusal", None))  # fmt: skip
 
 
-def unchanged(version: int, gate: GateResult | None) -> Outcome:
-    """The outcome of a candidate that repeated the live version: nothing new published."""
-    return Outcome(f"not published: {unchanged_reason(version)}", gate=gate,
+def unchanged(cand: Candidate, version: int, gate: GateResult | None) -> Outcome:
+    """The outcome of a candidate that repeated the live version: nothing new published;
+    its `path` is the live version's folder (what stays live)."""
+    live = set_dir(cand.published_dir, cand.benchmark, cand.budget) / f"v{version}"
+    return Outcome(f"not published: {unchanged_reason(version)}", path=str(live), gate=gate,
                    unchanged_from=version)  # fmt: skip
 
 
@@ -470,8 +472,9 @@ def publish_unit(
             txn.set("reason", promote_rollback_reason(cand, hub_repo, sha))
             steps.promote(cand)
     except Unchanged as exc:
-        note_unchanged(settings.artifacts_dir, cand.name, cand.key, exc.version)
-        return unchanged(exc.version, gate)
+        if cand.key:  # a candidate with no key (`fit --out`'s) is never looked up
+            note_unchanged(settings.artifacts_dir, cand.name, cand.key, exc.version)
+        return unchanged(cand, exc.version, gate)
     except Refused:
         return refused(gate)
     except MirrorFailed as exc:
