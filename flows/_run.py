@@ -16,6 +16,7 @@ from prefect.utilities.urls import url_for
 from sparseeval.pipeline import alerts
 from sparseeval.pipeline.progress import PROGRESS
 from sparseeval.pipeline.settings import Settings, SettingsError
+from sparseeval.pipeline.stopping import reraise_stop
 
 
 def say(message: str, level: int = logging.INFO) -> None:
@@ -76,6 +77,7 @@ def alert_on_failure(settings: Settings, in_deployment: bool) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
+        reraise_stop(exc)  # a stop signal (DuckDB's "Query interrupted") pages no one
         if settings.alert_webhook and not in_deployment:
             send_alert(settings.alert_webhook, f"{type(exc).__name__}: {exc}")
         raise
@@ -93,6 +95,40 @@ def send_alert(url: str, message: str) -> None:
         say(f"alert not sent ({type(exc).__name__}: {exc})", logging.WARNING)
     else:
         say(f"alert sent: {alert['subject']}")
+
+
+# Prefect's queue services (its EventsWorker among them) log a failed item here.
+EVENTS_LOGGER = "prefect._internal.concurrency"
+
+
+class DroppedEvents(logging.Handler):
+    """Counts the events Prefect's EventsWorker could not send and dropped: it logs `Service
+    'EventsWorker' failed to process item ...` for one (the server went away while it ran)
+    and `... failed with N pending items.` for all it held (it could not connect at all)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if not args or args[0] != "EventsWorker":
+            return
+        if "failed to process item" in str(record.msg):
+            self.count += 1
+        elif "pending items" in str(record.msg) and isinstance(args[-1], int):
+            self.count += args[-1]
+
+
+@contextlib.contextmanager
+def counting_dropped_events() -> Iterator[DroppedEvents]:
+    """While the block runs, count the Prefect events this process drops (`DroppedEvents`)."""
+    handler, log = DroppedEvents(), logging.getLogger(EVENTS_LOGGER)
+    log.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        log.removeHandler(handler)
 
 
 def stamp() -> str:

@@ -8,8 +8,12 @@
   zombie flows".
 - rerun-crashed-refresh: a crashed refresh run of a deployment is run again once (the
   refresh is idempotent: a rerun cleans what the crash left and resumes from the cache).
-  The rerun gets `rerun_of` (the crashed run's id) and is named `rerun ...`; a crashed
-  rerun is never rerun, so a crash that repeats costs one rerun and two alerts, not a loop.
+  The rerun gets `rerun_of` (the crashed run's id) and is named `rerun ...` when it starts.
+  Only a first try is rerun: a run the flow itself named `refresh ...` when it started
+  (`FIRST_TRIES`). A rerun is never one, whether it crashed after it started (named
+  `rerun ...`) or before (it still has the name the server gave it at creation), so a
+  crash that repeats costs one rerun and two alerts, never a loop. The price: a run that
+  crashes before it starts (a worker that cannot start its process) is not rerun; it alerts.
 - alert-*: a notification (a webhook block) on a crashed or failed SparseEval run (its
   name, deployment, UI link and state message: the failed file, reason and report path;
   a crashed rerun says that the rerun crashed too), on a refused candidate
@@ -39,14 +43,20 @@ OURS = ResourceSpecification(
 )
 ENDED = ("Completed", "Failed", "Cancelled", "Crashed")
 RERUN_NAME = "rerun "  # how an automatic rerun's name starts (`flows._run.run_name`)
-NOT_A_RERUN = ResourceSpecification(
-    {"prefect.resource.id": "prefect.flow-run.*", "prefect.resource.name": f"!{RERUN_NAME}*"}
-)
+FIRST_TRY_NAME = "refresh "  # how a first try is named when it starts (`run_name("refresh")`)
+# The runs the rerun automation reruns: first tries that started. The name a run is given
+# when it starts is the one thing of a run that a trigger can see and a rerun never has: a
+# rerun that crashed before it started keeps the server's name (`clever-fox`), not ours.
+FIRST_TRIES = ResourceSpecification(
+    {"prefect.resource.id": "prefect.flow-run.*",
+     "prefect.resource.name": f"{FIRST_TRY_NAME}*"}
+)  # fmt: skip
 RUN_SUBJECT = (
     "SparseEval run {{ flow_run.name }} is {{ flow_run.state.name }}"
     "{% if flow_run.state.name == 'Crashed' and flow.name == 'refresh' %}"
     "{% if flow_run.parameters.rerun_of %}: the automatic rerun crashed too, not rerun again"
-    "{% else %}: rerunning it once{% endif %}{% endif %}"
+    f"{{% elif flow_run.name.startswith('{FIRST_TRY_NAME}') %}}: rerunning it once"
+    "{% else %}: it crashed before it started, not rerun{% endif %}{% endif %}"
 )
 
 
@@ -90,14 +100,15 @@ def zombie_automation(after: timedelta = ZOMBIE_AFTER) -> Automation:
 
 
 def rerun_automation() -> Automation:
-    """Run a deployment's refresh again once when its run crashed; never a crashed rerun."""
+    """Run a deployment's refresh again once when its first try crashed (`FIRST_TRIES`);
+    never a rerun, crashed before or after it started."""
     rerun_of = {"__prefect_kind": "jinja", "template": "{{ flow_run.id }}"}
     return Automation(
         name=PREFIX + "rerun-crashed-refresh",
         description="A crashed refresh run is run again once (the refresh is idempotent).",
         trigger=EventTrigger(
             expect={"prefect.flow-run.Crashed"},
-            match=NOT_A_RERUN,
+            match=FIRST_TRIES,
             match_related=[OURS, ResourceSpecification({"prefect.resource.role": "flow",
                                                         "prefect.resource.name": "refresh"})],
             posture=Posture.Reactive,

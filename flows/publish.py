@@ -45,7 +45,7 @@ def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult
     if out.version is None:
         if not r.gate.accept:
             event("publish.refused", r, {"reason": r.gate.reason, **r.gate.figures})
-        return replace(r, outcome=out.line)
+        return replace(r, outcome=out.line, unchanged_from=out.unchanged_from)
     event("anchors.published", r, {
         "version": out.version, "path": out.path, "hub_commit": out.hub_commit,
         "test_mae": r.fit.test_metrics["mae"], "gate": r.gate.to_dict(),

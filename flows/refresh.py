@@ -31,6 +31,7 @@ from sparseeval.flows._results import (
 )
 from sparseeval.flows._run import (
     alert_on_failure,
+    counting_dropped_events,
     resolve_settings,
     run_name,
     say,
@@ -150,7 +151,10 @@ def night(
     specs = list(sources or settings.sources)
     if in_deployment:
         check_no_demo(specs, settings)
-    with hold_home(settings, skip_if_held=in_deployment) as skipped:
+    with (
+        hold_home(settings, skip_if_held=in_deployment) as skipped,
+        counting_dropped_events() as dropped,
+    ):
         if skipped:
             say(skipped, logging.WARNING)
             return Completed(message=skipped)
@@ -168,7 +172,9 @@ def night(
         else:
             check_not_empty(ingested, settings)
         run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite,
-                         waiting=waiting)  # fmt: skip
+                         waiting=waiting, dropped_events=dropped.count)  # fmt: skip
+        if run.dropped_events:
+            say(run.dropped_line(), logging.WARNING)
         run = tasks.report(paths, run)
     if run.failed:
         raise failed_run(run)

@@ -52,7 +52,7 @@ LAZY: dict[str, set[str]] = {
 # Every pipeline module (its first name under pipeline/) in one tier, lowest first.
 PIPELINE_TIERS = {
     "store": ("", "store", "sources", "settings", "setting_values", "config", "records",
-              "artifacts", "identity", "lease", "sealed", "alerts", "progress"),
+              "artifacts", "identity", "lease", "sealed", "alerts", "progress", "stopping"),
     "recipes": ("recipe", "compare", "drift", "suite_recipe", "suite_reuse", "reports", "gate"),
     "publish": ("publish", "assess", "suite_publish", "manifest", "versions", "mirror",
                 "fit_sets"),

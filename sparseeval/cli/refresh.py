@@ -93,10 +93,10 @@ def run_refresh(args: argparse.Namespace) -> int:
         if not args.verbose:  # Prefect's console lines only for errors; ours come instead
             os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "ERROR")
         _show_progress(quiet=args.json)
-        from sparseeval.cli.tempserver import temporary_server
+        from sparseeval.cli.tempserver import stopping_on_sigterm, temporary_server
         from sparseeval.flows.refresh import refresh
 
-        with temporary_server(), _input_errors_in_one_line(args.verbose):
+        with stopping_on_sigterm(), temporary_server(), _input_errors_in_one_line(args.verbose):
             state = refresh(
                 sources=args.source or None,
                 benchmarks=args.benchmark or None,
@@ -108,7 +108,13 @@ def run_refresh(args: argparse.Namespace) -> int:
         run = state.result(raise_on_failure=False)
         if isinstance(run, BaseException):
             raise run
-    except Exception as exc:  # a user error in one line; a bug with its traceback
+    except BaseException as exc:  # a user error in one line; a bug with its traceback
+        from sparseeval.pipeline.stopping import as_stop
+
+        if (stop := as_stop(exc)) is not None:  # SIGTERM, Ctrl-C: no error of the data
+            return _stopped(stop, args.json)
+        if not isinstance(exc, Exception):
+            raise
         if args.json:  # one JSON document all the same
             _json_failure(exc)
         if type(exc).__name__ == "PipelineError":  # some benchmarks failed, the others ran
@@ -123,6 +129,18 @@ def run_refresh(args: argparse.Namespace) -> int:
         print(summary_line(run))
         print(_next_steps(run, settings))
     return 0
+
+
+def _stopped(stop, as_json: bool) -> int:
+    """Say that a signal stopped the run (nothing failed, nothing half-written); its exit
+    code, 128 + the signal (143 for SIGTERM)."""
+    import sys
+
+    line = f"{stop}: the run ended early; nothing failed and nothing was half-written"
+    if as_json:
+        print(json.dumps({"status": "stopped", "failures": [], "error": line}, indent=2))
+    print(f"sparseeval refresh: {line}", file=sys.stderr)
+    return int(stop.code)
 
 
 def _json_failure(exc: BaseException) -> None:
@@ -213,11 +231,13 @@ def _next_steps(run, settings) -> str:
 
 def _json_summary(run) -> dict[str, Any]:
     """The run as one JSON document: status, error (None), failures (each source, unit and
-    reason; each failed benchmark), what waits, ingest and one entry per benchmark."""
+    reason; each failed benchmark), what waits, ingest, one entry per benchmark (published
+    version, or the live version a candidate repeated) and the suite's line."""
     keep = ("status", "started", "n_trained", "n_cached", "n_published", "report_path",
-            "failed", "failures", "waiting")  # fmt: skip
+            "failed", "failures", "waiting", "dropped_events")  # fmt: skip
     out = {k: getattr(run, k) for k in keep} | {"error": None}
     out["ingest"] = {"line": run.ingest.line(), "sources": list(run.ingest.sources)}
+    out["suite"] = run.suite
     out["benchmarks"] = [
         {
             "benchmark": r.benchmark,
@@ -225,6 +245,7 @@ def _json_summary(run) -> dict[str, Any]:
             "test_mae": r.fit.test_metrics.get("mae") if r.fit else None,
             "drift": r.decision.drift if r.decision else None,
             "published_version": r.published_version,
+            "unchanged_from": r.unchanged_from,
             "outcome": r.outcome,
         }
         for r in run.results

@@ -68,7 +68,23 @@ def _drain() -> None:
 
 
 def _raise_on_sigterm(signum, frame) -> None:
-    raise SystemExit(128 + signum)
+    from sparseeval.pipeline.stopping import Stopped, note_signal
+
+    note_signal(signum)
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def stopping_on_sigterm() -> Iterator[None]:
+    """While the block runs (main thread), SIGTERM raises `stopping.Stopped`, a SystemExit
+    that unwinds through every `finally` (the lease, the server) to the command, which says
+    "stopped by signal SIGTERM" and exits 143. Prefect's own bridge, installed over it while
+    a flow runs, hands the signal back to it when the flow has crashed."""
+    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -102,11 +118,10 @@ def _server(args: list[str], env: dict, log) -> Iterator[subprocess.Popen]:
     """The server process; stopped on exit, on SIGTERM (as SystemExit) and with the CLI."""
     proc = subprocess.Popen(args, env=env, preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL,
                             stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
-        yield proc
+        with stopping_on_sigterm():
+            yield proc
     finally:
-        signal.signal(signal.SIGTERM, previous)
         proc.terminate()
         try:
             proc.wait(timeout=10)

@@ -33,7 +33,7 @@ from sparseeval.pipeline.drift import (
     record_drift,
     same_data,
 )
-from sparseeval.pipeline.publish import already_refused, live_anchor_set
+from sparseeval.pipeline.publish import already_refused, live_anchor_set, unchanged_before
 from sparseeval.pipeline.recipe import evaluation_of, fitted_of
 from sparseeval.pipeline.records import (
     DriftDecision,
@@ -102,7 +102,8 @@ def assess(
 
     requested: a reason to publish regardless of drift (a retrain by hand); the gate and
     the same-data rule still apply: a candidate fit on the live set's data, or one the
-    gate refused before (the set's ledger), is not published, and the decision says why.
+    gate refused before (the set's ledger), or one that repeated the live set (its ledger
+    of unchanged candidates), is not published, and the decision says why.
     budget: one of several published budgets.
     """
     bench, name = matrix_info.benchmark, set_name(matrix_info.benchmark, budget)
@@ -128,6 +129,8 @@ def assess(
     if why := already_refused(settings.artifacts_dir, name, fit.key):
         if nights := figures.get("drift_nights"):
             why += f" (refused {nights} nights in a row)"
+        return DriftDecision(bench, decision.drift, False, why, figures), None
+    if why := unchanged_before(settings.artifacts_dir, name, fit.key, live and live.version):
         return DriftDecision(bench, decision.drift, False, why, figures), None
     return decision, compare_candidate(aset, fit, matrix, fresh, settings.gate)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.pipeline.progress import PROGRESS
+from sparseeval.pipeline.stopping import Stopped, note_signal
 
 LEASE_FILE = ".lease"
 
@@ -138,22 +139,25 @@ STOP_GRACE_SECONDS = 2.0  # after SIGTERM, how long `finally`s may run before th
 
 def _exit_on_sigterm(lease: HomeLease) -> object:
     """While `lease` is held (main thread only), SIGTERM ends the process: the handler found
-    (Prefect's bridge raises TerminationSignal) or SystemExit unwinds it through its
-    `finally`s, which release the lease; should that be swallowed (a library turning it
-    into an error), the lease is given back and the process ends `STOP_GRACE_SECONDS`
-    later all the same. The handler replaced (to restore on release), or None."""
+    (Prefect's bridge raises TerminationSignal) or `stopping.Stopped` (a SystemExit; the
+    signal is noted first, so that what it becomes on the way up is never taken for bad
+    data) unwinds it through its `finally`s, which release the lease; should that be
+    swallowed (a library turning it into an error), the lease is given back and the
+    process ends `STOP_GRACE_SECONDS` later all the same. The handler replaced (to
+    restore on release), or None."""
     if threading.current_thread() is not threading.main_thread():
         return None
     previous = signal.getsignal(signal.SIGTERM)
 
     def terminated(signum: int, frame: object) -> None:
+        note_signal(signum)  # whatever it becomes on the way up, it is a stop (`stopping`)
         code = 128 + signum
         stop = threading.Timer(STOP_GRACE_SECONDS, _stop_now, (lease, code))
         stop.daemon = True  # a process that unwinds in time ends without waiting for it
         stop.start()
         if callable(previous):
             previous(signum, frame)
-        raise SystemExit(code)
+        raise Stopped(signum)
 
     signal.signal(signal.SIGTERM, terminated)
     return previous

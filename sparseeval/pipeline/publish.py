@@ -7,6 +7,10 @@ written as a new version nobody points at (`write_candidate`, a suite's
 quality gate (`assess.assess` for a benchmark, `assess.suite_gate` for the suite) gives a
 `GateResult`. Then:
 
+    unchanged    what a consumer loads (weights, items, curves, models: `substance`) is
+                 that of the live version: the candidate is discarded ("unchanged from
+                 vN"), nothing new goes live, and its key goes into the set's ledger of
+                 unchanged candidates, so a later run does not write it again
     refused      the candidate is discarded with `refused_reason`, and its key goes into
                  the set's ledger of refusals (`roll_back(..., refusal=)`), so an
                  unchanged candidate is never fitted or gated again (`refused_before`)
@@ -33,7 +37,7 @@ from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.scoring.flags import KEY as POOL_KEY
 from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.sets.hub import redact
-from sparseeval.consume.sets.layout import latest_version, set_dir
+from sparseeval.consume.sets.layout import MANIFEST, latest_version, set_dir
 from sparseeval.consume.sets.models import MODELS_FILE, models_text
 from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import sealed, versions
@@ -59,6 +63,14 @@ class Refused(SparseEvalError):
         self.gate = gate
 
 
+class Unchanged(SparseEvalError):
+    """The candidate is the live version over again: the unit of work rolls back."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(unchanged_reason(version))
+        self.version = version
+
+
 class MirrorFailed(SparseEvalError):
     """The Hub mirror refused or failed: roll back, the live set stays live everywhere."""
 
@@ -76,6 +88,7 @@ class Outcome:
     path: str | None = None
     hub_commit: str | None = None
     gate: GateResult | None = None
+    unchanged_from: int | None = None  # the live version the candidate repeated
 
 
 # -- the live set -------------------------------------------------------------------------
@@ -226,6 +239,67 @@ def note_refusal(artifacts_dir: str | Path, name: str, key: str, reason: str) ->
     tmp.replace(path)
 
 
+# -- unchanged candidates -----------------------------------------------------------------
+
+# What a version's report shows (and when it was written): not what a consumer loads.
+PRESENTATION = ("report.md", "report.html", "report_inputs.json", "metrics.json", "plots/")
+SUBSTANCE_KEYS = ("items", "item_sources", "interval")  # the manifest's entries that matter
+
+
+def substance(folder: str | Path) -> dict[str, Any]:
+    """What a consumer loads from a version folder: the sha256 of every file but the report
+    (weights, predictor json, items and curves, models) and the manifest's items, their
+    sources and interval; never its version, time, paths, settings or code version."""
+    manifest = json.loads((Path(folder) / MANIFEST).read_text())
+    files = {rel: sha for rel, sha in (manifest.get("files") or {}).items()
+             if not rel.startswith(PRESENTATION)}  # fmt: skip
+    return {"files": files} | {k: manifest.get(k) for k in SUBSTANCE_KEYS}
+
+
+def unchanged_from(cand: Candidate) -> int | None:
+    """The live version when the candidate is the same set over again (`substance`), else None."""
+    live = latest_version(cand.published_dir, cand.benchmark, cand.budget)
+    if live is None or live == cand.version:
+        return None
+    where = set_dir(cand.published_dir, cand.benchmark, cand.budget)
+    try:
+        same = substance(where / f"v{live}") == substance(cand.path)
+    except (OSError, ValueError):
+        return None  # an unreadable live set: the candidate replaces it
+    return live if same else None
+
+
+def unchanged_reason(version: int) -> str:
+    """The outcome's (and tombstone's) words for a candidate that repeats live `version`."""
+    return f"unchanged from v{version} (same weights, items, curves and models)"
+
+
+def _unchanged_ledger(artifacts_dir: str | Path, name: str) -> Path:
+    return artifact_path(artifacts_dir, "published", f"{name}-unchanged.json")
+
+
+def note_unchanged(artifacts_dir: str | Path, name: str, key: str, version: int) -> None:
+    """Remember that candidate `key` of set `name` repeated live `version`."""
+    path = _unchanged_ledger(artifacts_dir, name)
+    seen = sealed.read_note(path, {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(seen | {key: int(version)}))
+    tmp.replace(path)
+
+
+def unchanged_before(
+    artifacts_dir: str | Path, name: str, key: str, live_version: int | None
+) -> str | None:
+    """Why not to write this candidate again: it repeated the version still live, or None."""
+    if live_version is None:
+        return None
+    before = sealed.read_note(_unchanged_ledger(artifacts_dir, name), {}).get(key)
+    if before != live_version:
+        return None
+    return f"this candidate was found unchanged from v{live_version} before"
+
+
 # -- the steps after the gate -------------------------------------------------------------
 
 
@@ -283,6 +357,14 @@ def roll_back_held(txn) -> None:
     if cand:
         roll_back(txn.get("artifacts_dir"), cand, txn.get("reason", ROLLED_BACK),
                   txn.get("refusal", None))  # fmt: skip
+
+
+def unchanged(cand: Candidate, version: int, gate: GateResult | None) -> Outcome:
+    """The outcome of a candidate that repeated the live version: nothing new published;
+    its `path` is the live version's folder (what stays live)."""
+    live = set_dir(cand.published_dir, cand.benchmark, cand.budget) / f"v{version}"
+    return Outcome(f"not published: {unchanged_reason(version)}", path=str(live), gate=gate,
+                   unchanged_from=version)  # fmt: skip
 
 
 def refused(gate: GateResult) -> Outcome:
@@ -363,9 +445,10 @@ def publish_unit(
     """Run `write` (write a candidate, gate it), then mirror and promote, as one unit of work.
 
     Before each step the unit of work is told why the candidate would be rolled back
-    (`reason`; `refusal` for a refused gate). A refusal and a failed mirror are outcomes
-    (the candidate discarded, the refusal in the set's ledger); a crash propagates after
-    the rollback. `settings.hub_repo` set: mirrored before it goes live.
+    (`reason`; `refusal` for a refused gate). A candidate that repeats the live version
+    (`unchanged_from`), a refusal and a failed mirror are outcomes (the candidate
+    discarded; the refusal, or the unchanged key, in the set's ledger); a crash propagates
+    after the rollback. `settings.hub_repo` set: mirrored before it goes live.
     """
     hub_repo, gate, sha = settings.hub_repo, None, None
     try:
@@ -373,6 +456,9 @@ def publish_unit(
             cand, gate = write()
             txn.set("candidate", cand)
             txn.set("artifacts_dir", str(settings.artifacts_dir))
+            if (same := unchanged_from(cand)) is not None:
+                txn.set("reason", unchanged_reason(same))
+                raise Unchanged(same)
             if not gate.accept:
                 txn.set("reason", refused_reason(gate))
                 txn.set("refusal", gate.reason)
@@ -385,6 +471,10 @@ def publish_unit(
                     raise mirror_failed(hub_repo, exc) from exc
             txn.set("reason", promote_rollback_reason(cand, hub_repo, sha))
             steps.promote(cand)
+    except Unchanged as exc:
+        if cand.key:  # a candidate with no key (`fit --out`'s) is never looked up
+            note_unchanged(settings.artifacts_dir, cand.name, cand.key, exc.version)
+        return unchanged(cand, exc.version, gate)
     except Refused:
         return refused(gate)
     except MirrorFailed as exc:

@@ -259,6 +259,7 @@ class BenchmarkResult(Record):
     error: str | None = None
     budget: int | None = None  # set when the run has several budgets (one result each)
     hub_commit: str | None = None  # the Hub mirror's commit of the published version
+    unchanged_from: int | None = None  # the live version a discarded candidate repeated
 
     @property
     def label(self) -> str:
@@ -282,6 +283,15 @@ class RunSummary(Record):
     report_path: str = ""
     suite: str = ""  # what the suite step did (one line), "" when it did not run
     waiting: str = ""  # why nothing was fitted yet although sources are set (not a failure)
+    dropped_events: int = 0  # Prefect events this run could not send (server unreachable)
+
+    def dropped_line(self) -> str:
+        """What the dropped events mean, or "" when every event was sent."""
+        n = self.dropped_events
+        if not n:
+            return ""
+        return (f"{n} Prefect event{'s' if n != 1 else ''} could not be sent (server"
+                " unreachable); the run's state in the UI may be stale")  # fmt: skip
 
     @property
     def n_trained(self) -> int:

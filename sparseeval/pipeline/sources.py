@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.pipeline.records import IngestSummary
+from sparseeval.pipeline.stopping import reraise_stop
 from sparseeval.pipeline.store.kinds import FORMATS, source_from_spec
 from sparseeval.pipeline.store.synthetic import (
     DEFAULT_SYNTHETIC_ITEMS,
@@ -109,6 +110,7 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
     except StoreLockedError:
         raise
     except Exception as exc:  # a bad spec, or a source that cannot even list its units
+        reraise_stop(exc)  # a stop signal fails no source
         log.warning("source %s failed: %s", name, exc)
         reports = [IngestReport(-1, "source", str(name), "failed", message=str(exc))]
     new = sum(r.n_new for r in reports)

@@ -162,7 +162,8 @@ def suite_about(about: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str | None:
-    """Why nothing is to be fitted (the live suite is up to date, or this one was refused).
+    """Why nothing is to be fitted (the live suite is up to date, this one was refused, or it
+    repeated the live suite).
 
     Unchanged matrices are recognised without reading them (the live suite's `matrices_key`).
     """
@@ -173,7 +174,10 @@ def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str 
         same or manifest.get("data_fingerprint") == suite_key(matrices, settings)
     ):
         return f"suite: v{live.version} is up to date (same models, answers and settings)"
-    if why := publish.already_refused(settings.artifacts_dir, SUITE, suite_key(matrices, settings)):
+    key = suite_key(matrices, settings)
+    if why := publish.already_refused(settings.artifacts_dir, SUITE, key):
+        return f"suite: not published ({why})"
+    if why := publish.unchanged_before(settings.artifacts_dir, SUITE, key, live and live.version):
         return f"suite: not published ({why})"
     return None
 

@@ -88,3 +88,14 @@ def test_fit_errors_are_one_line(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "missing.csv")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["fit", "--synthetic", "100", "20", "--anchors", "x"]) == 2
+
+
+def test_fit_out_twice_on_the_same_data_keeps_the_set_it_wrote(tmp_path):
+    """The same fit again is the live set over again: nothing new is published (no v2)."""
+    from sparseeval.consume.sets.layout import latest_version, list_versions
+
+    out = tmp_path / "fit"
+    argv = ["fit", "--synthetic", "240", "40", "--anchors", "8", "--quiet", "--test", "0.2",
+            "--valid", "0.2", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0 and main(argv) == 0  # it used to end in a TypeError (a bug)
+    assert latest_version(out, "synthetic") == 1 and list_versions(out, "synthetic") == [1]

@@ -51,7 +51,9 @@ def test_a_fit_set_is_named_after_its_data_file_and_refits_add_versions(tmp_path
     data, _ = wide_csv(tmp_path / "my_data.csv", 90, 14)
     out = tmp_path / "fit"
     assert _fit(data, out, "5") == 0 and _fit(data, out, "5") == 0
-    assert sparseeval.load_anchor_set(out, "my_data").version == 2
+    assert sparseeval.load_anchor_set(out, "my_data").version == 1  # the same set: no copy
+    assert _fit(data, out, "6") == 0
+    assert sparseeval.load_anchor_set(out, "my_data").version == 3  # v2: the unchanged one
     assert _fit(data, out, "5", "--benchmark", "no spaces") == 2
     assert "--benchmark: benchmark name must be" in capsys.readouterr().err
 

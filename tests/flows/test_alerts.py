@@ -77,6 +77,35 @@ def test_a_refresh_that_always_crashes_is_rerun_once_and_its_rerun_alerts_once(c
     assert f"rerun of: {first.id}" in again["body"]
 
 
+def test_a_rerun_that_crashes_before_it_starts_is_not_rerun(crashing):
+    """The bound holds for a rerun that never got its `rerun ...` name: one that crashed
+    before its flow started (a worker that could not start it) keeps the server's name."""
+    from prefect.states import Crashed, Pending
+
+    client, deployment, got = crashing
+    before = {r.id for r in _runs(client, deployment)}
+    said = {
+        "0e6b5c0c-0000-4000-8000-000000000000": "the automatic rerun crashed too, not rerun again",
+        None: "it crashed before it started, not rerun",  # a first try that never started
+    }
+    crashed = []
+    for rerun_of, subject in said.items():
+        run = client.create_flow_run_from_deployment(
+            deployment.id, parameters={"rerun_of": rerun_of} if rerun_of else {},
+            state=Pending(),  # never picked up by the served process
+        )  # fmt: skip
+        assert not run.name.startswith(("rerun ", "refresh "))  # the server's name
+        client.set_flow_run_state(run.id, Crashed(message="its process never started"),
+                                  force=True)  # fmt: skip
+        alert = wait_for(lambda: [a for a in got if run.name in a["subject"]], 120)  # noqa: B023
+        assert alert, got
+        assert alert[0]["subject"] == f"SparseEval run {run.name} is Crashed: {subject}"
+        crashed.append(run.id)
+    wait_for(lambda: len(_runs(client, deployment)) > len(before) + 2, 20)  # a rerun by now
+    new = [r for r in _runs(client, deployment) if r.id not in before]
+    assert [r.id for r in new] == crashed, [(r.name, r.parameters) for r in new]
+
+
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_command_line_refresh_that_fails_alerts_the_webhook(receiver, cli_refresh, tmp_path,
                                                               capsys):  # fmt: skip

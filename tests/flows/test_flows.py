@@ -183,6 +183,30 @@ def test_cli_refresh(tmp_path, capsys, cli_refresh):
     assert "everything was cached" in capsys.readouterr().out
 
 
+def test_a_refresh_that_refits_the_same_suite_publishes_nothing_and_says_so(
+    tmp_path, capsys, cli_refresh, monkeypatch
+):
+    """The suite published v3 identical to v2: after an upgrade (a new code version) the
+    refit suite is the live one over again, so nothing is published and the run says so."""
+    from sparseeval.pipeline import suite_recipe
+
+    home = tmp_path / "home"
+    sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
+    assert cli_refresh("--home", str(home), "--source", release(tmp_path, 0, 200), *sets) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(suite_recipe, "code_version", lambda: "9.9+upgraded")
+    assert cli_refresh("--home", str(home), "--json", *sets) == 0
+    doc = json.loads(capsys.readouterr().out)
+    line = "suite: not published: unchanged from v1 (same weights, items, curves and models)"
+    assert doc["suite"] == line and doc["n_published"] == 0
+    assert line in Path(doc["report_path"]).read_text()
+    assert layout.list_versions(home / "published", "suite") == [1]
+    assert load_suite(home / "published").version == 1  # the live suite stays
+    assert cli_refresh("--home", str(home), *sets) == 0
+    out = capsys.readouterr().out
+    assert "suite: not published (this candidate was found unchanged from v1 before)" in out
+
+
 def test_cli_refresh_with_an_unknown_benchmark_says_so_in_one_line(tmp_path, capsys, cli_refresh):
     home = str(tmp_path / "home")  # --json: no progress lines, so stderr is the error alone
     assert cli_refresh("--no-fill", "--benchmark", "nope", "--home", home, "--json") == 2

@@ -11,6 +11,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.transactions import get_transaction
 
+from sparseeval.consume.sets.layout import latest_version, list_versions
 from sparseeval.consume.sets.suite_set import SUITE
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline import publish, suite_recipe
@@ -80,11 +81,11 @@ def _hold(cand, artifacts_dir: str):
     return cand
 
 
-def _held(tmp_path, gate: GateResult):
+def _held(tmp_path, gate: GateResult, fitted=None):
     from sparseeval import tasks
 
     _hold.on_rollback_hooks[:] = [tasks.discard_candidate]
-    folder = publish_fit(tmp_path / "published", "arc", tiny_fit())
+    folder = publish_fit(tmp_path / "published", "arc", fitted or tiny_fit())
     cand = publish.candidate(folder, "arc", "fit-key-1")
     return lambda: (_hold(cand, str(tmp_path / "artifacts")), gate)
 
@@ -99,8 +100,9 @@ def _run_unit(settings: Settings, write):
     return unit()
 
 
-def _tomb(tmp_path) -> str:
-    return json.loads((tmp_path / "published" / "arc" / ".discarded-v1").read_text())["reason"]
+def _tomb(tmp_path, version: int = 1) -> str:
+    tomb = tmp_path / "published" / "arc" / f".discarded-v{version}"
+    return json.loads(tomb.read_text())["reason"]
 
 
 def test_a_refused_gate_rolls_back_with_its_reason_and_notes_the_ledger(tmp_path):
@@ -163,3 +165,66 @@ def test_the_plain_unit_rolls_back_as_the_flow_does(tmp_path, monkeypatch):
         publish.publish_unit(settings, lambda: (cand, GateResult(True, "no live set")))
     tomb = tmp_path / "published" / "arc" / ".discarded-v2"
     assert json.loads(tomb.read_text())["reason"] == "rolled back: promoting v2 failed"
+
+
+def test_a_candidate_that_repeats_the_live_set_is_not_published_and_a_changed_one_is(tmp_path):
+    """The suite published v3 identical to v2: a candidate whose weights, items, curves and
+    models are the live version's is discarded, saying "unchanged from vN"; nothing new goes
+    live. A really changed candidate still publishes."""
+    settings = Settings(home=tmp_path)
+    fitted = tiny_fit()
+    live = publish_fit(tmp_path / "published", "arc", fitted)
+    publish.promote(publish.candidate(live, "arc", "fit-key-0"))
+    out = _run_unit(settings, _held(tmp_path, GateResult(True, "no worse"), fitted))
+    reason = "unchanged from v1 (same weights, items, curves and models)"
+    assert out.line == f"not published: {reason}" and out.version is None
+    assert out.unchanged_from == 1 and out.gate.reason == "no worse"
+    assert _tomb(tmp_path, 2) == reason
+    assert latest_version(tmp_path / "published", "arc") == 1
+    assert list_versions(tmp_path / "published", "arc") == [1]
+    assert publish.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
+    assert publish.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 1) == (
+        "this candidate was found unchanged from v1 before"
+    )
+    assert publish.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 3) is None
+
+    changed = _run_unit(settings, _held(tmp_path, GateResult(True, "better"), tiny_fit(seed=1)))
+    assert changed.line == "published v3 (local)" and changed.unchanged_from is None
+    assert latest_version(tmp_path / "published", "arc") == 3
+
+
+def test_substance_ignores_time_version_paths_and_code_but_not_weights(tmp_path):
+    fitted = tiny_fit()
+    a = publish_fit(tmp_path / "a", "arc", fitted)
+    b = publish_fit(tmp_path / "b", "arc", fitted, extra={"note": "built elsewhere"})
+    assert publish.substance(a) == publish.substance(b)
+    assert "predictor/weights.npz" in publish.substance(a)["files"]
+    assert not any(f.startswith("report") for f in publish.substance(a)["files"])
+    c = publish_fit(tmp_path / "a", "arc", tiny_fit(seed=1))
+    assert publish.substance(a) != publish.substance(c)
+
+
+def test_a_suite_refit_that_changes_nothing_is_not_published_again(tmp_path, monkeypatch):
+    """An upgrade (new code version) refits the suite; the same suite is not a new version,
+    and the next run does not fit it again."""
+    settings = Settings(home=tmp_path, **SUITE_SETTINGS)
+    paths = {}
+    for b, m in make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4).items():
+        paths[b] = tmp_path / f"{b}.npz"
+        save_matrix(m, paths[b], fingerprint=m.fingerprint())
+    assert publish_suite_in_flow(paths, settings).startswith("suite: published v1")
+    monkeypatch.setattr(suite_recipe, "code_version", lambda: "9.9+upgraded")
+    line = publish_suite_in_flow(paths, settings)
+    reason = "unchanged from v1 (same weights, items, curves and models)"
+    assert line == f"suite: not published: {reason}"
+    assert latest_version(tmp_path / "published", SUITE) == 1
+    assert list_versions(tmp_path / "published", SUITE) == [1]
+    tomb = json.loads((tmp_path / "published" / SUITE / ".discarded-v2").read_text())
+    assert tomb["reason"] == reason
+
+    def no_fit(*a, **k):
+        raise AssertionError("an unchanged suite candidate was fitted again")
+
+    monkeypatch.setattr(suite_recipe, "fit_suite", no_fit)
+    again = publish_suite_in_flow(paths, settings)
+    assert again == "suite: not published (this candidate was found unchanged from v1 before)"

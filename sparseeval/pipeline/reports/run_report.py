@@ -54,6 +54,7 @@ def render_report(run: RunSummary) -> str:
         *([f"- {run.suite}"] if run.suite else []),
         *([f"- {run.waiting}"] if run.waiting else []),
         *([f"- failed: {run.failure_line()}"] if run.failed else []),
+        *([f"- {run.dropped_line()}"] if run.dropped_events else []),
         "",
         "| benchmark | models x items | training | test MAE (points) | Kendall tau"
         " | drift check (live set on new models) | outcome |",
@@ -137,7 +138,8 @@ def summary_line(run: RunSummary) -> str:
             f" published {run.n_published}"
         )
     suite = [run.suite] if run.suite else []
-    return "; ".join([head, *notes, *suite, f"report: {run.report_path}"])
+    dropped = [run.dropped_line()] if run.dropped_events else []
+    return "; ".join([head, *notes, *suite, *dropped, f"report: {run.report_path}"])
 
 
 def write_report(reports_dir: str | Path, markdown: str, stamp: str | None = None) -> Path:

@@ -15,6 +15,7 @@ import polars as pl
 
 from sparseeval.consume.sets.hub import redact
 from sparseeval.pipeline.progress import still_working
+from sparseeval.pipeline.stopping import reraise_stop
 from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch, live_runs
 from sparseeval.pipeline.store.item_identity import merge_identity
 from sparseeval.pipeline.store.scores import SCORE_FRAME, ScoreCounts, merge_scores
@@ -104,6 +105,7 @@ def ingest(
     try:
         units = iter(source.units(store))
     except Exception as exc:
+        reraise_stop(exc)
         units = _raising(exc)
     while True:
         try:
@@ -111,6 +113,7 @@ def ingest(
         except StopIteration:
             break
         except Exception as exc:
+            reraise_stop(exc)  # a stop signal is no failed source
             report = record_failed_source(store, source_label(source), exc)
             if not keep_going:
                 raise
@@ -120,6 +123,7 @@ def ingest(
             with still_working(f"ingest: reading {_printable(unit.label)}"):
                 reports.append(ingest_unit(store, unit, force))
         except Exception as exc:
+            reraise_stop(exc)
             if not keep_going:
                 raise
             run_id = getattr(exc, "sparseeval_run_id", -1)
@@ -199,6 +203,9 @@ def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
             report.seconds = time.perf_counter() - t0
             execute(con, "run_finish", _finish_params(report, run_id))
     except Exception as exc:
+        # a stop signal (DuckDB's "Query interrupted"): rolled back, never a failed unit;
+        # the run row stays 'running' and the next `Store.open` marks it interrupted
+        reraise_stop(exc)
         _drop_temp(con, unit)
         _record_failure(store, params, exc)
         with contextlib.suppress(AttributeError, TypeError):

@@ -24,6 +24,7 @@ import duckdb
 
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.consume.lm_eval.samples import samples_task
+from sparseeval.pipeline.stopping import reraise_stop, stop_requested
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.lm_eval_run import LmEvalRun
 from sparseeval.pipeline.store.tables import LONG_SUFFIXES, LongTable, WideTable
@@ -87,7 +88,10 @@ class Inbox:
         return root / FAILED_DIR / Path(path).resolve().relative_to(root)
 
     def set_aside(self, label: str, reason: str) -> str:
-        """Move the failed file `label` to `failed/` with its reason; what was done, in words."""
+        """Move the failed file `label` to `failed/` with its reason; what was done, in words.
+        Never while a stop signal is pending: then the failure may be the signal's."""
+        if stop_requested() is not None:
+            return ""
         path = Path(label)
         try:
             target = self.aside(path)
@@ -233,6 +237,7 @@ def _guarded(kind: str, path: Path, source, store: Store) -> Iterator[Unit]:
     try:
         units = list(source.units(store))
     except Exception as exc:  # a bad file is a failed unit, never the end of the folder
+        reraise_stop(exc)  # but a stop signal is no bad file
         yield _failing(kind, path, exc)
         return
     yield from units
