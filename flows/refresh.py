@@ -41,6 +41,7 @@ from sparseeval.flows.publish import alert_persistent_drift, publish_benchmark, 
 
 from sparseeval import tasks
 from sparseeval.pipeline.artifacts import forget_loaded
+from sparseeval.pipeline.lease import guarding_stops
 from sparseeval.pipeline.recipe import NothingRan, PipelineError
 from sparseeval.pipeline.records import BenchmarkResult, RunSummary
 from sparseeval.pipeline.settings import Settings
@@ -61,6 +62,11 @@ def _batch_name(batch: object) -> str:
 def fit_benchmarks(settings: Settings, batch: str, force: bool = False) -> list[BenchmarkResult]:
     """Fan out: build each benchmark's matrix and fit each budget, concurrently (the
     benchmarks and their store states: `_BATCHES[batch]`, see `fit_batch`)."""
+    with guarding_stops():  # a SIGTERM ends the run in seconds, not once the fits end
+        return _fit_each(settings, batch, force)
+
+
+def _fit_each(settings: Settings, batch: str, force: bool) -> list[BenchmarkResult]:
     benchmarks, store_states = _BATCHES[batch]
     paths, matrix = settings.section("paths"), settings.section("matrix")
     mats = {b: tasks.build_matrix.submit(paths, matrix, b, store_states[b]) for b in benchmarks}

@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,7 +45,7 @@ class HomeLease:
         self.token = uuid.uuid4().hex
         self.took_over: dict | None = None  # the stale lease this one replaced, if any
         self._stop = threading.Event()
-        self._on_term: object | None = None  # the SIGTERM handler ours replaced, held
+        self._replaced: dict[int, object] = {}  # the stop-signal handlers ours replaced
 
     def acquire(self) -> HomeLease:
         """Take the lease (waiting up to `wait` s for a live holder), or raise `LeaseHeld`."""
@@ -64,15 +65,18 @@ class HomeLease:
                 said = True
             time.sleep(min(1.0, max(0.05, self.wait / 20)))
         threading.Thread(target=self._renew_loop, daemon=True).start()
-        self._on_term = _exit_on_sigterm(self)
+        self._replaced = _exit_on_stop(self)
+        _HELD.append(self)
         return self
 
     def release(self) -> None:
         """Give the lease back (only if it is still ours)."""
         self._stop.set()
-        if self._on_term is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._on_term)  # the handler it replaced
-            self._on_term = None
+        if self._replaced and threading.current_thread() is threading.main_thread():
+            _restore(self._replaced)
+            self._replaced = {}
+        with contextlib.suppress(ValueError):
+            _HELD.remove(self)
         current = read_lease(self.path)
         if current and current.get("token") == self.token:
             with contextlib.suppress(FileNotFoundError):
@@ -135,19 +139,44 @@ class HomeLease:
 
 
 STOP_GRACE_SECONDS = 2.0  # after SIGTERM, how long `finally`s may run before the process ends
+# SIGTERM (a supervisor) and SIGINT (Ctrl-C; a Prefect worker stopping passes it on)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_HELD: list[HomeLease] = []  # the leases this process holds, the newest last
 
 
-def _exit_on_sigterm(lease: HomeLease) -> object:
-    """While `lease` is held (main thread only), SIGTERM ends the process: the handler found
+@contextlib.contextmanager
+def guarding_stops() -> Iterator[None]:
+    """Inside a block that installs its own stop handler (a Prefect subflow does), put the
+    held lease's back on top, so that a stop signal still ends the process within
+    `STOP_GRACE_SECONDS` with the lease given back, whatever the block waits on (Prefect's
+    handler alone lets a subflow wait for its running tasks: minutes, in a fit)."""
+    if not _HELD or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    replaced = _exit_on_stop(_HELD[-1])
+    try:
+        yield
+    finally:
+        _restore(replaced)
+
+
+def _restore(replaced: dict[int, object]) -> None:
+    for signum, handler in replaced.items():
+        signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+def _exit_on_stop(lease: HomeLease) -> dict[int, object]:
+    """While `lease` is held (main thread only), SIGTERM or SIGINT ends the process: the
+    handler found
     (Prefect's bridge raises TerminationSignal) or `stopping.Stopped` (a SystemExit; the
     signal is noted first, so that what it becomes on the way up is never taken for bad
     data) unwinds it through its `finally`s, which release the lease; should that be
     swallowed (a library turning it into an error), the lease is given back and the
-    process ends `STOP_GRACE_SECONDS` later all the same. The handler replaced (to
-    restore on release), or None."""
+    process ends `STOP_GRACE_SECONDS` later all the same. The handlers replaced (to
+    restore on release), {} off the main thread."""
     if threading.current_thread() is not threading.main_thread():
-        return None
-    previous = signal.getsignal(signal.SIGTERM)
+        return {}
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
 
     def terminated(signum: int, frame: object) -> None:
         note_signal(signum)  # whatever it becomes on the way up, it is a stop (`stopping`)
@@ -155,11 +184,12 @@ def _exit_on_sigterm(lease: HomeLease) -> object:
         stop = threading.Timer(STOP_GRACE_SECONDS, _stop_now, (lease, code))
         stop.daemon = True  # a process that unwinds in time ends without waiting for it
         stop.start()
-        if callable(previous):
-            previous(signum, frame)
+        if callable(handler := previous.get(signum)):
+            handler(signum, frame)  # Prefect's bridge, or Ctrl-C's KeyboardInterrupt
         raise Stopped(signum)
 
-    signal.signal(signal.SIGTERM, terminated)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, terminated)
     return previous
 
 
