@@ -86,7 +86,7 @@ def test_inbox_night_by_night(store_path, tmp_path, monkeypatch):
     assert row["source"] == spec and first.new == 17 and first.new_models == 5
     md = first.markdown()
     assert "| source | units | new models | new rows |" in md
-    assert f"| `{spec}` | 3 | 5 | 17 | 0 | 0 | 0 | 0 | 0 | 0 |  |" in md
+    assert f"| `{spec}` | 3 | 5 | 17 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |  |" in md
 
     # night 2, nothing new: every file is only hashed (no reader runs) and skipped
     for reader in ("_stage_long_csv", "_stage_long_parquet", "_stage_wide"):
@@ -161,7 +161,7 @@ def test_failing_sources_do_not_stop_the_others(store_path, tmp_path):
     assert (rows[3]["new"], summary.new, summary.failed) == (4, 4, 3)
     md = summary.markdown()
     assert md.count("\n") == 2 + 4 + 1  # header, rule, 4 sources, the totals row
-    assert "| **all** | 1 | 1 | 4 | 0 | 0 | 0 | 0 | 0 | 3 |  |" in md
+    assert "| **all** | 1 | 1 | 4 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 3 |  |" in md
 
 
 def test_lm_eval_glob_takes_only_complete_runs(store_path, tmp_path):

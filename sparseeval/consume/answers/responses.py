@@ -364,8 +364,9 @@ class _Pairs(list):
 
 
 def _read_json(path: Path) -> Iterator[tuple[str, object, str]]:
+    text = _read_text(path)  # its own one-line errors (not UTF-8 text), never cut short here
     try:
-        data = json.loads(_read_text(path), object_pairs_hook=_Pairs)
+        data = json.loads(text, object_pairs_hook=_Pairs)
     except json.JSONDecodeError as e:
         raise ResponsesError(
             f"{printable(path)}: not valid JSON ({e.msg}, line {e.lineno})"
