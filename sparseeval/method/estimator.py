@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sparseeval.consume.errors import SettingsError
 from sparseeval.method.anchor_estimator import (
@@ -190,10 +191,14 @@ class SparseEval(AnchorEstimator):
             X, y, X_valid, y_valid, need_valid=True
         )
         say = self.progress or log.info
-        self._select_anchors(X_train, y_train, X_valid, y_valid, item_ids, say)
-        XA, XvA = np.asarray(X_train)[:, self.anchors_], np.asarray(X_valid)[:, self.anchors_]
-        y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
-        self._choose_predictor(XA, y, XvA, yv, say)
+        # One BLAS/OpenMP thread: the same result, bit for bit, at a third of the CPU time
+        # (k-means and the ridge fits of the selection; bench/results/speed_issue30_round2.txt).
+        with threadpool_limits(limits=1):
+            self._select_anchors(X_train, y_train, X_valid, y_valid, item_ids, say)
+            XA = np.asarray(X_train)[:, self.anchors_]
+            XvA = np.asarray(X_valid)[:, self.anchors_]
+            y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
+            self._choose_predictor(XA, y, XvA, yv, say)
         return self
 
     def _select_anchors(self, X, y, Xv, yv, item_ids, say: Callable[[str], None]) -> None:
