@@ -1,4 +1,4 @@
-"""Speed benchmark: wall time and peak memory of one full SparseEval fit.
+"""Speed benchmark: wall time, CPU time (user+sys) and peak memory of one full SparseEval fit.
 
 One fit = adaptive initialization + refinement (at most 40 steps, stopping at the first
 rejected swap) + the final predictor (chosen on validation, then refit), at 100 anchors
@@ -101,7 +101,9 @@ def main() -> None:
             rows.append(queue.get())
             proc.join()
             print(json.dumps(rows[-1]), flush=True)
-    print("\n| recipe | runs | median wall s | median CPU s | median peak RSS MB | median MAE (pts) |")
+    print(
+        "\n| recipe | runs | median wall s | median CPU s | median peak RSS MB | median MAE (pts) |"
+    )
     print("|---|---|---|---|---|---|")
     for recipe in args.recipes.split(","):
         r = [x for x in rows if x["recipe"] == recipe]
@@ -110,8 +112,8 @@ def main() -> None:
             return statistics.median(x[key] for x in r)
 
         print(
-            f"| {recipe} | {len(r)} | {med('seconds'):.1f} | {med('cpu_s'):.1f} | {med('peak_mb'):.0f} | "
-            f"{med('mae'):.3f} |"
+            f"| {recipe} | {len(r)} | {med('seconds'):.1f} | {med('cpu_s'):.1f}"
+            f" | {med('peak_mb'):.0f} | {med('mae'):.3f} |"
         )
 
 

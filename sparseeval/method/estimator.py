@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -80,8 +79,9 @@ class SparseEval(AnchorEstimator):
     seed : int, default=0
         Random seed (ensemble member i uses `seed + i`).
     n_jobs : int or None, default=None
-        MLP ensemble members trained at once, in threads; None: one per CPU core (at
-        most `ensemble`). The result does not depend on it.
+        MLP ensemble members trained at once, in threads; None: all of them, with
+        nnridge beside them (no core idles while the last member trains); 1: one thing
+        at a time. The result does not depend on it.
     progress : callable or None, default=None
         Called with one-line progress messages; None logs them at INFO level.
 
@@ -337,13 +337,13 @@ class SparseEval(AnchorEstimator):
             )
             for i in range(self.ensemble)
         ]
-        return fit_all(members, X, y, self.n_jobs or min(self.ensemble, os.cpu_count() or 1))
+        return fit_all(members, X, y, self.n_jobs or self.ensemble)
 
     def _candidates(self, XA, y, wanted: Sequence[str] | None = None) -> dict:
         """Fitted final-predictor candidates by name (`method.registry`: a blend reuses parts)."""
         if wanted is None:
             wanted = AUTO if self.predictor == "auto" else (self.predictor,)
-        return fit_candidates(self, XA, y, tuple(wanted))
+        return fit_candidates(self, XA, y, tuple(wanted), side_by_side=self.n_jobs != 1)
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
         return self.predictor_.predict(np.asarray(XA, dtype=np.float32))
