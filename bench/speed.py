@@ -1,4 +1,4 @@
-"""Speed benchmark: wall time and peak memory of one full SparseEval fit.
+"""Speed benchmark: wall time, CPU time (user+sys) and peak memory of one full SparseEval fit.
 
 One fit = adaptive initialization + refinement (at most 40 steps, stopping at the first
 rejected swap) + the final predictor (chosen on validation, then refit), at 100 anchors
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import resource
 import statistics
 import time
@@ -39,18 +40,21 @@ def one_fit(recipe: str, seed: int, queue) -> None:
         if recipe == "ours"
         else PaperSparseEval(100, seed=seed, **QUIET)
     )
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
+    base = resource.getrusage(resource.RUSAGE_SELF)
+    load0, start = os.getloadavg()[0], time.perf_counter()
     est.fit(X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid])
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    end = resource.getrusage(resource.RUSAGE_SELF)
+    peak = end.ru_maxrss
     queue.put(
         {
             "recipe": recipe,
             "seed": seed,
             "seconds": seconds,
+            "cpu_s": end.ru_utime + end.ru_stime - base.ru_utime - base.ru_stime,
+            "load": [load0, os.getloadavg()[0]],
             "peak_mb": peak / 1024,
-            "fit_mb": (peak - base) / 1024,
+            "fit_mb": (peak - base.ru_maxrss) / 1024,
             "mae": evaluate(est.predict(X[s.test]), y[s.test])["mae"],
         }
     )
@@ -97,8 +101,10 @@ def main() -> None:
             rows.append(queue.get())
             proc.join()
             print(json.dumps(rows[-1]), flush=True)
-    print("\n| recipe | runs | median wall s | median peak RSS MB | median MAE (pts) |")
-    print("|---|---|---|---|---|")
+    print(
+        "\n| recipe | runs | median wall s | median CPU s | median peak RSS MB | median MAE (pts) |"
+    )
+    print("|---|---|---|---|---|---|")
     for recipe in args.recipes.split(","):
         r = [x for x in rows if x["recipe"] == recipe]
 
@@ -106,8 +112,8 @@ def main() -> None:
             return statistics.median(x[key] for x in r)
 
         print(
-            f"| {recipe} | {len(r)} | {med('seconds'):.1f} | {med('peak_mb'):.0f} | "
-            f"{med('mae'):.3f} |"
+            f"| {recipe} | {len(r)} | {med('seconds'):.1f} | {med('cpu_s'):.1f}"
+            f" | {med('peak_mb'):.0f} | {med('mae'):.3f} |"
         )
 
 

@@ -1,6 +1,8 @@
 -- The one row validator: every source stages rows into `src`
 -- (model, benchmark, item, correct VARCHAR, ord BIGINT, line BIGINT, ref_no INTEGER);
--- `checked` adds benchmark_id, the boolean value and a reason when the row is bad.
+-- `checked` (a table: computed once, then read by every ingest step) has benchmark_id,
+-- the boolean value and a reason when the row is bad; the raw texts (`raw_*`, `correct`)
+-- are kept for bad rows only (quarantine shows them; a good row's are never read).
 -- Correctness accepts 0/1, true/false and -1/+1 (case-insensitive, 1.0/0.0 too).
 -- Ids are canonical (sparseeval/consume/answers/ids.py, which passes the patterns): a printable ASCII
 -- id is trimmed of spaces; any other has zero-width characters dropped, edge spaces trimmed
@@ -14,7 +16,7 @@ SET VARIABLE max_benchmark_len = $max_benchmark;
 SET VARIABLE correct_words = $correct_words;
 SET VARIABLE wrong_words = $wrong_words;
 
-CREATE OR REPLACE TEMP VIEW checked AS
+CREATE OR REPLACE TEMP TABLE checked AS
 WITH c AS (
     SELECT * FROM src_ids
 ), v AS (
@@ -24,6 +26,7 @@ WITH c AS (
            END AS value
     FROM c LEFT JOIN benchmarks b ON b.name = c.benchmark
 )
+, r AS (
 SELECT *,
        CASE WHEN raw_model IS NULL OR model = '' THEN 'missing model'
             WHEN raw_benchmark IS NULL OR benchmark = '' THEN 'missing benchmark'
@@ -43,3 +46,10 @@ SELECT *,
             WHEN value IS NULL THEN 'not a correctness value: ' || left(correct, 60)
        END AS reason
 FROM v
+)
+SELECT model, benchmark_id, item, ord, value, ref_no, line, reason,
+       CASE WHEN reason IS NOT NULL THEN raw_model END AS raw_model,
+       CASE WHEN reason IS NOT NULL THEN raw_benchmark END AS raw_benchmark,
+       CASE WHEN reason IS NOT NULL THEN raw_item END AS raw_item,
+       CASE WHEN reason IS NOT NULL THEN correct END AS correct
+FROM r

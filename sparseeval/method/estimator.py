@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sparseeval.consume.errors import SettingsError
 from sparseeval.method.anchor_estimator import (
@@ -79,8 +79,9 @@ class SparseEval(AnchorEstimator):
     seed : int, default=0
         Random seed (ensemble member i uses `seed + i`).
     n_jobs : int or None, default=None
-        MLP ensemble members trained at once, in threads; None: one per CPU core (at
-        most `ensemble`). The result does not depend on it.
+        MLP ensemble members trained at once, in threads; None: all of them, with
+        nnridge beside them (no core idles while the last member trains); 1: one thing
+        at a time. The result does not depend on it.
     progress : callable or None, default=None
         Called with one-line progress messages; None logs them at INFO level.
 
@@ -190,10 +191,14 @@ class SparseEval(AnchorEstimator):
             X, y, X_valid, y_valid, need_valid=True
         )
         say = self.progress or log.info
-        self._select_anchors(X_train, y_train, X_valid, y_valid, item_ids, say)
-        XA, XvA = np.asarray(X_train)[:, self.anchors_], np.asarray(X_valid)[:, self.anchors_]
-        y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
-        self._choose_predictor(XA, y, XvA, yv, say)
+        # One BLAS/OpenMP thread: the same result, bit for bit, at a third of the CPU time
+        # (k-means and the ridge fits of the selection; bench/results/speed_issue30_round2.txt).
+        with threadpool_limits(limits=1):
+            self._select_anchors(X_train, y_train, X_valid, y_valid, item_ids, say)
+            XA = np.asarray(X_train)[:, self.anchors_]
+            XvA = np.asarray(X_valid)[:, self.anchors_]
+            y, yv = np.asarray(y_train, dtype=np.float64), np.asarray(y_valid, dtype=np.float64)
+            self._choose_predictor(XA, y, XvA, yv, say)
         return self
 
     def _select_anchors(self, X, y, Xv, yv, item_ids, say: Callable[[str], None]) -> None:
@@ -332,13 +337,13 @@ class SparseEval(AnchorEstimator):
             )
             for i in range(self.ensemble)
         ]
-        return fit_all(members, X, y, self.n_jobs or min(self.ensemble, os.cpu_count() or 1))
+        return fit_all(members, X, y, self.n_jobs or self.ensemble)
 
     def _candidates(self, XA, y, wanted: Sequence[str] | None = None) -> dict:
         """Fitted final-predictor candidates by name (`method.registry`: a blend reuses parts)."""
         if wanted is None:
             wanted = AUTO if self.predictor == "auto" else (self.predictor,)
-        return fit_candidates(self, XA, y, tuple(wanted))
+        return fit_candidates(self, XA, y, tuple(wanted), side_by_side=self.n_jobs != 1)
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
         return self.predictor_.predict(np.asarray(XA, dtype=np.float32))

@@ -16,6 +16,7 @@ This module imports nothing heavy: `pipeline.settings` reads the names from it.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
@@ -66,17 +67,28 @@ def needed(wanted: tuple[str, ...] | list[str]) -> set[str]:
     return out
 
 
-def fit_candidates(estimator, XA, y, wanted) -> dict[str, Any]:
+def fit_candidates(estimator, XA, y, wanted, side_by_side: bool = False) -> dict[str, Any]:
     """The wanted predictors fitted on anchor columns XA, in registry order, by name.
 
-    A predictor built from others (a blend) reuses their fits.
+    A predictor built from others (a blend) reuses their fits. With `side_by_side`, those
+    built from none (nnridge, the MLP ensemble) train at once in threads (NumPy, nnls and
+    torch free the GIL): the same fits, sooner on several cores.
     """
-    todo, out = needed(wanted), {}
+    todo = needed(wanted)
+    first = [name for name, spec in PREDICTORS.items() if name in todo and not spec.uses]
+
+    def fit(name: str, parts: list) -> Any:
+        return PREDICTORS[name].trainer_class().candidate(estimator, XA, y, parts)
+
+    if side_by_side and len(first) > 1:
+        with ThreadPoolExecutor(max_workers=len(first)) as pool:
+            out = dict(zip(first, pool.map(fit, first, [[]] * len(first)), strict=True))
+    else:
+        out = {name: fit(name, []) for name in first}
     for name, spec in PREDICTORS.items():  # registry order: what a blend uses comes first
-        if name in todo:
-            parts = [out[u] for u in spec.uses]
-            out[name] = spec.trainer_class().candidate(estimator, XA, y, parts)
-    return {name: p for name, p in out.items() if name in wanted}
+        if name in todo and spec.uses:
+            out[name] = fit(name, [out[u] for u in spec.uses])
+    return {name: out[name] for name in PREDICTORS if name in wanted}
 
 
 def predictor_from_state(config: dict[str, Any], arrays: dict[str, Any]) -> Any:

@@ -172,11 +172,20 @@ class AnchorSelector:
 
     def _fit_proxy(self, anchors, X, y, Xv, yv):
         """The proxy on these anchors and its held-out MAE (see `judge`)."""
+        XA = self._columns(X, anchors)
         if self.judge == "loo":
-            proxy = RidgePredictor().fit(X[:, anchors], y)
+            proxy = RidgePredictor().fit(XA, y)
             return proxy, float(np.mean(np.abs(proxy.loo_residuals_)))
-        proxy = self._proxy().fit(X[:, anchors], y, Xv[:, anchors], yv)
+        proxy = self._proxy().fit(XA, y, Xv[:, anchors], yv)
         return proxy, _mae(proxy.predict(Xv[:, anchors]), yv)
+
+    def _columns(self, X: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+        """`X[:, anchors]`, the same array, gathered from the item-major copy `fit` keeps of
+        X (rows of it are contiguous: ~8x faster than a strided gather, 200 times a fit)."""
+        items = getattr(self, "_items", None)
+        if items is None or items.shape[::-1] != X.shape:
+            return X[:, anchors]
+        return np.ascontiguousarray(items[anchors].T)
 
     def _initial(self, name: str, X, y, rng) -> np.ndarray:
         k = self.n_anchors
@@ -210,6 +219,13 @@ class AnchorSelector:
         )
         if self.judge == "loo" and self.init == "adaptive":
             names = [n for n in names if n != "greedy"]
+        self._items = np.ascontiguousarray(X.T)  # item-major, for `_columns`
+        try:
+            return self._fit(X, y, Xv, yv, ids, rng, given, names)
+        finally:
+            del self._items
+
+    def _fit(self, X, y, Xv, yv, ids, rng, given: bool, names) -> AnchorSelector:
         self.init_scores_: dict[str, float] = {}
         best = None
         for name in names:
@@ -238,7 +254,7 @@ class AnchorSelector:
         return self
 
     def _refine_step(self, step, anchors, mae, proxy, X, y, Xv, yv, Z=None):
-        XA = X[:, anchors]
+        XA = self._columns(X, anchors)
         ais = importance_scores(proxy, XA, y)
         weakest = int(np.argmin(ais))
         cis = contribution_scores(X, proxy.predict(XA) - y, Z)

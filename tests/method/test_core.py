@@ -382,6 +382,42 @@ def test_parallel_mlp_ensemble_gives_the_same_fit():
     assert np.array_equal(preds[0], preds[1]) and np.array_equal(preds[1], preds[2])
 
 
+def test_candidates_side_by_side_give_the_same_fit():
+    """nnridge and the MLP ensemble trained at once in threads (n_jobs=None) or one thing at a
+    time (n_jobs=1): the same validation scores, choice and predictions, bit for bit."""
+    m = make_synthetic(300, 60, seed=6)
+    sp = split_models(m.model_ids, n_test=60, n_valid=60, seed=6)
+    fits = []
+    for n_jobs in (1, None):
+        est = SparseEval(n_anchors=8, refine_steps=2, epochs=60, ensemble=3, n_jobs=n_jobs,
+                         progress=lambda s: None)  # fmt: skip
+        est.fit(
+            m.values[sp.train], m.y[sp.train], X_valid=m.values[sp.valid], y_valid=m.y[sp.valid]
+        )
+        fits.append((est.valid_scores_, est.predictor_name_, est.predict(m.values[sp.test])))
+    (scores1, name1, pred1), (scores2, name2, pred2) = fits
+    assert list(scores1.items()) == list(scores2.items()) and name1 == name2
+    assert np.array_equal(pred1, pred2)
+
+
+def test_dropout_keeps_the_boolean_mask_products():
+    """The float 0/1 mask gives exactly x * keep / (1 - p) of a boolean mask, and gradients."""
+    import torch
+
+    from sparseeval.method.predictors import Dropout
+
+    x = torch.randn(50, 16, requires_grad=True)
+    out = Dropout(0.25, np.random.default_rng(3)).train()(x)
+    bits = np.frombuffer(np.random.default_rng(3).bytes(2 * x.numel()), dtype=np.uint16)
+    keep = torch.from_numpy(bits.reshape(x.shape) >= round(0.25 * 65536))
+    x2 = x.detach().clone().requires_grad_(True)
+    expected = x2 * keep / 0.75
+    assert torch.equal(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    assert torch.equal(x.grad, x2.grad)
+
+
 def test_cross_calibration_setting_sets_no_models_aside_and_cross_fits():
     from sparseeval.pipeline.recipe import select_step, split_step
 

@@ -64,6 +64,22 @@ def test_newer_value_replaces_current_and_keeps_history(store, tmp_path):
     assert hist["source_ref"].to_list()[1].endswith("a.csv")
 
 
+def test_stored_models_and_items_in_new_pairs_are_counted_new(store, tmp_path):
+    """The batch's models and items are all stored, but never together: every row is new
+    (the cheap overlap check passes them on to the full comparison, which finds no pair);
+    a stored pair is still compared, and fresh models skip the comparison."""
+
+    def load(name: str, rows: list[tuple]):
+        (report,) = ingest(store, LongTable(write_long(tmp_path / name, rows)))
+        return report.n_new, report.n_updated, report.n_unchanged
+
+    load("a.csv", [("org/a", "arc", 0, 1), ("org/b", "arc", 1, 0)])
+    assert load("b.csv", [("org/a", "arc", 1, 1), ("org/b", "arc", 0, 1)]) == (2, 0, 0)
+    assert load("c.csv", [("org/a", "arc", 0, 0), ("org/b", "arc", 0, 1)]) == (0, 1, 1)
+    assert load("d.csv", grid(["org/c"], 2)) == (2, 0, 0)
+    assert counts(store)["results"] == 6 and counts(store)["result_history"] == 1
+
+
 def test_failure_mid_ingest_leaves_nothing_partial(store, tmp_path, monkeypatch):
     ingest(store, LongTable(write_long(tmp_path / "a.csv", grid(["org/a"], 3))))
     before = counts(store)

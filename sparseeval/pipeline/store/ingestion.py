@@ -298,7 +298,8 @@ def _read_with(unit: Unit) -> str:
 def _merge(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> tuple[int, int, int]:
     """Write the batch into `results`, history first; return (new, updated, unchanged)."""
     ((n_batch,),) = fetch(con, "batch_count", {})
-    ((matched, changed),) = fetch(con, "ingest_compare", {})
+    ((overlap,),) = fetch(con, "batch_overlap", {})
+    ((matched, changed),) = fetch(con, "ingest_compare", {}) if overlap else ((0, 0),)
     if matched == 0:
         execute(con, "ingest_insert_all", params)
         return n_batch, 0, 0

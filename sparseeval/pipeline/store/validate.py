@@ -30,7 +30,7 @@ from sparseeval.pipeline.store.db import (
 
 
 def check(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the `checked` view over `src`: value as boolean, a reason when the row is bad."""
+    """Create the `checked` table from `src`: value as boolean, a reason when the row is bad."""
     bounds = {"max_model": MAX_MODEL_LEN, "max_item": MAX_ITEM_LEN,
               "max_benchmark": MAX_BENCHMARK_LEN}  # fmt: skip
     execute(con, "id_maps", SQL_PATTERNS)
