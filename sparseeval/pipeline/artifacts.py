@@ -79,10 +79,11 @@ def matrix_key(benchmark: str, store_state: str, matrix: Section, artifacts_dir:
     )  # fmt: skip
 
 
-def fit_key(matrix_fingerprint: str, settings: Settings) -> str:
-    """Key of a fitted model: the matrix content, the training settings and the code."""
+def fit_key(benchmark: str, matrix_fingerprint: str, settings: Settings) -> str:
+    """Key of a fitted model: the benchmark, its matrix content, the training settings and the
+    code (two benchmarks with the same answers have two fits: each is published as its own)."""
     return fingerprint(
-        "fit", matrix_fingerprint, settings_subset(settings, TRAINING_FIELDS),
+        "fit", benchmark, matrix_fingerprint, settings_subset(settings, TRAINING_FIELDS),
         str(Path(settings.artifacts_dir).resolve()), code_version(),
     )  # fmt: skip
 
