@@ -593,11 +593,12 @@ def _(d, w):
     return v
 
 
-def _unreadable(glob: str):
-    """Every cached file matching `glob` replaced by a folder of that name."""
+def _unreadable(glob: str, folder: str = ""):
+    """Every cached file matching `glob` (in a folder named `folder`, when given) replaced
+    by a folder of that name."""
 
     def fn(art: Path) -> None:
-        for p in list(art.rglob(glob)):
+        for p in [p for p in art.rglob(glob) if folder in ("", p.parent.name)]:
             p.unlink()
             p.mkdir()
 
@@ -608,7 +609,8 @@ for _name, _fn in [
     ("cached matrix a folder", _unreadable("*.npz")),
     ("cached summary.json a folder", _unreadable("summary.json")),
     ("cached weights a folder", _unreadable("weights.npz")),
-    ("cached matrix pointer a folder", _unreadable("matrix/*[0-9a-f].json")),
+    ("cached matrix pointer a folder", _unreadable("*[0-9a-f].json", "matrix")),
+    ("cached items.json a folder", _unreadable("*.items.json")),
 ]:
     case(CACHE, _name, f"{_name} in artifacts/, refresh: ok (a logged miss, rebuilt)")(
         _cache_damage(_fn)

@@ -22,13 +22,17 @@ PRELOAD = __name__  # the module a local Dask worker runs first (`dask_setup`)
 
 
 class OneLineErrors(logging.Filter):
-    """Drops a record that carries a user error, and Prefect's "Finished in state ..." error
-    lines (a failed or never-run task: the CLI says which benchmark failed and why)."""
+    """Drops a record that carries a user error, Prefect's "Finished in state ..." error
+    lines (a failed or never-run task: the CLI says which benchmark failed and why) and the
+    warnings of Dask's own life cycle (e.g. "Worker process still alive after 4.0 seconds,
+    killing" when a busy machine stops the local cluster)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if exc is not None:
             return not is_user_error(exc)
+        if record.name.split(".")[0] == "distributed" and record.levelno < logging.ERROR:
+            return False
         end_state = record.name.startswith("prefect.") and record.levelno >= logging.ERROR
         return not (end_state and str(record.msg).startswith("Finished in state"))
 

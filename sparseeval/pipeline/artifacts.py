@@ -23,6 +23,7 @@ from sparseeval._version import __version__
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline.records import MatrixInfo
+from sparseeval.pipeline.sealed import put_file
 from sparseeval.pipeline.settings import Section, Settings
 
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
@@ -109,7 +110,7 @@ def save_matrix(
     try:
         with os.fdopen(fd, "wb") as f:
             (np.savez_compressed if compress else np.savez)(f, **arrays)
-        os.replace(tmp, path)
+        put_file(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sparseeval.consume.identity import OPAQUE
 from sparseeval.consume.lm_eval_ids import LmEvalError, item_source
+from sparseeval.pipeline.sealed import put_file
 
 
 def identity_path(matrix_path: str | Path) -> Path:
@@ -30,7 +31,7 @@ def save_identity(matrix_path: str | Path, items: Iterable[str], identity: Mappi
     data = {str(i): dict(identity[i]) for i in items if i in identity}
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    put_file(tmp, path)
     return path
 
 

@@ -144,7 +144,7 @@ def matrix_step(
         entry = info.to_dict() | {"seal": sealed.seal(key, _matrix_files(info), **_facts(info))}
         tmp = pointer.with_name(f"{pointer.name}.tmp{os.getpid()}.{threading.get_ident()}")
         tmp.write_text(json.dumps(entry))
-        os.replace(tmp, pointer)
+        sealed.put_file(tmp, pointer)
     return info
 
 

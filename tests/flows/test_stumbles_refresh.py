@@ -100,3 +100,6 @@ def test_the_worker_console_filter_keeps_a_bug_and_drops_input_errors(monkeypatc
     assert drop.filter(record(task, logging.ERROR, "Task run failed", ValueError("a bug")))
     assert drop.filter(record(task, logging.INFO, "Finished in state Completed()"))
     assert drop.filter(record("sparseeval.progress", logging.ERROR, "Finished in state x"))
+    still = "Worker process still alive after 4.0 seconds, killing"  # a busy machine's Dask
+    assert not drop.filter(record("distributed.nanny", logging.WARNING, still))
+    assert drop.filter(record("distributed.nanny", logging.ERROR, "a worker died"))
