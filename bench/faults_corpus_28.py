@@ -523,3 +523,165 @@ def _(d, w):
 def _(d, w):
     (d / "bad.csv").write_text("model,benchmark,item\n")
     return refused(w.cli("ingest", d / "bad.csv", "--store", d / "s.duckdb", cwd=d), "correct")
+
+
+# -- more members of the classes: a benchmark that fails mid-refresh, cache entries that
+# -- cannot be read, one answers under two names, generated lm-eval tasks' doc_hash
+
+
+def _one_line_refresh(r, *words: str, code: int = 1) -> Verdict:
+    """A refresh where some benchmark failed: exit `code`, no traceback, and on stderr only
+    the progress lines and the CLI's one error line naming `words` (no Prefect lines)."""
+    import re
+
+    v = refused(r, *words, code=code)
+    if r.hung:
+        return v
+    said = [x for x in r.err.splitlines() if x and not re.match(r"\d\d:\d\d:\d\d [^|]", x)]
+    if len(said) != 1 or not said[0].startswith("sparseeval refresh: error: "):
+        v.other, v.why = True, f"{len(said)} lines besides progress: {' / '.join(said)[:200]}"
+    return v
+
+
+def _failing(kind: str) -> Callable[[Path], str]:
+    """A source whose one benchmark (winogrande) fails at `kind`: its `--source` spec."""
+
+    def write(d: Path) -> str:
+        p = d / "wino.csv"
+        if kind == "fit":  # one item: no anchors to choose among
+            p.write_text("model,q0\n" + "".join(f"w{m},{m % 2}\n" for m in range(150)))
+            return f"wide:winogrande={p}"
+        rows = [f"w{m},winogrande,it{3 * m + i},{(m + i) % 2}\n"  # each model its own items
+                for m in range(150) for i in range(3)]  # fmt: skip
+        p.write_text("model,benchmark,item,correct\n" + "".join(rows))
+        return str(p)
+
+    return write
+
+
+for _kind, _stage, _runner in [("fit", "fit: PipelineError", "thread"),
+                               ("matrix", "matrix: MatrixError", "thread"),
+                               ("fit", "fit: PipelineError", "dask"),
+                               ("matrix", "matrix: MatrixError", "dask")]:  # fmt: skip
+
+    def _run(d, w, kind=_kind, stage=_stage, runner=_runner):
+        home = fresh_home(w, d)
+        r = w.cli("refresh", "--home", home, "--source", _failing(kind)(d), "--task-runner",
+                  runner, *settings_args({"workers": 2}), cwd=d, timeout=400)  # fmt: skip
+        return _one_line_refresh(r, f"winogrande: {stage}")
+
+    case(LINES, f"refresh: a benchmark whose {_kind} fails ({_runner})",
+         "exit 1, the CLI's one line naming it; no traceback, no Prefect lines")(_run)  # fmt: skip
+
+
+@case(LINES, "refresh: a benchmark with too few models", "it waits: exit 0, said in a line")
+def _(d, w):
+    home = fresh_home(w, d)
+    p = long_csv(d / "few.csv", 20, 30, bench="winogrande")
+    r = w.cli("refresh", "--home", home, "--source", p, *settings_args(), cwd=d, timeout=400)
+    return succeeded(r, "winogrande: waiting for more models")
+
+
+@case(LINES, "refresh: no file may grow past 64 KiB", "a full disk: one line, no traceback")
+def _(d, w):
+    home = fresh_home(w, d)
+    p = long_csv(d / "new.csv", 150, 30, bench="winogrande")
+    r = w.cli("refresh", "--home", home, "--source", p, *settings_args(), cwd=d, timeout=400,
+              limit_bytes=64 << 10)  # fmt: skip
+    v = refused(r, "disk full", code=r.rc if r.rc in (1, 2) else 2)
+    v.other |= len([x for x in r.err.splitlines() if "error" in x.lower()]) != 1
+    return v
+
+
+def _unreadable(glob: str, folder: str = ""):
+    """Every cached file matching `glob` (in a folder named `folder`, when given) replaced
+    by a folder of that name."""
+
+    def fn(art: Path) -> None:
+        for p in [p for p in art.rglob(glob) if folder in ("", p.parent.name)]:
+            p.unlink()
+            p.mkdir()
+
+    return fn
+
+
+for _name, _fn in [
+    ("cached matrix a folder", _unreadable("*.npz")),
+    ("cached summary.json a folder", _unreadable("summary.json")),
+    ("cached weights a folder", _unreadable("weights.npz")),
+    ("cached matrix pointer a folder", _unreadable("*[0-9a-f].json", "matrix")),
+    ("cached items.json a folder", _unreadable("*.items.json")),
+]:
+    case(CACHE, _name, f"{_name} in artifacts/, refresh: ok (a logged miss, rebuilt)")(
+        _cache_damage(_fn)
+    )
+
+
+@case(CACHE, "one answers file under two benchmark names",
+      "wide:winogrande=F and wide:hellaswag=F: each published as itself")  # fmt: skip
+def _(d, w):
+    from sparseeval.consume.sets import layout
+
+    home = fresh_home(w, d)
+    p = d / "same.csv"
+    p.write_text("model," + ",".join(f"q{j}" for j in range(30)) + "\n" + "".join(
+        f"n{m}," + ",".join(str((m * 7 + j * 3) % 5 > 1) for j in range(30)).replace(
+            "True", "1").replace("False", "0") + "\n" for m in range(150)))  # fmt: skip
+    r = w.cli("refresh", "--home", home, "--source", f"wide:winogrande={p}", "--source",
+              f"wide:hellaswag={p}", *settings_args(), cwd=d, timeout=400)  # fmt: skip
+    v = succeeded(r, "winogrande: published v1", "hellaswag: published v1")
+    pub = home / "published"
+    got = {b: layout.list_versions(pub, b) for b in ("arc", "winogrande", "hellaswag")}
+    before = layout.list_versions(w.home / "published", "arc")
+    if got != {"arc": before, "winogrande": [1], "hellaswag": [1]}:
+        v.wrong, v.why = True, f"versions {got} (arc had {before})"
+    return v
+
+
+def _generated_line(doc_id: int, item: str, query: str, original: str) -> dict:
+    """A samples line of a generated `sparseeval_arc` task, as lm-eval writes it."""
+    from sparseeval.consume.lm_eval.ids import HASH_FIELD, ITEM_FIELD, doc_hash
+
+    doc = {"query": query, "choices": ["a", "b"], "gold": 0, ITEM_FIELD: item,
+           HASH_FIELD: original}  # fmt: skip
+    return {"doc_id": doc_id, "doc": doc, "acc_norm": 1.0, "filter": "none",
+            "doc_hash": doc_hash(doc)}  # fmt: skip
+
+
+def _generated_file(d: Path, lines: list[dict]) -> Path:
+    p = d / "samples_sparseeval_arc_2025-01-01T00-00-00.000000.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return p
+
+
+@case(IDMAPS, "doc_hash check: a generated task's doc edited", "refused naming file and anchor")
+def _(d, w):
+    lines = [_generated_line(n, i, f"Q{n}?", f"h{n}") for n, i in enumerate(w.arc_items)]
+    lines[1]["doc"]["query"] = "Another question?"  # edited after lm-eval hashed it
+    r = predict(w, d, w.home / "published", _generated_file(d, lines))
+    return refused(r, f"{_generated_file(d, lines).name}:2: anchor {w.arc_items[1]}",
+                   "not the one lm-eval ran")  # fmt: skip
+
+
+@case(IDMAPS, "doc_hash check: a generated task on other questions", "the mismatch is found")
+def _(d, w):
+    from sparseeval.consume.answers.identity import hash_mismatches
+    from sparseeval.consume.lm_eval import read_responses
+
+    items = [str(i) for i in range(4)]
+    sources = {i: {"task": "arc_challenge", "doc_id": int(i), "hash": f"doc_hash:h{i}",
+                   "id_kind": "lm-eval doc id"} for i in items}  # fmt: skip
+    lines = [_generated_line(n, i, f"Q{n}?", f"h{i}" if n else "other")
+             for n, i in enumerate(items)]  # fmt: skip
+    hashes: dict[str, str] = {}
+    got = read_responses([_generated_file(d, lines)], items=items, benchmark="arc",
+                         item_sources=sources, hashes=hashes)  # fmt: skip
+    bad = hash_mismatches(sources, hashes)
+    ok = bad == ["0"] and got == dict.fromkeys(items, 1)
+    return Verdict(wrong=not ok, why=f"mismatches {bad}, answers {got}")
+
+
+@case(IDMAPS, "doc_hash check: a generated task's good samples", "read: exit 0")
+def _(d, w):
+    lines = [_generated_line(n, i, f"Q{n}?", f"h{n}") for n, i in enumerate(w.arc_items)]
+    return succeeded(predict(w, d, w.home / "published", _generated_file(d, lines)))

@@ -2,11 +2,16 @@
 
     python bench/ingest.py                    # 5,000 x 1,319 (3 repeats) and 5,000 x 14,042 (1)
     python bench/ingest.py --sizes 5000x1319 --repeats 3
+    python bench/ingest.py --wide 10x10000 10x30000   # wide CSV tables: models x item columns
 
 Each case writes a long Parquet table (model, benchmark, item, correct), then times, in a
 fresh store: first ingest, re-ingest of the same file (skipped by content hash), forced
 re-ingest (row-level comparison, no change), and the matrix build; the build runs in a
 child process so its peak RSS is its own.
+
+`--wide MODELSxCOLUMNS`: a wide CSV table (`model` + one column per item) ingested into a
+fresh store, with the CPU time (user+sys, DuckDB's threads included) of each staging query
+(`db.execute` by .sql name): DuckDB's cost per column grows with the column count.
 """
 
 from __future__ import annotations
@@ -106,12 +111,60 @@ def _timed(store: Store, data: Path, force: bool, expected: str) -> float:
     return dt
 
 
+def wide_case(n_models: int, n_items: int, work: Path) -> dict:
+    """Ingest one wide CSV; wall and CPU seconds in all and per staging query."""
+    import resource
+
+    from sparseeval.pipeline.store import WideTable
+    from sparseeval.pipeline.store import db as store_db
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    path = work / f"wide_{n_models}x{n_items}.csv"
+    rng = np.random.default_rng(0)
+    with open(path, "w") as f:
+        f.write("model," + ",".join(f"q{j}" for j in range(n_items)) + "\n")
+        for m in range(n_models):
+            f.write(f"m{m}," + ",".join(map(str, rng.integers(0, 2, n_items))) + "\n")
+    spent: dict[str, float] = {}
+    execute = store_db.execute
+
+    def timed(con, name, params):
+        c = cpu()
+        try:
+            execute(con, name, params)
+        finally:
+            spent[name] = spent.get(name, 0.0) + cpu() - c
+
+    users = [m for name, m in list(sys.modules.items())  # every store module's `execute`
+             if name.startswith("sparseeval.pipeline.store") and getattr(m, "execute", None)
+             is execute]  # fmt: skip
+    for m in users:
+        m.execute = timed
+    try:
+        t, c = time.perf_counter(), cpu()
+        with Store.open(work / f"wide_{n_models}x{n_items}.duckdb") as store:
+            (report,) = ingest(store, WideTable(path, "arc"))
+        wall, total = time.perf_counter() - t, cpu() - c
+    finally:
+        for m in users:
+            m.execute = execute
+    assert report.status == "ok" and report.n_new == n_models * n_items, report.line()
+    top = sorted(spent.items(), key=lambda kv: -kv[1])[:3]
+    return {"case": f"{n_models:,} x {n_items:,}", "wall_s": wall, "cpu_s": total, "top": top}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sizes", nargs="+", default=["5000x1319", "5000x14042"])
     p.add_argument("--repeats", type=int, nargs="+", default=[3, 1], help="per size")
     p.add_argument("--workdir", type=Path, default=None)
+    p.add_argument("--wide", nargs="+", metavar="MxN", help="wide CSV cases instead")
     args = p.parse_args(argv)
+    if args.wide:
+        return main_wide(args.wide, args.workdir)
     repeats = args.repeats + [args.repeats[-1]] * (len(args.sizes) - len(args.repeats))
     if args.workdir:
         Path(args.workdir).mkdir(parents=True, exist_ok=True)
@@ -135,6 +188,22 @@ def main(argv: list[str] | None = None) -> None:
             f" {r['build_s']:.2f} | {r['build_rss_mb']:.0f} (+{r['build_peak_mb']:.0f}) |"
             f" {r['db_mb']:.0f} |"
         )
+
+
+def main_wide(sizes: list[str], workdir: Path | None) -> None:
+    """The wide CSV cases' table (CPU seconds: user+sys of this process)."""
+    import os
+
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        print("| wide CSV (models x item columns) | ingest wall s | ingest CPU s | CPU s of the"
+              " top staging queries | load |")  # fmt: skip
+        print("|" + "---|" * 5)
+        for size in sizes:
+            m, n = (int(v) for v in size.split("x"))
+            r = wide_case(m, n, Path(tmp))
+            top = ", ".join(f"{k} {v:.1f}" for k, v in r["top"])
+            load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"| {r['case']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {top} | {load} |")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from prefect import get_run_logger
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.urls import url_for
+from sparseeval.flows import _console as console
 
 from sparseeval.pipeline import alerts
 from sparseeval.pipeline.progress import PROGRESS
@@ -58,6 +59,7 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
                 "threads_per_worker": 1,
                 "processes": dask_processes,
                 "dashboard_address": None,
+                "preload": [console.PRELOAD],  # its console as the CLI's (`flows._console`)
             }
         )
     raise SettingsError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")

@@ -19,8 +19,8 @@ from sparseeval.pipeline.settings import Section, Settings
 
 @task(name="build-matrix", cache_policy=NO_CACHE, task_run_name="build-matrix-{benchmark}")
 def build_matrix(paths: Section, matrix: Section, benchmark: str, store_state: str) -> MatrixInfo:
-    """The benchmark's ±1 matrix as `artifacts/matrix/{fingerprint}.npz` (reused if there);
-    it depends on the `matrix` section alone (its cache key: `artifacts.matrix_key`)."""
+    """The benchmark's ±1 matrix as `artifacts/matrix/{benchmark}.{fingerprint}.npz` (reused if
+    there); it depends on the `matrix` section alone (its cache key: `artifacts.matrix_key`)."""
     out = recipe.matrix_step(paths, matrix, benchmark, store_state)
     get_run_logger().info("matrix %s (%s)", out.summary, "built" if out.built else "cached")
     return out

@@ -6,7 +6,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from sparseeval.consume.errors import SparseEvalError
+from sparseeval.consume.errors import SparseEvalError, is_user_error
 
 EXIT_PARTIAL = 1  # the command ran, but some inputs failed (the others landed); see the report
 EXIT_USER_ERROR = 2  # nothing done: a usage, settings or data error, said in one line
@@ -19,17 +19,6 @@ PIPELINE_MODULES = {"prefect", "duckdb", "polars", "torch", "sklearn", "scipy", 
 
 class UserError(SparseEvalError):
     """A problem the user can fix; printed as one line, exit code 2."""
-
-
-def is_user_error(exc: BaseException) -> bool:
-    """Whether the user can fix it: a SparseEvalError, or an OSError about a path they
-    named (missing, not readable, a folder, a full disk: it carries the file name) or the
-    network. Anything else (a plain ValueError, TypeError, KeyError, ...) is a bug."""
-    if isinstance(exc, SparseEvalError):
-        return True
-    if isinstance(exc, OSError):
-        return exc.filename is not None or isinstance(exc, ConnectionError | TimeoutError)
-    return False
 
 
 def report(command: str, exc: BaseException) -> int:

@@ -16,7 +16,6 @@ from sparseeval.cli.common import (
     UserError,
     fail,
     first_line,
-    is_user_error,
     parse_budgets,
     report,
 )
@@ -151,34 +150,16 @@ def _json_failure(exc: BaseException) -> None:
     print(json.dumps(doc | {"error": first_line(exc)}, indent=2, default=str))
 
 
-class _DropInputErrors(logging.Filter):
-    """Drops log records that carry a user error (Prefect logs them with a traceback): the
-    CLI says it in one line. A bug's record stays (`cli.common.is_user_error`)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return exc is None or not is_user_error(exc)
-
-
 @contextlib.contextmanager
 def _input_errors_in_one_line(verbose: bool) -> Iterator[None]:
-    """While the flow runs, the console shows no log record of a user error (the flow's
-    PipelineError included) unless `verbose`: the CLI says it in one line, and the run's log
-    on the Prefect server keeps it, traceback included; a bug's record stays. The console:
-    the root logger's stream handlers (`main`'s and Prefect's), files aside."""
-    consoles = [] if verbose else logging.getLogger().handlers
-    consoles = [
-        h for h in consoles
-        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
-    ]  # fmt: skip
-    drop = _DropInputErrors()
-    for handler in consoles:
-        handler.addFilter(drop)
-    try:
+    """While the flow runs, the console (this process's and the local Dask workers') shows no
+    log record of a user error (the flow's PipelineError included) nor Prefect's "Finished
+    in state" lines unless `verbose`: the CLI says it in one line, and the run's log on the
+    Prefect server keeps it, traceback included; a bug's record stays (`flows._console`)."""
+    from sparseeval.flows._console import one_line_errors
+
+    with one_line_errors(on=not verbose):
         yield
-    finally:
-        for handler in consoles:
-            handler.removeFilter(drop)
 
 
 def _show_progress(quiet: bool) -> None:

@@ -143,7 +143,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "hellaswag", "HellaSwag (10-shot), acc_norm", ("hellaswag",), ("acc_norm",),
         "hellaswag",
         specs={"hellaswag": TaskSpec("Rowan/hellaswag", None, "validation", "train",
-                                     p.HELLASWAG_DOC, num_fewshot=10, imports=("re",))},
+                                     p.HELLASWAG_DOC, num_fewshot=10, imports=("re",),
+                                     processed=True)},
         v1=_v1("hellaswag", ("acc_norm",), "harness|hellaswag|10", "acc_norm",
                "HellaSwag (10-shot): acc_norm", 10042)),
     Benchmark(

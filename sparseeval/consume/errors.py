@@ -19,4 +19,15 @@ class SettingsError(SparseEvalError, ValueError):
     """A setting or argument no run can use (unknown, misplaced, of the wrong type or range)."""
 
 
-__all__ = ["SettingsError", "SparseEvalError"]
+def is_user_error(exc: BaseException) -> bool:
+    """Whether the user can fix it: a SparseEvalError, or an OSError about a path they
+    named (missing, not readable, a folder, a full disk: it carries the file name) or the
+    network. Anything else (a plain ValueError, TypeError, KeyError, ...) is a bug."""
+    if isinstance(exc, SparseEvalError):
+        return True
+    if isinstance(exc, OSError):
+        return exc.filename is not None or isinstance(exc, ConnectionError | TimeoutError)
+    return False
+
+
+__all__ = ["SettingsError", "SparseEvalError", "is_user_error"]

@@ -23,6 +23,7 @@ from sparseeval._version import __version__
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline.records import MatrixInfo
+from sparseeval.pipeline.sealed import put_file
 from sparseeval.pipeline.settings import Section, Settings
 
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
@@ -84,10 +85,11 @@ def matrix_key(benchmark: str, store_state: str, matrix: Section, artifacts_dir:
     )  # fmt: skip
 
 
-def fit_key(matrix_fingerprint: str, settings: Settings) -> str:
-    """Key of a fitted model: the matrix content, the training settings and the code."""
+def fit_key(benchmark: str, matrix_fingerprint: str, settings: Settings) -> str:
+    """Key of a fitted model: the benchmark, its matrix content, the training settings and the
+    code (two benchmarks with the same answers have two fits: each is published as its own)."""
     return fingerprint(
-        "fit", matrix_fingerprint, settings_subset(settings, TRAINING_FIELDS),
+        "fit", benchmark, matrix_fingerprint, settings_subset(settings, TRAINING_FIELDS),
         str(Path(settings.artifacts_dir).resolve()), code_version(),
     )  # fmt: skip
 
@@ -113,7 +115,7 @@ def save_matrix(
     try:
         with os.fdopen(fd, "wb") as f:
             (np.savez_compressed if compress else np.savez)(f, **arrays)
-        os.replace(tmp, path)
+        put_file(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

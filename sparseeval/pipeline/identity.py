@@ -1,21 +1,23 @@
 """Item identity from the store to a published set: the anchors' task, doc id, hash, id kind.
 
-The matrix step writes, beside each matrix `{fingerprint}.npz`, its items' identity as read
-from the store (`{fingerprint}.items.json`: {item: {"hash", "id_kind"}}); publishing reads
-the anchors' entries back (`anchor_sources`) for the manifest's `item_sources`. A matrix
-written before this (no file) gives None: the manifest then derives (task, doc_id) from the
-ids and the kind is unknown (`consume.answers.identity.UNKNOWN_NOTE`).
+The matrix step writes, beside each matrix `{benchmark}.{fingerprint}.npz`, its identity as
+read from the store (`{benchmark}.{fingerprint}.items.json`: {item: {"hash", "id_kind"}});
+publishing reads the anchors' entries back (`anchor_sources`) for the manifest's
+`item_sources`. A matrix written before this (no file) gives None: the manifest then derives
+(task, doc_id) from the ids and the kind is unknown (`consume.answers.identity.UNKNOWN_NOTE`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sparseeval.consume.answers.identity import OPAQUE
 from sparseeval.consume.lm_eval.ids import LmEvalError, item_source
+from sparseeval.pipeline.sealed import put_file
 
 
 def identity_path(matrix_path: str | Path) -> Path:
@@ -27,9 +29,9 @@ def save_identity(matrix_path: str | Path, items: Iterable[str], identity: Mappi
     """Write the identity of a matrix's `items` (atomically) beside it."""
     path = identity_path(matrix_path)
     data = {str(i): dict(identity[i]) for i in items if i in identity}
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    put_file(tmp, path)
     return path
 
 

@@ -1,6 +1,6 @@
 """The training recipe of one benchmark, as named steps over files keyed by content.
 
-matrix_step      store -> artifacts/matrix/{fingerprint}.npz
+matrix_step      store -> artifacts/matrix/{benchmark}.{fingerprint}.npz
 fit_step         split -> set aside calibration models -> select anchors and predictor
                  -> calibrate intervals -> test metrics and baselines
                  -> artifacts/model/{key}/ (the fitted-model format + evaluation.npz)
@@ -78,7 +78,9 @@ def benchmark_states(store_path: str | Path) -> dict[str, str]:
 def matrix_step(
     paths: Section, matrix: Section, benchmark: str, store_state: str | None = None
 ) -> MatrixInfo:
-    """Build one benchmark's ±1 matrix from the store into `artifacts/matrix/{fingerprint}.npz`.
+    """Build one benchmark's ±1 matrix from the store into
+    `artifacts/matrix/{benchmark}.{fingerprint}.npz` (the benchmark's own: two benchmarks with
+    the same answers may differ in their items' identity).
 
     paths, matrix: those sections of the settings (`Settings.section`).
 
@@ -105,7 +107,7 @@ def matrix_step(
         )
         provenance = store.provenance(benchmark)
         identity = item_identity(store, benchmark)
-    path = artifact_path(paths.artifacts_dir, "matrix", summary.fingerprint + ".npz")
+    path = artifact_path(paths.artifacts_dir, "matrix", f"{benchmark}.{summary.fingerprint}.npz")
     if not _same_matrix(path, built):
         save_matrix(built, path, fingerprint=summary.fingerprint)
     save_identity(path, built.item_ids, identity)
@@ -117,7 +119,7 @@ def matrix_step(
         entry = info.to_dict() | {"seal": sealed.seal(key, _matrix_files(info), **_facts(info))}
         tmp = pointer.with_name(f"{pointer.name}.tmp{os.getpid()}.{threading.get_ident()}")
         tmp.write_text(json.dumps(entry))
-        os.replace(tmp, pointer)
+        sealed.put_file(tmp, pointer)
     return info
 
 
@@ -285,7 +287,7 @@ def fit_step(
     when its seal holds (`cached_fit`); a damaged one is a logged miss, fitted again.
     """
     settings = settings_that_fit(settings, matrix_info)
-    key = fit_key(matrix_info.fingerprint, settings)
+    key = fit_key(matrix_info.benchmark, matrix_info.fingerprint, settings)
     folder = artifact_path(settings.artifacts_dir, "model", key)
     if not force and (done := cached_fit(folder, key, matrix_info.fingerprint)):
         return done
@@ -315,7 +317,7 @@ def _save_fit(
     from sparseeval.method.model_files import save_fitted
     from sparseeval.method.pool import estimator_pool_check, test_flags
 
-    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}.{threading.get_ident()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_fitted(est, tmp)

@@ -130,7 +130,7 @@ class IngestSummary(Record):
 
 @dataclass(frozen=True)
 class MatrixInfo(Record):
-    """A benchmark's ±1 matrix file (`artifacts/matrix/{fingerprint}.npz`) and its shape.
+    """A benchmark's ±1 matrix file (`artifacts/matrix/{benchmark}.{fingerprint}.npz`), shape.
 
     built: False when the matrix was found on disk under its key (`recipe.matrix_step`).
     """

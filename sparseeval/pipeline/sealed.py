@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -79,6 +80,15 @@ def check_folder(folder: str | Path, key: str, required: tuple[str, ...], **fact
     if not isinstance(names, dict) or not set(required) <= set(names):
         raise CacheMiss(f"the seal in {folder} does not list {', '.join(required)}")
     check(sealed, key, {n: Path(folder) / n for n in names}, **facts)
+
+
+def put_file(tmp: str | Path, path: str | Path) -> None:
+    """`os.replace(tmp, path)`: a cache entry written into place; a folder where the file
+    goes (a damaged entry) is removed first, never an error."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    os.replace(tmp, path)
 
 
 def missed(path: str | Path, exc: Exception) -> None:

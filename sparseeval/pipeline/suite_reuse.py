@@ -34,7 +34,7 @@ def reusable_fits(
         if folders is not None:
             folder = folders.get(b)
         elif m is matrices[b]:  # aligned unchanged: the benchmark's own matrix, maybe fitted
-            folder = _own_fit_folder(prints[b], settings)
+            folder = _own_fit_folder(b, prints[b], settings)
         else:
             folder = None  # other models than the benchmark's own fit saw
         if folder is None or not same_fit_inputs(folder, m, prints[b], split):
@@ -45,13 +45,13 @@ def reusable_fits(
     return out
 
 
-def _own_fit_folder(matrix_fingerprint: str, settings: Settings) -> Path | None:
+def _own_fit_folder(benchmark: str, matrix_fingerprint: str, settings: Settings) -> Path | None:
     """Where `recipe.fit_step` saved this matrix's fit at the suite's budget, if it did (and
     its seal holds: `recipe.cached_fit`)."""
     from sparseeval.pipeline.artifacts import artifact_path, fit_key
     from sparseeval.pipeline.recipe import cached_fit
 
-    key = fit_key(matrix_fingerprint, settings.replace(n_anchors=max(settings.budgets)))
+    key = fit_key(benchmark, matrix_fingerprint, settings.replace(n_anchors=max(settings.budgets)))
     folder = artifact_path(settings.artifacts_dir, "model", key)
     return folder if cached_fit(folder, key, matrix_fingerprint) else None
 

@@ -284,7 +284,7 @@ def test_each_benchmark_estimate_in_lm_eval_equals_predict(run_mc, capsys):
 def test_prompts_and_scores_match_the_original_tasks(run_mc):
     """Our MMLU (per-subject description and dev shots), BBH (per-subtask description,
     choices and shots), GSM8K and Winogrande docs ask what lm-eval's own tasks ask on the
-    same docs, 2-shot, and score alike."""
+    same docs, 2-shot, score alike and carry the doc_hash the original logs for each."""
     _, tasks, _, _, logged, _, files = run_mc
     for original, (benchmark, *_, sub) in originals(files).items():
         ours = {s["doc"][ITEM_FIELD]: s for s in read_jsonl(logged[f"sparseeval_{benchmark}"])}
@@ -294,6 +294,8 @@ def test_prompts_and_scores_match_the_original_tasks(run_mc):
         for o in theirs:
             mine = ours[item_of(sub, o["doc_id"])]
             assert mine["arguments"] == o["arguments"], original
+            assert mine["doc"]["sparseeval_doc_hash"] == o["doc_hash"], original  # as `predict`
+            # compares it with the set's (a set from the original's samples keeps that hash)
             target = mine["target"]
             if benchmark == "bbh":  # the original's target is the answer's text, ours its index
                 target = mine["doc"]["choices"][int(target)]

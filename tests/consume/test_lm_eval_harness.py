@@ -150,12 +150,18 @@ def test_prompts_match_the_original_tasks(tmp_path):
     from lm_eval.tasks.hellaswag.utils import process_docs
     from lm_eval.utils import apply_template
 
+    from sparseeval.consume.lm_eval.runtime import keep_anchors
+
     hs = {"activity_label": "Baking cookies", "ctx_a": "A woman [title] mixes dough.",
           "ctx_b": "she adds  flour [step] slowly", "label": "2",
           "endings": ["eats it.", "bakes [header] them.", "stops ", "sings."]}  # fmt: skip
     utils = load_module(write_task(tmp_path, fake("hellaswag"), ".") / "utils.py")
     want = process_docs(datasets.Dataset.from_list([hs]))[0]
     assert utils.doc(hs) == {k: want[k] for k in ("query", "choices", "gold")}
+    (kept,) = keep_anchors(datasets.Dataset.from_list([hs]), {0: "0"}, utils.doc, "hellaswag",
+                           processed=True)  # as its utils.process_docs calls it  # fmt: skip
+    assert kept[HASH_FIELD] == doc_hash(want)  # the doc lm-eval's hellaswag logs is processed
+    assert "processed=True" in (tmp_path / "sparseeval_hellaswag" / "utils.py").read_text()
 
     tq = {"question": "Is the sky green?",
           "mc1_targets": {"choices": ["No.", "Yes."], "labels": [1, 0]}}  # fmt: skip
@@ -169,20 +175,31 @@ def test_prompts_match_the_original_tasks(tmp_path):
 # --------------------------------------------------------------------------- end to end
 
 
-@needs_lm_eval
-def test_estimate_in_lm_eval_equals_predict_on_its_samples(harness_data, capsys):
+@pytest.fixture(scope="module")
+def ran(harness_data):
+    """`sparseeval_arc` exported over the local data and run by lm-eval beside the original
+    task (`arc_local`, on the anchors' docs): (tasks dir, results, {task: samples}, stdout)."""
     tmp, root, data, train = harness_data
     tasks = tmp / "tasks"
-    rc, _, err = export(["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tasks,
-                         "--dataset", f"test={data}", f"train={train}"], capsys)  # fmt: skip
-    assert rc == 0, err
+    assert main(["export-lm-eval", "--anchor-set", str(root), "--benchmark", "arc",
+                 "--tasks-dir", str(tasks), "--dataset", f"test={data}",
+                 f"train={train}"]) == 0  # fmt: skip
     aset = load_anchor_set(root, "arc")
     doc_items = {src["doc_id"]: item for item, src in aset.item_sources.items()}
     original_arc_task(tasks / "arc_local", data, train)
-    results, files, stdout = lm_eval(
+    return tasks, *lm_eval(
         tmp, "--tasks", "sparseeval_arc", "arc_local", "--include_path", tasks,
         "--num_fewshot", "2", "--samples", json.dumps({"arc_local": sorted(doc_items)}),
     )  # fmt: skip
+
+
+@needs_lm_eval
+def test_estimate_in_lm_eval_equals_predict_on_its_samples(harness_data, ran, capsys):
+    _, root, _, _ = harness_data
+    tasks, results, files, stdout = ran
+    capsys.readouterr()
+    aset = load_anchor_set(root, "arc")
+    doc_items = {src["doc_id"]: item for item, src in aset.item_sources.items()}
 
     # lm-eval's table and results JSON carry the estimate and its interval ...
     row = results["sparseeval_arc"]
@@ -215,3 +232,87 @@ def test_estimate_in_lm_eval_equals_predict_on_its_samples(harness_data, capsys)
         lls = [(float(ll), greedy == "True") for ll, greedy in o["filtered_resps"]]
         doc = utils.doc(o["doc"]) | {ITEM_FIELD: item}
         assert utils.process_results(doc, lls)["acc_norm"] == o["acc_norm"]
+
+
+# ------------------------------------------------------- the doc_hash of generated tasks
+
+HASH_FIELD = "sparseeval_doc_hash"  # a generated doc's original doc_hash
+
+
+def doc_hash(doc) -> str:
+    """lm-eval's doc_hash (lm_eval/evaluator.py: sha256 of the doc's JSON, indent 2)."""
+    import hashlib
+
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def hashed_set(tmp_path, original: list[dict], change=None):
+    """The harness_data's ARC set published again with item sources carrying the original task's
+    `doc_hash` of each anchor (as a set from a store with lm-eval samples does); `change`:
+    the items whose stored hash is another (a set of other questions)."""
+    fitted = tiny_fit(seed=2, n_test=60, n_valid=80, item_ids=[str(j) for j in range(N_DOCS)])
+    sources = {}
+    for o in original:
+        item, digest = str(o["doc_id"]), o["doc_hash"]
+        digest = digest[::-1] if item in (change or ()) else digest
+        sources[item] = {"task": "arc_challenge", "doc_id": o["doc_id"],
+                         "hash": f"doc_hash:{digest}", "id_kind": "lm-eval doc id"}  # fmt: skip
+    root = tmp_path / "hashed"
+    publish_fit(root, "arc", fitted, item_sources=sources)
+    set_latest(root, "arc", 1)
+    return root
+
+
+def predict_samples(root, path, capsys) -> tuple[int, str, str]:
+    rc = main(["predict", "--anchor-set", str(root), "--benchmark", "arc", "--responses",
+               str(path)])  # fmt: skip
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@needs_lm_eval
+def test_a_generated_doc_carries_the_original_tasks_doc_hash(ran, tmp_path, capsys):
+    """Each doc of `sparseeval_arc` carries the doc_hash lm-eval logs for that doc in the
+    original task, so `predict` checks it against the set's as for the original's samples."""
+    _, _, files, _ = ran
+    original = read_jsonl(files["arc_local"])
+    ours = {s["doc"][ITEM_FIELD]: s["doc"][HASH_FIELD] for s in read_jsonl(files["sparseeval_arc"])}
+    assert ours == {str(o["doc_id"]): o["doc_hash"] for o in original}
+    rc, out, err = predict_samples(hashed_set(tmp_path, original), files["sparseeval_arc"], capsys)
+    assert rc == 0 and "from 8/8 anchors" in out, err
+
+
+@needs_lm_eval
+def test_generated_samples_of_other_questions_or_edited_are_refused(ran, tmp_path, capsys):
+    _, _, files, _ = ran
+    original = read_jsonl(files["arc_local"])
+    lines = read_jsonl(files["sparseeval_arc"])
+    first = lines[0]["doc"][ITEM_FIELD]
+    root = hashed_set(tmp_path, original, change={first})
+    rc, out, err = predict_samples(root, files["sparseeval_arc"], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{files['sparseeval_arc']}: arc: 1 answered anchor(s) have another doc_hash" in err
+    assert f"({first})" in err
+
+    root = hashed_set(tmp_path / "good", original)
+    edited = tmp_path / "samples_sparseeval_arc_2026-01-01T00-00-00.jsonl"
+    for what in ("question", "hash", "item"):
+        docs = [dict(s, doc=dict(s["doc"])) for s in lines]
+        doc = docs[1]["doc"]
+        if what == "question":
+            doc["query"] = doc["query"].replace("plus", "minus")
+        elif what == "hash":
+            doc[HASH_FIELD] = lines[0]["doc"][HASH_FIELD]
+        else:
+            doc[ITEM_FIELD] = "59"
+        edited.write_text("".join(json.dumps(s) + "\n" for s in docs))
+        rc, out, err = predict_samples(root, edited, capsys)
+        assert rc == 2 and out == "" and err.count("\n") == 1, (what, err)
+        assert f"{edited}:2: anchor {doc[ITEM_FIELD]}: the doc is not the one lm-eval ran" in err
+    doc[ITEM_FIELD] = lines[1]["doc"][ITEM_FIELD]  # the other question, hashed again: a run
+    doc["query"], doc[HASH_FIELD] = "Other?", doc_hash({"other": 1})  # on another dataset
+    docs[1]["doc_hash"] = doc_hash(doc)
+    edited.write_text("".join(json.dumps(s) + "\n" for s in docs))
+    rc, out, err = predict_samples(root, edited, capsys)
+    assert rc == 2 and f"({doc[ITEM_FIELD]}): the questions differ from the set's" in err

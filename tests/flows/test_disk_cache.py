@@ -67,3 +67,24 @@ def test_a_matrix_whose_file_is_gone_is_rebuilt(tmp_path):
     r = second.results[0]
     assert not r.matrix_cached and Path(r.matrix.path).is_file()
     assert r.fit_cached and not second.failed  # the fit's artifact is still there
+
+
+def test_two_benchmarks_with_the_same_answers_are_each_published_as_themselves(tmp_path):
+    """The same answers under two names (one file ingested as arc and as winogrande) share
+    no cache entry: winogrande's fit is its own, published as winogrande (it was arc's,
+    published as arc/v2 on the first night), and arc's identity file stays arc's."""
+    from sparseeval.consume.sets import layout
+    from sparseeval.consume.sets.anchorset import load_anchor_set
+    from tests.helpers import wide_csv
+
+    home = tmp_path / "home"
+    data, _ = wide_csv(tmp_path / "same.csv", 150, 12)
+    out = run(home, [f"wide:arc={data}", f"wide:winogrande={data}"])
+    assert not out.failed and out.n_published == 2
+    pub = home / "published"
+    for b in ("arc", "winogrande"):
+        assert layout.list_versions(pub, b) == [1], b
+        assert load_anchor_set(pub, b).manifest["benchmark"] == b
+    assert len({r.fit.model_dir for r in out.results}) == 2
+    again = run(home, [])
+    assert again.n_trained == 0 and all(r.matrix_cached for r in again.results)

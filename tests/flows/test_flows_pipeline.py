@@ -24,13 +24,14 @@ def test_artifact_paths_are_content_keyed(tmp_path):
 
 def test_fit_key_covers_data_settings_and_home(tmp_path):
     s = settings(tmp_path)
-    k = artifacts.fit_key("fp1", s)
-    assert k == artifacts.fit_key("fp1", settings(tmp_path))  # stable
-    assert k != artifacts.fit_key("fp2", s)  # data
-    assert k != artifacts.fit_key("fp1", s.replace(n_anchors=50))  # training settings
-    assert k != artifacts.fit_key("fp1", settings(tmp_path / "other"))  # artifacts folder
+    k = artifacts.fit_key("arc", "fp1", s)
+    assert k == artifacts.fit_key("arc", "fp1", settings(tmp_path))  # stable
+    assert k != artifacts.fit_key("arc", "fp2", s)  # data
+    assert k != artifacts.fit_key("winogrande", "fp1", s)  # the benchmark (same answers)
+    assert k != artifacts.fit_key("arc", "fp1", s.replace(n_anchors=50))  # training settings
+    assert k != artifacts.fit_key("arc", "fp1", settings(tmp_path / "other"))  # artifacts folder
     # settings that do not change the fit do not change the key
-    assert k == artifacts.fit_key("fp1", s.replace(drift_mae_points=9.0))
+    assert k == artifacts.fit_key("arc", "fp1", s.replace(drift_mae_points=9.0))
     assert artifacts.code_version().startswith("0.")
 
 

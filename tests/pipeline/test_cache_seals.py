@@ -55,11 +55,26 @@ def test_a_sealed_matrix_is_reused(home):
     assert again.built is False and again.fingerprint == first.fingerprint
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garble-items", "garble-pointer", "no-seal"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncate",
+        "garble-items",
+        "garble-pointer",
+        "no-seal",
+        "matrix-a-folder",
+        "items-a-folder",
+        "pointer-a-folder",
+    ],
+)
 def test_a_damaged_matrix_entry_is_a_logged_miss_rebuilt(home, damage, caplog):
     info = _matrix(home)
     path, pointer = Path(info.path), _pointer(home)
-    if damage == "truncate":
+    if damage.endswith("a-folder"):  # unreadable: a folder where the file was
+        what = {"matrix": path, "items": identity_path(path), "pointer": pointer}
+        what[damage.split("-")[0]].unlink()
+        what[damage.split("-")[0]].mkdir()
+    elif damage == "truncate":
         path.write_bytes(path.read_bytes()[:100])
     elif damage == "garble-items":
         identity_path(path).write_text("{not json")

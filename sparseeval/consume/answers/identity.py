@@ -165,10 +165,13 @@ def hash_mismatches(item_sources: Mapping | None, hashes: Mapping[str, str]) -> 
     return bad
 
 
-def mismatch_message(benchmark: str, bad: list[str], what: str = "anchor(s)") -> str:
-    """The one line refusing answers to other questions."""
+def mismatch_message(
+    benchmark: str, bad: list[str], what: str = "anchor(s)", where: object = None
+) -> str:
+    """The one line refusing answers to other questions (`where`: the file of the first)."""
     shown = ", ".join(bad[:5]) + (f" (and {len(bad) - 5} more)" if len(bad) > 5 else "")
-    return (
+    line = (
         f"{benchmark}: {len(bad)} answered {what} have another doc_hash than the set's"
         f" ({shown}): {MISMATCH} (--ignore-hash-mismatch to score them anyway)"
     )
+    return f"{where}: {line}" if where is not None else line

@@ -167,17 +167,20 @@ def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -
     opts = {k: v for k, v in dict(options or {}).items() if v is not None}
     ignore_hashes = bool(opts.pop("ignore_hash_mismatch", False))
     hashes: dict[str, str] = {}
+    origins: dict[str, Path] = {}
     try:
         sources = _mapped_sources(anchor_set, opts.pop("id_map", None), opts.get("task"))
         answers = read_responses(
             paths, items=getattr(anchor_set, "known_items", anchor_set.items),
-            benchmark=anchor_set.benchmark, hashes=hashes, item_sources=sources, **opts,
+            benchmark=anchor_set.benchmark, hashes=hashes, item_sources=sources,
+            origins=origins, **opts,
         )  # fmt: skip
         if not ignore_hashes:
             bad = hash_mismatches(sources, hashes)
             if bad:
                 what = "anchor(s)" if set(anchor_set.items).issuperset(bad) else "item(s)"
-                raise LmEvalError(mismatch_message(anchor_set.benchmark, bad, what))
+                where = printable(origins[bad[0]]) if bad[0] in origins else None
+                raise LmEvalError(mismatch_message(anchor_set.benchmark, bad, what, where))
         return answers
     except UnicodeDecodeError as e:
         raise ResponsesError(_undecodable_among(paths, e)) from None

@@ -83,13 +83,16 @@ def read_responses(
     filter: str | None = None,
     task: str | None = None,
     hashes: dict[str, str] | None = None,
+    origins: dict[str, Path] | None = None,
 ) -> dict[str, int]:
     """{item id: 0/1} from lm-eval samples files (or folders holding them).
 
     With `items` (an anchor set's items) docs are mapped back to those ids and
     docs that are not anchors are ignored; without, ids are `task:doc_id`. hashes: filled
     with {item id: doc_hash} of the answers whose line carries one, whatever the file's
-    name (a generated task's doc is not the original's, so its hash is not comparable).
+    name (a generated task's doc is not the original's: its doc carries the original's hash,
+    and a doc edited after lm-eval ran is refused, `generated_task_items`). origins: filled
+    with {item id: the samples file its answer came from}.
     """
     inverse = None  # made when first needed: the files of generated tasks name their items
     out: dict[str, int] = {}
@@ -101,7 +104,7 @@ def read_responses(
         generated = generated_task_items(f)
         for doc, value in docs.items():
             if generated:
-                item = generated[doc]
+                item = generated[doc].item
             elif items is None:
                 item = f"{t}:{doc}"
             elif (t, doc) in (inverse := inverse or _inverse(items, benchmark, item_sources, task)):
@@ -109,8 +112,11 @@ def read_responses(
             else:
                 continue
             out[item] = value
-            if hashes is not None and doc in seen and not generated:
-                hashes[item] = seen[doc]
+            if origins is not None:
+                origins[item] = f
+            own = generated[doc].doc_hash if generated else seen.get(doc)
+            if hashes is not None and own:
+                hashes[item] = own
     return out
 
 

@@ -5,8 +5,9 @@ The id rules (first that applies) are in `sparseeval.consume.lm_eval.harness`'s 
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from sparseeval.consume.answers.jsontext import short_repr
@@ -15,6 +16,17 @@ from sparseeval.consume.lm_eval.taskmap import default_task, subtask_task
 
 # The field of an exported lm-eval task's docs that carries the anchor item id.
 ITEM_FIELD = "sparseeval_item"
+# ... and the one carrying the original task's lm-eval `doc_hash` of that doc (`doc_hash`),
+# which `predict` compares with the set's: a generated doc is not the original's.
+HASH_FIELD = "sparseeval_doc_hash"
+
+
+def doc_hash(doc: object, default: Callable[[object], object] | None = None) -> str:
+    """lm-eval's `doc_hash` of a doc: the sha256 of its JSON (indent 2, not ASCII-escaped),
+    as lm_eval/evaluator.py writes it with --log_samples (0.4.13). `default`: lm-eval's
+    `handle_non_serializable`, for a doc straight from a dataset."""
+    text = json.dumps(doc, indent=2, default=default, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class LmEvalError(SparseEvalError, ValueError):

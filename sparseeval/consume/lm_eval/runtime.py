@@ -4,7 +4,8 @@ NumPy-free at import (NumPy, and `datasets` which lm-eval brings, are imported w
 A generated `utils.py` holds the prompts and constants and calls these for the mechanics:
 
 - `keep_anchors` / `load_sources`: the anchor docs (one split, or several dataset
-  configs/splits for MMLU's subjects), each with its anchor item id;
+  configs/splits for MMLU's subjects), each with its anchor item id and the `doc_hash`
+  the original task logs for it (`original_hash`), which `predict` compares with the set's;
 - `choice_score`: lm-eval's multiple-choice scoring of one doc (acc, acc_norm);
 - `estimate`: a benchmark's estimate from its (item, 0/1) pairs (`AnchorSet.predict`);
 - `begin` / `record` / `suite_estimates`: the suite. lm-eval 0.4.13 aggregates a group as
@@ -24,7 +25,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from sparseeval.consume.lm_eval.ids import ITEM_FIELD, LmEvalError
+from sparseeval.consume.lm_eval.ids import HASH_FIELD, ITEM_FIELD, LmEvalError, doc_hash
 
 if TYPE_CHECKING:
     from sparseeval.consume.scoring.estimate import Estimate
@@ -35,12 +36,29 @@ Pairs = Iterable[Iterable]  # (item, 0/1) pairs as lm-eval passes them to an agg
 
 
 def keep_anchors(dataset, anchors: Mapping[int, str], doc: Callable, benchmark: str,
-                 extra: Mapping | None = None) -> list[dict]:  # fmt: skip
-    """`doc(d)` of each anchor doc of `dataset` (doc id -> item), with its item id."""
+                 extra: Mapping | None = None, processed: bool = False) -> list[dict]:  # fmt: skip
+    """`doc(d)` of each anchor doc of `dataset` (doc id -> item), with its item id and the
+    original task's `doc_hash` of it (`original_hash`; `processed`: see there)."""
     missing = [i for i in anchors if i >= len(dataset)]
     if missing:
         raise LmEvalError(f"{benchmark} anchors {missing} are not in the {len(dataset)} docs")
-    return [doc(dataset[i]) | dict(extra or {}) | {ITEM_FIELD: item} for i, item in anchors.items()]
+    out = []
+    for i, item in anchors.items():
+        row = dataset[i]
+        made = doc(row)
+        own = {ITEM_FIELD: item, HASH_FIELD: original_hash(row, made if processed else None)}
+        out.append(made | dict(extra or {}) | own)
+    return out
+
+
+def original_hash(row: Mapping, added: Mapping | None = None) -> str:
+    """The `doc_hash` lm-eval logs for this dataset row in the original task: of the row
+    itself, or of the row with `added` (an original whose process_docs adds fields to each
+    row, as HellaSwag's adds query, choices and gold: `TaskSpec.processed`)."""
+    from lm_eval.utils import handle_non_serializable
+
+    original = dict(row) | dict(added) if added is not None else row
+    return doc_hash(original, handle_non_serializable)
 
 
 def load_split(path: str, name: str | None, split: str, files: Mapping[str, str] | None):

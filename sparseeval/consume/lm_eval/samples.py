@@ -15,7 +15,7 @@ from typing import NamedTuple, TypeVar
 
 from sparseeval.consume.answers.jsontext import JsonTextError, loads, repeated_keys, short_repr
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.consume.lm_eval.ids import ITEM_FIELD, LmEvalError, doc_id
+from sparseeval.consume.lm_eval.ids import HASH_FIELD, ITEM_FIELD, LmEvalError, doc_hash, doc_id
 from sparseeval.consume.lm_eval.taskmap import task_metrics
 
 _TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
@@ -225,19 +225,42 @@ def read_samples_file(
     return task, out
 
 
-def generated_task_items(path: str | Path) -> dict[int, str]:
-    """{doc_id: anchor item} of a samples file of a task `export-lm-eval --tasks-dir` wrote.
+class GeneratedDoc(NamedTuple):
+    """A doc of a generated task's samples: its anchor item and the original's doc_hash."""
+
+    item: str
+    doc_hash: str | None  # the original task's `doc_hash` of it (None: an older task)
+
+
+def generated_task_items(path: str | Path) -> dict[int, GeneratedDoc]:
+    """{doc_id: its anchor} of a samples file of a task `export-lm-eval --tasks-dir` wrote.
 
     Such a task keeps only the anchors (lm-eval numbers them 0..k-1) and each doc carries
-    its anchor item id (`ITEM_FIELD`); empty for any other samples file.
+    its anchor item id (`ITEM_FIELD`) and the original task's doc_hash of it (`HASH_FIELD`);
+    a line whose own `doc_hash` is not lm-eval's hash of its doc (the doc, so the item or
+    the hash it carries, was edited after lm-eval wrote it) is an LmEvalError naming the
+    file, line and item. Empty for any other samples file.
     """
-    out: dict[int, str] = {}
-    for _, rec in json_lines(path, LmEvalError):
+    out: dict[int, GeneratedDoc] = {}
+    for n, rec in json_lines(path, LmEvalError):
         doc = rec.get("doc") if isinstance(rec, dict) else None
         if not isinstance(doc, dict) or ITEM_FIELD not in doc:
             return {}
         try:
-            out[doc_id(rec.get("doc_id"))] = str(doc[ITEM_FIELD])
+            out[doc_id(rec.get("doc_id"))] = _generated_doc(rec, doc)
         except ValueError as exc:
-            raise LmEvalError(f"{path}: {exc}") from None
+            raise LmEvalError(f"{path}:{n}: {exc}") from None
     return out
+
+
+def _generated_doc(rec: dict, doc: dict) -> GeneratedDoc:
+    """One generated doc, checked against the line's doc_hash (ValueError: the reason)."""
+    item, carried, logged = str(doc[ITEM_FIELD]), doc.get(HASH_FIELD), rec.get("doc_hash")
+    if carried is not None and not isinstance(carried, str):
+        raise ValueError(f"anchor {item}: {HASH_FIELD} is {short_repr(carried)}, not a hash")
+    if isinstance(logged, str) and logged != doc_hash(doc):
+        raise ValueError(
+            f"anchor {item}: the doc is not the one lm-eval ran (its doc_hash does not match"
+            " it): the samples file was edited; run lm-eval again"
+        )
+    return GeneratedDoc(item, carried)

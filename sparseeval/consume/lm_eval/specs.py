@@ -53,6 +53,9 @@ class TaskSpec:
     # description, doc_to_choice and few-shot samples the task reads when lm-eval runs it
     # (BBH: each subtask's own choices and hand-written shots).
     original: str | None = None
+    # The original's process_docs adds `doc(d)`'s fields to each row (HellaSwag's utils.py):
+    # the doc lm-eval hashes for its `doc_hash` is the row with them (`lm_eval_runtime`).
+    processed: bool = False
     # acc (argmax), acc_norm (per character) or exact_match (generation): its benchmark's
     # metric, filled in by the record that holds the spec (`benchmarks.Benchmark`)
     metric: str = ""

@@ -62,7 +62,7 @@ def process_docs(dataset):
     split, the training split a task draws its shots from, whole)."""
     if dataset.split is not None and str(dataset.split) != SPLIT:
         return fewshot_docs(dataset){begin}
-    return datasets.Dataset.from_list(rt.keep_anchors(dataset, ANCHORS, doc, BENCHMARK))
+    return datasets.Dataset.from_list(rt.keep_anchors(dataset, ANCHORS, doc, BENCHMARK{processed}))
 
 
 def fewshot_docs(dataset):
@@ -166,7 +166,7 @@ def utils_py(c: UtilsContext) -> str:
         anchors = (
             f"SPLIT = {q(spec.split)}\nANCHORS = {{\n{rows}}}  # doc id in SPLIT -> anchor item"
         )
-        docs = _SINGLE.format(begin=begin)
+        docs = _SINGLE.format(begin=begin, processed=", processed=True" if spec.processed else "")
     pairs = ", ".join(f'"{m}": pair' for m in ("sparseeval", "sparseeval_low", "sparseeval_high")
                       + (("suite_average", "suite_average_low", "suite_average_high")
                          if c.member else ()))  # fmt: skip
