@@ -104,3 +104,21 @@ def test_check_reads_long_answers_and_says_what_it_skips(fitted, capsys):
     bad.write_text("model,value\nx,1\n")
     assert main([*argv[:-4], "--scores", str(bad), "--responses", str(tmp / "l.csv")]) == 2
     assert "needs a score column" in capsys.readouterr().err
+
+
+def test_check_reads_the_leaderboards_scores_file(fitted, capsys):
+    """The Open LLM Leaderboard's scores file names its models in `name` (its header, as in
+    metabench's `open-llm-leaderboard.csv`: name,link,complete,avg,arc,hellaswag,...), one
+    column per benchmark: `check --scores` reads it as `ingest scores:` does."""
+    tmp, matrix = fitted
+    new = np.arange(N_FIT, N_FIT + N_NEW)
+    write_wide(tmp / "lb_new.csv", matrix, new)
+    pl.DataFrame({
+        "name": matrix.model_ids[new], "link": "https://huggingface.co/x", "complete": True,
+        "avg": 50.0, "wide": 100 * matrix.y[new],
+    }).write_csv(tmp / "leaderboard.csv")  # fmt: skip
+    scores, answers = str(tmp / "leaderboard.csv"), str(tmp / "lb_new.csv")
+    argv = ["check", "--anchor-set", str(tmp / "fit"), "--benchmark", "wide", "--scores",
+            scores, "--responses", answers, "--json"]  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == N_NEW

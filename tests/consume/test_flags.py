@@ -20,6 +20,8 @@ from tests.helpers import publish_fit
 
 HALF = 0.05
 
+RANGE = "{} the range of the training models' own estimates"  # the flag's wording
+
 
 class ShareCorrect:
     """A predictor: the share of anchors answered correctly."""
@@ -79,10 +81,10 @@ def test_an_estimate_beyond_the_range_is_flagged_and_widened(pool):
     check, X, y = pool
     x = X[np.argmax(y)]
     above = check.high + 0.05
-    assert any("above the training models' range" in r for r in check.reasons(x, above))
+    assert any(RANGE.format("above") in r for r in check.reasons(x, above))
     assert check.widening(x[None, :], [above], HALF)[0] == pytest.approx((check.widen - 1) * HALF)
     below = check.low - 0.05
-    assert any("below the training models' range" in r for r in check.reasons(-x, below))
+    assert any(RANGE.format("below") in r for r in check.reasons(-x, below))
     inside = float(np.clip(y[0], check.low, check.high))
     assert not check.out_of_range(inside)
 
@@ -132,7 +134,7 @@ def test_published_check_loads_and_cli_predict_prints_the_flag_line(fitted, tmp_
     assert main([*argv, "--responses", str(answers)]) == 0
     lines = capsys.readouterr().out.splitlines()
     flag = [line for line in lines if line.startswith("flagged: ")]
-    assert len(flag) == 1 and "above the training models' range" in flag[0], lines
+    assert len(flag) == 1 and RANGE.format("above") in flag[0], lines
     assert main([*argv, "--responses", str(answers), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["flags"]
 

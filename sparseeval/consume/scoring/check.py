@@ -4,7 +4,8 @@ Pure Python + NumPy (the light install). Answers come as one table for many mode
 (a `model` column and one column per item, 0/1, true/false or -1/+1; empty = not answered)
 or long (columns `model,item,correct`), as `sparseeval ingest` reads them. Reported scores
 come as `model,score`, `model,benchmark,score` (the benchmark's rows) or a leaderboard table
-with a column named after the benchmark; percent when any is above 1, else fractions.
+(models in `model` or `name`) with a column named after the benchmark; percent when any is
+above 1, else fractions.
 Models in the set's pool (`consume.sets.models`: its training, validation, calibration or
 test models) are refused: the check is about models the set never saw.
 """
@@ -24,8 +25,9 @@ LONG = ("model", "item", "correct")
 SHOWN = 3  # model names shown per refusal line
 
 
-def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """(header, rows) of a UTF-8 CSV file (a BOM is fine), one clear line when it is not."""
+def _rows(path: Path, ids: tuple[str, ...] = ("model",)) -> tuple[list[str], list[dict[str, str]]]:
+    """(header, rows) of a UTF-8 CSV file (a BOM is fine), one clear line when it is not. The
+    model's column is the first of `ids` the file has, read as `model`."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
@@ -33,9 +35,16 @@ def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
             header = [h.strip() for h in reader.fieldnames or []]
     except UnicodeDecodeError:
         raise ResponsesError(f"{printable(path)}: not UTF-8 text; save it as UTF-8") from None
-    if "model" not in header:
-        raise ResponsesError(f"{printable(path)}: no 'model' column (has {', '.join(header[:6])})")
-    return header, [{k.strip(): (v or "").strip() for k, v in r.items() if k} for r in rows]
+    found = next((c for c in ids if c in header), None)
+    if found is None:
+        wanted = " or ".join(f"'{c}'" for c in ids)
+        raise ResponsesError(f"{printable(path)}: no {wanted} column (has {', '.join(header[:6])})")
+    rename = {found: "model"}
+    header = [rename.get(h, h) for h in header]
+    return header, [
+        {rename.get(k.strip(), k.strip()): (v or "").strip() for k, v in r.items() if k}
+        for r in rows
+    ]
 
 
 def read_answers(path: str | Path) -> dict[str, dict[str, str]]:
@@ -53,8 +62,9 @@ def read_answers(path: str | Path) -> dict[str, dict[str, str]]:
 
 
 def read_scores(path: str | Path, benchmark: str) -> tuple[dict[str, float], str]:
-    """({model: score in [0, 1]}, a note on the scale) of a scores table."""
-    header, rows = _rows(Path(path))
+    """({model: score in [0, 1]}, a note on the scale) of a scores table (the leaderboard's
+    file names its models in a `name` column)."""
+    header, rows = _rows(Path(path), ("model", "name"))
     if "benchmark" in header and "score" in header:
         rows, col = [r for r in rows if r["benchmark"] == benchmark], "score"
     elif "score" in header or benchmark in header:

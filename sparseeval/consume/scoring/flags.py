@@ -149,8 +149,8 @@ class PoolCheck:
         if self.out_of_range(value):
             side = "above" if value > self.high else "below"
             out.append(
-                f"estimate {100 * value:.1f}% is {side} the training models' range "
-                f"({100 * self.low:.1f}-{100 * self.high:.1f}%)"
+                f"estimate {100 * value:.1f}% is {side} the range of the training models'"
+                f" own estimates ({100 * self.low:.1f}-{100 * self.high:.1f}%)"
             )
         lz = float(self.lz(np.asarray(x, dtype=np.float64)[None, :], [value])[0])
         if lz < self.threshold:
