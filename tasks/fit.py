@@ -12,7 +12,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from sparseeval.pipeline import recipe
-from sparseeval.pipeline.progress import PROGRESS, still_working, throttled
+from sparseeval.pipeline.progress import PROGRESS, saying, throttled
 from sparseeval.pipeline.records import FitInfo, MatrixInfo, Waiting
 from sparseeval.pipeline.settings import Section, Settings
 
@@ -40,18 +40,13 @@ def fit_benchmark(
     # every line to the run's log; to the console a fit's lines once it has run 15 s, then
     # its selection's lines one per 15 s at most (a quick fit says nothing there)
     console = throttled(PROGRESS.info, at_once=False, thin=("",))
-    doing = ["splitting the models"]  # the fit's last line; repeated while a phase runs long
 
     def emit(m: str) -> None:
         log.info("%s k%d: %s", matrix.benchmark, budget, m)
         console(f"{matrix.benchmark} k{budget}: {m}")
 
-    def say(m: str) -> None:
-        doing[0] = m
-        emit(m)
-
-    try:
-        with still_working(lambda: f"still {doing[0]}", say=emit):
+    try:  # a phase that runs long is said again (the MLP's training says nothing itself)
+        with saying(emit, "splitting the models") as say:
             out = recipe.fit_step(matrix, settings.replace(n_anchors=budget), say, force)
     except recipe.NotEnoughModels as exc:
         log.info("waiting for more models (%s)", exc)

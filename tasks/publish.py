@@ -15,7 +15,7 @@ from prefect.transactions import Transaction
 from sparseeval.tasks.policies import transient
 
 from sparseeval.pipeline import publish, suite_publish
-from sparseeval.pipeline.progress import PROGRESS
+from sparseeval.pipeline.progress import PROGRESS, saying
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
 from sparseeval.pipeline.settings import Settings
 
@@ -37,11 +37,12 @@ def write_suite_candidate(
     """Fit the suite over every benchmark and write it as a candidate; its gate."""
     log = get_run_logger()
 
-    def say(line: str) -> None:  # the run's log and the console (`sparseeval.progress`)
+    def emit(line: str) -> None:  # the run's log and the console (`sparseeval.progress`)
         log.info("suite: %s", line)
         PROGRESS.info("suite: %s", line)
 
-    cand, gate = suite_publish.suite_candidate(matrices, settings, say)
+    with saying(emit, "fitting the suite") as say:  # a long refit is said again every 15 s
+        cand, gate = suite_publish.suite_candidate(matrices, settings, say)
     log.info("suite: wrote candidate v%s; gate: %s", cand.version, gate.reason)
     return cand, gate
 

@@ -65,3 +65,17 @@ def still_working(
     finally:
         done.set()
         thread.join()
+
+
+@contextlib.contextmanager
+def saying(emit: Callable[[str], None], first: str) -> Iterator[Callable[[str], None]]:
+    """A `say` for a long step: each line goes to `emit`, and while no new line comes for
+    `EVERY` seconds the last one is said again (`still {line} (45 s so far)`)."""
+    doing = [first]
+
+    def say(line: str) -> None:
+        doing[0] = line
+        emit(line)
+
+    with still_working(lambda: f"still {doing[0]}", say=emit):
+        yield say

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from sparseeval.tasks.fit import fit_line
 
 from sparseeval.pipeline.records import FitInfo
@@ -42,4 +44,30 @@ def test_a_long_phase_of_a_fit_repeats_what_it_is_doing(monkeypatch, caplog, tmp
     fit_tasks.fit_benchmark.fn(Settings(home=tmp_path), SimpleNamespace(benchmark="arc"), 8)
     said = [r.getMessage() for r in caplog.records if r.name == "test.fit"]
     still = [s for s in said if s.startswith("arc k8: still training the final predictor")]
+    assert len(still) >= 2 and still[0].endswith("s so far)"), said
+
+
+def test_a_long_refit_of_the_suite_repeats_what_it_is_doing(monkeypatch, caplog, tmp_path):
+    """The suite's refit of its shared reader printed nothing for 391 s in a real-data run."""
+    import logging
+    import time
+
+    from sparseeval.tasks import publish as publish_tasks
+
+    from sparseeval.pipeline import progress, suite_publish
+    from sparseeval.pipeline.settings import Settings
+
+    def slow_suite(matrices, settings, say):
+        say("refitting the shared reader on training and validation models")
+        time.sleep(0.5)
+        return "candidate", "gate"
+
+    monkeypatch.setattr(progress, "EVERY", 0.05)
+    monkeypatch.setattr(publish_tasks, "get_run_logger", lambda: logging.getLogger("test.suite"))
+    monkeypatch.setattr(suite_publish, "suite_candidate", slow_suite)
+    caplog.set_level(logging.INFO, logger="test.suite")
+    with contextlib.suppress(AttributeError):  # the fake candidate has no version
+        publish_tasks.write_suite_candidate.fn(Settings(home=tmp_path), {})
+    said = [r.getMessage() for r in caplog.records if r.name == "test.suite"]
+    still = [s for s in said if s.startswith("suite: still refitting the shared reader")]
     assert len(still) >= 2 and still[0].endswith("s so far)"), said
