@@ -54,7 +54,7 @@ PIPELINE_TIERS = {
     "store": ("", "store", "sources", "settings", "setting_values", "config", "records",
               "artifacts", "identity", "lease", "sealed", "alerts", "progress", "stopping"),
     "recipes": ("recipe", "compare", "drift", "suite_recipe", "suite_reuse", "reports", "gate"),
-    "publish": ("publish", "assess", "suite_publish", "manifest", "versions", "mirror",
+    "publish": ("publish", "ledgers", "assess", "suite_publish", "manifest", "versions", "mirror",
                 "fit_sets"),
 }  # fmt: skip
 TIERS = tuple(PIPELINE_TIERS)

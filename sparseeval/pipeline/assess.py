@@ -33,7 +33,8 @@ from sparseeval.pipeline.drift import (
     record_drift,
     same_data,
 )
-from sparseeval.pipeline.publish import already_refused, live_anchor_set, unchanged_before
+from sparseeval.pipeline.ledgers import already_refused, unchanged_before
+from sparseeval.pipeline.publish import live_anchor_set
 from sparseeval.pipeline.recipe import evaluation_of, fitted_of
 from sparseeval.pipeline.records import (
     DriftDecision,

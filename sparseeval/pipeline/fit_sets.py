@@ -4,7 +4,7 @@ The folder then loads like a published one: `sparseeval predict --anchor-set DIR
 --benchmark NAME`, `load_anchor_set(DIR, NAME)`. One budget is `DIR/{name}/v{N}/`, several
 are `DIR/{name}/k{budget}/v{N}/` (the layout of `sparseeval refresh`); fitting into the
 same folder again adds the next version and points `latest` at it (a fit that is the live
-set over again adds none: `publish.unchanged_from`). Each set carries the
+set over again adds none: `ledgers.unchanged_from`). Each set carries the
 pool check (`consume.scoring.flags`, fitted on its training models) and lists its models
 (`consume.sets.models`), as a published one does.
 

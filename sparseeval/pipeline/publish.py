@@ -7,13 +7,11 @@ written as a new version nobody points at (`write_candidate`, a suite's
 quality gate (`assess.assess` for a benchmark, `assess.suite_gate` for the suite) gives a
 `GateResult`. Then:
 
-    unchanged    what a consumer loads (weights, items, curves, models: `substance`) is
-                 that of the live version: the candidate is discarded ("unchanged from
-                 vN"), nothing new goes live, and its key goes into the set's ledger of
-                 unchanged candidates, so a later run does not write it again
-    refused      the candidate is discarded with `refused_reason`, and its key goes into
-                 the set's ledger of refusals (`roll_back(..., refusal=)`), so an
-                 unchanged candidate is never fitted or gated again (`refused_before`)
+    unchanged    what a consumer loads is that of the live version (`ledgers.substance`):
+                 the candidate is discarded ("unchanged from vN"), nothing goes live, and
+                 the set's ledger notes it, so a later run does not write it again
+    refused      the candidate is discarded with `refused_reason` and the set's ledger of
+                 refusals notes it (`roll_back(..., refusal=)`): never gated again
     mirror       pushed to the Hub repo (`mirror`) before it goes live; on failure it is
                  discarded (`mirror_rollback_reason`) and the live set stays everywhere
     promote      `latest` swaps to it (`promote`); a crash there discards it too
@@ -37,13 +35,19 @@ from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.scoring.flags import KEY as POOL_KEY
 from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.sets.hub import redact
-from sparseeval.consume.sets.layout import MANIFEST, latest_version, set_dir
+from sparseeval.consume.sets.layout import latest_version, set_dir
 from sparseeval.consume.sets.models import MODELS_FILE, models_text
 from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import sealed, versions
 from sparseeval.pipeline.artifacts import artifact_path, read_once
 from sparseeval.pipeline.drift import drift_history
 from sparseeval.pipeline.identity import anchor_sources
+from sparseeval.pipeline.ledgers import (
+    note_refusal,
+    note_unchanged,
+    unchanged_from,
+    unchanged_reason,
+)
 from sparseeval.pipeline.recipe import (
     FLAG_ARRAYS,
     curves_of,
@@ -211,93 +215,6 @@ def pool_extra(fit: FitInfo) -> dict[str, Any]:
 
 
 # -- the ledger of refusals ---------------------------------------------------------------
-
-
-def _refusals(artifacts_dir: str | Path, name: str) -> Path:
-    return artifact_path(artifacts_dir, "published", f"{name}-refused.json")
-
-
-def refused_before(artifacts_dir: str | Path, name: str, key: str) -> str | None:
-    """The gate's reason if this very candidate (same key) of set `name` was refused before."""
-    reason = sealed.read_note(_refusals(artifacts_dir, name), {}).get(key)
-    return str(reason) if reason is not None else None
-
-
-def already_refused(artifacts_dir: str | Path, name: str, key: str) -> str | None:
-    """Why not to gate this candidate again: the ledger's line for it, or None."""
-    before = refused_before(artifacts_dir, name, key)
-    return f"this candidate was already refused: {before}" if before is not None else None
-
-
-def note_refusal(artifacts_dir: str | Path, name: str, key: str, reason: str) -> None:
-    """Remember a refused candidate, so later runs with nothing new do not gate it again."""
-    path = _refusals(artifacts_dir, name)
-    seen = sealed.read_note(path, {})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(seen | {key: reason}))
-    tmp.replace(path)
-
-
-# -- unchanged candidates -----------------------------------------------------------------
-
-# What a version's report shows (and when it was written): not what a consumer loads.
-PRESENTATION = ("report.md", "report.html", "report_inputs.json", "metrics.json", "plots/")
-SUBSTANCE_KEYS = ("items", "item_sources", "interval")  # the manifest's entries that matter
-
-
-def substance(folder: str | Path) -> dict[str, Any]:
-    """What a consumer loads from a version folder: the sha256 of every file but the report
-    (weights, predictor json, items and curves, models) and the manifest's items, their
-    sources and interval; never its version, time, paths, settings or code version."""
-    manifest = json.loads((Path(folder) / MANIFEST).read_text())
-    files = {rel: sha for rel, sha in (manifest.get("files") or {}).items()
-             if not rel.startswith(PRESENTATION)}  # fmt: skip
-    return {"files": files} | {k: manifest.get(k) for k in SUBSTANCE_KEYS}
-
-
-def unchanged_from(cand: Candidate) -> int | None:
-    """The live version when the candidate is the same set over again (`substance`), else None."""
-    live = latest_version(cand.published_dir, cand.benchmark, cand.budget)
-    if live is None or live == cand.version:
-        return None
-    where = set_dir(cand.published_dir, cand.benchmark, cand.budget)
-    try:
-        same = substance(where / f"v{live}") == substance(cand.path)
-    except (OSError, ValueError):
-        return None  # an unreadable live set: the candidate replaces it
-    return live if same else None
-
-
-def unchanged_reason(version: int) -> str:
-    """The outcome's (and tombstone's) words for a candidate that repeats live `version`."""
-    return f"unchanged from v{version} (same weights, items, curves and models)"
-
-
-def _unchanged_ledger(artifacts_dir: str | Path, name: str) -> Path:
-    return artifact_path(artifacts_dir, "published", f"{name}-unchanged.json")
-
-
-def note_unchanged(artifacts_dir: str | Path, name: str, key: str, version: int) -> None:
-    """Remember that candidate `key` of set `name` repeated live `version`."""
-    path = _unchanged_ledger(artifacts_dir, name)
-    seen = sealed.read_note(path, {})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(seen | {key: int(version)}))
-    tmp.replace(path)
-
-
-def unchanged_before(
-    artifacts_dir: str | Path, name: str, key: str, live_version: int | None
-) -> str | None:
-    """Why not to write this candidate again: it repeated the version still live, or None."""
-    if live_version is None:
-        return None
-    before = sealed.read_note(_unchanged_ledger(artifacts_dir, name), {}).get(key)
-    if before != live_version:
-        return None
-    return f"this candidate was found unchanged from v{live_version} before"
 
 
 # -- the steps after the gate -------------------------------------------------------------

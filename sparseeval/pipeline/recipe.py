@@ -167,10 +167,9 @@ def _same_matrix(path: Path, matrix: ResponseMatrix) -> bool:
     return same and np.array_equal(old.targets, matrix.targets)
 
 
-def target_of(summary) -> dict[str, str]:
+def target_of(s) -> dict[str, str]:
     """What a matrix's targets are, in words: {"kind", "definition", "note"}."""
-    return {"kind": summary.target, "definition": summary.target_definition,
-            "note": summary.target_note}  # fmt: skip
+    return {"kind": s.target, "definition": s.target_definition, "note": s.target_note}
 
 
 # -- the fit step -------------------------------------------------------------------------

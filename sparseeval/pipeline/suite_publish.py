@@ -24,7 +24,7 @@ from sparseeval.consume.sets.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.predictors import BlendPredictor
 from sparseeval.method.suite import AVERAGE
-from sparseeval.pipeline import publish, suite_recipe, versions
+from sparseeval.pipeline import ledgers, publish, suite_recipe, versions
 from sparseeval.pipeline.artifacts import read_once
 from sparseeval.pipeline.assess import suite_gate
 from sparseeval.pipeline.identity import anchor_sources
@@ -175,9 +175,9 @@ def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str 
     ):
         return f"suite: v{live.version} is up to date (same models, answers and settings)"
     key = suite_key(matrices, settings)
-    if why := publish.already_refused(settings.artifacts_dir, SUITE, key):
+    if why := ledgers.already_refused(settings.artifacts_dir, SUITE, key):
         return f"suite: not published ({why})"
-    if why := publish.unchanged_before(settings.artifacts_dir, SUITE, key, live and live.version):
+    if why := ledgers.unchanged_before(settings.artifacts_dir, SUITE, key, live and live.version):
         return f"suite: not published ({why})"
     return None
 

@@ -14,7 +14,7 @@ import pytest
 from sparseeval.pipeline import sealed
 from sparseeval.pipeline.artifacts import artifact_path, load_matrix, matrix_key
 from sparseeval.pipeline.identity import anchor_sources, identity_path
-from sparseeval.pipeline.publish import note_refusal, refused_before
+from sparseeval.pipeline.ledgers import note_refusal, refused_before
 from sparseeval.pipeline.recipe import (
     POOL_FILE,
     benchmark_states,

@@ -109,13 +109,6 @@ def item_id(item: object, where: str) -> str:
         raise ResponsesError(f"{printable(where)}: {exc}") from None
 
 
-def missing_message(missing: list[str], k: int, what: str) -> str:
-    """`3 of 50 anchors missing from the answers: a, b, c` (at most ten named)."""
-    more = f", ... (+{len(missing) - 10} more)" if len(missing) > 10 else ""
-    named = ", ".join(printable(m) for m in missing[:10])
-    return f"{len(missing)} of {k} anchors missing from the {what}: {named}{more}"
-
-
 # --------------------------------------------------------------------------- files
 
 

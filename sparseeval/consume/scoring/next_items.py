@@ -129,6 +129,12 @@ class Correction:
         h = t_quantile(level, self.n_extra - 1) * self.sd
         return max(0.0, self.unbiased - h), min(1.0, self.unbiased + h)
 
+    def as_dict(self, anchors: tuple[float, float, float]) -> dict:
+        """As `Estimate.correction` carries it; `anchors`: the anchor estimate, low, high."""
+        return {"n_extra": self.n_extra, "n_rest": self.n_rest, "shift": self.shift,
+                "sd": self.sd, "unbiased": self.unbiased, "anchor_estimate": list(anchors),
+                "items": list(self.items)}  # fmt: skip
+
 
 def abilities(curves: ItemCurves, known: np.ndarray, known01: np.ndarray, values) -> np.ndarray:
     """theta per model: the curves, with the known answers in place, average `values`.

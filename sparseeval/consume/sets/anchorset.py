@@ -18,17 +18,16 @@ from sparseeval.consume.answers.responses import (
     ResponsesError,
     as_pairs,
     item_id,
-    missing_message,
     printable,
     sign,
 )
+from sparseeval.consume.answers.vector import anchor_vector, missing_message
 from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.estimate import Difference, Estimate
 from sparseeval.consume.scoring.flags import PoolCheck, bounds, pool_check_of
 from sparseeval.consume.scoring.missing import fill_missing
 from sparseeval.consume.scoring.next_items import (
     DEFAULT_STRATEGY,
-    Correction,
     ItemCurves,
     abilities,
     choose,
@@ -285,7 +284,8 @@ class AnchorSet:
         low, high = c.interval(self.level)
         c = c.within(low, high)
         check_estimate(self.source, c.value, low, high)
-        return replace(est, value=c.value, low=low, high=high, correction=_as_dict(c, est))
+        anchors = (est.value, est.low, est.high)
+        return replace(est, value=c.value, low=low, high=high, correction=c.as_dict(anchors))
 
     def compare(self, responses_a, responses_b, allow_missing: bool = False) -> Difference:
         """Estimated accuracy of model A minus model B, with an interval at the set's level."""
@@ -379,29 +379,4 @@ class AnchorSet:
 
     def _vector(self, responses) -> np.ndarray:
         """+-1 floats in anchor order, NaN where not answered."""
-        k = len(self.items)
-        pairs = as_pairs(responses)
-        if pairs is None:  # positional, in anchor order
-            arr = list(responses)
-            if len(arr) != k:
-                raise ResponsesError(
-                    f"got {len(arr)} answers in anchor order, expected {k} (one per anchor)"
-                )
-            return np.array([sign(v, f"anchor #{j}") for j, v in enumerate(arr)], dtype=float)
-        x = np.full(k, np.nan)
-        for item, v in pairs:
-            j = self._index.get(item_id(item, "answers"))
-            if j is not None:
-                s = sign(v, str(item))
-                if not np.isnan(x[j]) and not np.isnan(s) and x[j] != s:
-                    raise ResponsesError(f"conflicting answers for anchor {printable(item)}")
-                if not np.isnan(s):
-                    x[j] = s
-        return x
-
-
-def _as_dict(c: Correction, est: Estimate) -> dict:
-    """The correction as `Estimate.correction` carries it."""
-    return {"n_extra": c.n_extra, "n_rest": c.n_rest, "shift": c.shift, "sd": c.sd,
-            "unbiased": c.unbiased,
-            "anchor_estimate": [est.value, est.low, est.high], "items": list(c.items)}  # fmt: skip
+        return anchor_vector(responses, self._index, len(self.items))

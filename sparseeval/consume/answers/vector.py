@@ -1,0 +1,39 @@
+"""A model's answers as a +-1 vector in anchor order (NumPy only), and which are missing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from sparseeval.consume.answers.responses import ResponsesError, as_pairs, item_id, printable, sign
+
+
+def anchor_vector(responses, index: Mapping[str, int], k: int) -> np.ndarray:
+    """+-1 floats in anchor order (`index`: anchor id -> position, of `k`), NaN where not
+    answered; answers given positionally must be one per anchor, in order."""
+    pairs = as_pairs(responses)
+    if pairs is None:  # positional, in anchor order
+        arr = list(responses)
+        if len(arr) != k:
+            raise ResponsesError(
+                f"got {len(arr)} answers in anchor order, expected {k} (one per anchor)"
+            )
+        return np.array([sign(v, f"anchor #{j}") for j, v in enumerate(arr)], dtype=float)
+    x = np.full(k, np.nan)
+    for item, v in pairs:
+        j = index.get(item_id(item, "answers"))
+        if j is not None:
+            s = sign(v, str(item))
+            if not np.isnan(x[j]) and not np.isnan(s) and x[j] != s:
+                raise ResponsesError(f"conflicting answers for anchor {printable(item)}")
+            if not np.isnan(s):
+                x[j] = s
+    return x
+
+
+def missing_message(missing: list[str], k: int, what: str) -> str:
+    """`3 of 50 anchors missing from the answers: a, b, c` (at most ten named)."""
+    more = f", ... (+{len(missing) - 10} more)" if len(missing) > 10 else ""
+    named = ", ".join(printable(m) for m in missing[:10])
+    return f"{len(missing)} of {k} anchors missing from the {what}: {named}{more}"
