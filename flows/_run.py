@@ -121,6 +121,15 @@ class DroppedEvents(logging.Handler):
         elif "pending items" in str(record.msg) and isinstance(args[-1], int):
             self.count += args[-1]
 
+    def settled(self, timeout: float = 5.0) -> int:
+        """The count once the events already queued were sent or dropped (at most `timeout`
+        seconds: Prefect's events worker sends in the background, so a run's last events
+        would otherwise fail only after its report)."""
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all(timeout=timeout)
+        return self.count
+
 
 @contextlib.contextmanager
 def counting_dropped_events() -> Iterator[DroppedEvents]:

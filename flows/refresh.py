@@ -178,7 +178,7 @@ def night(
         else:
             check_not_empty(ingested, settings)
         run = RunSummary(started, runner, settings.to_dict(), ingested, results, suite=suite,
-                         waiting=waiting, dropped_events=dropped.count)  # fmt: skip
+                         waiting=waiting, dropped_events=dropped.settled())  # fmt: skip
         if run.dropped_events:
             say(run.dropped_line(), logging.WARNING)
         run = tasks.report(paths, run)
