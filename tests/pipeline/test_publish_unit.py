@@ -44,15 +44,21 @@ def test_settings_sections_name_the_cache_fields():
         Settings.fields_of("nope")
 
 
-def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
-    tmp_path, monkeypatch
-):
+def _suite_published(tmp_path):
+    """Settings of a tiny suite and its two matrix files, the suite published as v1."""
     settings = Settings(home=tmp_path, **SUITE_SETTINGS)
     paths = {}
     for b, m in make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4).items():
         paths[b] = tmp_path / f"{b}.npz"
         save_matrix(m, paths[b], fingerprint=m.fingerprint())
     assert publish_suite_in_flow(paths, settings).startswith("suite: published v1")
+    return settings, paths
+
+
+def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
+    tmp_path, monkeypatch
+):
+    settings, paths = _suite_published(tmp_path)
     worse = settings.replace(n_anchors=2)
     line = publish_suite_in_flow(paths, worse)
     assert line.startswith("suite: not published: candidate refused (refused: candidate"), line
@@ -207,12 +213,7 @@ def test_substance_ignores_time_version_paths_and_code_but_not_weights(tmp_path)
 def test_a_suite_refit_that_changes_nothing_is_not_published_again(tmp_path, monkeypatch):
     """An upgrade (new code version) refits the suite; the same suite is not a new version,
     and the next run does not fit it again."""
-    settings = Settings(home=tmp_path, **SUITE_SETTINGS)
-    paths = {}
-    for b, m in make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4).items():
-        paths[b] = tmp_path / f"{b}.npz"
-        save_matrix(m, paths[b], fingerprint=m.fingerprint())
-    assert publish_suite_in_flow(paths, settings).startswith("suite: published v1")
+    settings, paths = _suite_published(tmp_path)
     monkeypatch.setattr(suite_recipe, "code_version", lambda: "9.9+upgraded")
     line = publish_suite_in_flow(paths, settings)
     reason = "unchanged from v1 (same weights, items, curves and models)"

@@ -196,12 +196,7 @@ def read_manifest(folder: str | Path) -> dict:
         raise AnchorSetError(
             f"{printable(folder)}: no {MANIFEST} (not an anchor set, or incomplete)"
         )
-    try:
-        manifest = loads(_bounded_text(path, MAX_MANIFEST_BYTES))
-    except (JsonTextError, UnicodeDecodeError) as e:
-        raise AnchorSetError(
-            f"{printable(path)}: damaged or truncated manifest ({printable(e)})"
-        ) from None
+    manifest = _bounded_json(path, MAX_MANIFEST_BYTES, "damaged or truncated manifest")
     if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
         raise AnchorSetError(f"{printable(path)}: not a sparseeval anchor-set manifest")
     schema = manifest.get("schema_version")
@@ -341,12 +336,7 @@ def read_pointer(set_folder: str | Path) -> dict | None:
     pointer = Path(set_folder) / LATEST
     if not pointer.is_file():
         return None
-    try:
-        data = loads(_bounded_text(pointer, MAX_POINTER_BYTES))
-    except (JsonTextError, UnicodeDecodeError) as e:
-        raise AnchorSetError(
-            f"{printable(pointer)}: unreadable latest pointer ({printable(e)})"
-        ) from None
+    data = _bounded_json(pointer, MAX_POINTER_BYTES, "unreadable latest pointer")
     problem = _pointer_problem(data)
     if problem:
         raise AnchorSetError(f"{printable(pointer)}: unreadable latest pointer ({problem})")
@@ -371,6 +361,14 @@ def _pointer_problem(data: object) -> str | None:
 def positive_int(value: object) -> bool:
     """A JSON integer >= 1 (not a bool, a float or a string)."""
     return type(value) is int and value >= 1
+
+
+def _bounded_json(path: Path, limit: int, what: str) -> object:
+    """The JSON of `path` (at most `limit` bytes); AnchorSetError `{path}: {what} ({why})`."""
+    try:
+        return loads(_bounded_text(path, limit))
+    except (JsonTextError, UnicodeDecodeError) as e:
+        raise AnchorSetError(f"{printable(path)}: {what} ({printable(e)})") from None
 
 
 def _bounded_text(path: Path, limit: int) -> str:
