@@ -45,16 +45,21 @@ def common_models(names=BENCHMARKS) -> tuple[dict, dict, list[str]]:
     return X, y, list(next(iter(aligned.values())).model_ids)
 
 
+def split_rows(n: int, seed: int, held_out: np.ndarray | None = None) -> list[np.ndarray]:
+    """Test, validation, calibration and training rows of `n` models for one seed; `held_out`
+    (row indices) replaces the random test models when given."""
+    order = np.random.default_rng(2000 + seed).permutation(n)
+    if held_out is None:
+        return np.split(order, np.cumsum([N_TEST, N_VALID, N_CALIB]))
+    rest = np.split(order[~np.isin(order, held_out)], np.cumsum([N_VALID, N_CALIB]))
+    return [held_out, *rest]
+
+
 def run_seed(
     X, y, k: int, seed: int, held_out: np.ndarray | None = None, cache: str | None = None
 ) -> list[dict]:
     """One seed; `held_out` (row indices) replaces the random test models when given."""
-    order = np.random.default_rng(2000 + seed).permutation(len(next(iter(y.values()))))
-    if held_out is None:
-        te, va, ca, tr = np.split(order, np.cumsum([N_TEST, N_VALID, N_CALIB]))
-    else:
-        te = held_out
-        va, ca, tr = np.split(order[~np.isin(order, held_out)], np.cumsum([N_VALID, N_CALIB]))
+    te, va, ca, tr = split_rows(len(next(iter(y.values()))), seed, held_out)
     take = lambda d, r: {b: v[r] for b, v in d.items()}  # noqa: E731
     start = time.perf_counter()
     suite = SuiteSparseEval(k, SparseEval(seed=seed, progress=lambda s: None))

@@ -22,7 +22,7 @@ import numpy as np
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from suite import BENCHMARKS, N_CALIB, N_TEST, N_VALID, common_models
+from suite import BENCHMARKS, N_TEST, common_models, split_rows
 
 from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.flags import bounds
@@ -33,12 +33,7 @@ from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
 
 def run_seed(X, y, k: int, seed: int, predictor: str, held_out=None) -> list[str]:
     """One seed; `held_out` (row indices) replaces the random test models when given."""
-    order = np.random.default_rng(2000 + seed).permutation(len(next(iter(y.values()))))
-    if held_out is None:
-        te, va, ca, tr = np.split(order, np.cumsum([N_TEST, N_VALID, N_CALIB]))
-    else:
-        te = held_out
-        va, ca, tr = np.split(order[~np.isin(order, held_out)], np.cumsum([N_VALID, N_CALIB]))
+    te, va, ca, tr = split_rows(len(next(iter(y.values()))), seed, held_out)
     take = lambda d, r: {b: v[r] for b, v in d.items()}  # noqa: E731
     t = time.perf_counter()
     est = SparseEval(seed=seed, predictor=predictor, progress=lambda s: None)
