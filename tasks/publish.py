@@ -17,7 +17,7 @@ from sparseeval.tasks.policies import transient
 from sparseeval.pipeline import publish, suite_publish
 from sparseeval.pipeline.progress import PROGRESS, saying
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section, Settings
 
 
 @task(
@@ -71,11 +71,11 @@ def discard_candidate(txn: Transaction) -> None:
     cache_policy=NO_CACHE,
     task_run_name="mirror-to-hub-{candidate.benchmark}",
 )
-def mirror_to_hub(settings: Settings, candidate: Candidate) -> str:
+def mirror_to_hub(sources: Section, candidate: Candidate) -> str:
     """Mirror the candidate to the `hub_repo` dataset repo in one commit; the commit sha."""
-    sha = publish.mirror(candidate, settings.hub_repo)
+    sha = publish.mirror(candidate, sources.hub_repo)
     get_run_logger().info("%s: mirrored v%s to %s at %s", candidate.benchmark, candidate.version,
-                          settings.hub_repo, sha)  # fmt: skip
+                          sources.hub_repo, sha)  # fmt: skip
     return sha
 
 

@@ -56,7 +56,7 @@ from sparseeval.pipeline.recipe import (
     pool_check_of,
 )
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Section, Settings
 
 
 class Refused(SparseEvalError):
@@ -333,9 +333,9 @@ class LocalTransaction:
         return False
 
 
-def mirror_step(settings: Settings, cand: Candidate) -> str:
-    """Mirror the candidate to `settings.hub_repo`; the commit sha."""
-    return mirror(cand, settings.hub_repo)
+def mirror_step(sources: Section, cand: Candidate) -> str:
+    """Mirror the candidate to the `sources` section's `hub_repo`; the commit sha."""
+    return mirror(cand, sources.hub_repo)
 
 
 @dataclass(frozen=True)
@@ -347,7 +347,7 @@ class Steps:
     """
 
     transaction: Callable[[], AbstractContextManager[UnitOfWork]] = LocalTransaction
-    mirror: Callable[[Settings, Candidate], str] = mirror_step
+    mirror: Callable[[Section, Candidate], str] = mirror_step
     promote: Callable[[Candidate], None] = promote
 
 
@@ -383,7 +383,7 @@ def publish_unit(
             if hub_repo:
                 txn.set("reason", mirror_rollback_reason(hub_repo))
                 try:
-                    sha = steps.mirror(settings, cand)
+                    sha = steps.mirror(settings.section("sources"), cand)
                 except Exception as exc:
                     raise mirror_failed(hub_repo, exc) from exc
             txn.set("reason", promote_rollback_reason(cand, hub_repo, sha))
