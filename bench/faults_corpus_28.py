@@ -666,7 +666,7 @@ def _(d, w):
 @case(IDMAPS, "doc_hash check: a generated task on other questions", "the mismatch is found")
 def _(d, w):
     from sparseeval.consume.answers.identity import hash_mismatches
-    from sparseeval.consume.lm_eval import read_responses
+    from sparseeval.consume.lm_eval.harness import read_responses
 
     items = [str(i) for i in range(4)]
     sources = {i: {"task": "arc_challenge", "doc_id": int(i), "hash": f"doc_hash:h{i}",

@@ -127,7 +127,13 @@ class DroppedEvents(logging.Handler):
         would otherwise fail only after its report)."""
         from prefect.events.worker import EventsWorker
 
-        EventsWorker.drain_all(timeout=timeout)
+        quiet = logging.getLogger("EventsWorker")  # its "Still processing items" warnings
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            EventsWorker.drain_all(timeout=timeout)
+        finally:
+            quiet.setLevel(level)
         return self.count
 
 
