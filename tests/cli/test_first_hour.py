@@ -37,6 +37,9 @@ def test_unknown_benchmark_lists_the_published_ones(published, capsys):
     rc = main(["predict", "--anchor-set", str(root), "--benchmark", "nope", "--responses",
                str(answers)])  # fmt: skip
     assert rc == 2 and "published there: arc" in one_error(capsys)
+    rc = main(["predict", "--anchor-set", str(root), "--benchmark", "ARC", "--responses",
+               str(answers)])  # fmt: skip
+    assert rc == 2 and one_error(capsys).endswith("(published there: arc); did you mean 'arc'?")
 
 
 def test_an_empty_home_says_to_run_refresh(tmp_path, capsys, monkeypatch):

@@ -36,6 +36,13 @@ def test_an_ingest_that_stored_nothing_fails_with_reasons_and_can_be_fixed(tmp_p
     assert "new 12" in out and "already ingested" not in out
 
 
+def test_a_mistyped_benchmark_gets_the_name_it_nearly_is(tmp_path, capsys):
+    src = wide_csv(tmp_path / "winogrande.csv")
+    assert main(["ingest", str(src), "--benchmark", "winogrand"]) == 2
+    assert "12 unknown benchmark: winogrand" in (err := capsys.readouterr().err)
+    assert err.rstrip().endswith("; did you mean 'winogrande'?)"), err
+
+
 def test_ingest_help_names_the_wide_and_scores_specs(capsys):
     with pytest.raises(SystemExit):
         main(["ingest", "--help"])

@@ -18,8 +18,10 @@ The store applies the same rule in SQL (`sql/validate.sql`, fed the patterns bel
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
+from collections.abc import Iterable
 
 from sparseeval.consume.benchmarks import RESERVED_NAMES
 from sparseeval.consume.errors import SparseEvalError
@@ -114,3 +116,12 @@ def check_new_benchmark_name(name: object) -> str:
             "latest, kN, vN); choose another"
         )
     return s
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`; did you mean 'winogrande'?` when `name` is a near miss of one of `known` (another
+    case, a letter off), else ""."""
+    known = list(known)
+    same = [k for k in known if k.lower() == name.lower() and k != name]
+    close = same or difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.8)
+    return f"; did you mean {close[0]!r}?" if close and close[0] != name else ""

@@ -44,6 +44,7 @@ import re
 import stat
 from pathlib import Path
 
+from sparseeval.consume.answers.ids import did_you_mean
 from sparseeval.consume.answers.jsontext import JsonTextError, loads
 from sparseeval.consume.answers.responses import printable
 from sparseeval.consume.errors import SparseEvalError
@@ -127,9 +128,10 @@ def resolve_version_dir(
         if any(f(root.parent, root.name) for f in (latest_version, list_versions, list_budgets)):
             root, benchmark = root.parent, root.name  # a benchmark folder was given
         else:
+            there = published_benchmarks(root)
             raise AnchorSetError(
                 f"no published {benchmark!r} anchor sets at {printable(root)}"
-                f" (published there: {', '.join(published_benchmarks(root)) or 'none'})"
+                f" (published there: {', '.join(there) or 'none'}){did_you_mean(benchmark, there)}"
             )
     budget = _pick_budget(root, benchmark, budget)
     folder = set_dir(root, benchmark, budget)

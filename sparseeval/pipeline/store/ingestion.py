@@ -13,6 +13,8 @@ from typing import Any, Protocol
 import duckdb
 import polars as pl
 
+from sparseeval.consume.answers.ids import did_you_mean
+from sparseeval.consume.benchmarks import records
 from sparseeval.consume.sets.hub import redact
 from sparseeval.pipeline.progress import still_working
 from sparseeval.pipeline.stopping import reraise_stop
@@ -253,13 +255,18 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     return report
 
 
+UNKNOWN = "unknown benchmark:"  # the quarantine reason (sql/validate.sql)
+
+
 def nothing_stored(con: duckdb.DuckDBPyConnection, run_id: int, n_read: int, top: int = 3) -> str:
     """Why a unit stored nothing: its top quarantine reasons with their counts."""
     reasons = fetch(con, "quarantine_reasons", {"run": run_id, "top": top})
     said = "; ".join(f"{n:,} {_printable(reason)}" for reason, n in reasons)
+    unknown = [str(r) for r, _ in reasons if str(r).startswith(UNKNOWN)]
     hint = (
         " (known ones are built in; --new-benchmark NAME accepts another)"
-        if any(str(r).startswith("unknown benchmark") for r, _ in reasons)
+        + did_you_mean(unknown[0][len(UNKNOWN) :].strip(), [b.name for b in records()])
+        if unknown
         else ""
     )
     return f"nothing stored, all {n_read:,} rows quarantined: {said}{hint}"
