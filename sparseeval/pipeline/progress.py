@@ -41,24 +41,17 @@ EVERY = 15.0  # seconds between the lines of `still_working`
 
 
 @contextlib.contextmanager
-def still_working(
-    what: str | Callable[[], str],
-    every: float | None = None,
-    say: Callable[[str], None] | None = None,
-) -> Iterator[None]:
-    """While the block runs, a progress line every `every` seconds (`EVERY`): `{what} (45 s
-    so far)`, to `say` (default: the progress logger); `what` may be a function, asked each
-    time. A quick block says nothing."""
-    done, t0 = threading.Event(), time.monotonic()
+def _every(seconds: float, beat: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, `beat()` every `seconds` from a thread (in the caller's context,
+    so that a run logger attached there still sees its lines)."""
+    done = threading.Event()
 
-    def beat() -> None:
-        while not done.wait(EVERY if every is None else every):
-            line = what() if callable(what) else what
-            (say or PROGRESS.info)(f"{line} ({time.monotonic() - t0:.0f} s so far)")
+    def loop() -> None:
+        while not done.wait(seconds):
+            beat()
 
-    # the caller's context goes along, so a run logger attached there still sees the lines
     run = contextvars.copy_context().run
-    thread = threading.Thread(target=run, args=(beat,), name="sparseeval-progress", daemon=True)
+    thread = threading.Thread(target=run, args=(loop,), name="sparseeval-progress", daemon=True)
     thread.start()
     try:
         yield
@@ -68,14 +61,42 @@ def still_working(
 
 
 @contextlib.contextmanager
+def still_working(
+    what: str | Callable[[], str],
+    every: float | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """While the block runs, a progress line every `every` seconds (`EVERY`): `{what} (45 s
+    so far)`, to `say` (default: the progress logger); `what` may be a function, asked each
+    time. A quick block says nothing."""
+    t0 = time.monotonic()
+
+    def beat() -> None:
+        line = what() if callable(what) else what
+        (say or PROGRESS.info)(f"{line} ({time.monotonic() - t0:.0f} s so far)")
+
+    with _every(EVERY if every is None else every, beat):
+        yield
+
+
+@contextlib.contextmanager
 def saying(emit: Callable[[str], None], first: str) -> Iterator[Callable[[str], None]]:
-    """A `say` for a long step: each line goes to `emit`, and while no new line comes for
-    `EVERY` seconds the last one is said again (`still {line} (45 s so far)`)."""
-    doing = [first]
+    """A `say` for a long step: each line goes to `emit`, and once no new line has come for
+    `EVERY` seconds the last one is said again, with how long it has run (`still {line}
+    (45 s so far)`)."""
+    now = time.monotonic()
+    last = {"line": first, "since": now, "told": now}
 
     def say(line: str) -> None:
-        doing[0] = line
+        now = time.monotonic()
+        last.update(line=line, since=now, told=now)
         emit(line)
 
-    with still_working(lambda: f"still {doing[0]}", say=emit):
+    def beat() -> None:
+        now = time.monotonic()
+        if now - last["told"] >= EVERY:
+            last["told"] = now
+            emit(f"still {last['line']} ({now - last['since']:.0f} s so far)")
+
+    with _every(EVERY / 5, beat):
         yield say

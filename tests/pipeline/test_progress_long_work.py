@@ -65,3 +65,18 @@ def test_the_hub_listing_counts_the_repos_listed_so_far(lines):
     assert len(source._list_repos()) == 8
     listing = [s for s in lines() if s.startswith("hub: listing open-llm-leaderboard's")]
     assert listing and " so far (" in listing[0], lines()
+
+
+def test_a_line_is_said_again_only_once_it_has_stood_for_a_while(monkeypatch):
+    """`saying`: a new line resets the wait, and `so far` counts from that line (a demo run
+    printed a 'still ... (15 s so far)' 4 s after its line)."""
+    monkeypatch.setattr(progress, "EVERY", 0.5)
+    said: list[str] = []
+    with progress.saying(said.append, "a") as say:
+        time.sleep(0.3)
+        say("b")
+        time.sleep(0.3)  # 0.6 s since the start, 0.3 s since "b": nothing is repeated yet
+        assert said == ["b"]
+        time.sleep(1.0)
+    assert said[1].startswith("still b (") and said[1].endswith(" s so far)"), said
+    assert not any(s.startswith("still a") for s in said)
