@@ -19,7 +19,7 @@ from sparseeval.flows._run import say
 from sparseeval import tasks
 from sparseeval.pipeline import publish
 from sparseeval.pipeline.records import BenchmarkResult, MatrixInfo
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import FIT, PUBLISH, TRAINING, Settings
 from sparseeval.pipeline.suite_publish import suite_line
 
 # The publish unit's unit of work and steps in the refresh flow.
@@ -40,8 +40,9 @@ def alert_persistent_drift(settings: Settings, r: BenchmarkResult) -> None:
 
 def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult:
     """The publish unit of one benchmark's (and budget's) gated candidate."""
-    write = lambda: (tasks.write_candidate(settings, r.fit, r.budget), r.gate)  # noqa: E731
-    out = publish.publish_unit(settings, write, PREFECT)
+    paths = settings.sections("paths")
+    write = lambda: (tasks.write_candidate(paths, r.fit, r.budget), r.gate)  # noqa: E731
+    out = publish.publish_unit(settings.sections(*PUBLISH), write, PREFECT)
     if out.version is None:
         if not r.gate.accept:
             event("publish.refused", r, {"reason": r.gate.reason, **r.gate.figures})
@@ -57,10 +58,10 @@ def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult
 def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:
     """Fit and publish the suite through the same unit, unless up to date or refused before."""
     say(f"suite: {', '.join(matrices)} read together")
-    if line := tasks.suite_status(settings, matrices):
+    if line := tasks.suite_status(settings.sections("paths", *TRAINING), matrices):
         return line
-    write = lambda: tasks.write_suite_candidate(settings, matrices)  # noqa: E731
-    out = publish.publish_unit(settings, write, PREFECT)
+    write = lambda: tasks.write_suite_candidate(settings.sections(*FIT), matrices)  # noqa: E731
+    out = publish.publish_unit(settings.sections(*PUBLISH), write, PREFECT)
     suite, gate = BenchmarkResult("suite"), out.gate
     if out.version is not None:
         where = {"version": out.version, "path": out.path, "hub_commit": out.hub_commit}

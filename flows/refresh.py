@@ -44,7 +44,7 @@ from sparseeval.pipeline.artifacts import forget_loaded
 from sparseeval.pipeline.lease import guarding_stops
 from sparseeval.pipeline.recipe import NothingRan, PipelineError
 from sparseeval.pipeline.records import BenchmarkResult, RunSummary
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import FIT, Settings
 
 # The names and store states a `fit-benchmarks` run fits, by reference: Prefect refuses flow
 # parameters over 512 KiB, which thousands of benchmarks passed by value would pass.
@@ -68,9 +68,13 @@ def fit_benchmarks(settings: Settings, batch: str, force: bool = False) -> list[
 
 def _fit_each(settings: Settings, batch: str, force: bool) -> list[BenchmarkResult]:
     benchmarks, store_states = _BATCHES[batch]
-    paths, matrix = settings.section("paths"), settings.section("matrix")
+    paths, matrix, fit = (
+        settings.section("paths"),
+        settings.section("matrix"),
+        settings.sections(*FIT),
+    )
     mats = {b: tasks.build_matrix.submit(paths, matrix, b, store_states[b]) for b in benchmarks}
-    fits = {(b, k): tasks.fit_benchmark.submit(settings, mats[b], k, force)
+    fits = {(b, k): tasks.fit_benchmark.submit(fit, mats[b], k, force)
             for b in benchmarks for k in settings.budgets}  # fmt: skip
     out = []
     for i, ((b, k), state) in enumerate(fits.items(), 1):
@@ -105,7 +109,9 @@ def assess_and_publish(
     """Drift of the live set on fresh models, then the publish unit when it calls for one."""
     live = tasks.live_set(settings.section("paths"), r.benchmark, r.budget)
     fresh = tasks.fresh_models(settings.section("paths"), r.benchmark, live)
-    decision, gate = tasks.assess(settings, r.matrix, r.fit, live, fresh, requested, r.budget)
+    decision, gate = tasks.assess(
+        settings.sections("paths", "drift"), r.matrix, r.fit, live, fresh, requested, r.budget
+    )
     r = replace(r, live=live, decision=decision, gate=gate, n_fresh=len(fresh))
     if decision.drift:
         event("drift.detected", r, {"reason": decision.reason, **decision.figures,

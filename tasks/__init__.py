@@ -6,12 +6,13 @@ assess   live_set, fresh_models, assess, evaluate_published
 publish  write_candidate, write_suite_candidate, suite_status, mirror_to_hub, promote
 report   report
 
-A task takes the sections of the run's settings it uses (`Settings.section`: `paths`,
-`sources`, `matrix`), or the whole `Settings` where its step reads several (fit, assess,
-publish). Expensive tasks cache on content, and the
-cache is the artifacts on disk, `artifacts/{kind}/{key}`: the key is the fingerprint of
-their inputs (store content signature or matrix fingerprint) plus the settings that
-matter plus the code version. No task result is persisted to Prefect's result storage
+A task takes the sections of the run's settings it uses, never the whole `Settings`: one
+(`Settings.section`: `paths`, `sources`, `matrix`), or several read as one object where its
+step needs them (`Settings.sections`: the fit and the suite `settings.FIT`, assess `paths` and
+`drift`, a candidate `paths` with every setting for its manifest). Expensive tasks cache
+on content, and the cache is the artifacts on disk, `artifacts/{kind}/{key}`: the key is
+the fingerprint of their inputs (store content signature or matrix fingerprint) plus the
+settings that matter plus the code version. No task result is persisted to Prefect's result storage
 (no pickles; a new Prefect home reuses every fit, a deleted file is rebuilt). Tasks take
 and return small typed records (`sparseeval.pipeline.records`).
 """

@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from sparseeval.pipeline import assess as decide
 from sparseeval.pipeline import drift, publish
 from sparseeval.pipeline.records import DriftDecision, FitInfo, GateResult, LiveSet, MatrixInfo
-from sparseeval.pipeline.settings import Section, Settings
+from sparseeval.pipeline.settings import Section, Sections
 
 
 @task(name="live-set", cache_policy=NO_CACHE, task_run_name="live-set-{benchmark}")
@@ -27,7 +27,7 @@ def fresh_models(paths: Section, benchmark: str, live: LiveSet | None) -> list[s
 
 @task(name="assess", cache_policy=NO_CACHE, task_run_name="assess-{matrix.benchmark}")
 def assess(
-    settings: Settings,
+    settings: Sections,
     matrix: MatrixInfo,
     fit: FitInfo,
     live: LiveSet | None,
@@ -35,7 +35,8 @@ def assess(
     requested: str | None = None,
     budget: int | None = None,
 ) -> tuple[DriftDecision, GateResult | None]:
-    """Drift of the live set on new models; the candidate's gate when it may be published."""
+    """Drift of the live set on new models; the candidate's gate when it may be published
+    (`settings`: the paths and drift sections)."""
     decision, gate = decide.assess(settings, matrix, fit, live, fresh, requested, budget)
     log = get_run_logger()
     log.info("%s: %s", matrix.benchmark, decision.reason)

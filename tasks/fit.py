@@ -14,7 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from sparseeval.pipeline import recipe
 from sparseeval.pipeline.progress import PROGRESS, saying, throttled
 from sparseeval.pipeline.records import FitInfo, MatrixInfo, Waiting
-from sparseeval.pipeline.settings import Section, Settings
+from sparseeval.pipeline.settings import Section, Sections
 
 
 @task(name="build-matrix", cache_policy=NO_CACHE, task_run_name="build-matrix-{benchmark}")
@@ -28,11 +28,12 @@ def build_matrix(paths: Section, matrix: Section, benchmark: str, store_state: s
 
 @task(name="fit-benchmark", cache_policy=NO_CACHE, task_run_name="fit-{matrix.benchmark}-k{budget}")
 def fit_benchmark(
-    settings: Settings, matrix: MatrixInfo, budget: int, force: bool = False
+    fit: Sections, matrix: MatrixInfo, budget: int, force: bool = False
 ) -> FitInfo | Waiting:
     """Split -> adaptive init -> AIS/CIS refinement -> final predictor -> test metrics.
 
-    `budget` is the number of anchors; `force` retrains even when the artifact exists.
+    `fit`: the sections a fit reads (`settings.FIT`); `budget` is the number of anchors;
+    `force` retrains even when the artifact exists.
     Too few models is no failure: a `Waiting` result says how many there are and how many
     it takes (the task completes).
     """
@@ -47,7 +48,7 @@ def fit_benchmark(
 
     try:  # a phase that runs long is said again (the MLP's training says nothing itself)
         with saying(emit, "splitting the models") as say:
-            out = recipe.fit_step(matrix, settings.replace(n_anchors=budget), say, force)
+            out = recipe.fit_step(matrix, fit.replace(n_anchors=budget), say, force)
     except recipe.NotEnoughModels as exc:
         log.info("waiting for more models (%s)", exc)
         return Waiting(matrix.benchmark, str(exc))

@@ -17,24 +17,27 @@ from sparseeval.tasks.policies import transient
 from sparseeval.pipeline import publish, suite_publish
 from sparseeval.pipeline.progress import PROGRESS, saying
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
-from sparseeval.pipeline.settings import Section, Settings
+from sparseeval.pipeline.settings import Section, Sections
 
 
 @task(
     name="write-candidate", cache_policy=NO_CACHE, task_run_name="write-candidate-{fit.benchmark}"
 )
-def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None) -> Candidate:
-    """Write the new version's folder (not live yet); rolled back if the unit of work fails."""
-    out = publish.write_candidate(settings, fit, budget)
+def write_candidate(paths: Sections, fit: FitInfo, budget: int | None = None) -> Candidate:
+    """Write the new version's folder (not live yet); rolled back if the unit of work fails.
+
+    `paths`: the paths section, with every setting for the manifest (`Sections.recorded`)."""
+    out = publish.write_candidate(paths, fit, budget)
     get_run_logger().info("%s: wrote candidate v%s at %s", fit.benchmark, out.version, out.path)
     return out
 
 
 @task(name="write-suite-candidate", cache_policy=NO_CACHE)
 def write_suite_candidate(
-    settings: Settings, matrices: dict[str, MatrixInfo]
+    fit: Sections, matrices: dict[str, MatrixInfo]
 ) -> tuple[Candidate, GateResult]:
-    """Fit the suite over every benchmark and write it as a candidate; its gate."""
+    """Fit the suite over every benchmark and write it as a candidate; its gate (`fit`: the
+    sections a fit reads, `settings.FIT`, with every setting for the manifest)."""
     log = get_run_logger()
 
     def emit(line: str) -> None:  # the run's log and the console (`sparseeval.progress`)
@@ -42,15 +45,16 @@ def write_suite_candidate(
         PROGRESS.info("suite: %s", line)
 
     with saying(emit, "fitting the suite") as say:  # a long refit is said again every 15 s
-        cand, gate = suite_publish.suite_candidate(matrices, settings, say)
+        cand, gate = suite_publish.suite_candidate(matrices, fit, say)
     log.info("suite: wrote candidate v%s; gate: %s", cand.version, gate.reason)
     return cand, gate
 
 
 @task(name="suite-status", cache_policy=NO_CACHE)
-def suite_status(settings: Settings, matrices: dict[str, MatrixInfo]) -> str | None:
-    """Why the suite needs no fit tonight (up to date, or refused before), or None."""
-    return suite_publish.suite_status(matrices, settings)
+def suite_status(trained: Sections, matrices: dict[str, MatrixInfo]) -> str | None:
+    """Why the suite needs no fit tonight (up to date, or refused before), or None
+    (`trained`: the paths and training sections, `settings.TRAINING`)."""
+    return suite_publish.suite_status(matrices, trained)
 
 
 @write_candidate.on_rollback

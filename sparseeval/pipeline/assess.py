@@ -44,7 +44,7 @@ from sparseeval.pipeline.records import (
     MatrixInfo,
     set_name,
 )
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Sections, Settings
 from sparseeval.pipeline.suite_recipe import SuiteFit
 
 
@@ -91,7 +91,7 @@ def compare_candidate(
 
 
 def assess(
-    settings: Settings,
+    settings: Settings | Sections,
     matrix_info: MatrixInfo,
     fit: FitInfo,
     live: LiveSet | None,

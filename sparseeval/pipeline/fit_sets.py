@@ -28,6 +28,7 @@ from sparseeval.method.pool import estimator_pool_check, test_flags
 from sparseeval.pipeline.compare import Comparison
 from sparseeval.pipeline.publish import candidate, publish_unit
 from sparseeval.pipeline.records import Candidate, GateResult
+from sparseeval.pipeline.settings import PUBLISH
 from sparseeval.pipeline.versions import write_version
 
 UNGATED = GateResult(True, "local fit: not gated (no live set compared, no Hub mirror)")
@@ -100,7 +101,7 @@ def publish_fits(
                             extra, files=files, curves=curves)  # fmt: skip
             return candidate(folder, benchmark, "", budget), UNGATED
 
-        folders.append(Path(publish_unit(local, write).path))
+        folders.append(Path(publish_unit(local.sections(*PUBLISH), write).path))
     return folders
 
 

@@ -19,6 +19,7 @@ from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.flags import KEY, PoolCheck
 from sparseeval.consume.scoring.missing import MISSING_POLICY
 from sparseeval.consume.sets.layout import KIND, PREDICTOR_DIR, SCHEMA_VERSION
+from sparseeval.pipeline.settings import recorded
 
 
 def version_manifest(
@@ -38,7 +39,7 @@ def version_manifest(
     Arguments as `versions.write_version`'s.
     """
     check_benchmark_name(benchmark)
-    settings_dict = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
+    settings_dict = recorded(settings)
     items = [str(i) for i in estimator.anchor_ids_]
     if len(set(items)) != len(items):
         raise ValueError("anchor item ids must be unique")

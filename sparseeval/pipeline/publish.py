@@ -56,7 +56,7 @@ from sparseeval.pipeline.recipe import (
     pool_check_of,
 )
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
-from sparseeval.pipeline.settings import Section, Settings
+from sparseeval.pipeline.settings import Section, Sections, Settings, recorded
 
 
 class Refused(SparseEvalError):
@@ -150,7 +150,9 @@ def candidate(folder: str | Path, benchmark: str, key: str, budget: int | None =
     return Candidate(benchmark, str(root), str(folder), int(folder.name[1:]), budget, key)
 
 
-def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None) -> Candidate:
+def write_candidate(
+    settings: Settings | Sections, fit: FitInfo, budget: int | None = None
+) -> Candidate:
     """Write the fitted model as a new (not yet live) version; note what it was built from.
 
     Its report shows the set's drift checks so far (`drift.drift_history`).
@@ -162,7 +164,7 @@ def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None)
         settings.published_dir, fit.benchmark, fitted,
         data_fingerprint=fit.matrix_fingerprint, split_sizes=fit.split_sizes,
         metrics={"test": fit.test_metrics, "valid": {"mae": fit.valid_scores.get(fit.predictor)}},
-        settings=settings.to_dict() | {"code_version": fit.code_version},
+        settings=recorded(settings) | {"code_version": fit.code_version},
         report_inputs={
             "test_pred": evaluation["test_pred"].tolist(),
             "test_true": evaluation["test_true"].tolist(),
@@ -185,7 +187,7 @@ def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None)
     return cand
 
 
-def _recent(settings: Settings, benchmark: str, test_ids) -> list[bool] | None:
+def _recent(settings: Settings | Sections, benchmark: str, test_ids) -> list[bool] | None:
     """Which test models arrived last in the store (`reports.arrivals`; None: no order)."""
     from sparseeval.pipeline.reports.arrivals import recent_flags
     from sparseeval.pipeline.store import Store
@@ -355,7 +357,7 @@ LOCAL = Steps()
 
 
 def publish_unit(
-    settings: Settings,
+    settings: Settings | Sections,
     write: Callable[[], tuple[Candidate, GateResult]],
     steps: Steps = LOCAL,
 ) -> Outcome:

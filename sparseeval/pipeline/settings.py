@@ -39,8 +39,23 @@ def _in(section: str, default: Any) -> Any:
 _PATHS = {"section": "paths"}
 
 
+class _Derived:
+    """What both `Settings` and `Sections` derive from their fields."""
+
+    def calibration_args(self) -> dict[str, Any]:
+        """`method.splits.calibration_split`'s settings: n_calib, calibration, seed, stable."""
+        return {"n_calib": self.n_calib, "calibration": self.calibration, "seed": self.seed,
+                "stable": self.stable_split}  # fmt: skip
+
+    @property
+    def budgets(self) -> tuple[int, ...]:
+        """The anchor budgets, ascending (`n_anchors` as a tuple)."""
+        n = self.n_anchors
+        return tuple(sorted({int(k) for k in n})) if isinstance(n, tuple | list) else (int(n),)
+
+
 @dataclass(frozen=True)
-class Settings:
+class Settings(_Derived):
     """Every knob of the pipeline, with the paper's defaults where the paper has one."""
 
     # where state lives
@@ -227,16 +242,10 @@ class Settings:
         names = self.fields_of(name)  # an unknown section: SettingsError
         return SECTION_TYPES[name](**{n: getattr(self, n) for n in names})
 
-    def calibration_args(self) -> dict[str, Any]:
-        """`method.splits.calibration_split`'s settings: n_calib, calibration, seed, stable."""
-        return {"n_calib": self.n_calib, "calibration": self.calibration, "seed": self.seed,
-                "stable": self.stable_split}  # fmt: skip
-
-    @property
-    def budgets(self) -> tuple[int, ...]:
-        """The anchor budgets, ascending (`n_anchors` as a tuple)."""
-        n = self.n_anchors
-        return tuple(sorted({int(k) for k in n})) if isinstance(n, tuple | list) else (int(n),)
+    def sections(self, *names: str) -> Sections:
+        """The named sections as one flat object (`Sections`): what a task that uses several
+        of them receives; it also carries every setting as a manifest records them."""
+        return Sections(tuple(self.section(n) for n in names), self.to_dict())
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **_coerce(changes))
@@ -244,10 +253,15 @@ class Settings:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready view (paths as strings), written into every artifact (the alert
         webhook, which may carry a token, only as whether it is set)."""
-        out = {
-            k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()
-        }
-        return out | {"alert_webhook": "(set)" if self.alert_webhook else None}
+        return _jsonable(dataclasses.asdict(self))
+
+
+def _jsonable(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Paths as strings, and the alert webhook (it may carry a token) only as whether it is set."""
+    out = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+    if "alert_webhook" in out:
+        out["alert_webhook"] = "(set)" if out["alert_webhook"] else None
+    return out
 
 
 def _type_problems(settings: Settings) -> list[str]:
@@ -286,9 +300,7 @@ class Section:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready view, as `Settings.to_dict` gives these fields (the cache keys' input)."""
-        return {
-            k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()
-        }
+        return _jsonable(dataclasses.asdict(self))
 
 
 def _section_type(name: str) -> type[Section]:
@@ -304,4 +316,76 @@ def _section_type(name: str) -> type[Section]:
 # PathsSection, SourcesSection, SelectionSection, ..., RunnerSection
 SECTION_TYPES: dict[str, type[Section]] = {name: _section_type(name) for name in SECTIONS}
 
-__all__ = ["SECTIONS", "Section", "Settings", "SettingsError"]
+
+def recorded(settings: Settings | Sections | Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every setting as a manifest records them (`Settings.to_dict`, `Sections.recorded`)."""
+    if isinstance(settings, Settings):
+        return settings.to_dict()
+    return dict(settings.recorded if isinstance(settings, Sections) else settings or {})
+
+
+# The sections a fit reads: training (its cache key), where artifacts live, the interval
+# level it calibrates and how many fits run at once (`runner.workers`).
+TRAINING = ("selection", "predictor", "splits")
+FIT = ("paths", *TRAINING, "drift", "runner")
+# The publish unit's: where the sets live, and the Hub repo it mirrors them to.
+PUBLISH = ("paths", "sources")
+
+
+@dataclass(frozen=True)
+class Sections(_Derived):
+    """Some sections of the settings read as one flat object (`Settings.sections`).
+
+    `sections.seed` is the `splits` section's seed; a setting of a section it was not handed
+    is an AttributeError naming that section. `recorded` is every setting of the run, as a
+    published manifest records them (`Settings.to_dict`).
+    """
+
+    parts: tuple[Section, ...]
+    recorded: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("parts", "recorded"):
+            raise AttributeError(name)
+        section = SECTION_OF.get(name)
+        for part in self.parts:
+            if part.name == section:
+                return getattr(part, name)
+        held = ", ".join(p.name for p in self.parts)
+        raise AttributeError(f"{name!r} is not a setting of the sections handed here ({held})"
+                             + (f": it is in {section!r}" if section else ""))  # fmt: skip
+
+    def section(self, name: str) -> Section:
+        """One of the sections held (an unknown or missing one: SettingsError)."""
+        for part in self.parts:
+            if part.name == name:
+                return part
+        raise SettingsError(f"section {name!r} was not handed here")
+
+    def replace(self, **changes: Any) -> Sections:
+        """The same sections with `changes` (each a setting of one of them)."""
+        values = _coerce(changes)
+        parts = tuple(
+            dataclasses.replace(p, **{n: v for n, v in values.items() if SECTION_OF[n] == p.name})
+            for p in self.parts
+        )
+        if missing := [n for n in values if SECTION_OF[n] not in {p.name for p in self.parts}]:
+            raise SettingsError(f"not in the sections handed here: {', '.join(missing)}")
+        recorded = dict(self.recorded) | _jsonable(values)
+        return Sections(parts, recorded)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view of the fields held (as `Settings.to_dict` gives them)."""
+        return {k: v for p in self.parts for k, v in p.to_dict().items()}
+
+
+__all__ = [
+    "FIT",
+    "PUBLISH",
+    "SECTIONS",
+    "TRAINING",
+    "Section",
+    "Sections",
+    "Settings",
+    "SettingsError",
+]

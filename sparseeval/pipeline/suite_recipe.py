@@ -13,7 +13,7 @@ a candidate and `assess.suite_gate` compares it with the live suite.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from sparseeval.pipeline.artifacts import (
 from sparseeval.pipeline.progress import throttled
 from sparseeval.pipeline.recipe import NotEnoughModels, split_step
 from sparseeval.pipeline.records import MatrixInfo
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import Sections, Settings
 from sparseeval.pipeline.suite_reuse import reusable_fits
 
 MIN_BENCHMARKS = 2
@@ -83,7 +83,7 @@ def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseM
 
 def fit_suite(
     matrices: Mapping[str, ResponseMatrix],
-    settings: Settings,
+    settings: Settings | Sections,
     progress: Callable[[str], None] | None = None,
     data_fingerprint: str | None = None,
     benchmark_fits: Mapping[str, str | Path] | None = None,
@@ -104,7 +104,7 @@ def fit_suite(
         raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
     aligned = common_models(matrices)
     first = next(iter(aligned.values()))
-    split_settings = replace(settings, calibration="split")  # the suite has no cross-fit
+    split_settings = settings.replace(calibration="split")  # the suite has no cross-fit
     split = split_step(first, split_settings, f"suite ({len(aligned)} benchmarks, models in all)")
     say = progress or (lambda s: None)
     steps = throttled(say)  # a selection's init and refinement lines: one every 15 s at most
@@ -155,7 +155,7 @@ def reader_test_flags(suite, pools, X_test, pred, own) -> dict[str, dict[str, np
     return out
 
 
-def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
+def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings | Sections) -> str:
     """Every benchmark's matrix (by fingerprint), the training settings and the code."""
     return fingerprint(
         *(f"{b}:{m.fingerprint}" for b, m in sorted(matrices.items())),
@@ -165,7 +165,7 @@ def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
 
 
 def aligned_matrices(
-    matrices: Mapping[str, MatrixInfo], settings: Settings
+    matrices: Mapping[str, MatrixInfo], settings: Settings | Sections
 ) -> dict[str, ResponseMatrix]:
     """The matrices over the models every benchmark has (`common_models`), made once a run."""
     key = matrices_key(matrices, settings)
@@ -173,7 +173,7 @@ def aligned_matrices(
     return read_once("suite-aligned", settings.artifacts_dir, key, load)
 
 
-def suite_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
+def suite_key(matrices: Mapping[str, MatrixInfo], settings: Settings | Sections) -> str:
     """What a suite is built from: the models every benchmark has, their answers, settings, code.
 
     New models in one benchmark only leave it unchanged. Keys the ledger of refusals.

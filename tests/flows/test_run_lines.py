@@ -30,7 +30,7 @@ def test_a_long_phase_of_a_fit_repeats_what_it_is_doing(monkeypatch, caplog, tmp
     from sparseeval.tasks import fit as fit_tasks
 
     from sparseeval.pipeline import progress, recipe
-    from sparseeval.pipeline.settings import Settings
+    from sparseeval.pipeline.settings import FIT, Settings
 
     def slow_fit(matrix, settings, say, force):
         say("training the final predictor (mlp) on 120 models")
@@ -41,7 +41,8 @@ def test_a_long_phase_of_a_fit_repeats_what_it_is_doing(monkeypatch, caplog, tmp
     monkeypatch.setattr(fit_tasks, "get_run_logger", lambda: logging.getLogger("test.fit"))
     monkeypatch.setattr(recipe, "fit_step", slow_fit)
     caplog.set_level(logging.INFO, logger="test.fit")
-    fit_tasks.fit_benchmark.fn(Settings(home=tmp_path), SimpleNamespace(benchmark="arc"), 8)
+    fit = Settings(home=tmp_path).sections(*FIT)
+    fit_tasks.fit_benchmark.fn(fit, SimpleNamespace(benchmark="arc"), 8)
     said = [r.getMessage() for r in caplog.records if r.name == "test.fit"]
     still = [s for s in said if s.startswith("arc k8: still training the final predictor")]
     assert len(still) >= 2 and still[0].endswith("s so far)"), said

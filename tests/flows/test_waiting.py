@@ -11,7 +11,7 @@ from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline import recipe
 from sparseeval.pipeline.records import MatrixInfo, Waiting
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import FIT, Settings
 from tests.helpers import release, run
 
 
@@ -75,7 +75,8 @@ def test_a_waiting_benchmark_is_a_completed_task(tmp_path, logged):
     assert not [x for x in logged if x.exc_info]  # no traceback
 
     matrix: MatrixInfo = r.matrix
-    state = tasks.fit_benchmark(Settings(home=home), matrix, 8, return_state=True)
+    fit = Settings(home=home).sections(*FIT)
+    state = tasks.fit_benchmark(fit, matrix, 8, return_state=True)
     assert state.is_completed() and isinstance(state.result(), Waiting)
 
 

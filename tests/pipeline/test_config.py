@@ -161,3 +161,41 @@ def test_the_matrix_key_depends_on_the_matrix_section_alone_and_is_unchanged(tmp
     assert matrix_key("arc", "state", other, s.artifacts_dir) == key
     items = s.replace(target="items").section("matrix")
     assert matrix_key("arc", "state", items, s.artifacts_dir) != key
+
+
+def test_a_task_handed_some_sections_reads_those_and_is_refused_the_rest(tmp_path):
+    import pickle
+
+    from sparseeval.pipeline.artifacts import TRAINING_FIELDS, fit_key, settings_subset
+    from sparseeval.pipeline.settings import FIT
+
+    s = Settings(home=tmp_path, n_anchors=(20, 40), alert_webhook="https://hooks.example/t0ken")
+    fit = s.sections(*FIT)
+    assert (fit.seed, fit.budgets, fit.interval_level, fit.artifacts_dir) == (
+        0, (20, 40), 0.9, s.artifacts_dir)  # fmt: skip
+    assert fit.calibration_args() == s.calibration_args()
+    with pytest.raises(AttributeError, match="'hub_repo' is not a setting of the sections "
+                       r"handed here \(paths, selection.*\): it is in 'sources'"):  # fmt: skip
+        _ = fit.hub_repo
+    one = fit.replace(n_anchors=20)
+    # the fit's cache key is the one it had when it took the whole Settings
+    assert fit_key("arc", "f", one) == fit_key("arc", "f", s.replace(n_anchors=20))
+    assert settings_subset(one, TRAINING_FIELDS) == settings_subset(s.replace(n_anchors=20),
+                                                                    TRAINING_FIELDS)  # fmt: skip
+    # what a manifest records is still every setting, the webhook only as set
+    assert one.recorded == s.replace(n_anchors=20).to_dict()
+    assert one.recorded["alert_webhook"] == "(set)"
+    assert pickle.loads(pickle.dumps(one)) == one  # a Dask worker unpickles it
+    with pytest.raises(SettingsError, match="not in the sections handed here: hub_repo"):
+        fit.replace(hub_repo="me/sets")
+
+
+def test_no_task_takes_the_whole_settings():
+    import inspect
+
+    from sparseeval import tasks
+
+    takes = {name: [p for p, v in inspect.signature(getattr(tasks, name).fn).parameters.items()
+                    if "Settings" in str(v.annotation)]
+             for name in tasks.__all__ if hasattr(getattr(tasks, name), "fn")}  # fmt: skip
+    assert takes and not {n: p for n, p in takes.items() if p}, takes
