@@ -24,7 +24,7 @@ from sparseeval.consume.hashing import fingerprint
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.sealed import put_file
-from sparseeval.pipeline.settings import Section, Settings
+from sparseeval.pipeline.settings import AnySettings, Section, Settings
 
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
 MATRIX_FIELDS = Settings.fields_of("matrix")
@@ -60,7 +60,7 @@ def _sources(folder) -> list:
     return files
 
 
-def settings_subset(settings: Settings, names: Sequence[str]) -> dict[str, Any]:
+def settings_subset(settings: AnySettings, names: Sequence[str]) -> dict[str, Any]:
     full = settings.to_dict()
     return {n: full[n] for n in names}
 
@@ -85,7 +85,7 @@ def matrix_key(benchmark: str, store_state: str, matrix: Section, artifacts_dir:
     )  # fmt: skip
 
 
-def fit_key(benchmark: str, matrix_fingerprint: str, settings: Settings) -> str:
+def fit_key(benchmark: str, matrix_fingerprint: str, settings: AnySettings) -> str:
     """Key of a fitted model: the benchmark, its matrix content, the training settings and the
     code (two benchmarks with the same answers have two fits: each is published as its own)."""
     return fingerprint(

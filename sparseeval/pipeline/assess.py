@@ -44,7 +44,7 @@ from sparseeval.pipeline.records import (
     MatrixInfo,
     set_name,
 )
-from sparseeval.pipeline.settings import Sections, Settings
+from sparseeval.pipeline.settings import AnySettings
 from sparseeval.pipeline.suite_recipe import SuiteFit
 
 
@@ -91,7 +91,7 @@ def compare_candidate(
 
 
 def assess(
-    settings: Settings | Sections,
+    settings: AnySettings,
     matrix_info: MatrixInfo,
     fit: FitInfo,
     live: LiveSet | None,

@@ -21,7 +21,7 @@ from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline import gate, sealed
 from sparseeval.pipeline.artifacts import artifact_path, load_matrix
 from sparseeval.pipeline.records import DriftDecision, FitInfo, LiveSet
-from sparseeval.pipeline.settings import Sections, Settings
+from sparseeval.pipeline.settings import AnySettings
 
 
 def fresh_models(store_path: str | Path, benchmark: str, live: LiveSet) -> list[str]:
@@ -142,7 +142,7 @@ def _paired_reason(figures: dict[str, Any]) -> str | None:
 
 
 def drift_decision(
-    benchmark: str, live: LiveSet | None, figures: dict[str, Any], settings: Settings | Sections
+    benchmark: str, live: LiveSet | None, figures: dict[str, Any], settings: AnySettings
 ) -> DriftDecision:
     """Pure: should a new version be published? (No set yet, or drift on fresh models.)
 

@@ -56,7 +56,7 @@ from sparseeval.pipeline.recipe import (
     pool_check_of,
 )
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
-from sparseeval.pipeline.settings import Section, Sections, Settings, recorded
+from sparseeval.pipeline.settings import AnySettings, Section, recorded
 
 
 class Refused(SparseEvalError):
@@ -150,9 +150,7 @@ def candidate(folder: str | Path, benchmark: str, key: str, budget: int | None =
     return Candidate(benchmark, str(root), str(folder), int(folder.name[1:]), budget, key)
 
 
-def write_candidate(
-    settings: Settings | Sections, fit: FitInfo, budget: int | None = None
-) -> Candidate:
+def write_candidate(settings: AnySettings, fit: FitInfo, budget: int | None = None) -> Candidate:
     """Write the fitted model as a new (not yet live) version; note what it was built from.
 
     Its report shows the set's drift checks so far (`drift.drift_history`).
@@ -187,7 +185,7 @@ def write_candidate(
     return cand
 
 
-def _recent(settings: Settings | Sections, benchmark: str, test_ids) -> list[bool] | None:
+def _recent(settings: AnySettings, benchmark: str, test_ids) -> list[bool] | None:
     """Which test models arrived last in the store (`reports.arrivals`; None: no order)."""
     from sparseeval.pipeline.reports.arrivals import recent_flags
     from sparseeval.pipeline.store import Store
@@ -357,7 +355,7 @@ LOCAL = Steps()
 
 
 def publish_unit(
-    settings: Settings | Sections,
+    settings: AnySettings,
     write: Callable[[], tuple[Candidate, GateResult]],
     steps: Steps = LOCAL,
 ) -> Outcome:

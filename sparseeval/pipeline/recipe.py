@@ -39,7 +39,7 @@ from sparseeval.pipeline.artifacts import (
     save_matrix,
 )
 from sparseeval.pipeline.records import FitInfo, MatrixInfo
-from sparseeval.pipeline.settings import Section, Sections, Settings
+from sparseeval.pipeline.settings import AnySettings, Section
 
 log = logging.getLogger("sparseeval.pipeline.recipe")
 EVALUATION_FILE = "evaluation.npz"
@@ -194,7 +194,7 @@ MIN_MODELS = 100  # fewer models: the benchmark waits for more
 HELDOUT_FRACTION = 0.2  # test and validation each take at most this share of the models
 
 
-def heldout_sizes(n_models: int, settings: Settings | Sections) -> tuple[int, int]:
+def heldout_sizes(n_models: int, settings: AnySettings) -> tuple[int, int]:
     """Test and validation sizes: `n_test` / `n_valid` (counts, or fractions when < 1), each
     at most `HELDOUT_FRACTION` of the models, so a small benchmark still trains.
 
@@ -206,7 +206,7 @@ def heldout_sizes(n_models: int, settings: Settings | Sections) -> tuple[int, in
             min(model_count(settings.n_valid, n_models), cap))  # fmt: skip
 
 
-def split_step(matrix: ResponseMatrix, settings: Settings | Sections, benchmark: str) -> FitSplit:
+def split_step(matrix: ResponseMatrix, settings: AnySettings, benchmark: str) -> FitSplit:
     """Train / validation / test by model id (`heldout_sizes`), then up to `n_calib`
     calibration models (at most a fifth of the training ones)."""
     s, m = settings, matrix.shape[0]
@@ -223,9 +223,7 @@ def split_step(matrix: ResponseMatrix, settings: Settings | Sections, benchmark:
     return FitSplit(train, split.valid, calib, split.test)
 
 
-def select_step(
-    matrix: ResponseMatrix, split: FitSplit, settings: Settings | Sections, say: Callable
-):
+def select_step(matrix: ResponseMatrix, split: FitSplit, settings: AnySettings, say: Callable):
     """Anchors and predictor from training and validation models; intervals from calibration."""
     from threadpoolctl import threadpool_limits
 
@@ -261,9 +259,7 @@ def test_step(est, matrix: ResponseMatrix, split: FitSplit, seed: int):
     return pred, test, curve
 
 
-def settings_that_fit(
-    settings: Settings | Sections, matrix_info: MatrixInfo
-) -> Settings | Sections:
+def settings_that_fit(settings: AnySettings, matrix_info: MatrixInfo) -> AnySettings:
     """`settings` with its one budget capped to the benchmark's pool (`budget_that_fits`):
     100 anchors on 100 items fit 99. A pool under 2 items is a PipelineError."""
     from sparseeval.pipeline.compare import budget_that_fits
@@ -277,7 +273,7 @@ def settings_that_fit(
 
 def fit_step(
     matrix_info: MatrixInfo,
-    settings: Settings | Sections,
+    settings: AnySettings,
     progress: Callable[[str], None] | None = None,
     force: bool = False,
 ) -> FitInfo:

@@ -317,13 +317,6 @@ def _section_type(name: str) -> type[Section]:
 SECTION_TYPES: dict[str, type[Section]] = {name: _section_type(name) for name in SECTIONS}
 
 
-def recorded(settings: Settings | Sections | Mapping[str, Any] | None) -> dict[str, Any]:
-    """Every setting as a manifest records them (`Settings.to_dict`, `Sections.recorded`)."""
-    if isinstance(settings, Settings):
-        return settings.to_dict()
-    return dict(settings.recorded if isinstance(settings, Sections) else settings or {})
-
-
 # The sections a fit reads: training (its cache key), where artifacts live, the interval
 # level it calibrates and how many fits run at once (`runner.workers`).
 TRAINING = ("selection", "predictor", "splits")
@@ -377,6 +370,17 @@ class Sections(_Derived):
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready view of the fields held (as `Settings.to_dict` gives them)."""
         return {k: v for p in self.parts for k, v in p.to_dict().items()}
+
+
+# What a library step that reads settings by name accepts: all of them, or the sections handed.
+AnySettings = Settings | Sections
+
+
+def recorded(settings: AnySettings | Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every setting as a manifest records them (`Settings.to_dict`, `Sections.recorded`)."""
+    if isinstance(settings, Settings):
+        return settings.to_dict()
+    return dict(settings.recorded if isinstance(settings, Sections) else settings or {})
 
 
 __all__ = [

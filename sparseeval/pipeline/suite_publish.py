@@ -30,14 +30,14 @@ from sparseeval.pipeline.assess import suite_gate
 from sparseeval.pipeline.identity import anchor_sources
 from sparseeval.pipeline.manifest import anchor_means, derived_sources, interval
 from sparseeval.pipeline.records import Candidate, GateResult, MatrixInfo
-from sparseeval.pipeline.settings import Sections, Settings
+from sparseeval.pipeline.settings import AnySettings
 from sparseeval.pipeline.suite_recipe import SuiteFit, aligned_matrices, matrices_key, suite_key
 
 
 def write_suite(
     root: str | Path,
     fit: SuiteFit,
-    settings: Settings | Sections,
+    settings: AnySettings,
     signing_key=None,
     matrices_key: str = "",
     matrix_paths: Mapping[str, str] | None = None,
@@ -161,7 +161,7 @@ def suite_about(about: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             "provenance": {"synthetic": synthetic, "kinds": kinds}}  # fmt: skip
 
 
-def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings | Sections) -> str | None:
+def suite_status(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> str | None:
     """Why nothing is to be fitted (the live suite is up to date, this one was refused, or it
     repeated the live suite).
 
@@ -184,7 +184,7 @@ def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings | Sectio
 
 def suite_candidate(
     matrices: Mapping[str, MatrixInfo],
-    settings: Settings | Sections,
+    settings: AnySettings,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[Candidate, GateResult]:
     """Fit the suite and write it as a candidate; its gate against the live suite.

@@ -34,7 +34,7 @@ from sparseeval.pipeline.artifacts import (
 from sparseeval.pipeline.progress import throttled
 from sparseeval.pipeline.recipe import NotEnoughModels, split_step
 from sparseeval.pipeline.records import MatrixInfo
-from sparseeval.pipeline.settings import Sections, Settings
+from sparseeval.pipeline.settings import AnySettings
 from sparseeval.pipeline.suite_reuse import reusable_fits
 
 MIN_BENCHMARKS = 2
@@ -83,7 +83,7 @@ def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseM
 
 def fit_suite(
     matrices: Mapping[str, ResponseMatrix],
-    settings: Settings | Sections,
+    settings: AnySettings,
     progress: Callable[[str], None] | None = None,
     data_fingerprint: str | None = None,
     benchmark_fits: Mapping[str, str | Path] | None = None,
@@ -155,7 +155,7 @@ def reader_test_flags(suite, pools, X_test, pred, own) -> dict[str, dict[str, np
     return out
 
 
-def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings | Sections) -> str:
+def matrices_key(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> str:
     """Every benchmark's matrix (by fingerprint), the training settings and the code."""
     return fingerprint(
         *(f"{b}:{m.fingerprint}" for b, m in sorted(matrices.items())),
@@ -165,7 +165,7 @@ def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings | Sectio
 
 
 def aligned_matrices(
-    matrices: Mapping[str, MatrixInfo], settings: Settings | Sections
+    matrices: Mapping[str, MatrixInfo], settings: AnySettings
 ) -> dict[str, ResponseMatrix]:
     """The matrices over the models every benchmark has (`common_models`), made once a run."""
     key = matrices_key(matrices, settings)
@@ -173,7 +173,7 @@ def aligned_matrices(
     return read_once("suite-aligned", settings.artifacts_dir, key, load)
 
 
-def suite_key(matrices: Mapping[str, MatrixInfo], settings: Settings | Sections) -> str:
+def suite_key(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> str:
     """What a suite is built from: the models every benchmark has, their answers, settings, code.
 
     New models in one benchmark only leave it unchanged. Keys the ledger of refusals.

@@ -10,7 +10,7 @@ import numpy as np
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.suite import SuiteSparseEval
 from sparseeval.pipeline.recipe import FitSplit
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import AnySettings
 
 
 def reusable_fits(
@@ -18,7 +18,7 @@ def reusable_fits(
     aligned: Mapping[str, ResponseMatrix],
     prints: Mapping[str, str],
     split: FitSplit,
-    settings: Settings,
+    settings: AnySettings,
     suite: SuiteSparseEval,
     folders: Mapping[str, str | Path] | None = None,
 ) -> dict:
@@ -45,7 +45,7 @@ def reusable_fits(
     return out
 
 
-def _own_fit_folder(benchmark: str, matrix_fingerprint: str, settings: Settings) -> Path | None:
+def _own_fit_folder(benchmark: str, matrix_fingerprint: str, settings: AnySettings) -> Path | None:
     """Where `recipe.fit_step` saved this matrix's fit at the suite's budget, if it did (and
     its seal holds: `recipe.cached_fit`)."""
     from sparseeval.pipeline.artifacts import artifact_path, fit_key
