@@ -14,10 +14,12 @@ nnridge, one of the shipped `auto` candidates) fit to the mean over the stored i
 published set gives (`consume.scoring.flags.bounds`: its adaptive split-conformal interval, widened
 where the pool check flags the model, at least the top edge's in its zone). Then per test
 model, n more items chosen by `consume.scoring.next_items.choose` (`random`, or `informative`: the
-items it is least sure of) and the corrected estimate and interval of
-`consume.scoring.next_items.correct`, on curves fit to the training models (`method.item_curves`).
-Prints MAE, mean signed error (points), 90% coverage and mean width per row. Fits are
-cached (`--cache DIR`): the table re-runs fast.
+items it is least sure of) and the combined estimate and interval of
+`consume.scoring.next_items.correct` (the anchors' spread from that interval, their prior of
+being off from the pool check's flag and the top edge zone, as `AnchorSet.predict` gives
+them), on curves fit to the training models (`method.item_curves`). Prints MAE, mean signed
+error, max error (points; the max over the seeds), 90% coverage and mean width per row. Fits
+are cached (`--cache DIR`): the table re-runs fast.
 
     cd bench && nice python next_items.py --cache /tmp/next-items \
         --data demo,arc,gsm8k,mmlu,truthfulqa,winogrande
@@ -45,7 +47,7 @@ from newcomers import leaderboard_meta
 from sparseeval import Settings, make_synthetic
 from sparseeval.consume.scoring import next_items as nx
 from sparseeval.consume.scoring.conformal import ConformalInterval
-from sparseeval.consume.scoring.flags import PoolCheck, bounds
+from sparseeval.consume.scoring.flags import PoolCheck, bounds, in_top_zone
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.item_curves import fit_curves
 from sparseeval.method.pool import estimator_pool_check
@@ -117,10 +119,12 @@ def rows_of(name: str, group: str, X, y, f: dict, level: float, seed: int) -> li
     lo, hi, _ = bounds(check, conf, X[test][:, anchors] * 2.0 - 1, f["pred"])
     base = {"data": name, "group": group, "n": len(test)}
     rows = [base | summary("anchors alone", 0, f["pred"], lo, hi, y[test]) | {"mae_unbiased": None}]
+    spread = nx.anchor_spread(f["pred"], lo, hi, level)
+    flagged = check.flagged(X[test][:, anchors] * 2.0 - 1, f["pred"])
+    off = nx.misjudged(flagged, in_top_zone(check, f["pred"]))
     curves = fit_curves(X[f["train"]], [str(j) for j in range(X.shape[1])])
     theta = nx.abilities(curves, anchors, X[test][:, anchors], f["pred"])
     rest = np.setdiff1d(np.arange(X.shape[1]), anchors)
-    spread = conf.halfwidths(f["pred"]) / nx.z_quantile(1 - (1 - level) / 2)
     for strategy in nx.STRATEGIES:
         for n in EXTRA:
             if n > len(rest):
@@ -131,7 +135,7 @@ def rows_of(name: str, group: str, X, y, f: dict, level: float, seed: int) -> li
                     curves, rest, n, strategy, theta[i], seed=seed * 100003 + int(row)
                 )
                 c = nx.correct(curves, anchors, X[row, anchors], f["pred"][i], extra,
-                               X[row, extra], spread[i])  # fmt: skip
+                               X[row, extra], spread[i], off[i])  # fmt: skip
                 lo[i], hi[i] = c.interval(level)
                 v[i], u[i] = c.within(lo[i], hi[i]).value, c.unbiased
             row = summary(f"+{n} {strategy}", n, v, lo, hi, y[test])
@@ -144,7 +148,7 @@ def summary(method: str, n: int, pred, lo, hi, true) -> dict:
     err = 100 * (np.asarray(pred) - true)
     cover = float(np.mean((true >= lo - 1e-12) & (true <= hi + 1e-12)))
     return {"method": method, "extra": n, "mae": float(np.mean(np.abs(err))),
-            "signed": float(np.mean(err)), "coverage": cover,
+            "signed": float(np.mean(err)), "max": float(np.max(np.abs(err))), "coverage": cover,
             "width": float(100 * np.mean(hi - lo))}  # fmt: skip
 
 
@@ -153,15 +157,17 @@ def table(rows: list[dict]) -> str:
     agg = frame.group_by("data", "group", "method", maintain_order=True).agg(
         pl.len().alias("seeds"),
         *(pl.col(c).mean() for c in ("n", "mae", "signed", "coverage", "width", "mae_unbiased")),
+        pl.col("max").max(),
     )
     lines = ["| data | held-out group | models | method | seeds | MAE (pts) | mean signed (pts) "
-             "| 90% coverage | mean width (pts) | MAE of the unbiased value |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| max error (pts) | 90% coverage | mean width (pts) | MAE of the unbiased value |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in agg.iter_rows(named=True):
         unbiased = "" if r["mae_unbiased"] is None else f"{r['mae_unbiased']:.2f}"
         lines.append(
             f"| {r['data']} | {r['group']} | {r['n']:.0f} | {r['method']} | {r['seeds']} "
-            f"| {r['mae']:.2f} | {r['signed']:+.2f} | {r['coverage']:.1%} | {r['width']:.1f} "
+            f"| {r['mae']:.2f} | {r['signed']:+.2f} | {r['max']:.1f} | {r['coverage']:.1%} "
+            f"| {r['width']:.1f} "
             f"| {unbiased} |"
         )
     return "\n".join(lines)

@@ -73,7 +73,7 @@ def test_extra_items_correct_the_estimate_and_the_interval_narrows(set_with_curv
     assert np.mean(widths[20]) > 0 and np.mean(widths[52]) == 0
     assert max(errors[52]) < 1e-9  # every item answered: the exact mean
     assert np.mean(covered) >= 0.8  # 90% intervals on 60 models
-    assert np.mean(errors[20]) < np.mean(errors[0]) * 1.5
+    assert np.mean(errors[20]) < np.mean(errors[0])  # never worse than the anchors alone
 
 
 def test_positional_answers_and_unknown_items_leave_the_anchor_estimate(set_with_curves):

@@ -27,7 +27,8 @@ class Estimate:
     flags: tuple[
         str, ...
     ] = ()  # why the model is unlike the training pool (`consume.scoring.flags`)
-    # the extra items' correction (`consume.scoring.next_items`): n_extra, n_rest, shift, sd,
+    # the extra items' correction (`consume.scoring.next_items`): n_extra, n_rest, shift, sd
+    # and unbiased (the difference estimate), combined_sd and weight (of the combination),
     # anchor_estimate [value, low, high], items; None when only anchors were read
     correction: dict | None = None
     note: str = ""  # e.g. why answered extra items were not used
@@ -45,7 +46,7 @@ class Estimate:
         """One line saying why the estimate is flagged ("" when it is not)."""
         if not self.flags:
             return ""
-        how = ("the interval is the extra items'" if self.correction
+        how = ("the interval combines the extra items'" if self.correction
                else "interval widened")  # fmt: skip
         return f"unlike the training models ({how}): " + "; ".join(self.flags)
 

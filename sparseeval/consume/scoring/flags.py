@@ -203,6 +203,14 @@ def interval_of(check: PoolCheck | None, conformal, values, flagged=None, extra=
     return np.clip(v - down, 0.0, 1.0), np.clip(v + up, 0.0, 1.0), widen
 
 
+def in_top_zone(check: PoolCheck | None, values) -> np.ndarray:
+    """Per estimate: inside `check`'s top edge zone (all False without a check or an edge)."""
+    v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if check is None or check.top is None:
+        return np.zeros(v.shape, dtype=bool)
+    return v >= check.top.start - TOL
+
+
 def covered(check: PoolCheck | None, conformal, values, true, flagged=None) -> np.ndarray:
     """Per estimate, whether `true` lies inside its interval (`interval_of`, same arguments)."""
     low, high, _ = interval_of(check, conformal, values, flagged)

@@ -24,17 +24,18 @@ from sparseeval.consume.answers.responses import (
 from sparseeval.consume.answers.vector import anchor_vector, missing_message
 from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.estimate import Difference, Estimate
-from sparseeval.consume.scoring.flags import PoolCheck, bounds, pool_check_of
+from sparseeval.consume.scoring.flags import PoolCheck, bounds, in_top_zone, pool_check_of
 from sparseeval.consume.scoring.missing import fill_missing
 from sparseeval.consume.scoring.next_items import (
     DEFAULT_STRATEGY,
     ItemCurves,
     abilities,
+    anchor_spread,
     choose,
     correct,
     items_for_width,
+    misjudged,
     positions,
-    z_quantile,
 )
 from sparseeval.consume.sets.about import data_sources
 from sparseeval.consume.sets.files import checked_manifest, fetch, load_curves, load_predictor
@@ -182,8 +183,11 @@ class AnchorSet:
         correct: 0/1, True/False or -1/+1 (None/NaN = not answered). A missing anchor is
         an error naming it unless `allow_missing=True` (`consume.scoring.missing.MISSING_POLICY`
         says how the interval widens). Answers on the benchmark's other items (`next_items`)
-        correct the anchor estimate by this model's residuals on them, with an interval from
-        those residuals alone (`consume.scoring.next_items`); other items are ignored.
+        correct the anchor estimate: the unbiased difference estimate from this model's
+        residuals on them, combined with the anchor estimate by their spreads (the anchors'
+        from this interval, trusted less where the model is flagged or in the top edge's
+        zone), with the combined interval (`consume.scoring.next_items`); other items are
+        ignored.
         """
         est, _ = self._estimate(responses, allow_missing)
         return self.corrected(est, responses)
@@ -277,10 +281,10 @@ class AnchorSet:
                    "the set's target is not the mean over its items")  # fmt: skip
             return replace(est, note=f"{len(extra)} extra items not used: {why}")
         x = self._vector(responses)
-        z = z_quantile(1 - (1 - self.level) / 2)
-        spread = float(self.conformal.halfwidths(est.value)) / z
+        spread = float(anchor_spread(est.value, est.low, est.high, self.level))
+        off = misjudged(bool(est.flags), in_top_zone(self._pool, est.value)[0])
         c = correct(self.curves, positions(self.curves, self.items), (x + 1) / 2, est.value,
-                    extra, answers, spread)  # fmt: skip
+                    extra, answers, spread, float(off))  # fmt: skip
         low, high = c.interval(self.level)
         c = c.within(low, high)
         check_estimate(self.source, c.value, low, high)
