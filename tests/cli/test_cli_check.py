@@ -122,3 +122,22 @@ def test_check_reads_the_leaderboards_scores_file(fitted, capsys):
             scores, "--responses", answers, "--json"]  # fmt: skip
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["n"] == N_NEW
+
+
+def test_check_on_the_sets_own_models_says_to_hold_models_out(fitted, capsys):
+    """A user who fit on all their data has no model the set never saw: check says so and how
+    to hold models out, and exits 2 (nothing checked)."""
+    tmp, matrix = fitted
+    fit_rows = np.arange(N_FIT)
+    write_wide(tmp / "all.csv", matrix, fit_rows)
+    write_scores(tmp / "all_scores.csv", matrix, fit_rows)
+    argv = ["check", "--anchor-set", str(tmp / "fit"), "--benchmark", "wide", "--scores",
+            str(tmp / "all_scores.csv"), "--responses", str(tmp / "all.csv")]  # fmt: skip
+    assert main(argv) == 2
+    out = capsys.readouterr().out
+    assert f"{N_FIT} refused: in the set's train/test pool" in out
+    assert "a set fit on all your data has no models it never saw" in out
+    assert "Hold models out: fit on part of them (sparseeval fit TRAIN.csv" in out
+    assert "pass --scores and --responses of models outside the pool" in out
+    assert main([*argv, "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["n"] == 0
