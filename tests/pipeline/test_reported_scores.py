@@ -299,3 +299,23 @@ def test_a_score_column_in_a_parquet_long_table(store, tmp_path):
                   "correct": [1, 0], "score": [62.5, 62.5]}).write_parquet(path)  # fmt: skip
     (r,) = ingest(store, LongTable(path))
     assert (r.n_new, r.scores.n_new) == (2, 1) and scores(store)[("a", "arc")][0] == 0.625
+
+
+def test_an_lm_eval_run_ingested_after_a_hundred_models_with_scores_lands(store, tmp_path):
+    """The contradiction check read its pairs into polars inferring types from the first 100
+    rows: the stored scores' text is NULL, so the 101st model's lm-eval run failed ("could
+    not append value: "0.25" of type: str"; a history of one lm-eval run per model)."""
+    n = 120
+    rows = ["model,benchmark,item,correct"] + [
+        f"m{i:03d},arc,{j},{int(j != 1)}" for i in range(n) for j in range(3)
+    ]
+    (tmp_path / "long.csv").write_text("\n".join(rows) + "\n")
+    lines = ["model,benchmark,score,definition"] + [
+        f"m{i:03d},arc,{200 / 3},lm-eval arc_challenge acc_norm" for i in range(n)
+    ]
+    (tmp_path / "scores.csv").write_text("\n".join(lines) + "\n")
+    ingest(store, LongTable(tmp_path / "long.csv"))
+    ingest(store, ScoresFile(tmp_path / "scores.csv"))
+    (r,) = ingest(store, LmEvalRun(lm_eval_output(tmp_path / "out" / "org__model-7b")))
+    assert r.status == "ok", r.line()
+    assert len(scores(store, "arc")) == n + 1
