@@ -190,6 +190,7 @@ def ran(harness_data):
     return tasks, *lm_eval(
         tmp, "--tasks", "sparseeval_arc", "arc_local", "--include_path", tasks,
         "--num_fewshot", "2", "--samples", json.dumps({"arc_local": sorted(doc_items)}),
+        own_tasks_only=True,  # both tasks are under --include_path: skip indexing lm-eval's
     )  # fmt: skip
 
 
