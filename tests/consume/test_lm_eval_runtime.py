@@ -82,3 +82,16 @@ def test_suite_samples_export_covers_every_member(root, tmp_path, capsys):
                                      for b in suite.benchmarks)  # fmt: skip
     assert mapping["gsm8k"] == sorted(int(i) for i in suite.items("gsm8k"))
     assert mapping["mmlu_anatomy"] == sorted(int(i.split(":")[1]) for i in suite.items("mmlu"))
+
+
+def test_suite_anchors_name_each_members_lm_eval_doc(root, capsys):
+    """`anchors --benchmark suite` on a suite of doc-id sets: each suite id `B/ITEM` with its
+    member's task and doc (it said "no lm-eval task/doc ids: synthetic item ids")."""
+    assert main(["anchors", "--anchor-set", root, "--benchmark", "suite"]) == 0
+    out, err = capsys.readouterr()
+    suite = load_suite(root)
+    rows = [line.split("\t") for line in out.splitlines()]
+    item = suite.items("mmlu")[0]
+    assert [f"mmlu/{item}", "mmlu_anatomy", item.split(":")[1]] in rows
+    assert [f"gsm8k/{suite.items('gsm8k')[0]}", "gsm8k", suite.items("gsm8k")[0]] in rows
+    assert "(lm-eval tasks gsm8k, mmlu_anatomy)" in err and "synthetic" not in err
