@@ -13,6 +13,7 @@ from sparseeval.cli import main
 from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.consume.sets.models import read_models
 from sparseeval.method.synthetic import make_synthetic
+from tests.helpers import quick_config
 
 N_FIT, N_NEW = 160, 40
 
@@ -45,7 +46,8 @@ def fitted(tmp_path_factory):
     write_wide(tmp / "wide.csv", matrix, fit_rows)
     write_scores(tmp / "scores.csv", matrix, fit_rows)
     argv = ["fit", str(tmp / "wide.csv"), "--targets", str(tmp / "scores.csv"), "--anchors",
-            "6", "--test", "30", "--valid", "30", "--quiet", "--out", str(tmp / "fit")]  # fmt: skip
+            "6", "--test", "30", "--valid", "30", "--config", quick_config(tmp), "--quiet",
+            "--out", str(tmp / "fit")]  # fmt: skip
     assert main(argv) == 0
     return tmp, matrix
 

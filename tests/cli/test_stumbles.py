@@ -10,15 +10,13 @@ import pytest
 import sparseeval
 from sparseeval.cli import main
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import wide_csv
+from tests.helpers import quick_config, wide_csv
 
 
 def _fit(data, out, anchors: str, *extra: str) -> int:
     """`fit --out` with a quick predictor (these tests are about the sets, not the fit)."""
-    config = data.parent / "quick.toml"
-    config.write_text("refine_steps = 2\nepochs = 60\npatience = 10\nensemble = 1\n")
     return main(["fit", str(data), "--anchors", anchors, "--test", "15", "--valid", "15",
-                 "--config", str(config), "--out", str(out), *extra])  # fmt: skip
+                 "--config", quick_config(data.parent), "--out", str(out), *extra])  # fmt: skip
 
 
 def _answers(path, items, row, columns) -> str:
