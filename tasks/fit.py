@@ -38,13 +38,14 @@ def fit_benchmark(
     it takes (the task completes).
     """
     log = get_run_logger()
+    label = fit_label(matrix, budget)
     # every line to the run's log; to the console a fit's lines once it has run 15 s, then
     # its selection's lines one per 15 s at most (a quick fit says nothing there)
     console = throttled(PROGRESS.info, at_once=False, thin=("",))
 
     def emit(m: str) -> None:
-        log.info("%s k%d: %s", matrix.benchmark, budget, m)
-        console(f"{matrix.benchmark} k{budget}: {m}")
+        log.info("%s: %s", label, m)
+        console(f"{label}: {m}")
 
     try:  # a phase that runs long is said again (the MLP's training says nothing itself)
         with saying(emit, "splitting the models") as say:
@@ -54,6 +55,18 @@ def fit_benchmark(
         return Waiting(matrix.benchmark, str(exc))
     log.info(fit_line(out))
     return out
+
+
+def fit_label(matrix: MatrixInfo, budget: int) -> str:
+    """`arc k100`, or `arc k100 (99 anchors)` when the pool caps the budget (`fit_step`
+    fits 99 anchors on 100 items)."""
+    from sparseeval.pipeline.compare import budget_that_fits
+
+    try:
+        fitted = budget_that_fits(budget, matrix.n_items)
+    except ValueError:  # too few items: fit_step says so
+        fitted = budget
+    return f"{matrix.benchmark} k{budget}" + (f" ({fitted} anchors)" if fitted != budget else "")
 
 
 def fit_line(fit: FitInfo) -> str:

@@ -87,6 +87,14 @@ def cli(argv, capsys) -> tuple[int, str, str]:
     return rc, out, err
 
 
+def quick_config(folder: Path) -> str:
+    """A settings file for `fit --config` with a quick predictor (2 refinement steps, 60
+    epochs, one net), for tests about what a fit says or writes rather than its error."""
+    path = folder / "quick.toml"
+    path.write_text("refine_steps = 2\nepochs = 60\npatience = 10\nensemble = 1\n")
+    return str(path)
+
+
 def wide_csv(path: Path, n_models: int, n_items: int, seed: int = 0):
     """A wide table (`model`, items `q0..`) of 0/1 answers, accuracy rising with the model
     from 0.2 to 0.9; returns (path, the answers as an array)."""

@@ -64,15 +64,18 @@ def add_anchors_command(subparsers) -> None:
     p.set_defaults(func=_guarded(cmd_anchors))
 
 
-def anchor_rows(aset, items: list[str] | None = None) -> list[dict]:
-    """One dict per anchor (or per one of `items`), in order: item, task and doc_id when known."""
+def anchor_rows(aset, items: list[str] | None = None, members: dict | None = None) -> list[dict]:
+    """One dict per anchor (or per one of `items`), in order: item, task and doc_id when known.
+    `members`: a suite's own sets {benchmark: set}; a suite id `B/ITEM` is B's item ITEM."""
     from sparseeval.consume.lm_eval.harness import LmEvalError, item_source
 
     rows = []
-    sources = aset.all_item_sources if items is not None else aset.item_sources
     for item in aset.items if items is None else items:
+        head, sep, rest = item.partition("/")
+        owner, own = (members[head], rest) if sep and head in (members or {}) else (aset, item)
+        sources = owner.all_item_sources if items is not None else owner.item_sources
         try:
-            task, doc = item_source(item, aset.benchmark, sources)
+            task, doc = item_source(own, owner.benchmark, sources)
         except LmEvalError:
             rows.append({"item": item, "task": None, "doc_id": None})
         else:
@@ -82,13 +85,15 @@ def anchor_rows(aset, items: list[str] | None = None) -> list[dict]:
 
 def cmd_anchors(args) -> int:
     from sparseeval.consume.sets.anchorset import load_anchor_set
+    from sparseeval.consume.sets.suite_set import SUITE, load_suite
 
     root = _anchor_root(args)
     template = Path(args.template) if args.template else None
     if template is not None and template.exists() and not args.force:
         raise UserError(f"{template} exists (pass --force to overwrite it)")
     aset = load_anchor_set(root, args.benchmark, args.version, **_trust(args))  # the key too
-    rows = anchor_rows(aset, None if args.next is None else chosen_items(aset, args))
+    members = load_suite(root, aset.version).own if aset.benchmark == SUITE else None
+    rows = anchor_rows(aset, None if args.next is None else chosen_items(aset, args), members)
     if template is not None:
         template.parent.mkdir(parents=True, exist_ok=True)
         rows_text = "".join(f"{r['item']},\n" for r in rows)

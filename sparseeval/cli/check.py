@@ -29,7 +29,8 @@ def add_check_command(subparsers) -> None:
             --responses: CSV of the models' answers, wide (a model column, one column per
             item) or long (model,item,correct); without it, the answers stored in the local
             store (SPARSEEVAL_HOME). Models the set was fit, calibrated or tested on (its
-            models.json) are refused and named.
+            models.json) are refused and named; when no model is left to score (a set fit
+            on all your data saw every model), it says how to hold models out and exits 2.
 
             examples:
               sparseeval check --benchmark arc --scores new_scores.csv --responses new.csv
@@ -60,7 +61,7 @@ def cmd_check(args) -> int:
         print(json.dumps(result.to_dict(), indent=2))
     else:
         print("\n".join(result.lines()))
-    return 0
+    return 0 if result.n else 2  # nothing checked: the lines say why and what to do
 
 
 def _stored_answers(args, scores: dict) -> dict[str, dict]:

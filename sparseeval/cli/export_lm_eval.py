@@ -179,7 +179,13 @@ def _export_set(root, benchmark: str, args):
 
 
 def _write_tasks(args, root, sets) -> None:
-    from sparseeval.consume.lm_eval.task import plan_task, task_name, write_suite, write_task
+    from sparseeval.consume.lm_eval.task import (
+        plan_task,
+        short_shot_splits,
+        task_name,
+        write_suite,
+        write_task,
+    )
 
     several = len(sets) != 1 or hasattr(sets[0], "own")
     if several and any("=" not in d for d in args.dataset or ()):
@@ -208,6 +214,8 @@ def _write_tasks(args, root, sets) -> None:
         f"{' '.join(names)} --include_path {args.tasks_dir} --output_path results/",
         file=sys.stderr,
     )
+    for line in (n for plan in plans for n in short_shot_splits(plan, dataset)):
+        print(f"note: {line}", file=sys.stderr)
     if not args.dataset:
         hub = ", ".join(sorted({p.spec.dataset_path for p in plans}))
         print(f"note: lm-eval downloads {hub} from the Hub when it runs; offline, write the "

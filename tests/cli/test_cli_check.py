@@ -13,6 +13,7 @@ from sparseeval.cli import main
 from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.consume.sets.models import read_models
 from sparseeval.method.synthetic import make_synthetic
+from tests.helpers import quick_config
 
 N_FIT, N_NEW = 160, 40
 
@@ -28,6 +29,14 @@ def write_scores(path, matrix, rows) -> None:
     pl.DataFrame({"model": matrix.model_ids[rows], "score": 100 * matrix.y[rows]}).write_csv(path)
 
 
+def check_argv(tmp, name: str, matrix, rows, items=None) -> list[str]:
+    """`check` of the fitted set on `rows`' answers (`{name}.csv`) and scores."""
+    write_wide(tmp / f"{name}.csv", matrix, rows, items)
+    write_scores(tmp / f"{name}_scores.csv", matrix, rows)
+    return ["check", "--anchor-set", str(tmp / "fit"), "--benchmark", "wide", "--scores",
+            str(tmp / f"{name}_scores.csv"), "--responses", str(tmp / f"{name}.csv")]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     """A real `fit --out` on the first N_FIT models of a synthetic leaderboard."""
@@ -37,7 +46,8 @@ def fitted(tmp_path_factory):
     write_wide(tmp / "wide.csv", matrix, fit_rows)
     write_scores(tmp / "scores.csv", matrix, fit_rows)
     argv = ["fit", str(tmp / "wide.csv"), "--targets", str(tmp / "scores.csv"), "--anchors",
-            "6", "--test", "30", "--valid", "30", "--quiet", "--out", str(tmp / "fit")]  # fmt: skip
+            "6", "--test", "30", "--valid", "30", "--config", quick_config(tmp), "--quiet",
+            "--out", str(tmp / "fit")]  # fmt: skip
     assert main(argv) == 0
     return tmp, matrix
 
@@ -66,10 +76,7 @@ def test_check_scores_new_models_and_refuses_the_pool(fitted, capsys):
     new = np.arange(N_FIT, N_FIT + N_NEW)
     seen = np.array([0, 1])  # two models of the fit's pool
     items = list(reversed([str(i) for i in matrix.item_ids]))  # any column order
-    write_wide(tmp / "new.csv", matrix, np.concatenate([new, seen]), items)
-    write_scores(tmp / "new_scores.csv", matrix, np.concatenate([new, seen]))
-    argv = ["check", "--anchor-set", str(tmp / "fit"), "--benchmark", "wide", "--scores",
-            str(tmp / "new_scores.csv"), "--responses", str(tmp / "new.csv")]  # fmt: skip
+    argv = check_argv(tmp, "new", matrix, np.concatenate([new, seen]), items)
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert f"wide v1: {N_NEW} new model(s) scored" in out
@@ -122,3 +129,18 @@ def test_check_reads_the_leaderboards_scores_file(fitted, capsys):
             scores, "--responses", answers, "--json"]  # fmt: skip
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["n"] == N_NEW
+
+
+def test_check_on_the_sets_own_models_says_to_hold_models_out(fitted, capsys):
+    """A user who fit on all their data has no model the set never saw: check says so and how
+    to hold models out, and exits 2 (nothing checked)."""
+    tmp, matrix = fitted
+    argv = check_argv(tmp, "all", matrix, np.arange(N_FIT))
+    assert main(argv) == 2
+    out = capsys.readouterr().out
+    assert f"{N_FIT} refused: in the set's train/test pool" in out
+    assert "a set fit on all your data has no models it never saw" in out
+    assert "Hold models out: fit on part of them (sparseeval fit TRAIN.csv" in out
+    assert "pass --scores and --responses of models outside the pool" in out
+    assert main([*argv, "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["n"] == 0

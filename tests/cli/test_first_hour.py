@@ -8,7 +8,7 @@ import pytest
 
 from sparseeval.cli import main
 from sparseeval.pipeline.versions import set_latest, sign_version
-from tests.helpers import publish_fit, signing_keys, tiny_fit
+from tests.helpers import publish_fit, quick_config, signing_keys, tiny_fit
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_fit_says_what_it_leaves_out(tmp_path, capsys):
     rows += [f"other{i},50,test" for i in range(7)]  # scores of models without answers
     scores.write_text("model,score,split\n" + "\n".join(rows) + "\n")
     argv = ["fit", str(data), "--targets", str(scores), "--anchors", "4,40", "--test", "10",
-            "--valid", "10", "--quiet"]  # fmt: skip
+            "--valid", "10", "--config", quick_config(tmp_path), "--quiet"]  # fmt: skip
     assert main([*argv[:-1]]) == 0
     err = capsys.readouterr().err
     assert "column(s) split ignored" in err

@@ -10,12 +10,13 @@ import pytest
 import sparseeval
 from sparseeval.cli import main
 from sparseeval.pipeline.versions import set_latest
-from tests.helpers import wide_csv
+from tests.helpers import quick_config, wide_csv
 
 
 def _fit(data, out, anchors: str, *extra: str) -> int:
+    """`fit --out` with a quick predictor (these tests are about the sets, not the fit)."""
     return main(["fit", str(data), "--anchors", anchors, "--test", "15", "--valid", "15",
-                 "--out", str(out), *extra])  # fmt: skip
+                 "--config", quick_config(data.parent), "--out", str(out), *extra])  # fmt: skip
 
 
 def _answers(path, items, row, columns) -> str:

@@ -78,6 +78,25 @@ def test_export_writes_task_folder(harness_data, tmp_path, capsys):
     assert f'"{ITEM_FIELD}"' in utils and "fewshot_split" not in yaml_text
 
 
+def test_a_local_shot_split_too_small_for_the_shots_is_said_at_export(
+    harness_data, tmp_path, capsys
+):
+    """ARC's 25 shots from a 20- or 25-doc local train split: lm-eval's default sampler draws
+    shots + 1 (lm_eval/api/samplers.py `ContextSampler.sample`) and the run ended in its
+    traceback `Sample larger than population`; export says so, with what to do."""
+    _, root, data, train = harness_data
+    argv = ["--anchor-set", root, "--benchmark", "arc", "--tasks-dir", tmp_path / "t",
+            "--dataset", f"test={data}"]  # fmt: skip
+    rc, _, err = export([*argv, f"train={train}"], capsys)
+    assert rc == 0
+    assert (f"note: {train}: 20 doc(s) in arc_challenge's 'train' split; its 25 shots need 26"
+            in err and "--num_fewshot 19 or fewer" in err), err  # fmt: skip
+    big = tmp_path / "train26.jsonl"
+    big.write_text("".join(json.dumps(arc_doc(100 + j)) + "\n" for j in range(26)))
+    rc, _, err = export([*argv, f"train={big}"], capsys)
+    assert rc == 0 and "shots need" not in err, err
+
+
 def test_hub_dataset_by_default(harness_data, tmp_path):
     _, root, _, _ = harness_data
     folder = write_task(tmp_path, load_anchor_set(root, "arc"), root)
@@ -190,6 +209,7 @@ def ran(harness_data):
     return tasks, *lm_eval(
         tmp, "--tasks", "sparseeval_arc", "arc_local", "--include_path", tasks,
         "--num_fewshot", "2", "--samples", json.dumps({"arc_local": sorted(doc_items)}),
+        own_tasks_only=True,  # both tasks are under --include_path: skip indexing lm-eval's
     )  # fmt: skip
 
 

@@ -3,7 +3,10 @@ suite's `--samples` export; no lm-eval needed.
 
 lm-eval runs `process_results` for every task before it aggregates any (lm_eval/evaluator.py
 `evaluate`), and builds every task (our `process_docs`: `begin`) before that: a member
-built after a run has aggregated starts a new run.
+built after a run has aggregated starts a new run. lm-eval 0.4.13 also reads each task's
+docs again right after aggregating it (lm_eval/evaluator_utils.py `_collect_results`:
+`original = len(task.eval_docs)`, which calls `process_docs`), before the next member
+aggregates: that is not a new run.
 """
 
 from __future__ import annotations
@@ -46,8 +49,11 @@ def run(root: str, answers: dict[str, dict[str, int]]) -> dict:
     for b, given in answers.items():
         for item, value in given.items():
             rt.record(root, 1, b, f"{b}/{item}", value)
-    return {b: rt.suite_estimates(root, 1, b, [(f"{b}/{i}", v) for i, v in given.items()])
-            for b, given in answers.items()}  # fmt: skip
+    out = {}
+    for b, given in answers.items():  # as lm-eval's _collect_results: aggregate, then eval_docs
+        out[b] = rt.suite_estimates(root, 1, b, [(f"{b}/{i}", v) for i, v in given.items()])
+        rt.begin(root, 1, b)
+    return out
 
 
 def test_members_read_every_benchmark_and_a_later_run_starts_afresh(root):
@@ -76,3 +82,16 @@ def test_suite_samples_export_covers_every_member(root, tmp_path, capsys):
                                      for b in suite.benchmarks)  # fmt: skip
     assert mapping["gsm8k"] == sorted(int(i) for i in suite.items("gsm8k"))
     assert mapping["mmlu_anatomy"] == sorted(int(i.split(":")[1]) for i in suite.items("mmlu"))
+
+
+def test_suite_anchors_name_each_members_lm_eval_doc(root, capsys):
+    """`anchors --benchmark suite` on a suite of doc-id sets: each suite id `B/ITEM` with its
+    member's task and doc (it said "no lm-eval task/doc ids: synthetic item ids")."""
+    assert main(["anchors", "--anchor-set", root, "--benchmark", "suite"]) == 0
+    out, err = capsys.readouterr()
+    suite = load_suite(root)
+    rows = [line.split("\t") for line in out.splitlines()]
+    item = suite.items("mmlu")[0]
+    assert [f"mmlu/{item}", "mmlu_anatomy", item.split(":")[1]] in rows
+    assert [f"gsm8k/{suite.items('gsm8k')[0]}", "gsm8k", suite.items("gsm8k")[0]] in rows
+    assert "(lm-eval tasks gsm8k, mmlu_anatomy)" in err and "synthetic" not in err

@@ -42,10 +42,36 @@ def test_a_long_phase_of_a_fit_repeats_what_it_is_doing(monkeypatch, caplog, tmp
     monkeypatch.setattr(recipe, "fit_step", slow_fit)
     caplog.set_level(logging.INFO, logger="test.fit")
     fit = Settings(home=tmp_path).sections(*FIT)
-    fit_tasks.fit_benchmark.fn(fit, SimpleNamespace(benchmark="arc"), 8)
+    matrix = SimpleNamespace(benchmark="arc", n_items=200)
+    fit_tasks.fit_benchmark.fn(fit, matrix, 8)
     said = [r.getMessage() for r in caplog.records if r.name == "test.fit"]
     still = [s for s in said if s.startswith("arc k8: still training the final predictor")]
     assert len(still) >= 2 and still[0].endswith("s so far)"), said
+
+
+def test_a_fit_whose_pool_caps_the_budget_says_how_many_anchors_it_fits(monkeypatch, caplog):
+    """100 anchors on 100 items fit 99 (`recipe.settings_that_fit`): its lines said `k100`."""
+    import logging
+    from types import SimpleNamespace
+
+    from sparseeval.tasks import fit as fit_tasks
+
+    from sparseeval.pipeline import recipe
+    from sparseeval.pipeline.settings import Settings
+
+    def stopped_fit(matrix, settings, say, force):
+        say("selecting anchors")
+        raise recipe.NotEnoughModels("arc: stopped by the test")
+
+    monkeypatch.setattr(fit_tasks, "get_run_logger", lambda: logging.getLogger("test.fit"))
+    monkeypatch.setattr(recipe, "fit_step", stopped_fit)
+    caplog.set_level(logging.INFO, logger="test.fit")
+    for n_items, label in ((100, "arc k100 (99 anchors)"), (101, "arc k100")):
+        caplog.clear()
+        matrix = SimpleNamespace(benchmark="arc", n_items=n_items)
+        fit_tasks.fit_benchmark.fn(Settings(), matrix, 100)
+        said = [r.getMessage() for r in caplog.records if r.name == "test.fit"]
+        assert f"{label}: selecting anchors" in said, said
 
 
 def test_a_long_refit_of_the_suite_repeats_what_it_is_doing(monkeypatch, caplog, tmp_path):

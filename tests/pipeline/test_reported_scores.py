@@ -192,10 +192,15 @@ def tiny_store(store, tmp_path, n_models: int = 12, with_scores: int = 12) -> No
     rows = ["model,benchmark,item,correct"] + [
         f"m{i:02d},arc,{j},{int(j < i % 4)}" for i in range(n_models) for j in range(3)
     ]
-    (tmp_path / "long.csv").write_text("\n".join(rows) + "\n")
     lines = ["model,benchmark,score,definition"] + [
         f"m{i:02d},arc,{i},leaderboard arc acc_norm" for i in range(with_scores)
     ]
+    ingest_tables(store, tmp_path, rows, lines)
+
+
+def ingest_tables(store, tmp_path, rows: list[str], lines: list[str]) -> None:
+    """Ingest the long table `rows` (with its header), then the scores file `lines`."""
+    (tmp_path / "long.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "scores.csv").write_text("\n".join(lines) + "\n")
     ingest(store, LongTable(tmp_path / "long.csv"))
     ingest(store, ScoresFile(tmp_path / "scores.csv"))
@@ -299,3 +304,20 @@ def test_a_score_column_in_a_parquet_long_table(store, tmp_path):
                   "correct": [1, 0], "score": [62.5, 62.5]}).write_parquet(path)  # fmt: skip
     (r,) = ingest(store, LongTable(path))
     assert (r.n_new, r.scores.n_new) == (2, 1) and scores(store)[("a", "arc")][0] == 0.625
+
+
+def test_an_lm_eval_run_ingested_after_a_hundred_models_with_scores_lands(store, tmp_path):
+    """The contradiction check read its pairs into polars inferring types from the first 100
+    rows: the stored scores' text is NULL, so the 101st model's lm-eval run failed ("could
+    not append value: "0.25" of type: str"; a history of one lm-eval run per model)."""
+    n = 120
+    rows = ["model,benchmark,item,correct"] + [
+        f"m{i:03d},arc,{j},{int(j != 1)}" for i in range(n) for j in range(3)
+    ]
+    lines = ["model,benchmark,score,definition"] + [
+        f"m{i:03d},arc,{200 / 3},lm-eval arc_challenge acc_norm" for i in range(n)
+    ]
+    ingest_tables(store, tmp_path, rows, lines)
+    (r,) = ingest(store, LmEvalRun(lm_eval_output(tmp_path / "out" / "org__model-7b")))
+    assert r.status == "ok", r.line()
+    assert len(scores(store, "arc")) == n + 1

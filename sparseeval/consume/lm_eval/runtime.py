@@ -176,15 +176,20 @@ def estimate(root: str, benchmark: str, version: int, budget: int | None, pairs:
 # -- the suite ----------------------------------------------------------------------------
 
 _ANSWERS: dict[tuple, dict[str, dict[str, int]]] = {}  # (root, version) -> benchmark -> item
-_AGGREGATED: set[tuple] = set()
+_AGGREGATED: dict[tuple, set[str]] = {}  # (root, version) -> members aggregated this run
 
 
 def begin(root: str, version: int, benchmark: str) -> None:
-    """A suite member task is being built: a run starts (answers of a finished one go)."""
+    """A suite member's docs are read: a run starts (answers of a finished one go). lm-eval
+    also reads a task's docs right after aggregating it (0.4.13 `_collect_results`:
+    `len(task.eval_docs)`); while other members are still to aggregate, that is no new run."""
     key = (root, version)
-    if key in _AGGREGATED:
+    done = _AGGREGATED.get(key)
+    if done and not done >= set(_ANSWERS.get(key, {})):
+        return  # mid-aggregation: the members still to aggregate need every answer
+    if done:
         _ANSWERS.pop(key, None)
-        _AGGREGATED.discard(key)
+        _AGGREGATED.pop(key, None)
     _ANSWERS.setdefault(key, {}).pop(benchmark, None)
 
 
@@ -229,7 +234,7 @@ def suite_estimates(root: str, version: int, benchmark: str, pairs: Pairs):
     `record` saw, e.g. one rank's share in a data-parallel run).
     """
     key = (root, version)
-    _AGGREGATED.add(key)
+    _AGGREGATED.setdefault(key, set()).add(benchmark)
     answers = _ANSWERS.setdefault(key, {})
     answers[benchmark] = {_own(benchmark, i): v for i, v in _frozen(pairs)}
     frozen = tuple(sorted((b, _frozen(a.items())) for b, a in answers.items()))

@@ -176,6 +176,32 @@ def _local_files(plan: TaskPlan, dataset: Dataset) -> dict[str, dict[str, str]] 
     return out
 
 
+def short_shot_splits(plan: TaskPlan, dataset: Dataset) -> list[str]:
+    """A line per local few-shot split holding no more docs than the task's shots: lm-eval's
+    default sampler draws shots + 1 and drops the question itself (lm_eval/api/samplers.py
+    `ContextSampler.sample`), so the run would end in `Sample larger than population`."""
+    spec = plan.spec
+    files = _local_files(plan, dataset)
+    split = _fewshot_split(plan, files)
+    if not (files and split and spec.num_fewshot and spec.sampler == "default"
+            and not spec.grouped and spec.fewshot_key == "fewshot_split"):  # fmt: skip
+        return []
+    out, k = [], spec.num_fewshot
+    for task, given in files.items():
+        text = Path(given[split]).read_text(encoding="utf-8-sig")
+        try:  # a JSON array, or JSON lines
+            n = len(json.loads(text)) if text.lstrip().startswith("[") else None
+        except ValueError:
+            n = None
+        n = n if n is not None else sum(1 for line in text.splitlines() if line.strip())
+        if n <= k:
+            out.append(f"{given[split]}: {n} doc(s) in {task}'s {split!r} split; its {k} shots"
+                       f" need {k + 1} (lm-eval draws shots + 1 and drops the question"
+                       f" itself): give a larger split, or run lm-eval with --num_fewshot"
+                       f" {max(n - 1, 0)} or fewer")  # fmt: skip
+    return out
+
+
 def _budget_of(aset) -> int | None:
     """The budget of a set published as `k{budget}/v{N}` (None for a single-budget set)."""
     parent = aset.folder.parent.name if aset.folder is not None else ""
@@ -243,4 +269,4 @@ def _fewshot_split(plan: TaskPlan, files) -> str | None:
 
 
 __all__ = ["ITEM_FIELD", "SUITE_GROUP", "TaskPlan", "TaskSpec", "plan_task",
-           "task_name", "write_suite", "write_task"]  # fmt: skip
+           "short_shot_splits", "task_name", "write_suite", "write_task"]  # fmt: skip

@@ -114,6 +114,19 @@ class CheckResult:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def nothing_checked(self) -> str:
+        """Why no model was scored, and what to do (a set fit on all the data saw them all)."""
+        if not self.in_pool:
+            return "nothing to check: no model had both answers on the anchors and a score"
+        return (
+            "nothing to check: every model given is in the set's pool (it was fit, calibrated"
+            " or tested on them; a set fit on all your data has no models it never saw). Hold"
+            " models out: fit on part of them (sparseeval fit TRAIN.csv --targets SCORES.csv"
+            " --out DIR) and check the rest (check --anchor-set DIR --responses REST.csv"
+            " --scores SCORES.csv), or pass --scores and --responses of models outside the pool"
+            " (e.g. newer ones)"
+        )
+
     def lines(self) -> list[str]:
         """The check for a person: what was scored, refused, and how the set did."""
         out = [f"{self.benchmark} v{self.version}: {self.n} new model(s) scored", *self.notes]
@@ -128,7 +141,7 @@ class CheckResult:
                 shown = ", ".join(printable(m) for m in names[:SHOWN])
                 out.append(f"{len(names)} {why}: {shown}{more}")
         if not self.n:
-            return out
+            return [*out, self.nothing_checked()]
         level = f"{self.level:.0%}"
         out.append(f"MAE {100 * self.mae:.2f} points; {level} interval coverage"
                    f" {self.coverage:.1%}; mean signed error (estimate - reported)"

@@ -36,6 +36,11 @@ MARGIN = 0.05  # accuracy added to either bound
 SMALL_MARGIN = 0.15  # the margin when only the item mean speaks (few pairs)
 TABLE = "score_contradictions"  # registered for sql/scores_validate.sql
 SCHEMA = {"model": pl.String, "benchmark": pl.String, "score": pl.String, "why": pl.String}
+# sql/score_item_pairs.sql's columns, typed: inferred from the first 100 rows, a stored
+# score's NULL text made the 101st model's staged text a failure
+PAIRS = {"model": pl.String, "benchmark": pl.String, "definition": pl.String,
+         "score": pl.String, "number": pl.Float64, "scale": pl.Float64, "staged": pl.Boolean,
+         "n_items": pl.Int64, "item_mean": pl.Float64}  # fmt: skip
 
 
 def spread(m: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -98,9 +103,7 @@ def _reasons(pairs: pl.DataFrame) -> list[dict]:
 def register_contradictions(con: duckdb.DuckDBPyConnection) -> int:
     """Find the staged reported scores (`score_frame`) that their models' stored items
     contradict; register them as `score_contradictions`. Returns how many."""
-    cols = ("model", "benchmark", "definition", "score", "number", "scale", "staged",
-            "n_items", "item_mean")  # fmt: skip
-    frame = pl.DataFrame(fetch(con, "score_item_pairs", {}), schema=cols, orient="row")
+    frame = pl.DataFrame(fetch(con, "score_item_pairs", {}), schema=PAIRS, orient="row")
     frame = frame.with_columns(value=pl.col("number") / pl.col("scale")).filter(
         pl.col("value").is_finite() & pl.col("value").is_between(0, 1)
     )
