@@ -18,6 +18,8 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import nnls
 from torch import nn
 
+from sparseeval.method.memory import keep_freed_memory
+
 ALPHAS = np.logspace(-2, 4, 25)
 
 
@@ -251,6 +253,7 @@ class MLPPredictor:
     def fit(self, X, y, X_valid=None, y_valid=None) -> MLPPredictor:
         # These nets are tiny: one thread is fastest, and parallel fits do not fight.
         torch.set_num_threads(1)
+        keep_freed_memory()  # each epoch frees and reallocates the same activations
         X, y = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float32)
         if X_valid is None:
             X, y, X_valid, y_valid = _hold_out(X, y, self.holdout, self.seed)
