@@ -16,6 +16,7 @@ from sparseeval.method.anchor_estimator import (
     validation_split,
 )
 from sparseeval.method.matrix import check_Xy
+from sparseeval.method.memory import keep_freed_memory
 from sparseeval.method.predictors import MLPPredictor, fit_all
 from sparseeval.method.registry import AUTO, PREDICTOR_CHOICES, fit_candidates
 from sparseeval.method.selection import AnchorSelector
@@ -191,6 +192,7 @@ class SparseEval(AnchorEstimator):
             X, y, X_valid, y_valid, need_valid=True
         )
         say = self.progress or log.info
+        keep_freed_memory()  # the selection's and the MLPs' big temporaries, step after step
         # One BLAS/OpenMP thread: the same result, bit for bit, at a third of the CPU time
         # (k-means and the ridge fits of the selection; bench/results/speed_issue30_round2.txt).
         with threadpool_limits(limits=1):

@@ -14,8 +14,11 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
+from scipy.linalg import solve_triangular
 from scipy.optimize import nnls
 from torch import nn
+
+from sparseeval.method.memory import keep_freed_memory
 
 ALPHAS = np.logspace(-2, 4, 25)
 
@@ -126,26 +129,48 @@ class NonNegativeRidge(RidgePredictor):
     def fit(self, X, y, X_valid=None, y_valid=None) -> NonNegativeRidge:
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
-        fold = np.random.default_rng(0).permutation(len(y)) % self.folds
         alphas = [self.alpha] if self.alpha is not None else list(self.alphas)
+        self.alpha_ = alphas[0] if len(alphas) == 1 else self._cv_alpha(X, y, alphas)
+        self.mean_, self.intercept_, self.coef_ = _nn_ridge(_centre(X, y), self.alpha_)
+        return self
 
-        def cv_sse(alpha: float) -> float:
-            held = [fold == f for f in range(self.folds)]
+    def _cv_alpha(self, X: np.ndarray, y: np.ndarray, alphas: list[float]) -> float:
+        """The alpha of least `folds`-fold cross-validated squared error (the first of
+        equals); each fold is centred once, not once per alpha."""
+        fold = np.random.default_rng(0).permutation(len(y)) % self.folds
+        held = [fold == f for f in range(self.folds)]
+        train = [_centre(X[~h], y[~h]) for h in held]
+
+        def sse(alpha: float) -> float:
+            fits = (_nn_ridge(c, alpha) for c in train)
             return sum(
-                np.sum((self._solve(X[~h], y[~h], alpha)._linear(X[h]) - y[h]) ** 2) for h in held
+                np.sum(((X[h] - m) @ w + b - y[h]) ** 2)
+                for h, (m, b, w) in zip(held, fits, strict=True)
             )
 
-        self.alpha_ = alphas[0] if len(alphas) == 1 else min(alphas, key=cv_sse)
-        return self._solve(X, y, self.alpha_)
+        return min(alphas, key=sse)
 
-    def _solve(self, X: np.ndarray, y: np.ndarray, alpha: float) -> NonNegativeRidge:
-        """Non-negative least squares on centred data, the ridge penalty as extra rows."""
-        self.mean_, self.intercept_ = X.mean(axis=0), y.mean()
-        k = X.shape[1]
-        A = np.vstack([X - self.mean_, np.sqrt(alpha) * np.eye(k)])
-        b = np.concatenate([y - self.intercept_, np.zeros(k)])
-        self.coef_, _ = nnls(A, b, maxiter=50 * k)
-        return self
+
+def _centre(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """(column means, mean of y, Xc'Xc, Xc'yc) of the centred data Xc, yc."""
+    mean, intercept = X.mean(axis=0), y.mean()
+    Xc = X - mean
+    return mean, intercept, Xc.T @ Xc, Xc.T @ (y - intercept)
+
+
+def _nn_ridge(centred: tuple, alpha: float) -> tuple[np.ndarray, float, np.ndarray]:
+    """Non-negative ridge on centred data: (mean, intercept, coef).
+
+    The problem is nnls of [Xc; sqrt(alpha) I] c ~ [yc; 0], whose objective is
+    c'(G + alpha I)c - 2 c'Xc'yc + const (G = Xc'Xc). With L L' = G + alpha I that is
+    ||L'c - L^-1 Xc'yc||^2 + const: the same minimiser from a k x k nnls instead of an
+    (n + k) x k one, ~10x less CPU (coefficients equal to ~1e-15; speed_issue30_round3.txt).
+    """
+    mean, intercept, gram, xty = centred
+    k = len(xty)
+    L = np.linalg.cholesky(gram + alpha * np.eye(k))
+    coef, _ = nnls(L.T, solve_triangular(L, xty, lower=True), maxiter=50 * k)
+    return mean, intercept, coef
 
 
 _BUILD_LOCK = threading.Lock()
@@ -166,11 +191,30 @@ class Dropout(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p <= 0:
             return x
-        bits = np.frombuffer(self.rng.bytes(2 * x.numel()), dtype=np.uint16).reshape(x.shape)
+        # The 16-bit draws of `rng.bytes(2 * n)` (which is these uint32s, little-endian, as
+        # bytes), without its three copies: a tenth of an MLP's time went to them.
+        words = self.rng.integers(0, 2**32, size=(2 * x.numel() - 1) // 4 + 1, dtype=np.uint32)
+        bits = words.astype("<u4", copy=False).view(np.uint16)[: x.numel()].reshape(x.shape)
         # A 0/1 float mask: the same products as a boolean one, without torch promoting
         # it on every multiply (forward and backward); dropout was half of an MLP's time.
         keep = torch.from_numpy((bits >= round(self.p * 65536)).astype(np.float32))
-        return x * keep.to(x.device) / (1.0 - self.p)
+        return _MaskScale.apply(x, keep.to(x.device), 1.0 - self.p)
+
+
+class _MaskScale(torch.autograd.Function):
+    """`x * keep / scale` as one autograd node: the products of torch's two nodes, forward
+    ((x * keep) / scale) and backward ((grad / scale) * keep), a temporary fewer each way."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, keep: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.save_for_backward(keep)
+        ctx.scale = scale
+        return (x * keep).div_(scale)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (keep,) = ctx.saved_tensors
+        return grad.div(ctx.scale).mul_(keep), None, None
 
 
 def fit_all(predictors: list, X, y, n_jobs: int = 1) -> list:
@@ -225,6 +269,7 @@ class MLPPredictor:
     def fit(self, X, y, X_valid=None, y_valid=None) -> MLPPredictor:
         # These nets are tiny: one thread is fastest, and parallel fits do not fight.
         torch.set_num_threads(1)
+        keep_freed_memory()  # each epoch frees and reallocates the same activations
         X, y = np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.float32)
         if X_valid is None:
             X, y, X_valid, y_valid = _hold_out(X, y, self.holdout, self.seed)
@@ -321,9 +366,44 @@ def _hold_out(X, y, share: float, seed: int):
     return X[keep], y[keep], X[held], y[held]
 
 
+class Adam:
+    """`torch.optim.Adam` with its defaults, the same update op for op (its single-tensor
+    CPU path), without the optimizer machinery: constructing the first `torch.optim`
+    optimizer imports torch._dynamo (1.5 s CPU, once per process) and each step calls
+    it twice.
+    """
+
+    def __init__(self, params, lr: float, weight_decay: float = 0.0) -> None:
+        self.params, self.lr, self.weight_decay = list(params), lr, weight_decay
+        self.betas, self.eps, self.steps = (0.9, 0.999), 1e-8, 0
+        self.exp_avg = [
+            torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params
+        ]
+        self.exp_avg_sq = [
+            torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params
+        ]
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        (beta1, beta2), self.steps = self.betas, self.steps + 1
+        step = float(self.steps)  # torch keeps the count in a float32 tensor, read with .item()
+        step_size = self.lr / (1 - beta1**step)
+        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+        for p, exp_avg, exp_avg_sq in zip(self.params, self.exp_avg, self.exp_avg_sq, strict=True):
+            grad = p.grad if self.weight_decay == 0 else p.grad.add(p, alpha=self.weight_decay)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(self.eps)
+            p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
 def _train(net, x, y, xv, yv, lr, epochs, patience, weight_decay) -> tuple[int, float]:
     """Full-batch Adam on MSE with early stopping; restores the best weights."""
-    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
     best, best_state, best_epoch = float("inf"), None, 0
     for epoch in range(epochs):
         net.train()

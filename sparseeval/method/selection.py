@@ -8,7 +8,9 @@ swaps) or leave-one-out MAE of ridge over training and validation rows together.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -220,10 +222,14 @@ class AnchorSelector:
         if self.judge == "loo" and self.init == "adaptive":
             names = [n for n in names if n != "greedy"]
         self._items = np.ascontiguousarray(X.T)  # item-major, for `_columns`
-        try:
-            return self._fit(X, y, Xv, yv, ids, rng, given, names)
-        finally:
-            del self._items
+        workers = min(self.swap_candidates, os.cpu_count() or 1)
+        # A refinement step's swap trials are independent fits: side by side in threads
+        # (NumPy's BLAS and torch free the GIL), taken in the same order.
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as self._pool:
+            try:
+                return self._fit(X, y, Xv, yv, ids, rng, given, names)
+            finally:
+                del self._items, self._pool
 
     def _fit(self, X, y, Xv, yv, ids, rng, given: bool, names) -> AnchorSelector:
         self.init_scores_: dict[str, float] = {}
@@ -261,10 +267,12 @@ class AnchorSelector:
         cis[anchors] = -np.inf
         n_try = 1 if self.acceptance == "always" else self.swap_candidates
         n_try = min(n_try, X.shape[1] - len(anchors))  # only items outside the anchors
-        trials = []
-        for j in np.argsort(-cis)[:n_try]:
-            new = np.sort(np.append(np.delete(anchors, weakest), j))
-            trials.append((j, new, *self._fit_proxy(new, X, y, Xv, yv)))
+        tries = [
+            (j, np.sort(np.append(np.delete(anchors, weakest), j)))
+            for j in np.argsort(-cis)[:n_try]
+        ]
+        fits = self._pool.map(lambda t: self._fit_proxy(t[1], X, y, Xv, yv), tries)
+        trials = [(j, new, *fit) for (j, new), fit in zip(tries, fits, strict=True)]
         j, new, new_proxy, new_mae = min(trials, key=lambda t: t[3])
         accept = self.acceptance == "always" or new_mae < mae
         swap = Swap(

@@ -1,0 +1,87 @@
+"""The fit's speed-ups compute what the code they replaced computed (issue 30, item 5).
+
+Each test pins one replacement against the original computation: our Adam against
+`torch.optim.Adam`, the dropout bits against `rng.bytes`, the reduced nnridge solve against
+nnls of the stacked problem, the side-by-side swap trials against one at a time.
+"""
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import nnls
+from torch import nn
+
+from sparseeval import make_synthetic, split_models
+from sparseeval.method import selection
+from sparseeval.method.predictors import ALPHAS, Adam, Dropout, _centre, _nn_ridge
+from sparseeval.method.selection import AnchorSelector
+
+
+def _trained(opt_class, weight_decay: float) -> list[torch.Tensor]:
+    torch.manual_seed(3)
+    net = nn.Sequential(nn.Linear(7, 16), nn.GELU(), nn.Linear(16, 1), nn.Sigmoid())
+    x, y = torch.randn(50, 7), torch.rand(50)
+    opt = opt_class(net.parameters(), lr=3e-3, weight_decay=weight_decay)
+    for _ in range(25):
+        opt.zero_grad()
+        ((net(x)[:, 0] - y) ** 2).mean().backward()
+        opt.step()
+    return [p.detach().clone() for p in net.parameters()]
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 1e-2])
+def test_adam_is_torch_adam_bit_for_bit(weight_decay):
+    ours, torchs = _trained(Adam, weight_decay), _trained(torch.optim.Adam, weight_decay)
+    assert all(torch.equal(a, b) for a, b in zip(ours, torchs, strict=True))
+
+
+@pytest.mark.parametrize("shape", [(41, 128), (3, 5), (1, 1)])
+def test_dropout_bits_are_rng_bytes(shape):
+    """The mask draws the same 16-bit words `rng.bytes(2 * n)` gave, and leaves the
+    generator where it left it."""
+    drop, rng = Dropout(0.1, np.random.default_rng(9)), np.random.default_rng(9)
+    x = torch.ones(shape)
+    out = drop(x)
+    bits = np.frombuffer(rng.bytes(2 * x.numel()), dtype=np.uint16).reshape(shape)
+    expected = torch.from_numpy((bits >= round(0.1 * 65536)).astype(np.float32)) / 0.9
+    assert torch.equal(out, expected)
+    assert drop.rng.integers(2**62) == rng.integers(2**62)
+
+
+def test_reduced_nnridge_solves_the_stacked_problem():
+    """nnls of the k x k reduced problem: the stacked (n + k) x k problem's solution,
+    the same zero weights, to rounding; bounds hit in most cases here."""
+    rng = np.random.default_rng(1)
+    binding = 0
+    for _ in range(60):
+        n, k = int(rng.integers(20, 300)), int(rng.integers(3, 40))
+        X, y = rng.choice([-1.0, 1.0], size=(n, k)), rng.random(n)
+        alpha = float(rng.choice(ALPHAS))
+        Xc, yc = X - X.mean(axis=0), y - y.mean()
+        A = np.vstack([Xc, np.sqrt(alpha) * np.eye(k)])
+        stacked, _ = nnls(A, np.concatenate([yc, np.zeros(k)]), maxiter=50 * k)
+        mean, intercept, coef = _nn_ridge(_centre(X, y), alpha)
+        np.testing.assert_allclose(coef, stacked, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(coef == 0, stacked == 0)
+        np.testing.assert_array_equal(mean, X.mean(axis=0))
+        assert intercept == y.mean()
+        binding += bool((stacked == 0).any())
+    assert binding > 30
+
+
+def test_side_by_side_swap_trials_change_nothing(monkeypatch):
+    m = make_synthetic(400, 80, seed=2)
+    s = split_models(m.model_ids, 60, 60, seed=0)
+    X, y = m.values.astype(np.float32), m.y
+
+    def select():
+        return AnchorSelector(12, refine_steps=6, proxy="ridge", judge="loo", seed=0,
+                              progress=lambda s: None).fit(X[s.train], y[s.train], X[s.valid],
+                                                           y[s.valid])  # fmt: skip
+
+    monkeypatch.setattr(selection.os, "cpu_count", lambda: 3)
+    side_by_side = select()
+    monkeypatch.setattr(selection.os, "cpu_count", lambda: 1)
+    one_at_a_time = select()
+    np.testing.assert_array_equal(side_by_side.anchors_, one_at_a_time.anchors_)
+    assert side_by_side.history_ == one_at_a_time.history_
