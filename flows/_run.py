@@ -65,6 +65,23 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
     raise SettingsError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")
 
 
+def crashed_run_parameters(rerun_of: str, names: tuple[str, ...]) -> dict[str, Any]:
+    """The parameters `names` the crashed run `rerun_of` was started with, from the server: its
+    automatic rerun does the same work ({} when they cannot be read, said in the log)."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True) as client:
+            parameters = dict(client.read_flow_run(UUID(str(rerun_of))).parameters or {})
+    except Exception as exc:  # the server unreachable, an unknown id: this run's own
+        say(f"rerun of {rerun_of}: its parameters could not be read ({exc}); running with"
+            " the deployment's", logging.WARNING)  # fmt: skip
+        return {}
+    return {k: v for k, v in parameters.items() if k in names}
+
+
 def run_name(kind: str) -> str:
     """`{kind} {time}`, or `rerun {time}` for an automatic rerun (it has `rerun_of`):
     the rerun automation never reruns a run whose name starts so."""

@@ -32,6 +32,7 @@ from sparseeval.flows._results import (
 from sparseeval.flows._run import (
     alert_on_failure,
     counting_dropped_events,
+    crashed_run_parameters,
     resolve_settings,
     run_name,
     say,
@@ -144,8 +145,14 @@ def refresh(
     One run per home at a time (a lease; the second waits `lease_wait_seconds`, then
     refuses naming the holder).
     n_anchors: a budget or a list of budgets. settings_overrides: any `Settings` field.
-    rerun_of: set by the rerun automation (the crashed run's id); such a run is never rerun.
+    rerun_of: set by the rerun automation (the crashed run's id); such a run does the crashed
+    run's work, with its parameters, and is never rerun.
     """
+    if rerun_of:
+        own = {"sources": sources, "benchmarks": benchmarks, "n_anchors": n_anchors,
+               "settings_overrides": settings_overrides, "home": home,
+               "fill_if_empty": fill_if_empty, "dask_processes": dask_processes}  # fmt: skip
+        return refresh.fn(**own | crashed_run_parameters(rerun_of, tuple(own)))
     settings = resolve_settings(home, n_anchors, settings_overrides)
     in_deployment = deployed(home)
     with alert_on_failure(settings, in_deployment):

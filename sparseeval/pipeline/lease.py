@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.pipeline.progress import PROGRESS
-from sparseeval.pipeline.stopping import Stopped, note_signal
+from sparseeval.pipeline.stopping import Stopped, note_signal, signal_name
 
 LEASE_FILE = ".lease"
 
@@ -195,6 +195,9 @@ def _exit_on_stop(lease: HomeLease) -> dict[int, object]:
 
 def _stop_now(lease: HomeLease, code: int) -> None:
     lease.release()
+    PROGRESS.warning("stopped by signal %s: the run did not end within %gs of it; the home's"
+                     " lease is given back and the process ends now (exit %d)",
+                     signal_name(code - 128), STOP_GRACE_SECONDS, code)  # fmt: skip
     os._exit(code)
 
 

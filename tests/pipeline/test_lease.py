@@ -115,3 +115,20 @@ def test_a_holder_stops_on_sigterm_and_gives_the_lease_back(tmp_path):
     assert proc.wait(timeout=10) == 128 + signal.SIGTERM
     assert time.monotonic() - sent < 5
     assert not (tmp_path / LEASE_FILE).exists()
+
+
+def test_a_run_that_does_not_unwind_after_sigterm_says_so_before_it_ends(tmp_path, caplog,
+                                                                       monkeypatch):  # fmt: skip
+    """A deployed run's process ended 2 s after SIGTERM without a word (the operator's trial):
+    the last resort says why the process ends, after giving the lease back."""
+    import logging
+
+    from sparseeval.pipeline import lease as lease_module
+
+    ended = []
+    monkeypatch.setattr(lease_module.os, "_exit", ended.append)
+    held = HomeLease(tmp_path, "run A").acquire()
+    caplog.set_level(logging.WARNING, logger="sparseeval.progress")
+    lease_module._stop_now(held, 143)
+    assert ended == [143] and read_lease(tmp_path / ".lease") is None
+    assert "stopped by signal SIGTERM: the run did not end within 2s of it" in caplog.text
