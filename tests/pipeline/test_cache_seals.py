@@ -211,6 +211,7 @@ def test_a_fits_seconds_count_the_time_to_its_files(home, monkeypatch):
     start = time.perf_counter()
     fit = fit_step(info, home, force=True)
     wall = time.perf_counter() - start
-    assert fit.trained and wall - 0.5 <= fit.seconds <= wall, (fit.seconds, wall)
+    # seconds are saved rounded to 0.01 s (a fit of 1.9384 s is 1.94)
+    assert fit.trained and wall - 0.5 <= fit.seconds <= wall + 0.005, (fit.seconds, wall)
     saved = json.loads((Path(fit.model_dir) / "summary.json").read_text())
     assert saved["seconds"] == fit.seconds
