@@ -69,11 +69,8 @@ def fit_benchmarks(settings: Settings, batch: str, force: bool = False) -> list[
 
 def _fit_each(settings: Settings, batch: str, force: bool) -> list[BenchmarkResult]:
     benchmarks, store_states = _BATCHES[batch]
-    paths, matrix, fit = (
-        settings.section("paths"),
-        settings.section("matrix"),
-        settings.sections(*FIT),
-    )
+    paths, matrix = settings.section("paths"), settings.section("matrix")
+    fit = settings.sections(*FIT)
     mats = {b: tasks.build_matrix.submit(paths, matrix, b, store_states[b]) for b in benchmarks}
     fits = {(b, k): tasks.fit_benchmark.submit(fit, mats[b], k, force)
             for b in benchmarks for k in settings.budgets}  # fmt: skip
