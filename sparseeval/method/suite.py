@@ -147,6 +147,8 @@ class SuiteSparseEval(BaseEstimator):
             self.reused_.append(b)
             return given
         say(f"selecting {b} anchors")
+        if est.progress is not None:  # its lines name the benchmark: "arc: init kmeans ..."
+            est.set_params(progress=_prefixed(est.progress, f"{b}: "))
         return est.fit(X, y, X_valid=Xv, y_valid=yv, item_ids=ids)
 
     def _fit_readers(self, XA, y, XvA, yv, say) -> None:
@@ -324,3 +326,8 @@ def check_suite(X, y, what: str) -> tuple[dict, dict]:
     if len(set(rows.values())) > 1:
         raise MatrixError(f"X ({what}): benchmarks have different numbers of models: {rows}")
     return {b: v[0] for b, v in checked.items()}, {b: v[1] for b, v in checked.items()}
+
+
+def _prefixed(say: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    """`say` with `prefix` before each line."""
+    return lambda line: say(prefix + line)

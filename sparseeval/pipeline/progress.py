@@ -21,6 +21,7 @@ def throttled(
     at_once: bool = True,
 ) -> Callable[[str], None]:
     """`say`, passing on lines starting with `thin` at most once per `seconds`; others pass.
+    A one-word `NAME: ` before a line (the suite's "arc: refine step 3") is not looked at.
 
     at_once: the first thinned line passes at once (else only once `seconds` have passed,
     so a quick fit says nothing).
@@ -28,13 +29,19 @@ def throttled(
     last = [-float("inf") if at_once else time.monotonic()]
 
     def passed_on(line: str) -> None:
-        if not line.startswith(thin):
+        if not _body(line).startswith(thin):
             say(line)
         elif time.monotonic() - last[0] >= seconds:
             last[0] = time.monotonic()
             say(line)
 
     return passed_on
+
+
+def _body(line: str) -> str:
+    """The line without a one-word `NAME: ` before it."""
+    head, sep, rest = line.partition(": ")
+    return rest if sep and " " not in head else line
 
 
 EVERY = 15.0  # seconds between the lines of `still_working`

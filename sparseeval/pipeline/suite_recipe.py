@@ -119,8 +119,13 @@ def fit_suite(
     with threadpool_limits(limits=1):
         suite.fit(*rows(split.train), *rows(split.valid), item_ids=item_ids, fitted=fitted)
     if len(split.calib):
+        say(f"calibrating the readers' intervals on {len(split.calib):,} calibration models")
         suite.calibrate(*rows(split.calib))
     (X_train, y_train), X_calib = rows(split.train), rows(split.calib)[0]
+    say(
+        "fitting the readers' pool checks and top edges (each reader refitted without the"
+        " strongest models)"
+    )
     pools = suite_pool_checks(suite, X_train, X_calib, y_train, settings.interval_level)
     X_test, y_test = rows(split.test)
     pred = suite.predict(X_test)

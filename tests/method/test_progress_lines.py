@@ -28,7 +28,10 @@ def test_the_suite_says_each_benchmarks_reader(tmp_path):
     fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1), settings, lines.append)
     assert "arc: training its reader of every anchor (1/2)" in lines
     assert "gsm8k: training its reader of every anchor (2/2)" in lines
-    assert any(line.startswith("training the final predictor") for line in lines)
+    assert any(line.startswith("arc: training the final predictor") for line in lines)
+    assert any(line.startswith("gsm8k: refitting ") for line in lines)
+    assert any(line.startswith("calibrating the readers' intervals on ") for line in lines)
+    assert any(line.startswith("fitting the readers' pool checks") for line in lines)
 
 
 def test_throttled_thins_only_the_frequent_lines_and_can_wait_for_the_first(monkeypatch):
@@ -39,6 +42,10 @@ def test_throttled_thins_only_the_frequent_lines_and_can_wait_for_the_first(monk
     for line in ("init kmeans", "refine step 1", "final predictor: mlp", "refine step 2"):
         say(line)
     assert said == ["init kmeans", "final predictor: mlp"]
+    clock[0] += 16  # a suite's benchmark-named lines are thinned alike
+    for line in ("arc: refine step 3", "arc: refine step 4", "arc: final predictor: mlp"):
+        say(line)
+    assert said[2:] == ["arc: refine step 3", "arc: final predictor: mlp"]
     later: list[str] = []
     quiet = throttled(later.append, seconds=15, thin=("",), at_once=False)
     quiet("arc k100: init kmeans")  # a quick fit: nothing
