@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import time
+from pathlib import Path
 
+import cloudpickle
 import numpy as np
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -31,16 +34,34 @@ from sparseeval.method.pool import suite_pool_checks
 from sparseeval.method.suite import AVERAGE, SuiteSparseEval, suite_average
 
 
-def run_seed(X, y, k: int, seed: int, predictor: str, held_out=None) -> list[str]:
-    """One seed; `held_out` (row indices) replaces the random test models when given."""
-    te, va, ca, tr = split_rows(len(next(iter(y.values()))), seed, held_out)
+def fitted(X, y, k: int, seed: int, predictor: str, rows, cache: str | None):
+    """(suite, fit s) of one seed, from `cache` (a pickle) when there; the pool checks are
+    fitted on each run (they are what a change to `method.pool` changes)."""
+    path = cache and Path(cache)
+    if path and path.exists():
+        return pickle.loads(path.read_bytes())
+    _, va, ca, tr = rows
     take = lambda d, r: {b: v[r] for b, v in d.items()}  # noqa: E731
     t = time.perf_counter()
     est = SparseEval(seed=seed, predictor=predictor, progress=lambda s: None)
     suite = SuiteSparseEval(k, est).fit(take(X, tr), take(y, tr), take(X, va), take(y, va))
     suite.calibrate(take(X, ca), take(y, ca))
-    fit_s = time.perf_counter() - t
+    out = suite, time.perf_counter() - t
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(cloudpickle.dumps(out))
+    return out
+
+
+def run_seed(X, y, k: int, seed: int, predictor: str, held_out=None, cache=None) -> list[str]:
+    """One seed; `held_out` (row indices) replaces the random test models when given;
+    `cache`: a file keeping the seed's suite fit (a rerun fits only the pool checks)."""
+    rows = split_rows(len(next(iter(y.values()))), seed, held_out)
+    te = rows[0]
+    take = lambda d, r: {b: v[r] for b, v in d.items()}  # noqa: E731
+    suite, fit_s = fitted(X, y, k, seed, predictor, rows, cache)
     t = time.perf_counter()
+    _, _, ca, tr = rows
     pools = suite_pool_checks(suite, take(X, tr), take(X, ca), take(y, tr))
     pool_s = time.perf_counter() - t
     Xt = take(X, te)
@@ -82,6 +103,7 @@ def main() -> None:
     ap.add_argument("--test", choices=("random", "strongest"), default="random",
                     help="test models: 400 at random, or the strongest decile by leaderboard "
                     "average (never trained on)")  # fmt: skip
+    ap.add_argument("--cache", help="a folder keeping each seed's fit (reruns read it)")
     args = ap.parse_args()
     X, y, models = common_models()
     held_out = None
@@ -93,7 +115,9 @@ def main() -> None:
     n = N_TEST if held_out is None else len(held_out)
     print(f"{len(models)} models in all five benchmarks; {n} {args.test} test models", flush=True)
     for seed in range(args.seeds):
-        lines = run_seed(X, y, args.anchors, seed, args.predictor, held_out)
+        name = f"suite-s{seed}-k{args.anchors}-{args.predictor}-{args.test}.pkl"
+        cache = args.cache and f"{args.cache}/{name}"
+        lines = run_seed(X, y, args.anchors, seed, args.predictor, held_out, cache)
         print("\n".join(lines), flush=True)
 
 

@@ -150,3 +150,25 @@ def test_suite_readers_that_disagree_are_flagged_once_and_widened():
     again = widened(wide, ("another",), 0.031, widen=3.0)
     assert again.flags == (line, "another") and (again.low, again.high) == (wide.low, wide.high)
     assert widened(joint, (), 0.031) is joint
+
+
+def test_the_top_edge_covers_the_held_out_models_farthest_above_the_pool():
+    """A reader that misses more the farther a model lies above its pool: the edge's `up`
+    is set by the held-out half farthest above the reduced pool, not by the whole held-out
+    share (whose nearer half misses little), so next models beyond the whole pool are covered."""
+    from sparseeval.method.pool import fit_edge
+
+    rng = np.random.default_rng(0)
+    y = np.sort(rng.uniform(0.2, 0.9, 2000))
+    XA = y[:, None]
+
+    def fit(X, t):  # the reader sees the truth but stops at its pool's top
+        ceiling = float(np.max(t))
+        return lambda Z: np.minimum(Z[:, 0], ceiling)
+
+    edge = fit_edge(fit, XA, y, fit(XA, y)(XA), level=0.9, tail=0.2)
+    top = y > np.quantile(y, 0.8)
+    miss = y[top] - fit(XA[~top], y[~top])(XA[top])
+    far = y[top] > np.median(y[top])
+    assert np.quantile(miss, 0.9) < np.quantile(miss[far], 0.9)  # the whole share's: too small
+    assert edge.up >= np.quantile(miss[far], 0.9) - 1e-9
