@@ -42,6 +42,7 @@ def write_suite(
     matrices_key: str = "",
     matrix_paths: Mapping[str, str] | None = None,
     about: Mapping[str, Mapping[str, Any]] | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
 
@@ -49,7 +50,9 @@ def write_suite(
     up to date without reading them); matrix_paths: {benchmark: its matrix file}, whose
     items' identity the members' `item_sources` carry (`pipeline.identity`); about:
     {benchmark: {"target", "provenance"}} (`members_about`): what each member estimates and
-    where its data came from, recorded per member and for the suite average.
+    where its data came from, recorded per member and for the suite average; provenance:
+    the suite's own (`Store.provenance` of every member: a source holding several of them
+    counted once; default: the members' added up).
     """
     about = dict(about or {})
     suite = fit.suite
@@ -112,7 +115,7 @@ def write_suite(
         files={MODELS_FILE: models_text(fit.models or {"test": fit.test_ids})},
         extra={"suite": {"benchmarks": list(suite.benchmarks_), "members": described,
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
-               POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about),
+               POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about, provenance),
     )  # fmt: skip
 
 
@@ -139,9 +142,12 @@ def members_about(matrices: Mapping[str, MatrixInfo]) -> dict[str, dict[str, Any
             for b, m in matrices.items() if m.target or m.provenance}  # fmt: skip
 
 
-def suite_about(about: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def suite_about(
+    about: Mapping[str, Mapping[str, Any]], provenance: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The suite average's `target` and `provenance`: the mean of the members' targets, and
-    every member's sources (synthetic when any member is). {} when nothing is known."""
+    `provenance` or else every member's sources added up (synthetic when any member is).
+    {} when nothing is known."""
     if not about:
         return {}
     targets = {b: (a.get("target") or {}).get("definition") for b, a in about.items()}
@@ -158,7 +164,7 @@ def suite_about(about: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         f" ({words})" if words else ""
     )
     return {"target": {"kind": "suite average", "definition": definition},
-            "provenance": {"synthetic": synthetic, "kinds": kinds}}  # fmt: skip
+            "provenance": dict(provenance or {"synthetic": synthetic, "kinds": kinds})}  # fmt: skip
 
 
 def suite_status(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> str | None:
@@ -197,9 +203,20 @@ def suite_candidate(
     folder = write_suite(settings.published_dir, fit, settings,
                          matrices_key=matrices_key(matrices, settings),
                          matrix_paths={b: m.path for b, m in matrices.items()},
-                         about=members_about(matrices))  # fmt: skip
+                         about=members_about(matrices),
+                         provenance=suite_provenance(matrices, settings))  # fmt: skip
     gate = suite_gate(_live_suite(settings.published_dir), aligned, fit, settings.gate)
     return publish.candidate(folder, SUITE, key), with_member_checks(gate, folder)
+
+
+def suite_provenance(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> dict | None:
+    """Where the suite's results came from, from the store (None without one)."""
+    from sparseeval.pipeline.store import Store
+
+    if not Path(settings.store_path).exists():
+        return None
+    with Store.open(settings.store_path, read_only=True) as store:
+        return store.provenance(*matrices)
 
 
 def with_member_checks(gate: GateResult, folder: Path) -> GateResult:

@@ -97,7 +97,8 @@ def test_suite_progress_names_each_benchmark_and_throttles_refinement(tmp_path):
     fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1),
               Settings(home=tmp_path, **SETTINGS), progress=lines.append)  # fmt: skip
     assert any("arc" in line for line in lines) and any("gsm8k" in line for line in lines)
-    assert sum(line.startswith(("refine", "init")) for line in lines) <= 1  # fast: one at most
+    steps = [line for line in lines if line.split(": ", 1)[-1].startswith(("refine", "init"))]
+    assert len(steps) <= 1  # fast: one at most, named: "arc: init kmeans ..."
     said: list[str] = []
     say = throttled(said.append, seconds=60)
     say("refine step 1")
@@ -116,3 +117,31 @@ def test_a_suite_lists_its_models_as_a_benchmark_set_does(demo):
     assert len(models["test"]) > 0 and len(models["calibration"]) > 0
     seen = [m for ids in models.values() for m in ids]
     assert len(seen) == len(set(seen)) == 240  # every common model, in one role each
+
+
+def test_a_source_holding_every_member_counts_once_in_the_suites_data(tmp_path):
+    """One long results file with both benchmarks (the layout `ingest` reads as
+    `model,benchmark,item,correct`): each member says 1 source, and so does the suite average,
+    not 2 (it counted each member's sources again)."""
+    from sparseeval.pipeline.store import Store, ingest
+    from sparseeval.pipeline.store.kinds import source_from_spec
+
+    lb = make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1)
+    rows = [f"{mid},{b},{item},{int(v > 0)}" for b, m in lb.items()
+            for mid, row in zip(m.model_ids, m.values, strict=True)
+            for item, v in zip(m.item_ids, row, strict=True)]  # fmt: skip
+    results = tmp_path / "results.csv"
+    results.write_text("model,benchmark,item,correct\n" + "\n".join(rows) + "\n")
+    settings = Settings(home=tmp_path, **SETTINGS)
+    with Store.open(settings.store_path) as store:
+        ingest(store, source_from_spec(str(results)))
+        member = store.provenance("arc")
+        both = store.provenance("arc", "gsm8k")
+    assert [k["n_sources"] for k in member["kinds"].values()] == [1]
+    assert [k["n_sources"] for k in both["kinds"].values()] == [1]
+    assert sum(k["n_results"] for k in both["kinds"].values()) == 240 * 70
+    publish_suite(tmp_path, member)
+    manifest = json.loads(
+        next((tmp_path / "published" / SUITE).glob("v1/manifest.json")).read_text()
+    )
+    assert [k["n_sources"] for k in manifest["provenance"]["kinds"].values()] == [1]

@@ -214,15 +214,16 @@ class Store:
         return int(self.scalar("last_run"))
 
     # -- provenance -----------------------------------------------------------------
-    def provenance(self, benchmark: str, examples: int = 20) -> dict[str, Any]:
-        """Where a benchmark's current results came from, per source kind; synthetic or not.
+    def provenance(self, *benchmarks: str, examples: int = 20) -> dict[str, Any]:
+        """Where the benchmarks' current results came from, per source kind; synthetic or not.
 
         {"synthetic": bool, "kinds": {kind: {"n_results", "n_sources", "sources": [first
-        `examples` sources]}}}; published manifests carry it, so a set fit on the built-in
-        demo says so.
+        `examples` sources]}}}, a source that holds several of the benchmarks counted once;
+        published manifests carry it, so a set fit on the built-in demo says so.
         """
         kinds: dict[str, dict[str, Any]] = {}
-        for kind, source, n, _ in fetch(self.con, "benchmark_provenance", {"benchmark": benchmark}):
+        rows = fetch(self.con, "benchmark_provenance", {"benchmarks": list(benchmarks)})
+        for kind, source, n, _ in rows:
             k = kinds.setdefault(kind, {"n_results": 0, "n_sources": 0, "sources": []})
             k["n_results"] += int(n)
             k["n_sources"] += 1
