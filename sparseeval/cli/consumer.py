@@ -181,17 +181,32 @@ def suggestion(aset, answers: dict, est, args) -> dict | None:
     if not (wide or (est.flags and not est.n_extra)):
         return None
     goal = args.max_width if wide else 200 * float(aset.conformal.halfwidths(est.value))
+    why = f"wider than {args.max_width:g} points" if wide else "flagged"
     n = aset.items_needed(answers, goal / 100)
     if not n:
-        return None
+        return {"n": 0, "width_points": goal, "line": f"more items cannot help ({why}): "
+                + no_more_items(aset, answers)}  # fmt: skip
     where = f"--anchor-set {_anchor_root(args)} --benchmark {aset.benchmark}"
     where += f" --version {aset.version}" + (f" --budget {args.budget}" if args.budget else "")
-    why = f"wider than {args.max_width:g} points" if wide else "flagged"
     from sparseeval.consume.scoring.next_items import next_step
 
     more = _fresh("more", args.responses)
     files = " ".join(args.responses)
     return next_step(where, aset.benchmark, n, goal, files, more, why, _exportable(aset))
+
+
+def no_more_items(aset, answers: dict) -> str:
+    """Why `items_needed` offers no items for this set and model, in words."""
+    curves = aset.curves
+    if curves is None:
+        return "this set has no list of the benchmark's items (published before next items)"
+    if not curves.item_mean:
+        target = aset.manifest.get("target", {}).get("definition") or "a reported score"
+        return (f"the set estimates {target}, not the mean over its items, so answers on more"
+                " of its items cannot correct the estimate")  # fmt: skip
+    if aset.items_left(answers) <= 0:
+        return f"every one of the benchmark's {len(curves.items)} items is an anchor or answered"
+    return "the items answered already are as many as that width takes"
 
 
 def _exportable(aset) -> bool:

@@ -72,3 +72,25 @@ def test_next_needs_the_answers_and_a_positive_count(fitted, capsys):
     assert "--next needs --responses" in capsys.readouterr().err
     assert main(["anchors", *where, "--next", "0", "--responses", "x.csv"]) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_a_wide_estimate_more_items_cannot_narrow_says_why(fitted, capsys, monkeypatch):
+    """--max-width on a set whose target is not the mean over its items (a reported score over
+    items it does not hold), or on a model that answered every item: one line saying why."""
+    from argparse import Namespace
+    from dataclasses import replace
+
+    from sparseeval.cli.consumer import suggestion
+    from sparseeval.consume.sets.anchorset import load_anchor_set
+
+    out, row, _, _ = fitted
+    aset = load_anchor_set(out, "synthetic")
+    args = Namespace(max_width=0.001, responses=["a.csv"], budget=None, anchor_set=str(out))
+    est = aset.predict({i: row[i] for i in aset.items})
+    assert suggestion(aset, {i: row[i] for i in aset.items}, est, args)["n"] > 0
+    reported = replace(aset, curves=replace(aset.curves, item_mean=False))
+    said = suggestion(reported, {i: row[i] for i in aset.items}, est, args)
+    assert said["n"] == 0 and "not the mean over its items" in said["line"]
+    everything = dict(row)
+    said = suggestion(aset, everything, replace(est, low=0.0, high=1.0), args)
+    assert said["n"] == 0 and f"every one of the benchmark's {N} items is an anchor" in said["line"]

@@ -223,6 +223,12 @@ class AnchorSet:
         total = items_for_width(self.curves, len(self.items), p[rest], answered, width, self.level)
         return None if total is None else max(total - answered, 0)
 
+    def items_left(self, responses) -> int:
+        """How many of the benchmark's items are neither anchors nor answered (0 without curves)."""
+        if self.curves is None:
+            return 0
+        return len(self.curves.items) - len(self.items) - len(self._extra(responses)[0])
+
     def _ability(self, responses) -> float:
         """This model's ability on the curves, from its anchor estimate and answers."""
         answers = {} if responses is None else responses
