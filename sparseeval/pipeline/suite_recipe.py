@@ -121,6 +121,10 @@ def fit_suite(
     if len(split.calib):
         suite.calibrate(*rows(split.calib))
     (X_train, y_train), X_calib = rows(split.train), rows(split.calib)[0]
+    say(
+        "fitting the readers' pool checks (top edges: readers refitted without the strongest "
+        "training models)"
+    )
     pools = suite_pool_checks(suite, X_train, X_calib, y_train, settings.interval_level)
     X_test, y_test = rows(split.test)
     pred = suite.predict(X_test)
