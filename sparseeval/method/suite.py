@@ -45,7 +45,7 @@ class SuiteSparseEval(BaseEstimator):
         Template of the per-benchmark fit (cloned per benchmark, `n_anchors` set);
         None uses `SparseEval()` defaults. Its `n_jobs` also sets how the suite's fits
         run: None (default) side by side in threads (the benchmarks' fits, then the
-        readers, then their refits), at most one MLP training per CPU at once; 1: one
+        readers, then their refits), at most CPUs + 1 MLPs training at once; 1: one
         after another; the result is the same, bit for bit.
     progress : callable or None, default=None
         Called with one-line progress messages.
@@ -153,9 +153,10 @@ class SuiteSparseEval(BaseEstimator):
     def side_by_side(self, tasks: list[Callable]) -> list:
         """`parallel.side_by_side` of `tasks` as the template's `n_jobs` says (None: all at
         once, 1: one at a time), with at most that many MLPs training at once (None: one
-        per CPU) in all of them and in the fits they start."""
+        per CPU and one more, as an ensemble of 3 on 2 CPUs) in all of them and in the fits
+        they start."""
         n_jobs = (self.estimator or SparseEval()).n_jobs
-        with trainings_at_once(n_jobs or usable_cpus()):
+        with trainings_at_once(n_jobs or usable_cpus() + 1):
             return side_by_side(tasks, n_jobs)
 
     def _benchmark_fit(self, b: str, X, y, Xv, yv, ids, given, say) -> SparseEval:
