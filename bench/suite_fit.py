@@ -41,7 +41,8 @@ def load_average() -> str:
 
 
 def timed(start: float):
-    return lambda line: print(f"  {time.perf_counter() - start:6.1f}s {line}", flush=True)
+    # one write per line: fits side by side say lines from several threads at once
+    return lambda line: print(f"  {time.perf_counter() - start:6.1f}s {line}\n", end="", flush=True)
 
 
 def cache_benchmark_fits(aligned: dict, settings: Settings) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -167,23 +168,33 @@ def suite_pool_checks(
     """Pool checks of a fitted `SuiteSparseEval`'s readers: "average" and each benchmark's
     "{b}/joint" over every anchor, "{b}/own" over b's own anchors (X, y: {benchmark: array}),
     as a benchmark set's (`estimator_pool_check`): with `y_train`, each with its top edge,
-    the readers refitted without the strongest models (`SuiteSparseEval.refit_reader`)."""
+    the readers refitted without the strongest models (`SuiteSparseEval.refit_reader`).
+    The average and each benchmark's two checks are fitted side by side (threads)."""
     kw = {"widen": SUITE_WIDEN} | kw
     XA, XcA = suite.joint_input(X_train), suite.joint_input(X_calib)
     pred, pred_c = suite.predict(X_train), suite.predict(X_calib)
     y = y_train or {}
-    out = {"average": fit_pool_check(XA, pred["average"], XcA, pred_c["average"], **kw)}
-    for b in suite.benchmarks_:
-        out[f"{b}/joint"] = fit_pool_check(XA, pred[b], XcA, pred_c[b], **kw)
+
+    def average() -> PoolCheck:
+        check = fit_pool_check(XA, pred["average"], XcA, pred_c["average"], **kw)
+        if not y:
+            return check
+        Y = np.stack([np.asarray(y[b], dtype=np.float64) for b in suite.benchmarks_], axis=1)
+        return with_edge(check, suite.refit_average, XA, Y.mean(1), pred["average"], level,
+                         edge_tail, fit_y=Y)  # fmt: skip
+
+    def benchmark(b: str) -> tuple[PoolCheck, PoolCheck]:
         est = suite.estimators_[b]
-        out[f"{b}/own"] = estimator_pool_check(est, X_train[b], X_calib[b], y.get(b), level,
-                                               edge_tail, **kw)  # fmt: skip
-    if not y:
-        return out
-    for b in suite.benchmarks_:
-        fit = lambda X, t, b=b: suite.refit_reader(b, X, t)  # noqa: E731
-        out[f"{b}/joint"] = with_edge(out[f"{b}/joint"], fit, XA, y[b], pred[b], level, edge_tail)
-    Y = np.stack([np.asarray(y[b], dtype=np.float64) for b in suite.benchmarks_], axis=1)
-    out["average"] = with_edge(out["average"], suite.refit_average, XA, Y.mean(1),
-                               pred["average"], level, edge_tail, fit_y=Y)  # fmt: skip
+        own = estimator_pool_check(est, X_train[b], X_calib[b], y.get(b), level, edge_tail, **kw)
+        joint = fit_pool_check(XA, pred[b], XcA, pred_c[b], **kw)
+        if y:
+            fit = lambda X, t: suite.refit_reader(b, X, t)  # noqa: E731
+            joint = with_edge(joint, fit, XA, y[b], pred[b], level, edge_tail)
+        return own, joint
+
+    tasks = [average] + [partial(benchmark, b) for b in suite.benchmarks_]
+    mean, *checks = suite.side_by_side(tasks)
+    out = {"average": mean}
+    for b, (own, joint) in zip(suite.benchmarks_, checks, strict=True):
+        out[f"{b}/joint"], out[f"{b}/own"] = joint, own
     return out

@@ -19,6 +19,7 @@ from scipy.optimize import nnls
 from torch import nn
 
 from sparseeval.method.memory import keep_freed_memory
+from sparseeval.method.parallel import training_slot
 from sparseeval.method.training import Adam, Dropout
 
 ALPHAS = np.logspace(-2, 4, 25)
@@ -235,18 +236,19 @@ class MLPPredictor:
             X, y, X_valid, y_valid = _hold_out(X, y, self.holdout, self.seed)
         self.mean_ = X.mean(axis=0)
         self.outputs_ = 1 if y.ndim == 1 else y.shape[1]
-        with _BUILD_LOCK:  # fits in parallel threads each seed and draw their net in turn
-            torch.manual_seed(self.seed)
-            self.net_ = self._build(X.shape[1])
-        self.epochs_, self.valid_mse_ = _train(
-            self.net_,
-            *self._tensors(X, y),
-            *self._tensors(np.asarray(X_valid), np.asarray(y_valid)),
-            lr=self.lr,
-            epochs=self.epochs,
-            patience=self.patience,
-            weight_decay=self.weight_decay,
-        )
+        with training_slot():  # one of the slots a caller's `trainings_at_once` sets, if any
+            with _BUILD_LOCK:  # fits in parallel threads each seed and draw their net in turn
+                torch.manual_seed(self.seed)
+                self.net_ = self._build(X.shape[1])
+            self.epochs_, self.valid_mse_ = _train(
+                self.net_,
+                *self._tensors(X, y),
+                *self._tensors(np.asarray(X_valid), np.asarray(y_valid)),
+                lr=self.lr,
+                epochs=self.epochs,
+                patience=self.patience,
+                weight_decay=self.weight_decay,
+            )
         return self
 
     def _tensors(self, X: np.ndarray, y: np.ndarray | None = None):

@@ -16,15 +16,18 @@ the same order in every benchmark.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
+from threadpoolctl import threadpool_limits
 
 from sparseeval.consume.scoring.inference import widen
 from sparseeval.method.anchor_estimator import check_item_ids
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
 from sparseeval.method.model_files import estimator_params
+from sparseeval.method.parallel import side_by_side, trainings_at_once, usable_cpus
 from sparseeval.method.predictors import BlendPredictor
 
 AVERAGE = "average"
@@ -40,7 +43,10 @@ class SuiteSparseEval(BaseEstimator):
         Anchors selected per benchmark (capped at the benchmark's items minus one).
     estimator : SparseEval or None, default=None
         Template of the per-benchmark fit (cloned per benchmark, `n_anchors` set);
-        None uses `SparseEval()` defaults.
+        None uses `SparseEval()` defaults. Its `n_jobs` also sets how the suite's fits
+        run: None (default) side by side in threads (the benchmarks' fits, then the
+        readers, then their refits), at most CPUs + 1 MLPs training at once; 1: one
+        after another; the result is the same, bit for bit.
     progress : callable or None, default=None
         Called with one-line progress messages.
 
@@ -106,11 +112,16 @@ class SuiteSparseEval(BaseEstimator):
         say = self.progress or (lambda s: None)
         X, y, Xv, yv = self._checked(X_train, y_train, X_valid, y_valid)
         self.benchmarks_ = list(X)
-        self.estimators_, self.valid_scores_, self.reused_ = {}, {}, []
-        for b in self.benchmarks_:
-            ids = None if item_ids is None else item_ids[b]
-            self.estimators_[b] = self._benchmark_fit(b, X[b], y[b], Xv[b], yv[b], ids,
-                                                      (fitted or {}).get(b), say)  # fmt: skip
+        self.valid_scores_, given = {}, fitted or {}
+        ids = lambda b: None if item_ids is None else item_ids[b]  # noqa: E731
+        tasks = [partial(self._benchmark_fit, b, X[b], y[b], Xv[b], yv[b], ids(b), given.get(b),
+                         say) for b in self.benchmarks_]  # fmt: skip
+        # One BLAS thread throughout: a fit's own limit, left by a fit beside it, would else
+        # restore the caller's while this one still selects (k-means is not bit-identical).
+        with threadpool_limits(limits=1):
+            fits = self.side_by_side(tasks)
+        self.estimators_ = dict(zip(self.benchmarks_, fits, strict=True))
+        self.reused_ = [b for b in self.benchmarks_ if self.estimators_[b] is given.get(b)]
         sizes = [len(self.estimators_[b].anchors_) for b in self.benchmarks_]
         ends = np.cumsum(sizes)
         self.columns_ = {
@@ -139,12 +150,20 @@ class SuiteSparseEval(BaseEstimator):
         k = min(self.n_anchors, n_items - 1)
         return clone(self.estimator or SparseEval()).set_params(n_anchors=k)
 
+    def side_by_side(self, tasks: list[Callable]) -> list:
+        """`parallel.side_by_side` of `tasks` as the template's `n_jobs` says (None: all at
+        once, 1: one at a time), with at most that many MLPs training at once (None: one
+        per CPU and one more, as an ensemble of 3 on 2 CPUs) in all of them and in the fits
+        they start."""
+        n_jobs = (self.estimator or SparseEval()).n_jobs
+        with trainings_at_once(n_jobs or usable_cpus() + 1):
+            return side_by_side(tasks, n_jobs)
+
     def _benchmark_fit(self, b: str, X, y, Xv, yv, ids, given, say) -> SparseEval:
         """`given` when it can stand for this benchmark's fit (see `reusable`), else a fit."""
         est = self.benchmark_template(X.shape[1])
         if given is not None and reusable(given, est, X.shape[1], len(yv), ids):
             say(f"{b}: anchors reused from the benchmark's own fit")
-            self.reused_.append(b)
             return given
         say(f"selecting {b} anchors")
         if est.progress is not None:  # its lines name the benchmark: "arc: init kmeans ..."
@@ -152,48 +171,77 @@ class SuiteSparseEval(BaseEstimator):
         return est.fit(X, y, X_valid=Xv, y_valid=yv, item_ids=ids)
 
     def _fit_readers(self, XA, y, XvA, yv, say) -> None:
-        """Each benchmark's reader of every anchor (`readers_`), chosen on validation MAE."""
-        say("training the shared reader (one output per benchmark)")
-        shared = self._fit_shared(XA, _stack(y, self.benchmarks_))
+        """Each benchmark's reader of every anchor (`readers_`), chosen on validation MAE.
+
+        The shared reader and every benchmark's MLP of all anchors train side by side, then
+        the kept ones' refits on training and validation models, side by side (`_refits`)."""
+        shared, joints = self._first_readers(XA, y, say)
         shared_valid = _blend_predict(shared, XvA)
-        choices = {}
+        choices = {
+            b: self._choose_reader(b, joints[b].predict(XvA), yv[b], shared_valid[:, j])
+            for j, b in enumerate(self.benchmarks_)
+        }
+        names = {b: name for b, (name, _) in choices.items()}
+        refit_shared, refit_joints = self._refits(np.vstack([XA, XvA]), y, yv, names, say)
+        shared, joints = refit_shared or shared, joints | refit_joints
+        self.readers_, self.reader_names_ = {}, names
         for j, b in enumerate(self.benchmarks_):
-            say(f"{b}: training its reader of every anchor ({j + 1}/{len(self.benchmarks_)})")
-            choices[b] = self._choose_reader(b, XA, y[b], XvA, yv[b], shared_valid[:, j])
-        refit = self.estimators_[self.benchmarks_[0]].refit
-        if refit and any("shared" in name for name, _, _ in choices.values()):
-            say("refitting the shared reader on training and validation models")
-            both = np.vstack([XA, XvA])
-            shared = self._fit_shared(both, np.vstack([_stack(y, self.benchmarks_),
-                                                       _stack(yv, self.benchmarks_)]))  # fmt: skip
-        self.readers_, self.reader_names_ = {}, {}
-        for j, b in enumerate(self.benchmarks_):
-            name, joint, _ = choices[b]
             own = widen(self.estimators_[b].predictor_, self.columns_[b], XA.shape[1])
-            parts = {"own": own, "joint": joint, "shared": _output(shared, j)}
-            members = [parts[part] for part in name.split("+")]
+            parts = {"own": own, "joint": joints[b], "shared": _output(shared, j)}
+            members = [parts[part] for part in names[b].split("+")]
             self.readers_[b] = (
                 members[0] if len(members) == 1
                 else BlendPredictor(members, [1 / len(members)] * len(members))
             )  # fmt: skip
-            self.reader_names_[b] = name
-        self.calibration_residuals_ = _with_average({b: c[2] for b, c in choices.items()})
+        self.calibration_residuals_ = _with_average({b: c[1] for b, c in choices.items()})
+
+    def _first_readers(self, XA, y, say) -> tuple[list, dict]:
+        """The shared reader and each benchmark's MLP of every anchor, side by side."""
+        n = len(self.benchmarks_)
+
+        def joint(j: int, b: str):
+            say(f"{b}: training its reader of every anchor ({j + 1}/{n})")
+            return self.estimators_[b].fit_reader(XA, y[b], "mlp")
+
+        say("training the shared reader (one output per benchmark)")
+        tasks = [partial(self._fit_shared, XA, _stack(y, self.benchmarks_))]
+        tasks += [partial(joint, j, b) for j, b in enumerate(self.benchmarks_)]
+        shared, *joints = self.side_by_side(tasks)
+        return shared, dict(zip(self.benchmarks_, joints, strict=True))
+
+    def _refits(self, both, y, yv, names: dict, say) -> tuple[list | None, dict]:
+        """(shared, {benchmark: joint MLP}) refitted on training and validation models
+        (`both`), side by side: a benchmark's MLP unless it kept "own", the shared reader
+        when some benchmark kept it (else None). Nothing without `refit`."""
+        joint = [b for b in self.benchmarks_ if names[b] != "own" and self.estimators_[b].refit]
+        shared = self.estimators_[self.benchmarks_[0]].refit and any(
+            "shared" in name for name in names.values()
+        )
+        tasks = []  # the longest first: the shared reader's members are the widest nets
+        if shared:
+            say("refitting the shared reader on training and validation models")
+            Y = np.vstack([_stack(y, self.benchmarks_), _stack(yv, self.benchmarks_)])
+            tasks.append(partial(self._fit_shared, both, Y))
+        if joint:
+            say(f"refitting the reader of every anchor of {', '.join(joint)} on training and "
+                "validation models")  # fmt: skip
+        tasks += [partial(self.estimators_[b].fit_reader, both, np.concatenate([y[b], yv[b]]),
+                          "mlp") for b in joint]  # fmt: skip
+        fits = self.side_by_side(tasks)
+        return (fits.pop(0) if shared else None), dict(zip(joint, fits, strict=True))
 
     def _fit_shared(self, XA, Y) -> list:
         """MLPs over every anchor with one output per benchmark (a shared trunk), an ensemble."""
         est = self.estimators_[self.benchmarks_[0]]  # every benchmark's estimator is alike
         return est.fit_mlp_members(XA, Y, hidden=SHARED_HIDDEN)
 
-    def _choose_reader(self, b: str, XA, y, XvA, yv, shared_valid):
-        """(name, joint reader, validation residuals) of the candidate with the lowest MAE.
+    def _choose_reader(self, b: str, joint_valid, yv, shared_valid) -> tuple[str, np.ndarray]:
+        """(name, validation residuals) of the candidate with the lowest validation MAE.
 
         Candidates: own anchors only, all anchors (this benchmark's MLP), and the means of
         own + all, and of own + all + the shared reader's output (all before any refit).
         """
-        est = self.estimators_[b]
-        own_valid = est.valid_residuals_ + yv  # before the refit on validation models
-        joint = est.fit_reader(XA, y, "mlp")
-        joint_valid = joint.predict(XvA)
+        own_valid = self.estimators_[b].valid_residuals_ + yv  # before the refit
         valid = {
             "own": own_valid,
             "joint": joint_valid,
@@ -202,9 +250,7 @@ class SuiteSparseEval(BaseEstimator):
         }
         self.valid_scores_[b] = {n: float(np.mean(np.abs(p - yv))) for n, p in valid.items()}
         name = min(self.valid_scores_[b], key=self.valid_scores_[b].get)
-        if name != "own" and est.refit:
-            joint = est.fit_reader(np.vstack([XA, XvA]), np.concatenate([y, yv]), "mlp")
-        return name, joint, valid[name] - yv
+        return name, valid[name] - yv
 
     def joint_input(self, X: Mapping[str, np.ndarray]) -> np.ndarray:
         """Every benchmark's anchor columns side by side, as +-1 float32 (the readers' input)."""
@@ -236,11 +282,15 @@ class SuiteSparseEval(BaseEstimator):
         refitted on (XA, y); its predict. The own part reads b's anchor columns, the joint
         part is an MLP of every anchor, which also stands in for the shared reader's output
         (one trunk for every benchmark: too costly to refit per benchmark). The pool check's
-        top edge refits it without the strongest models (`method.pool.fit_edge`)."""
+        top edge refits it without the strongest models (`method.pool.fit_edge`). The own and
+        joint parts fit side by side."""
         est, cols, names = self.estimators_[b], self.columns_[b], self.reader_names_[b].split("+")
         XA = np.asarray(XA, dtype=np.float32)
-        own = est.fit_reader(XA[:, cols], y) if "own" in names else None
-        joint = est.fit_reader(XA, y, "mlp") if names != ["own"] else None
+        tasks = [
+            partial(est.fit_reader, XA[:, cols], y) if "own" in names else lambda: None,
+            partial(est.fit_reader, XA, y, "mlp") if names != ["own"] else lambda: None,
+        ]
+        own, joint = self.side_by_side(tasks)
 
         def predict(X) -> np.ndarray:
             X = np.asarray(X, dtype=np.float32)
@@ -251,8 +301,11 @@ class SuiteSparseEval(BaseEstimator):
 
     def refit_average(self, XA, Y) -> Callable[[np.ndarray], np.ndarray]:
         """The suite average's reader refitted on (XA, Y: one column per benchmark, in
-        `benchmarks_` order): the mean of `refit_reader` per benchmark; its predict."""
-        reads = [self.refit_reader(b, XA, Y[:, j]) for j, b in enumerate(self.benchmarks_)]
+        `benchmarks_` order): the mean of `refit_reader` per benchmark (side by side); its
+        predict."""
+        reads = self.side_by_side(
+            [partial(self.refit_reader, b, XA, Y[:, j]) for j, b in enumerate(self.benchmarks_)]
+        )
         return lambda X: np.mean([read(X) for read in reads], axis=0)
 
     def calibrate(self, X_calib, y_calib) -> SuiteSparseEval:
