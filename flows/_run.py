@@ -59,6 +59,9 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
                 "threads_per_worker": 1,
                 "processes": dask_processes,
                 "dashboard_address": None,
+                # its HTTP server (health, metrics) on a free port: with 8787 taken (another
+                # run's cluster) distributed would warn on the console and move anyway
+                "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},
                 "preload": [console.PRELOAD],  # its console as the CLI's (`flows._console`)
             }
         )

@@ -117,6 +117,7 @@ TINY = {
     "refine_steps": 2,
     "epochs": 50,
     "patience": 10,
+    "ensemble": 1,  # one net, as tiny_fit and quick_config: the flows, not the ensemble
     "n_test": 40,
     "n_valid": 30,
     "min_new_models": 5,

@@ -2,6 +2,7 @@
 other's candidate. Two real `sparseeval refresh` processes race on one home; a retrain
 started while another run holds the home waits for it (it used to publish past the lease,
 and a refresh starting meanwhile took its candidate for a crashed run's leftover).
+The runs here publish the benchmarks' sets only (`suite = false`): those are what is checked.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from tests.helpers import TINY, release, run
 
 ROOT = Path(__file__).resolve().parents[2]
 SETS = ("arc", "gsm8k")
+NO_SUITE = {"suite": False}  # the benchmarks' candidates are what these tests look at
 
 
 @pytest.fixture
 def published_home(prefect_harness, tmp_path):
     """A home where release [0, 200) is published (v1 of arc and gsm8k)."""
     home = tmp_path / "home"
-    run(home, [release(tmp_path, 0, 200)], n_anchors=2, refine_steps=0)
+    run(home, [release(tmp_path, 0, 200)], n_anchors=2, refine_steps=0, **NO_SUITE)
     return home
 
 
@@ -46,7 +48,7 @@ def cli_refresh(home: Path, source: str) -> subprocess.Popen:
     from prefect.settings import PREFECT_API_URL
 
     env = os.environ | {"PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(ROOT)}
-    sets = [f"--set={k}={v}" for k, v in (TINY | {"drift_mae_points": 0.01}).items()]
+    sets = [f"--set={k}={v}" for k, v in (TINY | NO_SUITE | {"drift_mae_points": 0.01}).items()]
     argv = [sys.executable, "-m", "sparseeval", "refresh", "--home", str(home), "--source",
             source, "--set=lease_wait_seconds=240", *sets]  # fmt: skip
     return subprocess.Popen(argv, env=env, cwd=home.parent, stdout=subprocess.PIPE,
@@ -74,11 +76,10 @@ def test_a_retrain_waits_for_the_run_holding_the_home(published_home):
 
     home = published_home
     before = {b: sorted((home / "published" / b).iterdir()) for b in SETS}
+    overrides = TINY | NO_SUITE | {"lease_wait_seconds": 0.3}
     with HomeLease(home, "refresh nightly (another process)"):
-        state = retrain_benchmark(
-            "arc", home=str(home), settings_overrides=TINY | {"lease_wait_seconds": 0.3},
-            return_state=True,
-        )  # fmt: skip
+        state = retrain_benchmark("arc", home=str(home), settings_overrides=overrides,
+                                  return_state=True)  # fmt: skip
     exc = state.result(raise_on_failure=False)
     assert isinstance(exc, LeaseHeld), exc
     assert "refresh nightly (another process)" in str(exc)
