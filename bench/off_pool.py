@@ -39,12 +39,14 @@ from sparseeval import Settings
 from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.flags import bounds
 from sparseeval.method.estimator import SparseEval
+from sparseeval.method import pool
 from sparseeval.method.pool import EDGE_TAIL, estimator_pool_check
 from sparseeval.pipeline.store.contradiction import contradicted
 
 N_VALID, N_CALIB = 200, 200
 COLUMNS = ("n", "coverage", "width", "signed", "mae", "max_err", "flagged", "zone")
 TAIL = float(os.environ.get("EDGE_TAIL", EDGE_TAIL))  # the edges' held-out tail (a probe)
+pool.EDGE_RAMP = float(os.environ.get("EDGE_RAMP", pool.EDGE_RAMP))  # 0: the edge as a step
 
 
 def fit(X, y, test, seed: int, k: int, path: str, predictor: str):

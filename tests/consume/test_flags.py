@@ -10,7 +10,7 @@ import pytest
 
 from sparseeval.cli import main
 from sparseeval.consume.scoring.estimate import Estimate
-from sparseeval.consume.scoring.flags import KEY, PoolCheck, disagreement, widened
+from sparseeval.consume.scoring.flags import KEY, Edge, PoolCheck, disagreement, widened
 from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.sets.layout import AnchorSetError
 from sparseeval.method.pool import estimator_pool_check, fit_pool_check
@@ -172,3 +172,37 @@ def test_the_top_edge_covers_the_held_out_models_farthest_above_the_pool():
     far = y[top] > np.median(y[top])
     assert np.quantile(miss, 0.9) < np.quantile(miss[far], 0.9)  # the whole share's: too small
     assert edge.up >= np.quantile(miss[far], 0.9) - 1e-9
+
+
+def test_the_top_edge_grows_across_its_zone_from_the_nearer_half_to_the_far_half():
+    """The pool's own top models sit low in the zone, next models beyond it at the top: the
+    upper side is the nearer held-out half's miss at the zone's start and the far half's from
+    EDGE_RAMP of the way up; a set written before the ramp keeps its step."""
+    from sparseeval.method.pool import EDGE_RAMP, fit_edge
+
+    y = np.sort(np.random.default_rng(1).uniform(0.2, 0.9, 2000))
+    XA = y[:, None]
+
+    def fit(X, t):
+        ceiling = float(np.max(t))
+        return lambda Z: np.minimum(Z[:, 0], ceiling)
+
+    pred = fit(XA, y)(XA)
+    edge = fit_edge(fit, XA, y, pred, level=0.9, tail=0.2)
+    top = y > np.quantile(y, 0.8)
+    miss = y[top] - fit(XA[~top], y[~top])(XA[top])
+    near = y[top] <= np.median(y[top])
+    assert edge.near == pytest.approx(np.quantile(miss[near], 0.9), abs=0.01)
+    assert edge.near < edge.up / 1.5
+    assert edge.full == pytest.approx(np.quantile(pred, 1 - 0.2 * (1 - EDGE_RAMP)))
+    check = PoolCheck(0.0, 1.0, 0.0, (0.0,), (1.0,), -1e9, 0.02, 3.0, top=edge)
+    v = np.array([edge.start - 0.01, edge.start, (edge.start + edge.full) / 2, edge.full, 0.95])
+    _, above = check.at_edges(v, np.full(5, 0.001))
+    assert above.tolist() == pytest.approx(
+        [0.001, edge.near, (edge.near + edge.up) / 2, edge.up, edge.up]
+    )
+    assert Edge.from_dict(edge.to_dict()) == edge
+    old = Edge.from_dict({"start": edge.start, "down": 0.0, "up": edge.up})
+    assert PoolCheck(0.0, 1.0, 0.0, (0.0,), (1.0,), -1e9, 0.02, 3.0, top=old).at_edges(
+        v, np.full(5, 0.001)
+    )[1].tolist() == pytest.approx([0.001, edge.up, edge.up, edge.up, edge.up])

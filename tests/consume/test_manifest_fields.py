@@ -87,6 +87,11 @@ def _edges(m):
     m["interval"]["adaptive"]["quantiles"] = [1.0, 1.0, 1.0]
 
 
+def _edge(**change):
+    top = {"start": 0.7, "down": 0.0, "up": 0.1, "near": 0.03, "full": 0.75} | change
+    return {"top": {k: v for k, v in top.items() if v is not None}}
+
+
 def _set(path, value):
     def change(m):
         *parents, last = path.split(".")
@@ -105,6 +110,8 @@ DAMAGES = {
     "pool widen text": (_set("pool_check.widen", "2"), "pool_check.widen"),
     "pool low above high": (_set("pool_check.low", 2.0), "pool_check"),
     "pool rate 0": (_set("pool_check.rate", 0), "pool_check.rate"),
+    "edge near above up": (_set("pool_check.edges", _edge(near=0.2)), "pool_check.edges.top"),
+    "edge ramp half given": (_set("pool_check.edges", _edge(full=None)), "pool_check.edges.top"),
     "reversed band edges": (_edges, "interval.adaptive.edges"),
     "negative spread floor": (_set("interval.adaptive.spread.floor", -0.5), "spread.floor"),
     "spread low above high": (_set("interval.adaptive.spread.low", 5.0), "spread"),

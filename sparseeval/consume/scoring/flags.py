@@ -23,7 +23,9 @@ a flag. At fit time the final predictor is refitted without the pool's top share
 target and reads them (`method.pool.fit_edge`): how far their truths lay from its estimates on
 each side (`down`, `up`: the level's conformal quantile of each side's miss) where it reads
 its own pool's top share; in a published set that zone is the estimates above `start`, the
-same share of the pool's estimates. An estimate in the zone gets at least those half-widths.
+same share of the pool's estimates. An estimate in the zone gets at least those half-widths,
+the upper one growing across the zone (`near` at `start` to `up` at `full`): misses grow
+with how far above the pool a model lies, and the pool's own top models sit low in the zone.
 A suite's readers (average, joint, own) get the same check and edge (`method.pool`).
 
 One interval: `interval_of` is the interval a model gets (conformal, widened where flagged,
@@ -79,19 +81,35 @@ def person_fit(X, values, a, b) -> np.ndarray:
 @dataclass(frozen=True)
 class Edge:
     """One edge of the pool: estimates beyond `start` (above for the top, below for the bottom)
-    get at least `down` below and `up` above them (accuracy, 0-1)."""
+    get at least `down` below and, above, `near` at `start` growing to `up` at `full` (and
+    beyond it; accuracy, 0-1). Sets written before the ramp have neither: `up` throughout."""
 
     start: float
     down: float
     up: float
     n_models: int = 0
+    near: float | None = None  # the upper side at `start` (None: `up`)
+    full: float | None = None  # where the upper side reaches `up` (None: at `start`)
+
+    def upper(self, values) -> np.ndarray:
+        """The least upper half-width per estimate inside the zone (`values` >= `start`)."""
+        v = np.asarray(values, dtype=np.float64)
+        if self.near is None or self.full is None or self.full <= self.start:
+            return np.full(v.shape, self.up)
+        ramp = np.clip((v - self.start) / (self.full - self.start), 0.0, 1.0)
+        return self.near + (self.up - self.near) * ramp
 
     def to_dict(self) -> dict:
-        return {"start": self.start, "down": self.down, "up": self.up, "n_models": self.n_models}
+        ramp = {} if self.near is None else {"near": self.near, "full": self.full}
+        return {"start": self.start, "down": self.down, "up": self.up,
+                "n_models": self.n_models} | ramp  # fmt: skip
 
     @classmethod
     def from_dict(cls, d: dict) -> Edge:
-        return cls(float(d["start"]), float(d["down"]), float(d["up"]), int(d.get("n_models", 0)))
+        near, full = d.get("near"), d.get("full")
+        return cls(float(d["start"]), float(d["down"]), float(d["up"]), int(d.get("n_models", 0)),
+                   None if near is None else float(near),
+                   None if full is None else float(full))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -134,14 +152,14 @@ class PoolCheck:
 
     def at_edges(self, values, halfwidth) -> tuple[np.ndarray, np.ndarray]:
         """Per estimate, its interval's half-widths (below, above): `halfwidth` (widened
-        already where flagged), at least the top edge's `down` / `up` inside its zone."""
+        already where flagged), at least the top edge's `down` / `upper` inside its zone."""
         v = np.atleast_1d(np.asarray(values, dtype=np.float64))
         h = np.broadcast_to(np.asarray(halfwidth, dtype=np.float64), v.shape)
         if self.top is None:
             return h.copy(), h.copy()
         zone = v >= self.top.start - TOL
         return (np.where(zone, np.maximum(h, self.top.down), h),
-                np.where(zone, np.maximum(h, self.top.up), h))  # fmt: skip
+                np.where(zone, np.maximum(h, self.top.upper(v)), h))  # fmt: skip
 
     def reasons(self, x, value: float) -> tuple[str, ...]:
         """One human line per reason this model (one +-1 vector) is unlike the pool."""

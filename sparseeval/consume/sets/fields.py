@@ -163,6 +163,17 @@ def _bands(d: Mapping, items: Items) -> str | None:
     return None
 
 
+def _ramp(d: Mapping, items: Items) -> str | None:
+    ramp = [d.get(k) for k in ("near", "full")]
+    if ramp.count(None) == 1:
+        return "has one of near and full without the other"
+    near, full, up, start = [*ramp, d.get("up"), d.get("start")]
+    numbers = all(isinstance(x, (int, float)) for x in (near, full, up, start))
+    if near is not None and numbers and (near > up or full < start):
+        return f"ramps from near {near} to up {up} between {start} and {full}"
+    return None
+
+
 def _anchors_only(d: Mapping, items: Items) -> str | None:
     stray = [k for k in d if items is not None and k not in set(items)]
     return f"names {_got(stray[0])}, which is not an anchor" if stray else None
@@ -195,8 +206,9 @@ INTERVAL = table(
      "coverage_check": COVERAGE_CHECK},
     ("level",),
 )  # fmt: skip
-EDGE = table({"start": number(), "down": number(0), "up": number(0), "n_models": integer(0)},
-              ("start", "down", "up"))  # fmt: skip
+EDGE = table({"start": number(), "down": number(0), "up": number(0), "n_models": integer(0),
+               "near": number(0), "full": number()},
+              ("start", "down", "up"), rule=_ramp)  # fmt: skip
 POOL_CHECK = table(
     {"method": text(), "low": number(), "high": number(), "margin": number(0),
      "a": listing(number(), length="items"), "b": listing(number(), length="items"),
