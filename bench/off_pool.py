@@ -39,14 +39,13 @@ from sparseeval import Settings
 from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.flags import bounds
 from sparseeval.method.estimator import SparseEval
-from sparseeval.method import pool
-from sparseeval.method.pool import EDGE_TAIL, estimator_pool_check
+from sparseeval.method.pool import EDGE_RAMP, EDGE_TAIL, estimator_pool_check
 from sparseeval.pipeline.store.contradiction import contradicted
 
 N_VALID, N_CALIB = 200, 200
 COLUMNS = ("n", "coverage", "width", "signed", "mae", "max_err", "flagged", "zone")
 TAIL = float(os.environ.get("EDGE_TAIL", EDGE_TAIL))  # the edges' held-out tail (a probe)
-pool.EDGE_RAMP = float(os.environ.get("EDGE_RAMP", pool.EDGE_RAMP))  # 0: the edge as a step
+RAMP = float(os.environ.get("EDGE_RAMP", EDGE_RAMP))  # its ramp (a probe; 0: a step)
 
 
 def fit(X, y, test, seed: int, k: int, path: str, predictor: str):
@@ -87,7 +86,7 @@ def rows_of(name, group, X, y, test, fitted, level) -> list[dict]:
     before = estimator_pool_check(est, X[train], X[calib])
     checks = {
         "before": before,
-        "after": estimator_pool_check(est, X[train], X[calib], y[train], level, TAIL),
+        "after": estimator_pool_check(est, X[train], X[calib], y[train], level, TAIL, RAMP),
     }
     edge_s = time.perf_counter() - t
     out = []

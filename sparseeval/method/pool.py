@@ -32,6 +32,10 @@ EDGE_TAIL = 0.2
 # +23.8% over no edge; 0.5 +16.1%, 0.625 +14.0%, with ARC's strongest decile at 91.1, 89.2,
 # 88.7% (5 seeds, bench/results/off_pool.txt).
 EDGE_RAMP = 0.625
+# The suite's readers keep the step: at 0.625 the suite's ARC own reader covered metabench's
+# strongest decile 83.0 / 85.4% (k = 50, seeds 0 / 1), as a step 86.2 / 87.0%
+# (bench/results/suite_members_published.txt).
+SUITE_RAMP = 0.0
 MIN_TAIL = 10  # fewer models held out (or left): no edge
 STEP = 1.0  # largest Newton step per parameter (full steps overshoot on near-separable anchors)
 RIDGE = 1.0  # pulls each curve toward P = estimate (a = 0, b = 1): finite for every anchor
@@ -92,29 +96,35 @@ def fit_pool_check(
 
 
 def estimator_pool_check(
-    est, X_train, X_calib, y_train=None, level: float = 0.9, edge_tail: float = EDGE_TAIL, **kw
-) -> PoolCheck:
+    est, X_train, X_calib, y_train=None, level: float = 0.9, edge_tail: float = EDGE_TAIL,
+    edge_ramp: float = EDGE_RAMP, **kw,
+) -> PoolCheck:  # fmt: skip
     """`fit_pool_check` of a fitted estimator (`SparseEval`-like: `anchors_`, `predict`) from
     its training and calibration models' answers on every item (keywords as there); with
     the training targets `y_train` and an estimator that can refit its reader (`fit_reader`),
-    its top edge too (`fit_edge`, at interval level `level`, holding out `edge_tail`)."""
+    its top edge too (`fit_edge`, at interval level `level`, holding out `edge_tail`,
+    ramped over `edge_ramp` of its zone)."""
     Xt, Xc = np.asarray(X_train), np.asarray(X_calib)
     pred, pred_c = est.predict(Xt), est.predict(Xc) if len(Xc) else None
     check = fit_pool_check(Xt[:, est.anchors_], pred, Xc[:, est.anchors_], pred_c, **kw)
     if y_train is None or not hasattr(est, "fit_reader"):
         return check
     fit = lambda X, y: est.fit_reader(X, y).predict  # noqa: E731
-    return with_edge(check, fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail)
+    return with_edge(check, fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail,
+                     ramp=edge_ramp)  # fmt: skip
 
 
-def with_edge(check: PoolCheck, fit: Callable, XA, y, pred, level, tail, fit_y=None) -> PoolCheck:
+def with_edge(
+    check: PoolCheck, fit: Callable, XA, y, pred, level, tail, fit_y=None, ramp=EDGE_RAMP
+) -> PoolCheck:
     """`check` with the top edge `fit_edge` fits (same arguments)."""
-    return replace(check, top=fit_edge(fit, XA, y, pred, level, tail, fit_y))
+    return replace(check, top=fit_edge(fit, XA, y, pred, level, tail, fit_y, ramp))
 
 
 def fit_edge(
-    fit: Callable, XA, y, pred, level: float = 0.9, tail: float = EDGE_TAIL, fit_y=None
-) -> Edge | None:
+    fit: Callable, XA, y, pred, level: float = 0.9, tail: float = EDGE_TAIL, fit_y=None,
+    ramp: float = EDGE_RAMP,
+) -> Edge | None:  # fmt: skip
     """The top `Edge` of a pool: `fit(XA, y)` (a reader of the anchors, returning its predict)
     refitted without the top `tail` of the models by target `y` reads them as it would read
     models stronger than its pool. The zone: estimates above the 1 - `tail` quantile of the
@@ -127,7 +137,7 @@ def fit_edge(
     pool as those lie beyond the reduced one, and misses grow with that distance (metabench's
     suite, ARC's own reader: up 3.6 -> 4.2 points). The upper side grows across the zone: from
     `near`, the quantile over the held-out half nearer the reduced pool, at `start` to `up` at
-    `full`, EDGE_RAMP of the way up the zone (the pool's own top models are read low in the
+    `full`, `ramp` of the way up the zone (0: a step) (the pool's own top models are read low in the
     zone; MMLU, whose top tail is long: near 2.8, up 15 points). Fewer than MIN_TAIL models
     held out, left or in the zone: None.
     `fit_y`: the targets `fit` is given, row for row (default `y`; the suite average refits
@@ -147,7 +157,7 @@ def fit_edge(
     far = held > np.median(y[top])
     up = far_up(miss, far, level)
     near = _quantile(np.maximum(miss[~far], 0), level) if (~far).sum() >= MIN_TAIL else up
-    start, full = np.quantile(pred, [1 - tail, 1 - tail * (1 - EDGE_RAMP)])
+    start, full = np.quantile(pred, [1 - tail, 1 - tail * (1 - ramp)])
     return Edge(start=float(start), n_models=int(top.sum()),
                 down=_quantile(np.maximum(-miss, 0), level), up=up,
                 near=min(near, up), full=float(full))  # fmt: skip
@@ -193,15 +203,16 @@ def suite_pool_checks(
             return check
         Y = np.stack([np.asarray(y[b], dtype=np.float64) for b in suite.benchmarks_], axis=1)
         return with_edge(check, suite.refit_average, XA, Y.mean(1), pred["average"], level,
-                         edge_tail, fit_y=Y)  # fmt: skip
+                         edge_tail, fit_y=Y, ramp=SUITE_RAMP)  # fmt: skip
 
     def benchmark(b: str) -> tuple[PoolCheck, PoolCheck]:
         est = suite.estimators_[b]
-        own = estimator_pool_check(est, X_train[b], X_calib[b], y.get(b), level, edge_tail, **kw)
+        own = estimator_pool_check(est, X_train[b], X_calib[b], y.get(b), level, edge_tail,
+                                   SUITE_RAMP, **kw)  # fmt: skip
         joint = fit_pool_check(XA, pred[b], XcA, pred_c[b], **kw)
         if y:
             fit = lambda X, t: suite.refit_reader(b, X, t)  # noqa: E731
-            joint = with_edge(joint, fit, XA, y[b], pred[b], level, edge_tail)
+            joint = with_edge(joint, fit, XA, y[b], pred[b], level, edge_tail, ramp=SUITE_RAMP)
         return own, joint
 
     tasks = [average] + [partial(benchmark, b) for b in suite.benchmarks_]

@@ -38,6 +38,9 @@ def test_every_suite_reader_has_the_pool_check_and_top_edge_of_a_benchmark_set(p
     suite = load_suite(tmp)
     readers = [suite.average, *suite.joint.values(), *suite.own.values()]
     assert all(r.pool_check is not None and r.pool_check.top is not None for r in readers)
+    # the suite's readers keep the edge as a step (method.pool.SUITE_RAMP): full up at its start
+    tops = [r.pool_check.top for r in readers]
+    assert all(t.upper(np.array([t.start]))[0] == pytest.approx(t.up) for t in tops)
 
 
 def test_each_members_coverage_check_is_of_the_intervals_a_user_gets(published):
