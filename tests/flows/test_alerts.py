@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,11 @@ def _deployment(client):
     return found[0] if found else None
 
 
+def _settle(seconds: float) -> float:
+    """How long to wait for what should not come: three times what did take, 5-20 s."""
+    return min(20.0, max(5.0, 3 * seconds))
+
+
 def _runs(client, deployment):
     runs = client.read_flow_runs(
         deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
@@ -57,7 +63,9 @@ def test_a_refresh_that_always_crashes_is_rerun_once_and_its_rerun_alerts_once(c
     both = lambda: [r for r in _runs(client, deployment) if r.state.is_crashed()]  # noqa: E731
     crashed = wait_for(lambda: len(both()) >= 2 and len(got) >= 2 and both(), 240)
     assert crashed, (_runs(client, deployment), got)
-    wait_for(lambda: len(_runs(client, deployment)) > 2, 20)  # a third run would come by now
+    came = crashed[1].created - crashed[0].state.timestamp  # how long the rerun took to come
+    # a third run would come by three times that
+    wait_for(lambda: len(_runs(client, deployment)) > 2, _settle(came.total_seconds()))
     runs = _runs(client, deployment)
     print("runs:", [(r.name, r.state.name, r.parameters) for r in runs])
     assert [r.id for r in runs[:1]] == [first.id] and len(runs) == 2, "one rerun, no loop"
@@ -88,7 +96,7 @@ def test_a_rerun_that_crashes_before_it_starts_is_not_rerun(crashing):
         "0e6b5c0c-0000-4000-8000-000000000000": "the automatic rerun crashed too, not rerun again",
         None: "it crashed before it started, not rerun",  # a first try that never started
     }
-    crashed = []
+    crashed, took = [], []
     for rerun_of, subject in said.items():
         run = client.create_flow_run_from_deployment(
             deployment.id, parameters={"rerun_of": rerun_of} if rerun_of else {},
@@ -97,11 +105,14 @@ def test_a_rerun_that_crashes_before_it_starts_is_not_rerun(crashing):
         assert not run.name.startswith(("rerun ", "refresh "))  # the server's name
         client.set_flow_run_state(run.id, Crashed(message="its process never started"),
                                   force=True)  # fmt: skip
+        start = time.monotonic()
         alert = wait_for(lambda: [a for a in got if run.name in a["subject"]], 120)  # noqa: B023
         assert alert, got
         assert alert[0]["subject"] == f"SparseEval run {run.name} is Crashed: {subject}"
         crashed.append(run.id)
-    wait_for(lambda: len(_runs(client, deployment)) > len(before) + 2, 20)  # a rerun by now
+        took.append(time.monotonic() - start)
+    # a rerun would come by three times as long as the alerts on the same events took
+    wait_for(lambda: len(_runs(client, deployment)) > len(before) + 2, _settle(max(took)))
     new = [r for r in _runs(client, deployment) if r.id not in before]
     assert [r.id for r in new] == crashed, [(r.name, r.parameters) for r in new]
 
