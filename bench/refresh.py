@@ -8,9 +8,9 @@ Six synthetic benchmarks shaped like the Open LLM Leaderboard v1 (1,172 / 1,319 
 
 Prefect runs on its own temporary server; its start-up is timed separately.
 
-Measured (2 shared CPUs, other benchmarks running at the same time; load average ~7):
-cold 354.5 s (ingest 210.3 s) and 566.8 s (ingest 209.8 s) in two runs; warm 3.1 s
-(nothing trained or published); +100 models on arc 22.1 s / 26.2 s, retraining arc only.
+Measured 2026-12-02 (2 CPUs, load 1.5-2.1, nothing else running; bench/results/refresh.txt):
+cold 684.3 s (ingest 96.8 s; the suite's pool checks and top edges about 240 s of the rest);
+warm 6.2 s (nothing trained or published); +100 models on arc 38.2 s, retraining arc only.
 """
 
 from __future__ import annotations
