@@ -156,11 +156,13 @@ def fit_edge(
     miss = held - est[zone]  # > 0: the truth above the estimate
     far = held > np.median(y[top])
     up = far_up(miss, far, level)
-    near = _quantile(np.maximum(miss[~far], 0), level) if (~far).sum() >= MIN_TAIL else up
     start, full = np.quantile(pred, [1 - tail, 1 - tail * (1 - ramp)])
-    return Edge(start=float(start), n_models=int(top.sum()),
-                down=_quantile(np.maximum(-miss, 0), level), up=up,
-                near=min(near, up), full=float(full))  # fmt: skip
+    edge = Edge(start=float(start), n_models=int(top.sum()),
+                down=_quantile(np.maximum(-miss, 0), level), up=up)  # fmt: skip
+    if ramp <= 0 or (~far).sum() < MIN_TAIL:
+        return edge  # a step
+    near = _quantile(np.maximum(miss[~far], 0), level)
+    return replace(edge, near=min(near, up), full=float(full))
 
 
 def far_up(miss: np.ndarray, far: np.ndarray, level: float) -> float:
