@@ -21,6 +21,7 @@ def prefect_harness(tmp_path_factory):
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     from prefect.settings import (
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
         PREFECT_HOME,
         PREFECT_RESULTS_LOCAL_STORAGE_PATH,
         PREFECT_SERVER_ANALYTICS_ENABLED,
@@ -34,6 +35,7 @@ def prefect_harness(tmp_path_factory):
                 PREFECT_HOME: env["PREFECT_HOME"],
                 PREFECT_RESULTS_LOCAL_STORAGE_PATH: env["PREFECT_RESULTS_LOCAL_STORAGE_PATH"],
                 PREFECT_SERVER_ANALYTICS_ENABLED: False,
+                PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,
             }
         ),
         prefect_test_harness(server_startup_timeout=120),

@@ -2,7 +2,8 @@
 
 Each test pins one replacement against the original computation: our Adam against
 `torch.optim.Adam`, the dropout bits against `rng.bytes`, the reduced nnridge solve against
-nnls of the stacked problem, the side-by-side swap trials against one at a time.
+nnls of the stacked problem, the side-by-side swap trials against one at a time, the raw
+uint32 draws against `rng.integers`.
 """
 
 import numpy as np
@@ -15,6 +16,7 @@ from sparseeval import make_synthetic, split_models
 from sparseeval.method import selection
 from sparseeval.method.predictors import ALPHAS, Adam, Dropout, _centre, _nn_ridge
 from sparseeval.method.selection import AnchorSelector
+from sparseeval.method.training import uint32_draws
 
 
 def _trained(opt_class, weight_decay: float) -> list[torch.Tensor]:
@@ -46,6 +48,16 @@ def test_dropout_bits_are_rng_bytes(shape):
     expected = torch.from_numpy((bits >= round(0.1 * 65536)).astype(np.float32)) / 0.9
     assert torch.equal(out, expected)
     assert drop.rng.integers(2**62) == rng.integers(2**62)
+
+
+def test_raw_draws_are_the_generators_uint32s_in_any_order_of_sizes():
+    """Even and odd counts in turn (an odd one leaves a half word pending, which the next
+    draw must use first): the same words as `rng.integers`, the generator left alike."""
+    ours, theirs = np.random.default_rng(4), np.random.default_rng(4)
+    for n in (264_960, 7, 10, 3, 1, 66_240, 2, 5, 128):
+        expected = theirs.integers(0, 2**32, size=n, dtype=np.uint32)
+        assert np.array_equal(uint32_draws(ours, n), expected), n
+    assert ours.integers(2**62) == theirs.integers(2**62)
 
 
 def test_reduced_nnridge_solves_the_stacked_problem():
