@@ -35,6 +35,7 @@ def prefect_harness(tmp_path_factory):
                 PREFECT_HOME: env["PREFECT_HOME"],
                 PREFECT_RESULTS_LOCAL_STORAGE_PATH: env["PREFECT_RESULTS_LOCAL_STORAGE_PATH"],
                 PREFECT_SERVER_ANALYTICS_ENABLED: False,
+                # no heartbeat thread: Prefect joins it at each flow run's end, up to 1 s
                 PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,
             }
         ),
