@@ -11,11 +11,13 @@ Each progress line is printed with the seconds since the fit began.
     python bench/suite_fit.py                # cold, then reuse
     python bench/suite_fit.py --runs cold
     python bench/suite_fit.py --set n_anchors=30 --set epochs=200 --set ensemble=1   # quick
+    python bench/suite_fit.py --runs cold --pools pools.json   # also its pool checks, to compare
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -76,6 +78,7 @@ def main() -> None:
         metavar="NAME=INT",
         help="a setting other than the default (quick runs), e.g. epochs=200",
     )
+    ap.add_argument("--pools", metavar="FILE.json", help="write the last run's pool checks here")
     args = ap.parse_args()
     overrides = {k: int(v) for k, _, v in (s.partition("=") for s in args.set)}
     aligned = suite_recipe.common_models({b: load(b) for b in BENCHMARKS})
@@ -92,6 +95,8 @@ def main() -> None:
         mae = r["fit"].test_metrics()["average"]["mae"]
         print(f"| {r['run']} | {r['load']} | {r['seconds']:.1f} | {r['before']:.1f} | "
               f"{r['reused']}/{len(BENCHMARKS)} | {mae:.3f} |")  # fmt: skip
+    if args.pools:
+        Path(args.pools).write_text(json.dumps(rows[-1]["fit"].pool_checks, sort_keys=True))
     if len(rows) == 2:
         a, b = (r["fit"].test_pred for r in rows)
         same = all(np.array_equal(a[k], b[k]) for k in a)

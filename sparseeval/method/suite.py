@@ -277,17 +277,19 @@ class SuiteSparseEval(BaseEstimator):
         out = {b: self.readers_[b].predict(XA) for b in self.benchmarks_}
         return out | {AVERAGE: np.mean([out[b] for b in self.benchmarks_], axis=0)}
 
-    def refit_reader(self, b: str, XA, y) -> Callable[[np.ndarray], np.ndarray]:
+    def refit_reader(
+        self, b: str, XA, y, fit_own: Callable | None = None
+    ) -> Callable[[np.ndarray], np.ndarray]:
         """Benchmark b's reader of the joint input, of the kind it kept (`reader_names_`),
-        refitted on (XA, y); its predict. The own part reads b's anchor columns, the joint
-        part is an MLP of every anchor, which also stands in for the shared reader's output
-        (one trunk for every benchmark: too costly to refit per benchmark). The pool check's
-        top edge refits it without the strongest models (`method.pool.fit_edge`). The own and
-        joint parts fit side by side."""
+        refitted on (XA, y); its predict. The own part reads b's anchor columns (fitted by
+        `fit_own`, default b's `fit_reader`), the joint part is an MLP of every anchor, which
+        also stands in for the shared reader's output (one trunk for every benchmark: too
+        costly to refit per benchmark). The pool check's top edge refits it without the
+        strongest models (`method.pool.fit_edge`). The own and joint parts fit side by side."""
         est, cols, names = self.estimators_[b], self.columns_[b], self.reader_names_[b].split("+")
         XA = np.asarray(XA, dtype=np.float32)
         tasks = [
-            partial(est.fit_reader, XA[:, cols], y) if "own" in names else lambda: None,
+            partial(fit_own or est.fit_reader, XA[:, cols], y) if "own" in names else lambda: None,
             partial(est.fit_reader, XA, y, "mlp") if names != ["own"] else lambda: None,
         ]
         own, joint = self.side_by_side(tasks)
