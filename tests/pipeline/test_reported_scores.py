@@ -240,6 +240,7 @@ def test_a_store_from_before_the_table_keeps_working(tmp_path):
         tiny_store(s, tmp_path)
         s.con.execute("DROP VIEW reported_scores_view")
         s.con.execute("DROP TABLE reported_scores; DROP TABLE reported_score_history")
+        s.con.execute("DELETE FROM meta WHERE key = 'schema_fingerprint'")  # not this schema's
     with Store.open(path, read_only=True) as s:  # read-only: the schema is not updated
         m, summary = build_matrix(s, "arc", target="auto")
         assert m.shape == (12, 3) and summary.target == "items"

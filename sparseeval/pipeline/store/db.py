@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
@@ -61,6 +62,15 @@ class StoreTooNewError(StoreError):
 def sql(name: str) -> str:
     """The text of `sql/{name}.sql` (installed as `sparseeval.sql`)."""
     return resources.files("sparseeval.sql").joinpath(f"{name}.sql").read_text()
+
+
+@cache
+def schema_fingerprint() -> str:
+    """What `Store._init_schema` sets up: the schema's text, version and known benchmarks."""
+    text = "\n".join(
+        [SCHEMA_VERSION, sql("schema"), *map(repr, sorted(known_benchmarks().items()))]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def statements(name: str) -> list[str]:
@@ -135,12 +145,26 @@ class Store:
         self.close()
 
     def _init_schema(self) -> None:
+        """Create the tables and register the known benchmarks, unless this very schema
+        (`schema_fingerprint`) was set up already: most opens then write nothing."""
+        fingerprint = schema_fingerprint()
+        if self._meta("schema_fingerprint") == fingerprint:
+            return
         with self.transaction():
             for stmt in statements("schema"):
                 self.con.execute(stmt)
             self.con.execute(sql("meta_set"), ["schema_version", SCHEMA_VERSION])
             for name, description in known_benchmarks().items():
                 self.con.execute(sql("benchmark_add"), [name, description])
+            self.con.execute(sql("meta_set"), ["schema_fingerprint", fingerprint])
+
+    def _meta(self, key: str) -> str | None:
+        """A value of the `meta` table (None: no such key, or no table yet)."""
+        try:
+            rows = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
+        except duckdb.CatalogException:
+            return None
+        return rows[0][0] if rows else None
 
     def _mark_interrupted(self) -> None:
         """Runs left 'running' by a process that ended mid-ingest become 'interrupted'.
