@@ -8,9 +8,9 @@ Six synthetic benchmarks shaped like the Open LLM Leaderboard v1 (1,172 / 1,319 
 
 Prefect runs on its own temporary server; its start-up is timed separately.
 
-Measured 2026-12-02 (2 CPUs, load 1.5-2.1, nothing else running; bench/results/refresh.txt):
-cold 684.3 s (ingest 96.8 s; the suite's pool checks and top edges about 240 s of the rest);
-warm 6.2 s (nothing trained or published); +100 models on arc 38.2 s, retraining arc only.
+Measured 2026-12-03 (2 CPUs, load 0.6-2.1, nothing else running; bench/results/refresh_round7.txt):
+cold 614.4 s (ingest 94.3 s); warm 7.2 s (nothing trained or published); +100 models on arc
+35.2 s, retraining arc only. Dec 2: cold 684.3 s (bench/results/refresh.txt).
 """
 
 from __future__ import annotations
