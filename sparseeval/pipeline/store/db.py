@@ -27,7 +27,12 @@ from sparseeval.consume.answers.ids import (  # noqa: F401 (the bounds are re-ex
 )
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.lm_eval.taskmap import known_benchmarks
-from sparseeval.pipeline.store.integrity import damaged_message, is_damage, store_problem
+from sparseeval.pipeline.store.integrity import (
+    damaged_message,
+    is_damage,
+    meta_value,
+    store_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +153,7 @@ class Store:
         """Create the tables and register the known benchmarks, unless this very schema
         (`schema_fingerprint`) was set up already: most opens then write nothing."""
         fingerprint = schema_fingerprint()
-        if self._meta("schema_fingerprint") == fingerprint:
+        if meta_value(self.con, "schema_fingerprint") == fingerprint:
             return
         with self.transaction():
             for stmt in statements("schema"):
@@ -157,14 +162,6 @@ class Store:
             for name, description in known_benchmarks().items():
                 self.con.execute(sql("benchmark_add"), [name, description])
             self.con.execute(sql("meta_set"), ["schema_fingerprint", fingerprint])
-
-    def _meta(self, key: str) -> str | None:
-        """A value of the `meta` table (None: no such key, or no table yet)."""
-        try:
-            rows = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
-        except duckdb.CatalogException:
-            return None
-        return rows[0][0] if rows else None
 
     def _mark_interrupted(self) -> None:
         """Runs left 'running' by a process that ended mid-ingest become 'interrupted'.

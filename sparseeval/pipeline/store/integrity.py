@@ -54,18 +54,24 @@ def store_problem(
     if size and size < block_size * used_blocks:  # the file cannot hold the blocks in use
         why = f"{size:,} bytes, too short for its {used_blocks} blocks in use"
         return "damaged", damaged_message(path, why)
-    found = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
-    ).fetchone()[0]
-    if not found:
-        return None
-    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-    if rows and _newer(rows[0][0], schema_version):
+    found = meta_value(con, "schema_version")
+    if found is not None and _newer(found, schema_version):
         return "newer", (
-            f"store {path} has schema version {rows[0][0]}, newer than this sparseeval reads "
+            f"store {path} has schema version {found}, newer than this sparseeval reads "
             f"({schema_version}); upgrade sparseeval (the store was left as it is)"
         )
     return None
+
+
+def meta_value(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    """A value of the store's `meta` table (None: no such key, or no table yet)."""
+    (found,), *_ = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
+    ).fetchall()
+    if not found:
+        return None
+    rows = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
+    return rows[0][0] if rows else None
 
 
 def _newer(version: object, ours: str) -> bool:
