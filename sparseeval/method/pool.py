@@ -101,10 +101,9 @@ def estimator_pool_check(
 ) -> PoolCheck:  # fmt: skip
     """`fit_pool_check` of a fitted estimator (`SparseEval`-like: `anchors_`, `predict`) from
     its training and calibration models' answers on every item (keywords as there); with
-    the training targets `y_train` and an estimator that can refit its reader (`fit_reader`,
-    or the `fit_reader` given: the same fit, e.g. `once(est.fit_reader)`), its top edge too
-    (`fit_edge`, at interval level `level`, holding out `edge_tail`, ramped over `edge_ramp`
-    of its zone)."""
+    the training targets `y_train` and an estimator that can refit its reader, its top edge
+    too (`fit_edge`, at interval level `level`, holding out `edge_tail`, ramped over
+    `edge_ramp` of its zone), the reader refitted by `fit_reader` (default `est.fit_reader`)."""
     Xt, Xc = np.asarray(X_train), np.asarray(X_calib)
     pred, pred_c = est.predict(Xt), est.predict(Xc) if len(Xc) else None
     check = fit_pool_check(Xt[:, est.anchors_], pred, Xc[:, est.anchors_], pred_c, **kw)
