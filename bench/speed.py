@@ -9,6 +9,7 @@ shows medians over `--repeats` runs.
     python bench/speed.py                  # our defaults and the paper's recipe, 3 runs
     python bench/speed.py --repeats 1 --recipes ours
     python bench/speed.py --profile 2000   # cProfile of one fit on 2,000 x 1,319 (in-process)
+    python bench/speed.py --recipes ours --set ensemble=1   # a setting other than the default
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ from sparseeval.method.paper import PaperSparseEval
 QUIET = {"progress": lambda s: None}
 
 
-def one_fit(recipe: str, seed: int, queue) -> None:
+def one_fit(recipe: str, seed: int, queue, overrides: dict | None = None) -> None:
     m = make_synthetic(5000, 1319, seed=0)
     s = split_models(m.model_ids, 200, 200, seed=seed)
     X, y = m.values.astype(np.float32), m.y
     est = (
-        SparseEval.from_settings(Settings(), n_anchors=100, seed=seed, **QUIET)
+        SparseEval.from_settings(Settings(**(overrides or {})), n_anchors=100, seed=seed, **QUIET)
         if recipe == "ours"
         else PaperSparseEval(100, seed=seed, **QUIET)
     )
@@ -87,7 +88,10 @@ def main() -> None:
     parser.add_argument("--recipes", default="ours,paper")
     parser.add_argument("--profile", type=int, metavar="N_MODELS", help="cProfile one fit")
     parser.add_argument("--anchors", type=int, default=100, help="with --profile")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=INT",
+                        help="one of our settings, e.g. ensemble=1")  # fmt: skip
     args = parser.parse_args()
+    overrides = {k: int(v) for k, _, v in (s.partition("=") for s in args.set)}
     if args.profile:
         profile(args.profile, args.anchors)
         return
@@ -96,7 +100,7 @@ def main() -> None:
     for recipe in args.recipes.split(","):
         for seed in range(args.repeats):
             queue = ctx.Queue()
-            proc = ctx.Process(target=one_fit, args=(recipe, seed, queue))
+            proc = ctx.Process(target=one_fit, args=(recipe, seed, queue, overrides))
             proc.start()
             rows.append(queue.get())
             proc.join()
