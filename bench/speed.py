@@ -50,6 +50,7 @@ def one_fit(recipe: str, seed: int, queue, overrides: dict | None = None) -> Non
     queue.put(
         {
             "recipe": recipe,
+            "settings": overrides or {},
             "seed": seed,
             "seconds": seconds,
             "cpu_s": end.ru_utime + end.ru_stime - base.ru_utime - base.ru_stime,
@@ -61,7 +62,7 @@ def one_fit(recipe: str, seed: int, queue, overrides: dict | None = None) -> Non
     )
 
 
-def profile(n_models: int, k: int, top: int = 30) -> None:
+def profile(n_models: int, k: int, overrides: dict, top: int = 30) -> None:
     """One fit of our defaults under cProfile; prints the functions by cumulative time."""
     import cProfile
     import pstats
@@ -69,7 +70,7 @@ def profile(n_models: int, k: int, top: int = 30) -> None:
     m = make_synthetic(n_models, 1319, seed=0)
     s = split_models(m.model_ids, 200, 200, seed=0)
     X, y = m.values.astype(np.float32), m.y
-    est = SparseEval.from_settings(Settings(), n_anchors=k, seed=0, **QUIET)
+    est = SparseEval.from_settings(Settings(**overrides), n_anchors=k, seed=0, **QUIET)
     prof = cProfile.Profile()
     start = time.perf_counter()
     prof.runcall(est.fit, X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid])
@@ -93,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     overrides = {k: int(v) for k, _, v in (s.partition("=") for s in args.set)}
     if args.profile:
-        profile(args.profile, args.anchors)
+        profile(args.profile, args.anchors, overrides)
         return
     ctx = mp.get_context("spawn")
     rows = []
