@@ -60,7 +60,7 @@ def fit_benchmark(
 def fit_label(matrix: MatrixInfo, budget: int) -> str:
     """`arc k100`, or `arc k100 (99 anchors)` when the pool caps the budget (`fit_step`
     fits 99 anchors on 100 items)."""
-    from sparseeval.pipeline.compare import budget_that_fits
+    from sparseeval.pipeline.recipe import budget_that_fits
 
     try:
         fitted = budget_that_fits(budget, matrix.n_items)

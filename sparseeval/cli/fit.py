@@ -142,7 +142,8 @@ def _not_utf8_line(path: Path) -> str | None:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from sparseeval.method.synthetic import make_synthetic
-    from sparseeval.pipeline.compare import clamp_note, compare_methods, write_fit
+    from sparseeval.pipeline.compare import compare_methods, write_fit
+    from sparseeval.pipeline.recipe import clamp_note
     from sparseeval.pipeline.settings import Settings
 
     budgets = parse_budgets(args.anchors)  # checked before any work
@@ -168,7 +169,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     say(f"matrix: {matrix.shape[0]:,} models x {matrix.shape[1]:,} items")
     if note := clamp_note(budgets, matrix.shape[1]):
         say(note)
-    result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper)
+    result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper,
+                             benchmark=_set_name(args))  # fmt: skip
     if args.out:
         write_fit(args.out, result, matrix, settings)
         _write_sets(args, result, matrix, settings, say)

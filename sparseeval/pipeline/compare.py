@@ -1,4 +1,5 @@
-"""Fit SparseEval and the baselines on one matrix and compare them on the test split."""
+"""`sparseeval fit`: SparseEval (the pipeline's recipe) and the baselines on one matrix,
+compared on the test split."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from sparseeval.method.baselines import BASELINES
-from sparseeval.method.estimator import SparseEval
-from sparseeval.method.matrix import MatrixError, ResponseMatrix
+from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.metrics import evaluate
 from sparseeval.method.model_files import save_fitted
-from sparseeval.method.splits import Split, calibration_split, split_models
+from sparseeval.pipeline.recipe import FitSplit, MatrixFit, budgets_for, fit_matrix, split_step
 from sparseeval.pipeline.settings import Settings
 
 REFERENCES = ("all-items-ridge",)  # read every item whatever the budget: fitted once
@@ -27,12 +27,11 @@ REFERENCE_NOTE = (
 
 @dataclass
 class Comparison:
-    """Test-split metrics per (method, budget), plus the fitted SparseEval per budget."""
+    """Test-split metrics per (method, budget), plus SparseEval's fit per budget."""
 
     rows: list[dict] = field(default_factory=list)
-    fitted: dict[int, SparseEval] = field(default_factory=dict)
-    split: Split | None = None
-    calib: np.ndarray | None = None  # rows that only calibrate SparseEval's intervals
+    fitted: dict[int, MatrixFit] = field(default_factory=dict)
+    split: FitSplit | None = None
 
     def table(self) -> str:
         """A plain-text table: one row per method and budget."""
@@ -49,118 +48,60 @@ class Comparison:
         return "\n".join(lines)
 
 
-def budget_that_fits(budget: int, n_items: int) -> int:
-    """`budget` capped at `n_items - 1` (at least one item stays out of the anchors); a
-    ValueError, said in one line, when the pool is too small to select from."""
-    if n_items < 2:
-        raise MatrixError(f"{n_items} item(s): selecting anchors needs at least 2 items")
-    return min(budget, n_items - 1)
-
-
-def budgets_for(budgets: Sequence[int], n_items: int) -> list[int]:
-    """The budgets fitted on a pool of `n_items`: each capped to fit (`budget_that_fits`),
-    in order, without repeats."""
-    return list(dict.fromkeys(budget_that_fits(k, n_items) for k in budgets if k > 0))
-
-
-def clamp_note(budgets: Sequence[int], n_items: int) -> str:
-    """`budget 100 does not fit 100 items: fitting 99 anchors ...` ('' when all fit)."""
-    over = [k for k in budgets if k >= n_items]
-    if not over:
-        return ""
-    k = budget_that_fits(max(over), n_items)
-    listed = ", ".join(map(str, over))
-    which = f"budget {listed} does" if len(over) == 1 else f"budgets {listed} do"
-    return (f"{which} not fit {n_items:,} items: fitting {k} anchors"
-            " (at least one item stays out of the anchors)")  # fmt: skip
-
-
 def compare_methods(
     matrix: ResponseMatrix,
     budgets: Sequence[int],
     settings: Settings,
     baselines: Sequence[str] = tuple(BASELINES),
-    split: Split | None = None,
     paper: bool = False,
     progress: Callable[[str], None] = print,
+    benchmark: str = "this matrix",
 ) -> Comparison:
-    """Fit every method at every budget on train/valid rows; score each on test rows.
+    """SparseEval at every budget through the pipeline's recipe (`recipe.fit_matrix`: the
+    same split, calibration and pool check as `sparseeval refresh`), and each baseline on
+    the same training and validation models; every method scored on the test models.
 
-    As in the pipeline, up to `settings.n_calib` training models (at most a fifth) are
-    set aside to calibrate SparseEval's intervals (`SparseEval.calibrate`); no method
-    trains on them. With too few for that (under 10), the intervals come from
-    `SparseEval.cross_calibrate` instead (5 extra fits, cheap at that size), never from
-    the validation residuals, which under-cover.
-    `paper=True` adds the paper's recipe (`PaperSparseEval`), which is much slower.
+    No method trains on the calibration models. `paper=True` adds the paper's recipe
+    (`PaperSparseEval`), which is much slower. A matrix too small to split is a
+    `recipe.NotEnoughModels` naming `benchmark`.
     """
-    split = split or split_models(
-        matrix.model_ids, settings.n_test, settings.n_valid, settings.seed, settings.stable_split
-    )
+    split = split_step(matrix, settings, benchmark)
     X, y = matrix.values.astype(np.float32), matrix.y
-    tr, calib = calibration_split(matrix.model_ids, split.train, **settings.calibration_args())
-    va, te = split.valid, split.test
-    split = Split(tr, va, te)
-    out = Comparison(split=split, calib=calib)
+    tr, va, te = split.train, split.valid, split.test
+    out = Comparison(split=split)
     for k in budgets_for(budgets, matrix.shape[1]):
-        methods = {"sparseeval": SparseEval.from_settings(settings, n_anchors=k, progress=progress)}
-        if paper:
-            from sparseeval.method.paper import PaperSparseEval  # torch: only when asked
-
-            methods["paper"] = PaperSparseEval(k, seed=settings.seed, progress=progress)
-        methods |= {b: BASELINES[b](n_anchors=k, seed=settings.seed) for b in baselines
-                    if b not in REFERENCES or not out.rows}  # fmt: skip
-        for name, method in methods.items():
+        progress(f"[{k} anchors] fitting sparseeval")
+        start = time.perf_counter()
+        fit = fit_matrix(matrix, settings.replace(n_anchors=k), benchmark, progress, split,
+                         curve=False)  # fmt: skip
+        out.rows.append({"method": "sparseeval", "n_anchors": k} | fit.test
+                        | {"seconds": time.perf_counter() - start})  # fmt: skip
+        out.fitted[k] = fit
+        for name, method in _baselines(k, settings.seed, baselines, paper, out.rows, progress):
             start = time.perf_counter()
             progress(f"[{k} anchors] fitting {name}")
-            kw = {"item_ids": matrix.item_ids} if isinstance(method, SparseEval) else {}
-            method.fit(X[tr], y[tr], X_valid=X[va], y_valid=y[va], **kw)
+            method.fit(X[tr], y[tr], X_valid=X[va], y_valid=y[va])
             seconds = time.perf_counter() - start
-            if name == "sparseeval":
-                _calibrate(method, X, y, tr, va, calib, kw)
-            elif isinstance(method, SparseEval) and len(calib):
-                method.calibrate(X[calib], y[calib])
             n = X.shape[1] if name in REFERENCES else k
             row = {"method": name, "n_anchors": n} | evaluate(method.predict(X[te]), y[te])
             out.rows.append(row | {"seconds": seconds})
-        out.fitted[k] = methods["sparseeval"]
     return out
 
 
-def _calibrate(est: SparseEval, X, y, tr, va, calib, kw) -> None:
-    if len(calib):
-        est.calibrate(X[calib], y[calib])
-    elif min(len(tr), len(va)) >= 5:
-        est.cross_calibrate(X[tr], y[tr], X[va], y[va], folds=5, **kw)
+def _baselines(k: int, seed: int, names: Sequence[str], paper: bool, rows: list, progress):
+    """(name, unfitted method) of the baselines at budget `k`; a reference only once."""
+    if paper:
+        from sparseeval.method.paper import PaperSparseEval  # torch: only when asked
 
-
-CHEAP_BASELINES = ("random", "random+ridge", "greedy+ridge")
-
-
-def baseline_curve(
-    X: np.ndarray, y: np.ndarray, split: Split, n_anchors: int, seed: int = 0
-) -> list[dict]:
-    """Test MAE / tau of the cheap baselines at a quarter, half and all of `n_anchors`.
-
-    The rows feed the report's "accuracy against anchor budget" plot.
-    """
-    rows = []
-    for k in sorted({max(1, n_anchors // 4), max(1, n_anchors // 2), n_anchors}):
-        for name in CHEAP_BASELINES:
-            est = BASELINES[name](n_anchors=k, seed=seed).fit(
-                X[split.train], y[split.train], X[split.valid], y[split.valid]
-            )
-            rows.append(
-                {"method": name, "n_anchors": k}
-                | evaluate(est.predict(X[split.test]), y[split.test])
-            )
-    return rows
+        yield "paper", PaperSparseEval(k, seed=seed, progress=progress)
+    done = {r["method"] for r in rows}
+    for name in names:
+        if name not in REFERENCES or name not in done:
+            yield name, BASELINES[name](n_anchors=k, seed=seed)
 
 
 def _sizes(comparison: Comparison) -> dict | None:
-    if comparison.split is None:
-        return None
-    calib = 0 if comparison.calib is None else len(comparison.calib)
-    return comparison.split.sizes() | {"calibration": calib}
+    return None if comparison.split is None else comparison.split.sizes()
 
 
 def write_fit(
@@ -168,8 +109,8 @@ def write_fit(
 ) -> None:
     """Write each budget's fitted model under `out_dir/k{budget}/`, and `metrics.json`."""
     out_dir = Path(out_dir)
-    for k, est in comparison.fitted.items():
-        save_fitted(est, out_dir / f"k{k}")
+    for k, fit in comparison.fitted.items():
+        save_fitted(fit.est, out_dir / f"k{k}")
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = {
         "data_fingerprint": matrix.fingerprint(),

@@ -23,8 +23,7 @@ import numpy as np
 from sparseeval.consume.scoring.flags import KEY as POOL_KEY
 from sparseeval.consume.sets.models import MODELS_FILE, models_text
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.method.metrics import evaluate
-from sparseeval.method.pool import estimator_pool_check, test_flags
+from sparseeval.method.pool import test_flags
 from sparseeval.pipeline.compare import Comparison
 from sparseeval.pipeline.publish import candidate, publish_unit
 from sparseeval.pipeline.records import Candidate, GateResult
@@ -87,17 +86,17 @@ def publish_fits(
     split = comparison.split
     ids = {role: matrix.model_ids[rows] for role, rows in
            (("test", split.test), ("train", split.train), ("valid", split.valid),
-            ("calibration", comparison.calib))}  # fmt: skip
+            ("calibration", split.calib))}  # fmt: skip
     curves = benchmark_curves(matrix, np.concatenate([split.train, split.valid]),
                               (extra.get("target") or {}).get("kind") == "items")  # fmt: skip
     files = {MODELS_FILE: models_text(ids)}
     local = settings.replace(hub_repo=None)  # never mirrored
     folders = []
-    for k, est in comparison.fitted.items():
+    for k, fit in comparison.fitted.items():
         budget = k if several else None
 
-        def write(k=k, est=est, budget=budget) -> tuple[Candidate, GateResult]:
-            folder = _write(out_dir, benchmark, (k, est, budget), comparison, matrix, settings,
+        def write(k=k, fit=fit, budget=budget) -> tuple[Candidate, GateResult]:
+            folder = _write(out_dir, benchmark, (k, fit, budget), comparison, matrix, settings,
                             extra, files=files, curves=curves)  # fmt: skip
             return candidate(folder, benchmark, "", budget), UNGATED
 
@@ -106,20 +105,16 @@ def publish_fits(
 
 
 def _write(out_dir, benchmark, fit, comparison, matrix, settings, extra, **kw) -> Path:
-    """One budget's fit `(k, est, budget)` as a new, unpromoted version under `out_dir`
+    """One budget's fit `(k, MatrixFit, budget)` as a new, unpromoted version under `out_dir`
     (`versions.write_version`; kw: its `files`, `curves`), with its pool check and test flags."""
-    k, est, budget = fit
-    split, calib, X, y = comparison.split, comparison.calib, matrix.values, matrix.y
-    pred = est.predict(X[split.test])
-    check = estimator_pool_check(est, X[split.train], X[calib], y[split.train],
-                                 settings.interval_level)  # fmt: skip
-    flags = test_flags(check, X[split.test][:, est.anchors_], pred)
+    k, fit, budget = fit
+    split, est, pred, y = fit.split, fit.est, fit.pred, matrix.y
+    flags = test_flags(fit.pool, matrix.values[split.test][:, est.anchors_], pred)
     return write_version(
         out_dir, benchmark, est, data_fingerprint=matrix.fingerprint(),
-        split_sizes=split.sizes() | {"calibration": len(calib)},
-        metrics={"test": evaluate(pred, y[split.test])}, settings=settings,
+        split_sizes=split.sizes(), metrics={"test": fit.test}, settings=settings,
         report_inputs={"test_pred": pred, "test_true": y[split.test], **flags,
                        "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
-        budget=budget, extra=dict(extra) | {POOL_KEY: check.to_dict()},
+        budget=budget, extra=dict(extra) | {POOL_KEY: fit.pool.to_dict()},
         item_sources=opaque_sources(est.anchor_ids_), **kw,
     )  # fmt: skip

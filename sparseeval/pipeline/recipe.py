@@ -15,9 +15,10 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.consume.scoring.next_items import CURVES_DIR, ItemCurves
 from sparseeval.method import metrics
-from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.matrix import MatrixError, ResponseMatrix
 from sparseeval.method.splits import Split, calibration_split, model_count, split_models
 from sparseeval.pipeline import sealed
 from sparseeval.pipeline.artifacts import (
@@ -224,7 +225,8 @@ def split_step(matrix: ResponseMatrix, settings: AnySettings, benchmark: str) ->
 
 
 def select_step(matrix: ResponseMatrix, split: FitSplit, settings: AnySettings, say: Callable):
-    """Anchors and predictor from training and validation models; intervals from calibration."""
+    """Anchors and predictor from training and validation models; intervals from the
+    calibration models, or cross-fitted when there are none (`calibration = "cross"`)."""
     from threadpoolctl import threadpool_limits
 
     from sparseeval.method.estimator import SparseEval
@@ -237,33 +239,122 @@ def select_step(matrix: ResponseMatrix, split: FitSplit, settings: AnySettings, 
             X[split.train], y[split.train], X_valid=X[split.valid], y_valid=y[split.valid],
             item_ids=matrix.item_ids,
         )  # fmt: skip
-    if settings.calibration == "cross":
+    if len(split.calib):
+        est.calibrate(X[split.calib], y[split.calib])
+    elif settings.calibration == "cross" or min(len(split.train), len(split.valid)) >= 5:
+        # no calibration models: cross-fitted residuals, never the validation ones (which
+        # chose the anchors, so under-cover)
         with threadpool_limits(limits=1):
             est.cross_calibrate(X[split.train], y[split.train], X[split.valid], y[split.valid],
                                 folds=5, item_ids=matrix.item_ids)  # fmt: skip
-    elif len(split.calib):
-        est.calibrate(X[split.calib], y[split.calib])
     return est
 
 
-def test_step(est, matrix: ResponseMatrix, split: FitSplit, seed: int):
-    """Test predictions and metrics, and the cheap baselines at the same budgets."""
-    from sparseeval.pipeline.compare import baseline_curve
-
+def test_step(est, matrix: ResponseMatrix, split: FitSplit, seed: int, curve: bool = True):
+    """Test predictions and metrics, and (with `curve`) the cheap baselines at a quarter, a
+    half and all of the budget (`baseline_curve`)."""
     X, y = matrix.values, matrix.y
     pred = est.predict(X[split.test])
     test = metrics.evaluate(pred, y[split.test])
-    curve = [{"method": "sparseeval", "n_anchors": len(est.anchors_)} | test]
-    curve += baseline_curve(X, y, Split(split.train, split.valid, split.test), len(est.anchors_),
-                            seed)  # fmt: skip
-    return pred, test, curve
+    rows = [{"method": "sparseeval", "n_anchors": len(est.anchors_)} | test]
+    if curve:
+        rows += baseline_curve(X, y, Split(split.train, split.valid, split.test),
+                               len(est.anchors_), seed)  # fmt: skip
+    return pred, test, rows
+
+
+CHEAP_BASELINES = ("random", "random+ridge", "greedy+ridge")
+
+
+def baseline_curve(
+    X: np.ndarray, y: np.ndarray, split: Split, n_anchors: int, seed: int = 0
+) -> list[dict]:
+    """Test MAE / tau of the cheap baselines at a quarter, half and all of `n_anchors`.
+
+    The rows feed the report's "accuracy against anchor budget" plot.
+    """
+    from sparseeval.method.baselines import BASELINES
+
+    rows = []
+    for k in sorted({max(1, n_anchors // 4), max(1, n_anchors // 2), n_anchors}):
+        for name in CHEAP_BASELINES:
+            est = BASELINES[name](n_anchors=k, seed=seed).fit(
+                X[split.train], y[split.train], X[split.valid], y[split.valid]
+            )
+            rows.append(
+                {"method": name, "n_anchors": k}
+                | metrics.evaluate(est.predict(X[split.test]), y[split.test])
+            )
+    return rows
+
+
+@dataclass(frozen=True)
+class MatrixFit:
+    """One matrix fitted at one budget: the estimator, its split, its test predictions and
+    metrics, the budget curve (`test_step`) and its pool check (`consume.scoring.flags`)."""
+
+    est: Any
+    split: FitSplit
+    pred: np.ndarray
+    test: dict
+    curve: list[dict]
+    pool: Any
+
+
+def fit_matrix(
+    matrix: ResponseMatrix,
+    settings: AnySettings,
+    benchmark: str,
+    say: Callable[[str], None],
+    split: FitSplit | None = None,
+    curve: bool = True,
+) -> MatrixFit:
+    """The training recipe on one matrix at `settings.n_anchors`: split (`split_step`, unless
+    given), select and calibrate (`select_step`), test (`test_step`), pool check.
+
+    `sparseeval refresh` (`fit_step`) and `sparseeval fit` (`compare.compare_methods`) both
+    fit through it.
+    """
+    from sparseeval.method.pool import estimator_pool_check
+
+    split = split or split_step(matrix, settings, benchmark)
+    est = select_step(matrix, split, settings, say)
+    pred, test, rows = test_step(est, matrix, split, settings.seed, curve)
+    X, train = matrix.values, split.train
+    pool = estimator_pool_check(est, X[train], X[split.calib], matrix.y[train],
+                                settings.interval_level)  # fmt: skip
+    return MatrixFit(est, split, pred, test, rows, pool)
+
+
+def budget_that_fits(budget: int, n_items: int) -> int:
+    """`budget` capped at `n_items - 1` (at least one item stays out of the anchors); a
+    MatrixError, said in one line, when the pool is too small to select from."""
+    if n_items < 2:
+        raise MatrixError(f"{n_items} item(s): selecting anchors needs at least 2 items")
+    return min(budget, n_items - 1)
+
+
+def budgets_for(budgets: Sequence[int], n_items: int) -> list[int]:
+    """The budgets fitted on a pool of `n_items`: each capped to fit (`budget_that_fits`),
+    in order, without repeats."""
+    return list(dict.fromkeys(budget_that_fits(k, n_items) for k in budgets if k > 0))
+
+
+def clamp_note(budgets: Sequence[int], n_items: int) -> str:
+    """`budget 100 does not fit 100 items: fitting 99 anchors ...` ('' when all fit)."""
+    over = [k for k in budgets if k >= n_items]
+    if not over:
+        return ""
+    k = budget_that_fits(max(over), n_items)
+    listed = ", ".join(map(str, over))
+    which = f"budget {listed} does" if len(over) == 1 else f"budgets {listed} do"
+    return (f"{which} not fit {n_items:,} items: fitting {k} anchors"
+            " (at least one item stays out of the anchors)")  # fmt: skip
 
 
 def settings_that_fit(settings: AnySettings, matrix_info: MatrixInfo) -> AnySettings:
     """`settings` with its one budget capped to the benchmark's pool (`budget_that_fits`):
     100 anchors on 100 items fit 99. A pool under 2 items is a PipelineError."""
-    from sparseeval.pipeline.compare import budget_that_fits
-
     try:
         k = budget_that_fits(int(settings.n_anchors), matrix_info.n_items)
     except ValueError as exc:
@@ -294,42 +385,38 @@ def fit_step(
     say = progress or (lambda msg: log.info("%s: %s", bench, msg))
     t0 = time.perf_counter()
     matrix = matrix_of(matrix_info)
-    split = split_step(matrix, settings, bench)
-    est = select_step(matrix, split, settings, say)
-    pred, test, curve = test_step(est, matrix, split, settings.seed)
+    fit = fit_matrix(matrix, settings, bench, say)
+    est, split = fit.est, fit.split
     y_train = matrix.y[np.concatenate([split.train, split.calib])]
     info = FitInfo(
         bench, key, str(folder), matrix_info.fingerprint, matrix_info.path, matrix_info.last_run,
         len(est.anchors_), est.predictor_name_,
-        {k: 100 * v for k, v in est.valid_scores_.items()}, split.sizes(), test, curve,
+        {k: 100 * v for k, v in est.valid_scores_.items()}, split.sizes(), fit.test, fit.curve,
         [float(y_train.min()), float(y_train.max())], round(time.perf_counter() - t0, 2),
         code_version(), target=matrix_info.target, provenance=matrix_info.provenance,
     )  # fmt: skip
-    return _save_fit(folder, est, info, matrix, split, pred, settings.interval_level, t0)
+    return _save_fit(folder, fit, info, matrix, t0)
 
 
-def _save_fit(
-    folder: Path, est, info: FitInfo, matrix, split: FitSplit, pred, level: float, t0: float
-) -> FitInfo:
+def _save_fit(folder: Path, fit: MatrixFit, info: FitInfo, matrix, t0: float) -> FitInfo:
     """Write the model folder under a temporary name, then rename it into place; the fit's
     `seconds` count from `t0` to its files (the pool check and its top edge included)."""
     from sparseeval.method.model_files import save_fitted
-    from sparseeval.method.pool import estimator_pool_check, test_flags
+    from sparseeval.method.pool import test_flags
 
+    split, pred = fit.split, fit.pred
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}.{threading.get_ident()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_fitted(est, tmp)
-    X, train = matrix.values, split.train
-    pool = estimator_pool_check(est, X[train], X[split.calib], matrix.y[train], level)
-    (tmp / POOL_FILE).write_text(json.dumps(pool.to_dict()))
+    save_fitted(fit.est, tmp)
+    (tmp / POOL_FILE).write_text(json.dumps(fit.pool.to_dict()))
     save_curves(tmp, info, matrix, split.train)
     ids = {f"{k}_ids": np.asarray(matrix.model_ids[getattr(split, k)], dtype=str)
            for k in ("train", "valid", "test", "calib")}  # fmt: skip
-    X_test = matrix.values[split.test][:, est.anchors_]
+    X_test = matrix.values[split.test][:, fit.est.anchors_]
     np.savez(tmp / EVALUATION_FILE, test_pred=np.asarray(pred, dtype=np.float64),
              test_true=matrix.y[split.test].astype(np.float64),
-             **test_flags(pool, X_test, pred), **ids)  # fmt: skip
+             **test_flags(fit.pool, X_test, pred), **ids)  # fmt: skip
     info = dataclasses.replace(info, seconds=round(time.perf_counter() - t0, 2))
     info.save(tmp / "summary.json")
     sealed.seal_folder(tmp, info.key, matrix_fingerprint=info.matrix_fingerprint)

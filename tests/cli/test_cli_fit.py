@@ -99,3 +99,23 @@ def test_fit_out_twice_on_the_same_data_keeps_the_set_it_wrote(tmp_path):
             "--valid", "0.2", "--out", str(out)]  # fmt: skip
     assert main(argv) == 0 and main(argv) == 0  # it used to end in a TypeError (a bug)
     assert latest_version(out, "synthetic") == 1 and list_versions(out, "synthetic") == [1]
+
+
+def test_fit_splits_a_small_pool_as_refresh_does(tmp_path, capsys):
+    """`fit` trains through the pipeline's recipe (`recipe.fit_matrix`): 300 models on the
+    default 200 test / 200 validation used to be refused ("-100 for training") by `fit`
+    while `refresh` capped each held-out set at a fifth and trained (issue [1/5], bug 1)."""
+    argv = ["fit", "--synthetic", "300", "30", "--anchors", "5", "--json",
+            "--config", str(tmp_path / "none.toml")]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    sizes = json.loads(capsys.readouterr().out)["split"]
+    # a fifth each, as refresh splits (stable splits by id: a fifth in expectation)
+    assert 40 <= sizes["test"] <= 80 and 40 <= sizes["valid"] <= 80
+    assert sum(sizes.values()) == 300 and sizes["calibration"] > 0
+
+
+def test_fit_refuses_a_pool_refresh_would_wait_on(tmp_path, capsys):
+    """Under `MIN_MODELS` models, `fit` says so in one line, as `refresh` waits for more."""
+    assert main(["fit", "--synthetic", "60", "20", "--anchors", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == "sparseeval fit: error: synthetic: 60 models, needs at least 100 to train"

@@ -147,15 +147,17 @@ def test_fit_comparison_calibrates_on_models_no_method_trained_on():
     m = make_synthetic(300, 40, seed=1)
     s = Settings(n_test=60, n_valid=60, **fast)
     out = compare_methods(m, [5], s, baselines=("random",), progress=lambda x: None)
+    calib = out.split.calib
     used = np.concatenate([out.split.train, out.split.valid, out.split.test])
-    assert len(out.calib) == 36 and not set(out.calib) & set(used)  # a fifth of 180
-    assert len(used) + len(out.calib) == 300
-    est = out.fitted[5]
+    assert len(calib) == 36 and not set(calib) & set(used)  # a fifth of 180
+    assert len(used) + len(calib) == 300
+    est = out.fitted[5].est
     assert est.calibration_source_ == "calibration" and len(est.calibration_residuals_) == 36
     # too few models for a calibration split: cross-fitted residuals, not validation ones
     few = compare_methods(
-        make_synthetic(70, 40, seed=2), [5], Settings(n_test=10, n_valid=15, **fast),
+        make_synthetic(120, 40, seed=2), [5], Settings(n_test=10, n_valid=15, n_calib=5, **fast),
         baselines=(), progress=lambda x: None,
     )  # fmt: skip
-    assert len(few.calib) == 0 and few.fitted[5].calibration_source_ == "cross-fit"
-    assert len(few.fitted[5].calibration_residuals_) == 45 + 15
+    est = few.fitted[5].est
+    assert len(few.split.calib) == 0 and est.calibration_source_ == "cross-fit"
+    assert len(est.calibration_residuals_) == 95 + 15
