@@ -14,6 +14,7 @@ import polars as pl
 from sparseeval.consume.errors import SettingsError
 from sparseeval.method.matrix import MatrixError, ResponseMatrix
 from sparseeval.pipeline.store.db import Store, fetch, sql
+from sparseeval.pipeline.store.unit import _printable
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 4_000_000
@@ -27,6 +28,8 @@ TARGETS = ("auto", "reported", "items")
 # must not switch a benchmark to another target; with many more missing, leaving them out
 # would change which models the set learns from, so `auto` falls back to the items.
 AUTO_MAX_UNSCORED = 0.05
+# `joinable`: at most this many ways of setting rare items aside are weighed (bounds the work)
+MAX_ASIDE_LEVELS = 16
 
 
 @dataclass
@@ -47,6 +50,10 @@ class BuildSummary:
     target: str = "items"  # what the targets are: `items` or `reported`
     target_definition: str = ""  # the target in words, for the manifest and the report
     target_note: str = ""  # why `auto` fell back to items ('' otherwise)
+    # results of items too few models have, left out so that the rest can join (`set_aside`)
+    rows_set_aside: int = 0
+    items_set_aside: int = 0
+    set_aside_note: str = ""  # the items, how many models have them, and their files
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,6 +67,15 @@ class BuildSummary:
             f" items and {self.items_dropped:,} items) fingerprint {self.fingerprint[:12]}"
             f" in {self.seconds:.1f}s; target {self.target}: {self.target_definition}"
             + (f" ({self.target_note})" if self.target_note else "")
+            + (f"; {self.set_aside_line()}" if self.rows_set_aside else "")
+        )
+
+    def set_aside_line(self) -> str:
+        """The results left out because too few models have their items, in words."""
+        return (
+            f"set aside {self.rows_set_aside:,} result(s) of {self.items_set_aside:,} item(s)"
+            f" too few models have ({self.set_aside_note}); the matrix is built from the rest"
+            " (`sparseeval quarantine list` shows them, `drop` removes them)"
         )
 
 
@@ -87,7 +103,8 @@ def build_matrix(
     values = _scatter(store, bid, models["model_id"].to_numpy(), items["item_id"].to_numpy())
     present = values != 0
     cells_missing = int(present.size - present.sum())
-    keep_rows, keep_cols = missing_policy(present, max_missing_model_frac)
+    keep_rows, keep_cols, aside = joinable(present, max_missing_model_frac)
+    seen_by = present[:, aside].sum(axis=0)  # models with each set-aside item
     del present
     values = values[np.ix_(keep_rows, keep_cols)] if not keep_cols.all() else values[keep_rows]
     if values.size == 0:
@@ -106,10 +123,11 @@ def build_matrix(
         chosen.definition = f"mean over the {matrix.shape[1]:,} stored items"
     summary = BuildSummary(
         benchmark, len(models), len(items), cells_missing, max_missing_model_frac,
-        int((~keep_rows).sum()), int((~keep_cols).sum()), matrix.shape, matrix.fingerprint(),
-        time.perf_counter() - t0,
+        int((~keep_rows).sum()), int((~keep_cols & ~aside).sum()), matrix.shape,
+        matrix.fingerprint(), time.perf_counter() - t0,
         models["model"].filter(pl.Series(~keep_rows)).head(5).to_list(),
-        chosen.target, chosen.definition, chosen.note,
+        chosen.target, chosen.definition, chosen.note, int(seen_by.sum()), int(aside.sum()),
+        _aside_note(store, bid, items.filter(pl.Series(aside)), seen_by, len(models)),
     )  # fmt: skip
     log.info("matrix %s", summary.line())
     return matrix, summary
@@ -209,6 +227,50 @@ def _code_map(ids: np.ndarray) -> np.ndarray:
     code_of = np.full(int(ids.max(initial=0)) + 1, -1, dtype=np.int64)
     code_of[ids] = np.arange(len(ids))
     return code_of
+
+
+def joinable(
+    present: np.ndarray, max_missing_model_frac: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(models kept, items kept, items set aside): `missing_policy` after setting aside the
+    items that too few models have, when that keeps a bigger matrix.
+
+    An item can be set aside only when fewer than half as many models have it as have the
+    benchmark's most-seen item (a stray id, a row for an item no other model ran); of the
+    ways to set such items aside (by how many models have them) the one keeping the most
+    cells wins, ties going to setting aside fewer. One stray row then costs its own cell,
+    never every model that lacks it.
+    """
+    seen_by = present.sum(axis=0)
+    rare = np.unique(seen_by[seen_by * 2 < seen_by.max(initial=0)])
+    if len(rare) > MAX_ASIDE_LEVELS:  # bound the work: evenly spaced levels, the last kept
+        rare = rare[np.linspace(0, len(rare) - 1, MAX_ASIDE_LEVELS).round().astype(int)]
+    best = (*missing_policy(present, max_missing_model_frac), np.zeros(len(seen_by), bool))
+    most = int(best[0].sum()) * int(best[1].sum())
+    for level in rare:
+        aside = seen_by <= level
+        rows, cols = missing_policy(present[:, ~aside], max_missing_model_frac)
+        if (cells := int(rows.sum()) * int(cols.sum())) > most:
+            full = np.zeros(len(seen_by), bool)
+            full[np.flatnonzero(~aside)[cols]] = True
+            best, most = (rows, full, aside), cells
+    return best
+
+
+def _aside_note(
+    store: Store, bid: int, items: pl.DataFrame, seen_by: np.ndarray, n_models: int
+) -> str:
+    """The first set-aside items with how many models have them, and the files they came from."""
+    if not len(items):
+        return ""
+    named = ", ".join(
+        f"{_printable(str(item))} ({int(n):,} of {n_models:,} models)"
+        for item, n in zip(items["item"].head(3).to_list(), seen_by[:3], strict=False)
+    )
+    more = f" and {len(items) - 3:,} more" if len(items) > 3 else ""
+    files = fetch(store.con, "build_aside_files", {"bid": bid, "ids": items["item_id"].to_list()})
+    said = ", ".join(f"{_printable(str(ref))} ({n:,})" for ref, n in files)
+    return f"item {named}{more}; from {said}" if said else f"item {named}{more}"
 
 
 def missing_policy(
