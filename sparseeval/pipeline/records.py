@@ -111,6 +111,10 @@ class IngestSummary(Record):
             out.append("| " + " | ".join(self._cell(row, k) for k, _ in self._COLUMNS) + " |")
         if self.filled_with_synthetic:
             out += ["", "The store was filled from the built-in synthetic leaderboard."]
+        held = [q for row in self.sources for q in row.get("quarantine", [])]
+        if held:
+            out += ["", "Quarantined rows (`sparseeval quarantine list` shows them):"]
+            out += [f"- {q['unit']}: {q['count']:,} ({q['reason']})" for q in held]
         aside = [line for row in self.sources for line in row.get("set_aside", [])]
         if aside:
             out += ["", "Set aside on an earlier night, put back unchanged, skipped again:"]

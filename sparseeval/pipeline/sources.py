@@ -99,7 +99,7 @@ def ingest_sources(
 def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any], list]:
     """(summary row, unit reports) of one source; its failure as a whole is a row."""
     from sparseeval.pipeline.store import StoreLockedError, ingest
-    from sparseeval.pipeline.store.ingestion import IngestReport, source_label
+    from sparseeval.pipeline.store.ingestion import QUARANTINED, IngestReport, source_label
 
     name = item if isinstance(item, str) else source_label(item)
     before = store.last_run_id()
@@ -115,7 +115,7 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
         reports = [IngestReport(-1, "source", str(name), "failed", message=str(exc))]
     new = sum(r.n_new for r in reports)
     failures = [r for r in reports if r.status == "failed"]
-    _set_aside(source, failures)
+    _set_aside(source, [r for r in reports if r.status in ("failed", QUARANTINED)])
     row = {
         "source": str(name),
         "units": sum(r.status != "failed" or r.kind != "source" for r in reports),
@@ -137,13 +137,20 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
         "waiting": [r.source for r in reports if _pending(r)][:100],  # still being written
         # files set aside on an earlier night and put back unchanged: skipped, with the reason
         "set_aside": [f"{r.source}: {r.message}" for r in reports if _failed_before(r)][:100],
+        # every unit that quarantined rows: the file, how many and why (said the night it
+        # was read; a file all of whose rows were quarantined is then set aside like a failed one)
+        "quarantine": [
+            {"unit": r.source, "count": r.n_quarantined, "reason": r.why_quarantined()[2:-1]}
+            for r in reports
+            if r.n_quarantined
+        ][:100],
     }
     return row, reports
 
 
 def _set_aside(source: Any, failures: list) -> None:
-    """A watched source that moves failed files aside (`Inbox`) does so; each failed
-    report's message then says where the file went."""
+    """A watched source that moves failed files aside (`Inbox`) does so, and files all of
+    whose rows were quarantined; each report's message then says where the file went."""
     aside = getattr(source, "set_aside", None)
     if aside is None:
         return

@@ -60,3 +60,45 @@ def test_joinable_keeps_the_plain_policy_when_it_keeps_more():
     present[1:, 5] = False  # an item only one model has: set it aside, keep every model
     rows, cols, aside = joinable(present, 0.0)
     assert rows.all() and cols.tolist() == [True] * 5 + [False] and aside.tolist()[-1]
+
+
+# -- quarantine: named once, held once ------------------------------------------------------
+
+
+def _unknown(path: Path, n: int = 7) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER + "".join(f"org/a,nosuch,{i},1\n" for i in range(n)))
+    return path
+
+
+def test_re_reading_the_same_bytes_does_not_grow_the_quarantine(store: Store, tmp_path):
+    path = _unknown(tmp_path / "u.csv")
+    for _ in range(3):  # a quarantined file is read again (its benchmark may be added since)
+        (r,) = ingest(store, LongTable(path))
+        assert r.status == "quarantined" and r.n_quarantined == 7
+    assert store.scalar("count_quarantine") == 7
+
+
+def test_an_inbox_file_quarantined_whole_is_named_and_set_aside_once(tmp_path):
+    import os
+
+    from sparseeval.pipeline.sources import ingest_sources
+    from sparseeval.pipeline.store.watched import Inbox
+
+    inbox = tmp_path / "inbox"
+    old = 1_000_000_000
+    for path in (_unknown(inbox / "u.csv"), _grid(inbox / "a.csv")):
+        os.utime(path, (old, old))
+    first = ingest_sources(tmp_path / "s.duckdb", [Inbox(inbox)])
+    (held,) = first.sources[0]["quarantine"]
+    assert held == {
+        "unit": str(inbox / "u.csv"),
+        "count": 7,
+        "reason": "7 unknown benchmark: nosuch",
+    }
+    assert f"- {inbox / 'u.csv'}: 7 (7 unknown benchmark: nosuch)" in first.markdown()
+    assert (inbox / "failed" / "u.csv").is_file() and not (inbox / "u.csv").exists()
+    second = ingest_sources(tmp_path / "s.duckdb", [Inbox(inbox)])
+    assert second.quarantined == 0 and not second.sources[0]["quarantine"]
+    with Store.open(tmp_path / "s.duckdb", read_only=True) as store:
+        assert store.scalar("count_quarantine") == 7

@@ -65,6 +65,8 @@ class IngestReport:
     # The unit's reported scores (lm-eval results JSON, `scores:FILE`); their note is part
     # of `message`, so `ingest_runs` shows it too.
     scores: ScoreCounts = field(default_factory=ScoreCounts)
+    # the run's most frequent quarantine reasons with their counts (at most 3)
+    reasons: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def n_stored(self) -> int:
@@ -73,6 +75,11 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"n_stored": self.n_stored}
+
+    def why_quarantined(self) -> str:
+        """` (50 unknown benchmark: nosuch; ...)`: the top reasons, '' when none."""
+        said = "; ".join(f"{n:,} {reason}" for reason, n in self.reasons)
+        return f" ({_printable(said)})" if said and self.n_quarantined else ""
 
     def line(self) -> str:
         """One line for a user (control characters of file names and content escaped)."""
@@ -83,8 +90,8 @@ class IngestReport:
             return f"{source}: {_printable(self.message)} in {self.seconds:.1f}s"
         return (
             f"{source}: read {self.n_read:,}; new {self.n_new:,}, updated {self.n_updated:,},"
-            f" unchanged {self.n_unchanged:,}, quarantined {self.n_quarantined:,},"
-            f" duplicates {self.n_duplicates:,} in {self.seconds:.1f}s"
+            f" unchanged {self.n_unchanged:,}, quarantined {self.n_quarantined:,}"
+            f"{self.why_quarantined()}, duplicates {self.n_duplicates:,} in {self.seconds:.1f}s"
             + (f"; {_printable(self.message)}" if self.message else "")
         )
 
@@ -230,6 +237,7 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     check(con)
     _refuse_demo_mixing(con, unit.kind)
     n_read = count_staged(con)
+    execute(con, "quarantine_replace", params)
     n_bad = quarantine_bad(con, params)
     execute(con, "ingest_models", params)
     execute(con, "ingest_items", params | {"id_kind": unit.id_kind})
@@ -240,6 +248,7 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     scores = merge_scores(con, params) if SCORE_FRAME in unit.frames else ScoreCounts()
     if unit.record is not None:
         unit.record(con, params["run"])
+    reasons = fetch(con, "quarantine_reasons", {"run": params["run"], "top": 3})
     notes = [_read_with(unit), scores.note(), identity_note]
     stored = new + updated + unchanged + scores.n_new + scores.n_updated + scores.n_unchanged
     status = "ok" if stored or not (n_read or scores.n_read) else QUARANTINED
@@ -249,7 +258,7 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
         params["run"], unit.kind, unit.label, status, n_read=n_read, n_new=new,
         n_updated=updated, n_unchanged=unchanged, n_quarantined=n_bad + n_conflict,
         n_duplicates=n_dup, message="; ".join(filter(None, notes)),
-        scores=scores,
+        scores=scores, reasons=[(_printable(r), int(n)) for r, n in reasons],
     )  # fmt: skip
     _assert_accounted(report)
     return report

@@ -7,6 +7,8 @@ skipped by its fingerprint (an unchanged file costs its hashing), and a file tha
 read is one failed unit: the other files still land. A failed inbox file is then moved aside
 to `{inbox}/failed/` with its reason beside it (`NAME.reason.txt`), so it fails one night,
 not every night; the same bytes dropped again are skipped (saying so), changed ones are read.
+So is a file all of whose rows were quarantined (an unknown benchmark name): its rows are
+held once, and `sparseeval quarantine release FILE` puts it back once the cause is fixed.
 """
 
 from __future__ import annotations
