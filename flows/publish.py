@@ -55,6 +55,13 @@ def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult
                    hub_commit=out.hub_commit, outcome=out.line)  # fmt: skip
 
 
+def point_default(settings: Settings, r: BenchmarkResult) -> None:
+    """Readers of the benchmark load the set this run maintains: its largest budget's (or
+    the single set), whether published tonight or kept (`versions.point_default`)."""
+    if r.budget == (max(settings.budgets) if len(settings.budgets) > 1 else None):
+        tasks.point_default(settings.sections("paths"), r.benchmark, r.budget)
+
+
 def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:
     """Fit and publish the suite through the same unit, unless up to date or refused before."""
     say(f"suite: {', '.join(matrices)} read together")

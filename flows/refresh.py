@@ -38,7 +38,12 @@ from sparseeval.flows._run import (
     say,
     task_runner_for,
 )
-from sparseeval.flows.publish import alert_persistent_drift, publish_benchmark, publish_suite
+from sparseeval.flows.publish import (
+    alert_persistent_drift,
+    point_default,
+    publish_benchmark,
+    publish_suite,
+)
 
 from sparseeval import tasks
 from sparseeval.pipeline.artifacts import forget_loaded
@@ -118,6 +123,7 @@ def assess_and_publish(
         r = replace(r, outcome=f"not published ({decision.reason})")
     else:
         r = publish_benchmark(settings, r)
+    point_default(settings, r)
     alert_persistent_drift(settings, r)
     return r
 

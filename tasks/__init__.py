@@ -3,7 +3,8 @@
 ingest   ingest, store_state, clean_leftovers
 fit      build_matrix, fit_benchmark (both reuse their artifacts on disk), fit_line
 assess   live_set, fresh_models, assess, evaluate_published
-publish  write_candidate, write_suite_candidate, suite_status, mirror_to_hub, promote
+publish  write_candidate, write_suite_candidate, suite_status, mirror_to_hub, promote,
+         point_default
 report   report
 
 A task takes the sections of the run's settings it uses, never the whole `Settings`: one
@@ -23,6 +24,7 @@ from sparseeval.tasks.ingest import clean_leftovers, ingest, store_state
 from sparseeval.tasks.publish import (
     discard_candidate,
     mirror_to_hub,
+    point_default,
     promote,
     suite_status,
     write_candidate,
@@ -33,6 +35,6 @@ from sparseeval.tasks.report import report
 __all__ = [
     "assess", "build_matrix", "clean_leftovers", "discard_candidate", "evaluate_published",
     "fit_benchmark", "fit_line", "fresh_models", "ingest", "live_set", "mirror_to_hub",
-    "promote", "report", "store_state", "suite_status", "write_candidate",
+    "point_default", "promote", "report", "store_state", "suite_status", "write_candidate",
     "write_suite_candidate",
 ]  # fmt: skip

@@ -88,3 +88,11 @@ def promote(candidate: Candidate) -> None:
     """Swap the `latest` pointer to the new version (atomically)."""
     publish.promote(candidate)
     get_run_logger().info("%s: v%s is now live", candidate.name, candidate.version)
+
+
+@task(name="point-default", cache_policy=NO_CACHE, task_run_name="point-default-{benchmark}")
+def point_default(paths: Sections, benchmark: str, budget: int | None) -> None:
+    """Point the benchmark's `default` at the set this run maintains (`versions.point_default`)."""
+    from sparseeval.pipeline.versions import point_default as point
+
+    point(paths.published_dir, benchmark, budget)

@@ -28,7 +28,7 @@ from sparseeval.pipeline.compare import Comparison
 from sparseeval.pipeline.publish import candidate, publish_unit
 from sparseeval.pipeline.records import Candidate, GateResult
 from sparseeval.pipeline.settings import PUBLISH
-from sparseeval.pipeline.versions import write_version
+from sparseeval.pipeline.versions import point_default, write_version
 
 UNGATED = GateResult(True, "local fit: not gated (no live set compared, no Hub mirror)")
 LOCAL_LINE = (
@@ -101,6 +101,7 @@ def publish_fits(
             return candidate(folder, benchmark, "", budget), UNGATED
 
         folders.append(Path(publish_unit(local.sections(*PUBLISH), write).path))
+    point_default(out_dir, benchmark, max(comparison.fitted) if several else None)
     return folders
 
 

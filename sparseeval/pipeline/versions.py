@@ -27,6 +27,7 @@ from sparseeval.consume.hashing import file_sha256
 from sparseeval.consume.scoring.next_items import CURVES_DIR
 from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
 from sparseeval.consume.sets.layout import (
+    DEFAULT,
     LATEST,
     MANIFEST,
     PREDICTOR_DIR,
@@ -202,11 +203,24 @@ def set_latest(root: str | Path, benchmark: str, version: int, budget: int | Non
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         "promoted": {str(v): promoted[v] for v in sorted(promoted)},
     }
-    target = bench_dir / LATEST
-    tmp = target.with_name(f".{LATEST}.{uuid.uuid4().hex}.tmp")
+    return _replace_json(bench_dir / LATEST, pointer)
+
+
+def point_default(root: str | Path, benchmark: str, budget: int | None) -> Path | None:
+    """Point `{root}/{benchmark}/default` at the set the publisher maintains (budget `budget`,
+    None for the single set), so readers load it (`layout.default_budget`). Nothing is
+    written while that set has no live version."""
+    if latest_version(root, benchmark, budget) is None:
+        return None
+    return _replace_json(set_dir(root, benchmark) / DEFAULT, {"budget": budget})
+
+
+def _replace_json(target: Path, data: dict) -> Path:
+    """Write `data` as JSON to `target` in one atomic replace (fsynced first)."""
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w") as f:
-            json.dump(pointer, f, indent=2)
+            json.dump(data, f, indent=2)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)

@@ -69,6 +69,22 @@ def test_several_budgets_are_published_as_sets_of_their_own(tmp_path):
     assert {line.split("|")[2].strip() for line in rows} == {"4", "8"}  # every budget shown
 
 
+def test_readers_load_the_set_the_nightly_maintains_after_budgets_change(tmp_path):
+    """One budget, then `--anchors 4,8`: the k4 and k8 sets are published and readers load
+    k8 (the benchmark's `default`), not the single set left behind, which the nightly no
+    longer checks (issue [1/5], bug 2); back to one budget, the single set is the default."""
+    home, root = tmp_path / "home", tmp_path / "home" / "published"
+    run(home, [release(tmp_path, 0, 200, ["arc"])], n_anchors=6)
+    assert len(anchorset.load_anchor_set(root, "arc").items) == 6
+    run(home, None, n_anchors=[4, 8])
+    assert layout.list_budgets(root, "arc") == [4, 8] and layout.latest_version(root, "arc") == 1
+    assert layout.default_budget(root, "arc") == (8,)
+    assert len(anchorset.load_anchor_set(root, "arc").items) == 8
+    run(home, None, n_anchors=6)
+    assert layout.default_budget(root, "arc") == (None,)
+    assert len(anchorset.load_anchor_set(root, "arc").items) == 6
+
+
 def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200, ["arc"])])

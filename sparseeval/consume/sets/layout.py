@@ -8,8 +8,11 @@
                                                   (replaced atomically)
 
 With several anchor budgets (`n_anchors = [25, 50, 100]`) each budget is a set of its own,
-one level down: `{root}/{benchmark}/k{budget}/v{N}/...` and `{root}/{benchmark}/k{budget}/latest`;
-readers pick the largest budget unless asked for one. A discarded version leaves a
+one level down: `{root}/{benchmark}/k{budget}/v{N}/...` and `{root}/{benchmark}/k{budget}/latest`.
+`{root}/{benchmark}/default` ({"budget": K, or null for the single set}) names the set the
+publisher maintains (its largest budget, written whenever it publishes or keeps one); readers
+load that set unless asked for a budget. Without the pointer (sets published before it), the
+single set, else the largest live budget. A discarded version leaves a
 tombstone `.discarded-v{N}` (with its reason) so its number is never reused.
 
 Promotion. A written version is a candidate until `set_latest` promotes it. `latest`
@@ -54,6 +57,7 @@ SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 SIGNATURE = "manifest.sig"
 LATEST = "latest"
+DEFAULT = "default"  # {root}/{benchmark}/default: {"budget": K or null}, the maintained set
 PREDICTOR_DIR = "predictor"
 KIND = "sparseeval.anchor_set"
 VERSION_DIR = re.compile(r"^v(\d+)$")
@@ -158,10 +162,29 @@ def _pick_budget(root: Path, benchmark: str, budget: int | None) -> int | None:
             have = ", ".join(f"k{b}" for b in budgets) or _single_set(root, benchmark)
             raise AnchorSetError(f"no {benchmark!r} set with {budget} anchors (budgets: {have})")
         return int(budget)
+    pointed = default_budget(root, benchmark)
+    if pointed is not None and (set_dir(root, benchmark, pointed[0]) / LATEST).is_file():
+        return pointed[0]
     if not budgets or (set_dir(root, benchmark) / LATEST).is_file():
         return None
     live = [b for b in budgets if (set_dir(root, benchmark, b) / LATEST).is_file()]
     return max(live or budgets)
+
+
+def default_budget(root: str | Path, benchmark: str) -> tuple[int | None] | None:
+    """`(K,)` or `(None,)` (the single set) as `{root}/{benchmark}/default` names the set the
+    publisher maintains; None when there is no such pointer (sets published before it)."""
+    path = Path(root) / benchmark / DEFAULT
+    if not path.is_file():
+        return None
+    data = _bounded_json(path, MAX_POINTER_BYTES, "unreadable default pointer")
+    budget = data.get("budget", False) if isinstance(data, dict) else False
+    if budget is not None and not positive_int(budget):
+        raise AnchorSetError(
+            f"{printable(path)}: unreadable default pointer (budget must be a positive integer"
+            " or null)"
+        )
+    return (budget,)
 
 
 def _single_set(root: Path, benchmark: str) -> str:
