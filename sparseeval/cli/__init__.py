@@ -21,6 +21,7 @@ from sparseeval.cli.common import EXIT_BUG, EXIT_USER_ERROR, UserError, report
 from sparseeval.cli.config import add_config_command
 from sparseeval.cli.consumer import add_consumer_commands
 from sparseeval.cli.fit import add_fit_command
+from sparseeval.cli.quarantine import add_quarantine_command
 from sparseeval.cli.refresh import add_refresh_command
 from sparseeval.cli.store import add_store_commands
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_command(sub)
     add_automations_command(sub)
     add_config_command(sub)
+    add_quarantine_command(sub)
     return parser
 
 

@@ -133,6 +133,21 @@ def build_matrix(
     return matrix, summary
 
 
+def set_aside_items(
+    store: Store, benchmark: str, max_missing_model_frac: float = 0.0
+) -> pl.DataFrame:
+    """(item_id, item, n_models) of the items whose results the build sets aside (`joinable`)."""
+    bid = store.benchmark_id(benchmark)
+    items = store.con.sql(sql("build_items"), params={"bid": bid}).pl()
+    models = store.con.sql(sql("build_models"), params={"bid": bid}).pl()
+    if not len(models) or not len(items):
+        return items.with_columns(n_models=pl.lit(0))
+    present = _scatter(store, bid, models["model_id"].to_numpy(), items["item_id"].to_numpy())
+    present = present != 0
+    aside = joinable(present, max_missing_model_frac)[2]
+    return items.filter(pl.Series(aside)).with_columns(n_models=present[:, aside].sum(axis=0))
+
+
 @dataclass
 class ChosenTarget:
     """The targets of a build: reported scores per kept model, or None for the row mean."""

@@ -103,7 +103,7 @@ class Inbox:
             target.parent.mkdir(parents=True, exist_ok=True)
             path.replace(target)
             stamp = datetime.now(UTC).isoformat(timespec="seconds")
-            _reason_file(target).write_text(f"{stamp} {reason}\n")
+            reason_file(target).write_text(f"{stamp} {reason}\n")
         except OSError as exc:
             return f"could not move it to {target.parent} ({exc.strerror}): it fails again"
         return f"moved to {target}"
@@ -117,7 +117,7 @@ class Inbox:
             return None
         if not same:
             return None
-        reason = _reason_file(target)
+        reason = reason_file(target)
         why = reason.read_text().strip() if reason.is_file() else "(no reason kept)"
         return f"{FAILED_BEFORE} ({target}: {why}); change it to retry"
 
@@ -224,7 +224,8 @@ def _pending(kind: str, path: Path, why: str, settle: float) -> Unit:
     return Unit(kind, str(path), key, [str(path)], no_stage, skip=reason)
 
 
-def _reason_file(target: Path) -> Path:
+def reason_file(target: Path) -> Path:
+    """Where the reason of a set-aside file is kept (`NAME.reason.txt` beside it)."""
     return target.with_name(target.name + ".reason.txt")
 
 
