@@ -1,5 +1,5 @@
-"""A history of lm-eval runs to try the suite inside lm-eval offline (README: "The suite inside
-lm-eval, end to end").
+"""A history of lm-eval runs to try the suite inside lm-eval offline (docs/howto-lm-eval.md,
+"End to end, offline").
 
 `python docs/lm_eval_demo.py DIR --models 200` writes, under DIR:
 - `data/`: tiny local datasets in ARC's and Winogrande's schemas (JSONL);

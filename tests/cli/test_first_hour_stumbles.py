@@ -16,6 +16,7 @@ from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit, tiny_fit, wide_csv
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+LM_EVAL_DOCS = README.parent / "docs" / "howto-lm-eval.md"
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def test_export_tasks_without_local_data_names_the_dataset_option(arc, tmp_path,
                "--tasks-dir", str(tmp_path / "tasks")])  # fmt: skip
     assert rc == 0
     assert "offline, write the tasks with local copies: --dataset" in capsys.readouterr().err
-    assert "--dataset [SPLIT=]FILE" in README.read_text()
+    assert "--dataset [SPLIT=]FILE" in LM_EVAL_DOCS.read_text()
 
 
 def test_a_closed_pipe_ends_quietly(arc):
@@ -120,7 +121,7 @@ def test_matrix_of_a_benchmark_without_results_says_so(tmp_path, capsys, monkeyp
 
 def test_the_quick_start_keeps_filled_answers_out_of_the_checkout():
     text = README.read_text()
-    quick = text[text.index("## Quick start") : text.index("### Scoring only")]
+    quick = text[text.index("## Quick start") : text.index("## Python")]
     written = [w for line in quick.splitlines() if "--template" in line
                for w in [line.split("--template")[1].split()[0]]]  # fmt: skip
     assert written and all(w.startswith(".sparseeval/") for w in written), written
