@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
 
-from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
+from sparseeval.method.matrix import MatrixError, check_Xy, require_y, to_signs
 
 
 class AnchorEstimator(RegressorMixin, BaseEstimator):
@@ -28,6 +29,13 @@ class AnchorEstimator(RegressorMixin, BaseEstimator):
     """
 
     anchors_: np.ndarray
+    n_features_in_: int
+
+    def _check_fit_input(self, X, y, X_valid=None, y_valid=None, need_valid: bool = False):
+        """`check_fit_input`, recording the number of items seen (`n_features_in_`)."""
+        X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid, need_valid)
+        self.n_features_in_ = X.shape[1]
+        return X, y, Xv, yv
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Estimated accuracy from the full-width correctness matrix (only anchors are read).
@@ -43,7 +51,15 @@ class AnchorEstimator(RegressorMixin, BaseEstimator):
         ndarray of shape (n_models,)
             Estimated full-benchmark accuracy of each model.
         """
-        return self.predict_anchors(to_signs(X, what="X")[:, self.anchors_])
+        check_is_fitted(self, "anchors_")
+        X = to_signs(X, what="X")
+        n_items = getattr(self, "n_features_in_", None)  # None: a fit read back from disk
+        if n_items is not None and X.shape[1] != n_items:
+            raise MatrixError(
+                f"X has {X.shape[1]} items per model; this estimator was fitted on {n_items}"
+                " (pass every item, in the fitted order)"
+            )
+        return self.predict_anchors(X[:, self.anchors_])
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
         """Estimated accuracy from the +-1 anchor columns only, shape (n_models, n_anchors)."""
@@ -77,7 +93,11 @@ def validation_split(X, y, X_valid, y_valid, seed: int = 0) -> tuple:
         if X_valid is None or y_valid is None:
             raise MatrixError("give both X_valid and y_valid, or neither")
         return X, y, X_valid, y_valid
-    X, y = np.asarray(X), np.asarray(y)
+    require_y(y)
+    X, y = to_signs(X, what="X"), np.asarray(y)
+    if len(y) < 2:
+        raise MatrixError(f"n_samples={len(y)}: 1 sample cannot be split into training and"
+                          " validation models; give at least 2")  # fmt: skip
     n_valid = max(1, round(VALID_FRACTION * len(y)))
     order = np.random.default_rng(seed).permutation(len(y))
     valid, train = np.sort(order[:n_valid]), np.sort(order[n_valid:])

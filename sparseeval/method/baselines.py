@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparseeval.method.anchor_estimator import AnchorEstimator, check_fit_input
+from sparseeval.method.anchor_estimator import AnchorEstimator
 from sparseeval.method.matrix import row_accuracy
 from sparseeval.method.predictors import MLPPredictor, RidgePredictor
 from sparseeval.method.selection import greedy_anchors, kmeans_clusters, random_anchors
@@ -65,7 +65,7 @@ class RandomMean(Baseline):
     """
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> RandomMean:
-        X, y, _, _ = check_fit_input(X, y, X_valid, y_valid)
+        X, y, _, _ = self._check_fit_input(X, y, X_valid, y_valid)
         rng = np.random.default_rng(self.seed)
         self.anchors_ = random_anchors(X.shape[1], self.n_anchors, rng)
         return self
@@ -92,7 +92,7 @@ class RidgeOnAnchors(Baseline):
         raise NotImplementedError
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> RidgeOnAnchors:
-        X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid)
+        X, y, Xv, yv = self._check_fit_input(X, y, X_valid, y_valid)
         if Xv is not None:
             X, y = np.vstack([X, Xv]), np.concatenate([y, yv])
         X = X.astype(np.float64)
@@ -140,7 +140,7 @@ class AnchorPoints(Baseline):
     """
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> AnchorPoints:
-        X, y, _, _ = check_fit_input(X, y, X_valid, y_valid)
+        X, y, _, _ = self._check_fit_input(X, y, X_valid, y_valid)
         anchors, sizes = kmeans_clusters(X, self.n_anchors, self.seed)
         order = np.argsort(anchors)
         self.anchors_, self.weights_ = anchors[order], sizes[order] / sizes.sum()
@@ -173,7 +173,7 @@ class LinearGD(Baseline):
         self.epochs = epochs
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> LinearGD:
-        X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid)
+        X, y, Xv, yv = self._check_fit_input(X, y, X_valid, y_valid)
         anchors, _ = kmeans_clusters(X, self.n_anchors, self.seed)
         self.anchors_ = np.sort(anchors)
         self.predictor_ = MLPPredictor(

@@ -188,7 +188,7 @@ class SparseEval(AnchorEstimator):
                 f"predictor must be one of {PREDICTOR_CHOICES}, got {self.predictor!r}"
             )
         X, y, X_valid, y_valid = validation_split(X, y, X_valid, y_valid, self.seed)
-        X_train, y_train, X_valid, y_valid = check_fit_input(
+        X_train, y_train, X_valid, y_valid = self._check_fit_input(
             X, y, X_valid, y_valid, need_valid=True
         )
         say = self.progress or log.info

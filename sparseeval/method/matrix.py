@@ -88,9 +88,16 @@ def to_signs(values: np.ndarray | Sequence[Sequence[float]], what: str = "values
     or a mix of 0 and -1, is refused with the first bad cell named by its 1-based row
     and column.
     """
+    if type(values).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{what}: sparse input is not supported; pass a dense 0/1 or +-1 array")
     a = np.asarray(values)
     if a.ndim != 2:
         raise MatrixError(f"{what}: expected a 2-D models x items array, got {a.ndim}-D")
+    if np.iscomplexobj(a):
+        raise MatrixError(f"{what}: Complex data not supported (answers are 0/1 or +-1)")
+    if 0 in a.shape:
+        raise MatrixError(f"{what}: {a.shape[0]} sample(s) x {a.shape[1]} feature(s)"
+                          f" (shape={a.shape}) while a minimum of 1 is required.")  # fmt: skip
     if a.dtype == bool:
         return np.where(a, 1, -1).astype(np.int8)
     if not np.issubdtype(a.dtype, np.number):
@@ -150,8 +157,16 @@ def check_Xy(X, y, what: str = "training") -> tuple[np.ndarray, np.ndarray]:
     `X` in 0/1 (or boolean) is converted to -1/+1; `X` with other values (NaN included)
     and `y` outside [0, 1] (e.g. percentages) raise MatrixError (a ValueError).
     """
+    require_y(y)
     signs = to_signs(X, what=f"X ({what})" if what else "X")
     return signs, check_y(y, signs.shape[0], what=f"y ({what})" if what else "y")
+
+
+def require_y(y) -> None:
+    """A ValueError when the accuracies `y` a fit needs are missing."""
+    if y is None:
+        raise ValueError("this estimator requires y to be passed, but the target y is None"
+                         " (the models' full-benchmark accuracies)")  # fmt: skip
 
 
 def row_accuracy(signs: np.ndarray) -> np.ndarray:
