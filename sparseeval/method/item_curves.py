@@ -35,21 +35,40 @@ def fit_curves(X, item_ids: Sequence[str], item_mean: bool = True,
     return ItemCurves(tuple(map(str, item_ids)), a, b, item_mean, sources)
 
 
-def fit_logistic(Y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) per column of Y (0/1) from sigmoid(a + b theta), by penalized Newton steps."""
-    n = Y.shape[1]
+def fit_logistic(
+    Y: np.ndarray,
+    theta: np.ndarray,
+    steps: int = STEPS,
+    start: str = "rate",
+    max_step: float | None = None,
+    monotone: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) per column of Y (0/1) from sigmoid(a + b theta): Newton steps on the logistic
+    likelihood with a ridge pulling (a, b) toward (0, 1), all columns at once (2 x 2 systems).
+
+    start: a from each column's rate ("rate") or 0 ("zero"); max_step: the largest step per
+    parameter (None: full steps); monotone: slopes kept >= 0. The one solver of the per-item
+    curves here and of the pool check's anchors (`method.pool.item_curves`).
+    """
     t = np.asarray(theta, float)
-    rate = np.clip(Y.mean(0), 0.02, 0.98)
-    a, b = np.log(rate / (1 - rate)), np.ones(n)
-    for _ in range(STEPS):
-        p = 1 / (1 + np.exp(-np.clip(a[None, :] + b[None, :] * t[:, None], -40, 40)))
-        w = p * (1 - p)
-        r = Y - p
+    if start == "rate":
+        rate = np.clip(Y.mean(0), 0.02, 0.98)
+        a = np.log(rate / (1 - rate))
+    else:
+        a = np.zeros(Y.shape[1])
+    b = np.ones(Y.shape[1])
+    for _ in range(steps):
+        p = np.exp(-np.logaddexp(0.0, -(a[None, :] + b[None, :] * t[:, None])))
+        w, r = p * (1 - p), Y - p
         g_a, g_b = r.sum(0) - RIDGE * a, (r * t[:, None]).sum(0) - RIDGE * (b - 1)
         h_aa = w.sum(0) + RIDGE
         h_ab = (w * t[:, None]).sum(0)
         h_bb = (w * (t * t)[:, None]).sum(0) + RIDGE
         det = h_aa * h_bb - h_ab * h_ab
-        a = a + (h_bb * g_a - h_ab * g_b) / det
-        b = np.maximum(b + (h_aa * g_b - h_ab * g_a) / det, 0.0)
+        d_a, d_b = (h_bb * g_a - h_ab * g_b) / det, (h_aa * g_b - h_ab * g_a) / det
+        if max_step is not None:
+            d_a, d_b = np.clip(d_a, -max_step, max_step), np.clip(d_b, -max_step, max_step)
+        a, b = a + d_a, b + d_b
+        if monotone:
+            b = np.maximum(b, 0.0)
     return a, b

@@ -11,6 +11,7 @@ import numpy as np
 from sparseeval.consume.errors import SettingsError
 from sparseeval.consume.scoring.conformal import conformal_quantile
 from sparseeval.consume.scoring.flags import Edge, PoolCheck, logit, person_fit
+from sparseeval.method.item_curves import fit_logistic
 
 # Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
 DEFAULT_RATE = 0.02  # share of training + calibration models whose pattern is flagged (3%:
@@ -38,30 +39,16 @@ EDGE_RAMP = 0.625
 SUITE_RAMP = 0.0
 MIN_TAIL = 10  # fewer models held out (or left): no edge
 STEP = 1.0  # largest Newton step per parameter (full steps overshoot on near-separable anchors)
-RIDGE = 1.0  # pulls each curve toward P = estimate (a = 0, b = 1): finite for every anchor
 
 
 def item_curves(X, values, steps: int = 50) -> tuple[np.ndarray, np.ndarray]:
-    """Per-anchor logistic fits P(x_i = +1) = sigmoid(a_i + b_i * logit(value)), by Newton.
+    """Per-anchor logistic fits P(x_i = +1) = sigmoid(a_i + b_i * logit(value))
+    (`item_curves.fit_logistic` from (0, 1), steps of at most STEP, slopes of any sign).
 
-    X: models x anchors, +-1; values: each model's estimate. All anchors at once (2 x 2
-    systems), with a ridge pulling (a, b) toward (0, 1) and steps of at most STEP.
+    X: models x anchors, +-1; values: each model's estimate.
     """
     Y = (np.asarray(X, dtype=np.float64) > 0).astype(np.float64)
-    z = logit(values)
-    k = Y.shape[1]
-    a, b = np.zeros(k), np.ones(k)
-    for _ in range(steps):
-        p = np.exp(-np.logaddexp(0.0, -(a[None, :] + b[None, :] * z[:, None])))
-        w, r = p * (1 - p), Y - p
-        ga, gb = r.sum(0) - RIDGE * a, (r * z[:, None]).sum(0) - RIDGE * (b - 1)
-        haa = w.sum(0) + RIDGE
-        hab = (w * z[:, None]).sum(0)
-        hbb = (w * z[:, None] ** 2).sum(0) + RIDGE
-        det = haa * hbb - hab**2
-        a = a + np.clip((hbb * ga - hab * gb) / det, -STEP, STEP)
-        b = b + np.clip((haa * gb - hab * ga) / det, -STEP, STEP)
-    return a, b
+    return fit_logistic(Y, logit(values), steps, start="zero", max_step=STEP, monotone=False)
 
 
 def fit_pool_check(
