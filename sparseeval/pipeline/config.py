@@ -16,7 +16,8 @@ Each setting belongs to one section. It may be given flat or in its section, nev
 
 An unknown setting, one in the wrong section or one given twice is a `SettingsError`
 naming it. (Other `SPARSEEVAL_*` variables without `__`, e.g. SPARSEEVAL_CONFIG, are not
-settings and are left alone.)
+settings and are left alone, unless the name is a near miss of a setting's, e.g.
+SPARSEEVAL_N_ANCHOR: that is an error naming the closest setting.)
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def config_path(
     for candidate in (home / FILE_NAME, Path(FILE_NAME)):
         if candidate.is_file():
             return candidate
+        if candidate.exists():  # a folder (or a pipe) where the settings file goes
+            raise SettingsError(f"{candidate} is not a file: the settings file must be one")
     return None
 
 
@@ -104,10 +107,29 @@ def env_layer(section_of: Mapping[str, str], env: Mapping[str, str]) -> Layer:
         elif rest in section_of:
             name = rest
         else:
+            _mistyped(section_of, key, rest)
             continue  # SPARSEEVAL_CONFIG, SPARSEEVAL_CRON, ...: not a setting
         other = out.get(name, (None, ""))[1].removeprefix("env ")
         _put(out, name, env[key], f"env {key}", f"{other} and {key} both set {name}")
     return out
+
+
+# `SPARSEEVAL_*` variables that are not settings (read elsewhere): never taken for a typo
+NOT_SETTINGS = frozenset({"config", "cron", "light_python", "faults_tag", "console_one_line"})
+# how close a variable's name must be to a setting's to be taken for a mistyped one
+TYPO_CUTOFF = 0.85
+
+
+def _mistyped(section_of: Mapping[str, str], key: str, rest: str) -> None:
+    """A SettingsError when `SPARSEEVAL_{rest}` reads as a mistyped setting (`N_ANCHOR`):
+    a variable that sets nothing must not pass for one that does."""
+    if rest in NOT_SETTINGS:
+        return
+    close = difflib.get_close_matches(rest, list(section_of), n=1, cutoff=TYPO_CUTOFF)
+    if close:
+        raise SettingsError(
+            f"{key}: unknown setting {rest!r} (did you mean {ENV_PREFIX}{close[0].upper()}?)"
+        )
 
 
 def override_layer(section_of: Mapping[str, str], overrides: Mapping[str, Any]) -> Layer:

@@ -46,6 +46,27 @@ def not_finite(value: Any) -> bool:
     return any(isinstance(v, float) and not math.isfinite(v) for v in values)
 
 
+# The most a setting may be: beyond these a night never ends (a billion epochs) or a host
+# drowns (a hundred thousand workers). Generous for any real run; `Settings.check` refuses more.
+MAXIMA: dict[str, int | float] = {
+    "epochs": 100_000, "patience": 100_000, "ensemble": 100, "refine_steps": 10_000,
+    "swap_candidates": 1_000, "n_anchors": 100_000, "workers": 256, "hub_max_repos": 100_000,
+    "lease_wait_seconds": 86_400.0, "min_new_models": 1_000_000, "drift_window": 1_000_000,
+    "drift_paired_models": 1_000_000, "drift_alert_nights": 366,
+}  # fmt: skip
+
+
+def too_big(values: dict[str, Any]) -> list[str]:
+    """`NAME must be at most MAX, got VALUE` for each setting above its maximum (`MAXIMA`)."""
+    out = []
+    for name, most in MAXIMA.items():
+        value = values.get(name)
+        given = value if isinstance(value, tuple | list) else (value,)
+        if any(isinstance(v, int | float) and v > most for v in given):
+            out.append(f"{name} must be at most {most:,}, got {shown(value)}")
+    return out
+
+
 _BOOLS = {"1": True, "true": True, "yes": True, "on": True,
           "0": False, "false": False, "no": False, "off": False}  # fmt: skip
 # (what a setting of this annotation must be, in words; whether a value is one)

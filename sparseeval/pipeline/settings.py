@@ -21,6 +21,7 @@ from sparseeval.pipeline.setting_values import (
     converted,
     not_finite,
     read_toml,
+    too_big,
     type_problem,
 )
 
@@ -155,6 +156,7 @@ class Settings(_Derived):
                     for f in fields(self) if not_finite(getattr(self, f.name))]  # fmt: skip
         problems += [f"{name} must be {rule}, got {getattr(self, name)!r}"
                      for name, rule, ok in self._rules() if not ok]  # fmt: skip
+        problems += too_big({f.name: getattr(self, f.name) for f in fields(self)})
         if problems:
             raise SettingsError("; ".join(problems))
 
