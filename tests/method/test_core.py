@@ -131,6 +131,7 @@ def test_selection_never_reads_test_rows(small, proxy):
                 init_candidates=("kmeans", "random", "greedy"),
                 refine_steps=2,
                 proxy=proxy,
+                judge="loo" if proxy == "ridge" else "validation",
                 proxy_epochs=30,
                 **QUIET,
             )
@@ -451,3 +452,17 @@ def test_calibration_estimates_are_saved_and_read_back(tmp_path):
     del meta["calibration_predictions"]  # a fit saved before they were
     (tmp_path / "fit/anchors.json").write_text(json.dumps(meta))
     assert load_fitted(tmp_path / "fit").calibration_predictions_ is None
+
+
+def test_one_set_of_selection_defaults():
+    """`AnchorSelector`, `SparseEval` and `Settings` default every selection knob alike."""
+    import inspect
+
+    from sparseeval.method.selection import AnchorSelector
+
+    selector = inspect.signature(AnchorSelector).parameters
+    estimator = inspect.signature(SparseEval).parameters
+    settings = Settings()
+    for name in ("n_anchors", "init", "refine_steps", "acceptance", "swap_candidates",
+                 "proxy", "judge"):  # fmt: skip
+        assert selector[name].default == estimator[name].default == getattr(settings, name)
