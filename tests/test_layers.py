@@ -46,7 +46,7 @@ THIRD_PARTY: dict[str, set[str]] = {
 }
 # Optional packages a layer may import inside a function only (when that feature is used).
 LAZY: dict[str, set[str]] = {
-    "consume": {"huggingface_hub", "cryptography", "yaml", "lm_eval", "datasets"},
+    "consume": {"huggingface_hub", "cryptography", "yaml", "lm_eval", "datasets", "zstandard"},
     "cli": {"numpy", "polars", "duckdb", "prefect"},
 }
 # Every pipeline module (its first name under pipeline/) in one tier, lowest first.

@@ -2,7 +2,8 @@
 
 Forms: {item: correct}, a DataFrame with columns `item` and `correct`, or a sequence in
 anchor order. Files: CSV (`item,correct`), JSONL (`{"item", "correct"}` per line), JSON
-(`{item: correct}` or a list of such objects) and lm-eval `--log_samples` output.
+(`{item: correct}` or a list of such objects), lm-eval `--log_samples` output and Inspect AI
+logs (`.eval`, `.json`; `inspect_answers`).
 `correct` is 0/1, true/false or -1/+1; empty, None and NaN mean "not answered".
 Files are UTF-8 (a leading byte-order mark is fine). An anchor answered twice with
 different answers (in one file or across files) is refused; identical repeats are fine.
@@ -123,6 +124,7 @@ def read_responses_files(
     refused naming the file, byte offset and line.
     lm_eval_options: `metric`, `filter`, `task` for lm-eval output (see `consume.lm_eval.harness`).
     """
+    from sparseeval.consume.answers.inspect_answers import inspect_answers, is_inspect_log
     from sparseeval.consume.lm_eval.harness import is_samples_file
 
     merged = MergedAnswers(set(getattr(anchor_set, "known_items", anchor_set.items)))
@@ -132,6 +134,11 @@ def read_responses_files(
             raise ResponsesError(f"{printable(f)}: no such file or folder")
         if not (f.is_file() or f.is_dir()):
             raise ResponsesError(f"{printable(f)}: not a regular file or folder (a pipe?)")
+        if is_inspect_log(f):  # a .eval or .json Inspect log (consume.answers.inspect_answers)
+            ignore = bool((lm_eval_options or {}).get("ignore_hash_mismatch"))
+            for item, value, where in inspect_answers(f, anchor_set, ignore):
+                merged.add(item, value, where)
+            continue
         try:
             samples = f.is_dir() or is_samples_file(f)
         except UnicodeDecodeError:

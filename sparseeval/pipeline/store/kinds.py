@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sparseeval.pipeline.store.hub import OpenLLMLeaderboard
 from sparseeval.pipeline.store.ingestion import Source
+from sparseeval.pipeline.store.inspect_logs import InspectLogs, is_inspect_log, log_files
 from sparseeval.pipeline.store.lm_eval_run import LmEvalRun
 from sparseeval.pipeline.store.score_files import ScoresFile, looks_like_scores
 from sparseeval.pipeline.store.synthetic import SyntheticLeaderboard
@@ -48,6 +49,7 @@ SOURCE_KINDS: dict[str, SourceKind] = {
         SourceKind("lm-eval", LmEvalGlob.from_spec, "lm-eval:GLOB"),
         SourceKind("inbox", Inbox.from_spec, "inbox:DIR"),
         SourceKind("scores", ScoresFile.from_spec, "scores:FILE.csv"),
+        SourceKind("inspect", InspectLogs.from_spec, "inspect:LOG.eval|LOGDIR"),
     ]
 }
 
@@ -56,6 +58,7 @@ FILE_FORMATS: dict[str, Callable[[Path, SpecOptions], Source]] = {
     "long": lambda path, options: LongTable(path),
     "wide": lambda path, options: WideTable(path, _benchmark_of(path, options)),
     "lm-eval": lambda path, options: LmEvalRun(path, options.model),
+    "inspect": lambda path, options: InspectLogs(path, options.model, options.benchmark),
 }
 FORMATS = ("auto", *FILE_FORMATS)
 # What looks like a prefix: a word of two or more characters before a colon (`C:` is a drive).
@@ -110,7 +113,11 @@ def _benchmark_of(path: Path, options: SpecOptions) -> str:
 
 def _guess_format(path: Path) -> str:
     """lm-eval for folders and results JSON, long for Parquet, wide or long by a CSV header."""
+    if is_inspect_log(path):
+        return "inspect"
     if path.is_dir():
+        if not _has_lm_eval_output(path) and any(map(is_inspect_log, log_files(path))):
+            return "inspect"
         if not _has_lm_eval_output(path):
             raise SourceError(
                 f"{path} is a folder without lm-eval output (results_*.json, samples_*.jsonl);"
