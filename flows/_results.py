@@ -58,9 +58,23 @@ def fit_said(r: BenchmarkResult, budget: int | None = None) -> str:
     note = (r.matrix.target or {}).get("note")
     return (
         f"{r.matrix.n_models:,} models x {r.matrix.n_items:,} items, {fit.n_anchors}"
-        f" anchors{capped}, test MAE {test['mae']:.2f} points ({how})"
-        + (f"; target {note}" if note else "")
+        f" anchors{capped}, {_saving(fit.n_anchors, r.matrix.n_items)}, test MAE"
+        f" {test['mae']:.2f} points ({how})" + (f"; target {note}" if note else "")
+        + _saves_little(fit.n_anchors, r.matrix.n_items)
     )
+
+
+def _saving(n_anchors: int, n_items: int) -> str:
+    """`3.3x cheaper than all items`: what answering only the anchors saves."""
+    return f"{n_items / n_anchors:.1f}x cheaper than all items"
+
+
+def _saves_little(n_anchors: int, n_items: int) -> str:
+    """A hint when the anchors are over half the items (under 2x cheaper), else ''."""
+    if 2 * n_anchors <= n_items or n_items < 6:
+        return ""
+    k = n_items // 3
+    return f"; saves little: --anchors {k} would read a third of the items ({n_items / k:.1f}x)"
 
 
 def with_sibling_budgets(results: list[BenchmarkResult]) -> list[BenchmarkResult]:

@@ -25,6 +25,9 @@ def test_a_budget_above_the_pool_is_capped_and_said_in_one_line(tmp_path, capfd,
     said = "arc: 150 models x 12 items, 11 anchors (of 12 asked: one item at least stays out)"
     assert said in err
     assert "Traceback" not in err and "n_anchors must be in" not in err
+    # what the anchors save, and a hint when they save little (issue [5/5], item 1)
+    assert f"{said}, 1.1x cheaper than all items" in err
+    assert "saves little: --anchors 4 would read a third of the items (3.0x)" in err
 
 
 def test_a_pool_too_small_fails_the_benchmark_in_one_line(tmp_path, capfd, cli_refresh):
