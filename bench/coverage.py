@@ -25,7 +25,7 @@ band and by true-score third.
     python bench/coverage.py                               # metabench, k = 50, 5 seeds
     python bench/coverage.py --data demo --anchors 100
     python bench/coverage.py --data arc --seeds 1 --cache /tmp/cov
-    python bench/coverage.py --data suite --out bench/results/coverage_bands_suite.txt
+    python bench/coverage.py --data suite --out bench/out/coverage_bands_suite.txt
 """
 
 from __future__ import annotations
@@ -182,6 +182,7 @@ def main() -> None:
     print(text)
     if args.out:
         command = "python bench/coverage.py " + " ".join(sys.argv[1:])
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(f"$ {command}\n\n{text}\n")
 
 

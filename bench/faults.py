@@ -1,9 +1,9 @@
 """Fault injection: `kill -9` at seeded random moments during ingest and refresh/publish.
 
     python bench/faults.py                  # 6 random kills per scenario, 4 in the publish window
-    python bench/faults.py --refresh-kills 4              # what bench/results/faults.txt ran
+    python bench/faults.py --refresh-kills 4              # what bench/RESULTS.md's table ran
     python bench/faults.py --kills 12 --rows 8000000 --publish-kills 6 --seed 1 --json
-    python bench/faults.py --corpus --save bench/results/faults_corpus.txt   # the bad-input corpus
+    python bench/faults.py --corpus --save bench/out/faults_corpus.txt   # the bad-input corpus
 
 Scenarios (each kill is followed by a recovery run of the very same command, to completion):
 
@@ -42,7 +42,7 @@ After each kill, and again after the recovery run, it checks:
                       still alive 20 s after the CLI was killed or had exited (read from
                       /proc; survivors are then killed by pid so the next trial starts clean).
 
-Measured on 2 shared cores: see bench/results/faults.txt.
+Measured: bench/RESULTS.md, section Faults.
 """
 
 from __future__ import annotations
@@ -838,6 +838,7 @@ def corpus_main(args: argparse.Namespace) -> int:
     else:
         print(text)
     if args.save:
+        Path(args.save).parent.mkdir(parents=True, exist_ok=True)
         Path(args.save).write_text(text + "\n")
     return 1 if failed else 0
 

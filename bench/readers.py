@@ -17,7 +17,7 @@ A read is consistent when its estimate and interval equal those of the version i
 a mixed (or unknown) read. Checks: no errors, no mixed reads, and every version read was
 one that `latest` pointed at.
 
-Measured on 2 shared cores: see bench/results/readers.txt.
+Measured: bench/RESULTS.md, section Readers during publishes.
 """
 
 from __future__ import annotations

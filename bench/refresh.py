@@ -8,12 +8,7 @@ Six synthetic benchmarks shaped like the Open LLM Leaderboard v1 (1,172 / 1,319 
 
 Prefect runs on its own temporary server; its start-up is timed separately.
 
-Measured 2026-12-03 14:42 (2 CPUs, load 0.6-2.1, nothing else running;
-bench/results/refresh_round7.txt): cold 614.4 s (ingest 94.3 s); warm 7.2 s (nothing trained or
-published); +100 models on arc 35.2 s, retraining arc only. The same code at 17:38 (load
-0.25-2.1): cold 841.2 s (ingest 149.6 s), warm 6.3 s, +100 on arc 48.3 s, the same MAEs
-(bench/results/speed_issue30_round8.txt).
-Dec 2: cold 684.3 s (bench/results/refresh.txt).
+Measured: bench/RESULTS.md, section Refresh.
 """
 
 from __future__ import annotations

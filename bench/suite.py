@@ -159,7 +159,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--anchors", type=int, default=50)
-    ap.add_argument("--out", default="bench/results/suite.jsonl")
+    ap.add_argument("--out", default="bench/out/suite.jsonl")
     ap.add_argument("--test", choices=("random", "strongest"), default="random",
                     help="test models: 400 at random, or the strongest decile by leaderboard "
                     "average (never trained on)")  # fmt: skip
@@ -185,6 +185,7 @@ def main() -> None:
         new = run_seed(X, y, args.anchors, seed, held_out, cache)
         new = [r | {"test": args.test} for r in new]
         rows += new
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # bench/out/ (ignored)
         with open(args.out, "a") as f:
             f.writelines(json.dumps(r) + "\n" for r in new)
         print(

@@ -12,7 +12,7 @@ Leaderboard v1 value from open-llm-leaderboard.csv). Both are scored against the
 leaderboard's value, in points. `subset-mean` is the mean over only the stored (selected)
 items, used as the estimate itself. Data: ../shared/data/metabench_reduced (never copied).
 
-    python bench/targets.py [--data DIR] [--seeds 5] [--out bench/results/targets.txt]
+    python bench/targets.py [--data DIR] [--seeds 5] [--out bench/out/targets.txt]
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--out", type=Path, default=Path("bench/results/targets.txt"))
+    ap.add_argument("--out", type=Path, default=Path("bench/out/targets.txt"))
     args = ap.parse_args()
     lines = [
         f"MAE (points) against the Open LLM Leaderboard v1 value; {N_HELD_OUT} held-out"

@@ -11,7 +11,7 @@ is micro against the leaderboard's macro mean and TruthfulQA mc1 against mc2, so
 row is called good by that test; there the row's own values are shown). Data:
 ../shared/data/metabench_reduced (never copied).
 
-    python bench/targets_quarantine.py [--data DIR] [--out bench/results/targets_quarantine.txt]
+    python bench/targets_quarantine.py [--data DIR] [--out bench/out/targets_quarantine.txt]
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def main() -> None:
     text = "\n".join(run(args.data)) + "\n"
     print(text, end="")
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
 
 

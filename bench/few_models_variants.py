@@ -4,7 +4,7 @@ On `synthetic-narrow` (5,000 x 1,319, accuracy sd 0.135; `bench/accuracy.py`'s s
 test models, 90 labelled of which 18 validate), seeds 0-4, test MAE in points of the
 defaults, some one-setting variants, and greedy + ridge.
 
-    python bench/results/few_models_variants.py 100
+    python bench/few_models_variants.py 100
 """
 
 import sys
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: accuracy.py
 from accuracy import QUIET, load, split
 
 from sparseeval import Settings
