@@ -21,7 +21,7 @@ from sparseeval.cli.anchor_args import (
     add_next_options,
     chosen_items,
 )
-from sparseeval.cli.common import UserError
+from sparseeval.cli.common import UserError, quoted, write_text_atomic
 
 
 def add_anchors_command(subparsers) -> None:
@@ -94,10 +94,8 @@ def cmd_anchors(args) -> int:
     aset = load_anchor_set(root, args.benchmark, args.version, **_trust(args))  # the key too
     members = load_suite(root, aset.version).own if aset.benchmark == SUITE else None
     rows = anchor_rows(aset, None if args.next is None else chosen_items(aset, args), members)
-    if template is not None:
-        template.parent.mkdir(parents=True, exist_ok=True)
-        rows_text = "".join(f"{r['item']},\n" for r in rows)
-        template.write_text("item,correct\n" + rows_text, newline="\n")  # LF on every OS
+    if template is not None:  # LF on every OS; a full disk leaves no half file
+        write_text_atomic(template, "item,correct\n" + "".join(f"{r['item']},\n" for r in rows))
     if args.json:
         out = {
             "benchmark": aset.benchmark, "version": aset.version, "source": aset.source,
@@ -118,20 +116,14 @@ def cmd_anchors(args) -> int:
     )
     what = "anchors" if args.next is None else f"more items ({args.strategy}, not anchors)"
     print(f"{aset.benchmark} v{aset.version}: {len(rows)} {what} ({where})", file=sys.stderr)
-    if template is not None and args.next is not None:
+    if template is not None:
+        answers = [*(args.responses if args.next is not None else []), template]
         print(
             f"wrote {template}: fill the correct column with 0/1, then: sparseeval predict "
-            f"--anchor-set {root} --benchmark {aset.benchmark} --version {aset.version}"
+            f"--anchor-set {quoted(root)} --benchmark {quoted(aset.benchmark)}"
+            f" --version {aset.version}"
             + (f" --budget {args.budget}" if args.budget else "")
-            + f" --responses {' '.join(args.responses)} {template}",
-            file=sys.stderr,
-        )
-    elif template is not None:
-        print(
-            f"wrote {template}: fill the correct column with 0/1, then: sparseeval predict "
-            f"--anchor-set {root} --benchmark {aset.benchmark} --version {aset.version}"
-            + (f" --budget {args.budget}" if args.budget else "")
-            + f" --responses {template}",
+            + f" --responses {' '.join(map(quoted, answers))}",
             file=sys.stderr,
         )
     return 0

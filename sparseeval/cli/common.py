@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import errno
+import math
+import os
+import shlex
+import shutil
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from sparseeval.consume.errors import SparseEvalError, is_user_error
@@ -31,9 +38,40 @@ def report(command: str, exc: BaseException) -> int:
         return fail(command, hint)
     if is_user_error(exc):
         return fail(command, first_line(exc))
+    if (fault := environment_fault(exc)) is not None:
+        return fail(command, fault)
     traceback.print_exception(exc, file=sys.stderr)
     print(f"sparseeval {command}: {BUG}", file=sys.stderr)
     return EXIT_BUG
+
+
+# errno values that say the machine, not sparseeval, failed: a full disk or quota, a read-only
+# or failing file system, no file handles or memory left
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO,
+                                errno.EMFILE, errno.ENFILE, errno.ENOMEM})  # fmt: skip
+
+
+def environment_fault(exc: BaseException) -> str | None:
+    """One line for an error of the environment met anywhere in `exc`'s chain (a full disk,
+    a server that is down or answers junk: `PREFECT_API_URL`), else None (a bug)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
+            what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "system"
+            return f"{first_line(exc)} ({what}: nothing half-written; fix it, then run again)"
+        if isinstance(exc, ConnectionError | TimeoutError) or _network(exc):
+            return (
+                f"{first_line(exc)} (the server could not be used: is it up, and is"
+                " PREFECT_API_URL right?)"
+            )
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _network(exc: BaseException) -> bool:
+    """An HTTP client's error (httpx, as Prefect's client raises): a network or server fault."""
+    return any(k.__module__.split(".")[0] == "httpx" for k in type(exc).__mro__)
 
 
 def first_line(exc: BaseException) -> str:
@@ -101,3 +139,72 @@ def _installed_from() -> Path | None:
     folders = [Path(unquote(urlparse(url).path))] if url.startswith("file://") else []
     folders.append(Path(__file__).resolve().parents[2])  # sparseeval/cli/common.py
     return next((f for f in folders if _is_checkout(f)), None)
+
+
+def quoted(path: object) -> str:
+    """A path (or word) for a `next:` command line a user pastes: quoted for the shell when
+    it needs it (spaces, `$(...)`), as it is otherwise."""
+    return shlex.quote(str(path))
+
+
+def write_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """`write(tmp)` to a temporary file beside `path`, then `os.replace` it into place: a full
+    disk or a crash leaves `path` as it was (no empty or half file); the temporary goes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """`path.write_text(text)` (LF newlines) by `write_atomic`."""
+    return write_atomic(path, lambda tmp: tmp.write_text(text, newline="\n"))
+
+
+def write_folders_atomic(folder: str | Path, write: Callable[[Path], object]) -> list[Path]:
+    """`write(staging)` into a fresh folder beside `folder`, then move each folder it made into
+    `folder` by rename (replacing one of the same name): a full disk while writing leaves
+    `folder` as it was. Returns the folders now in place."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        write(staging)
+        placed = []
+        for made in sorted(staging.iterdir()):
+            target = folder / made.name
+            old = folder / f".{made.name}.old{os.getpid()}"
+            if target.exists():
+                os.replace(target, old)
+            os.replace(made, target)
+            shutil.rmtree(old, ignore_errors=True)
+            placed.append(target)
+        return placed
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def number(low: float, high: float | None = None, *, low_open: bool = False) -> Callable:
+    """An argparse type: a finite number in [low, high] (`(low, ...` when `low_open`), with a
+    one-line usage error otherwise (`--max-width -3`)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        too_low = value <= low if low_open else value < low
+        if not math.isfinite(value) or too_low or (high is not None and value > high):
+            side = f"above {low:g}" if low_open else f"at least {low:g}"
+            bound = side + (f" and at most {high:g}" if high is not None else "")
+            raise argparse.ArgumentTypeError(f"must be a number {bound}, got {text!r}")
+        return value
+
+    return parse

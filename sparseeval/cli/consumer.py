@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sparseeval.cli.anchor_args import FMT, _anchor_root, _common, _guarded, _trust
-from sparseeval.cli.common import UserError
+from sparseeval.cli.common import UserError, number
 from sparseeval.cli.export_lm_eval import add_export_command
 
 
@@ -69,7 +69,7 @@ def _add_predict(subparsers) -> None:
     )
     p.add_argument(
         "--max-width",
-        type=float,
+        type=number(0, low_open=True),
         metavar="POINTS",
         help="an interval wider than this (points) says how many more items would help",
     )

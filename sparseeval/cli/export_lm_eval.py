@@ -17,7 +17,7 @@ from sparseeval.cli.anchor_args import (
     add_next_options,
     chosen_items,
 )
-from sparseeval.cli.common import UserError
+from sparseeval.cli.common import UserError, quoted, write_folders_atomic, write_text_atomic
 
 
 def add_export_command(subparsers) -> None:
@@ -102,15 +102,13 @@ def cmd_export_lm_eval(args) -> int:
         members = [m for a in sets for m in _members(a)]
         parts = [export_samples(a.items, a.benchmark, a.item_sources, args.task) for a in members]
         mapping = merge_samples(*parts)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(mapping, indent=1) + "\n")
+    out = write_text_atomic(args.out, json.dumps(mapping, indent=1) + "\n")  # no half file
     n = sum(len(v) for v in mapping.values())
-    tasks = " ".join(mapping)
+    tasks = " ".join(map(quoted, mapping))
     print(f"wrote {n} doc ids for {len(mapping)} task(s) to {out}")
     print(
         f"next: lm-eval run --model hf --model_args pretrained=ORG/MODEL --tasks {tasks} "
-        f"--samples {out} --log_samples --output_path results/",
+        f"--samples {quoted(out)} --log_samples --output_path results/",
         file=sys.stderr,
     )
     _note_unknown_ids(sets)
@@ -196,22 +194,29 @@ def _write_tasks(args, root, sets) -> None:
     if args.dataset:
         dataset = dict(d.split("=", 1) if "=" in d else (plans[0].default_split(), d)
                        for d in args.dataset)  # fmt: skip
-    names = []
-    for aset in sets:
-        if hasattr(aset, "own"):  # the suite
-            folder = write_suite(args.tasks_dir, aset, root, dataset=dataset)
+    names: list[str] = []
+    said: list[str] = []
+
+    def write_all(staging: Path) -> None:  # then moved into --tasks-dir: no half task on disk
+        for aset in sets:
+            suite = hasattr(aset, "own")
+            write = write_suite if suite else write_task
+            folder = write(staging, aset, root, dataset=dataset)
             names.append(folder.name)
-            print(f"wrote lm-eval group {folder.name} ({len(aset.benchmarks)} benchmarks: "
-                  f"{' '.join(task_name('suite_' + b) for b in aset.benchmarks)}, "
-                  f"suite v{aset.version}) to {folder}")  # fmt: skip
-            continue
-        folder = write_task(args.tasks_dir, aset, root, dataset=dataset)
-        names.append(folder.name)
-        print(f"wrote lm-eval task {folder.name} ({len(aset.items)} anchors, "
-              f"{aset.benchmark} v{aset.version}) to {folder}")  # fmt: skip
+            where = Path(args.tasks_dir) / folder.relative_to(staging)
+            what = (f"group {folder.name} ({len(aset.benchmarks)} benchmarks: "
+                    f"{' '.join(task_name('suite_' + b) for b in aset.benchmarks)}, "
+                    f"suite v{aset.version})" if suite else
+                    f"task {folder.name} ({len(aset.items)} anchors, "
+                    f"{aset.benchmark} v{aset.version})")  # fmt: skip
+            said.append(f"wrote lm-eval {what} to {where}")
+
+    write_folders_atomic(args.tasks_dir, write_all)
+    print("\n".join(said))
     print(
         f"next: lm-eval run --model hf --model_args pretrained=ORG/MODEL --tasks "
-        f"{' '.join(names)} --include_path {args.tasks_dir} --output_path results/",
+        f"{' '.join(map(quoted, names))} --include_path {quoted(args.tasks_dir)}"
+        " --output_path results/",
         file=sys.stderr,
     )
     for line in (n for plan in plans for n in short_shot_splits(plan, dataset)):

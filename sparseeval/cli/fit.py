@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from sparseeval.cli.common import UserError, parse_budgets
+from sparseeval.cli.common import UserError, number, parse_budgets, quoted
 
 FIT_EXAMPLE = """examples:
   sparseeval fit --synthetic 2000 600 --anchors 20,50,100
@@ -35,8 +35,10 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
                      " each budget as an anchor set that predict --anchor-set reads")  # fmt: skip
     fit.add_argument("--benchmark", metavar="NAME",
                      help="name of the sets in --out (default: the data file's name)")  # fmt: skip
-    fit.add_argument("--test", type=float, help="test models: a count, or a fraction if < 1")
-    fit.add_argument("--valid", type=float, help="validation models: count or fraction")
+    fit.add_argument("--test", type=number(0, low_open=True),
+                     help="test models: a count, or a fraction if < 1")  # fmt: skip
+    fit.add_argument("--valid", type=number(0, low_open=True),
+                     help="validation models: count or fraction")  # fmt: skip
     fit.add_argument("--seed", type=int, default=None)
     fit.add_argument("--config", default="sparseeval.toml", help="settings file")
     fit.add_argument("--json", action="store_true", help="print metrics as JSON")
@@ -206,6 +208,6 @@ def _write_sets(args: argparse.Namespace, result, matrix, settings, say) -> None
         f" of {name!r} ({', '.join(str(f) for f in folders)})")  # fmt: skip
     say(LOCAL_LINE)
     say(
-        f"next: sparseeval predict --anchor-set {args.out} --benchmark {name} --responses"
-        " answers.csv"
+        f"next: sparseeval predict --anchor-set {quoted(args.out)} --benchmark {quoted(name)}"
+        " --responses answers.csv"
     )

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sparseeval.cli.common import UserError
+from sparseeval.cli.common import UserError, number
 
 EPILOG = """what is held out:
   rows      rows the ingest quarantined (bad values, unknown benchmarks), per file and reason
@@ -51,7 +51,9 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inbox", action="append", default=[], type=Path, metavar="DIR",
                    help="an inbox to look in (default: the settings' inbox: sources)")  # fmt: skip
     p.add_argument("--store", type=Path, help="store file (default: settings store_path)")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for another writer")
+    p.add_argument(
+        "--wait", type=number(0), default=10.0, help="seconds to wait for another writer"
+    )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=run_quarantine)
 

@@ -17,6 +17,7 @@ from sparseeval.cli.common import (
     fail,
     first_line,
     parse_budgets,
+    quoted,
     report,
 )
 
@@ -196,15 +197,16 @@ def _next_steps(run, settings) -> str:
     if html:
         b = run.results[0].benchmark
         home = settings.home.resolve()  # git-ignored: the filled files stay out of a checkout
-        answers, every = home / "answers.csv", home / "all.csv"
+        b, answers, every = quoted(b), quoted(home / "answers.csv"), quoted(home / "all.csv")
+        at = quoted(pub)  # a home with spaces or `$(...)` in its path pastes as it is
         lines += [
-            f"next: sparseeval anchors --benchmark {b} --anchor-set {pub} --template {answers}"
+            f"next: sparseeval anchors --benchmark {b} --anchor-set {at} --template {answers}"
             "   # the items a new model must answer, and a blank to fill",
-            f"      sparseeval predict --benchmark {b} --anchor-set {pub} --responses {answers}",
+            f"      sparseeval predict --benchmark {b} --anchor-set {at} --responses {answers}",
         ]
         if run.suite and any(h.startswith(str(pub / "suite")) for h in html):
             lines.append(
-                f"      sparseeval anchors --benchmark suite --anchor-set {pub} --template {every}"
+                f"      sparseeval anchors --benchmark suite --anchor-set {at} --template {every}"
                 "   # every benchmark's anchors, read together"
             )
     return "\n".join(lines)

@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sparseeval.cli.common import EXIT_PARTIAL, EXIT_USER_ERROR, UserError, first_line
+from sparseeval.cli.common import (
+    EXIT_PARTIAL,
+    EXIT_USER_ERROR,
+    UserError,
+    first_line,
+    number,
+    write_atomic,
+)
 from sparseeval.consume.errors import SparseEvalError
 
 INGEST_EPILOG = """examples:
@@ -46,7 +53,9 @@ def add_store_commands(subparsers: argparse._SubParsersAction) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, help="store file (default: settings store_path)")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for another writer")
+    p.add_argument(
+        "--wait", type=number(0), default=10.0, help="seconds to wait for another writer"
+    )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
@@ -85,7 +94,9 @@ def _add_matrix(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("benchmark", nargs="?", help="benchmark name (omit to list benchmarks)")
-    p.add_argument("--max-missing", type=float, help="drop models missing more than this share")
+    p.add_argument(
+        "--max-missing", type=number(0, 1), help="drop models missing more than this share"
+    )
     p.add_argument("--export", type=Path, help="write the matrix (.npz or wide .csv)")
     _common(p)
     p.set_defaults(func=run_matrix)
@@ -216,11 +227,11 @@ def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
         import numpy as np
         import polars as pl
 
-        path.parent.mkdir(parents=True, exist_ok=True)
         cols = {
             str(i): (matrix.values[:, j] > 0).astype(np.int8) for j, i in enumerate(matrix.item_ids)
         }
-        pl.DataFrame({"model": matrix.model_ids.astype(str)} | cols).write_csv(path)
+        frame = pl.DataFrame({"model": matrix.model_ids.astype(str)} | cols)
+        write_atomic(path, frame.write_csv)  # a full disk leaves no half file
     else:
         raise UserError(f"--export {path}: use a .npz or .csv file name")
 
