@@ -3,7 +3,7 @@
 Forms: {item: correct}, a DataFrame with columns `item` and `correct`, or a sequence in
 anchor order. Files: CSV (`item,correct`), JSONL (`{"item", "correct"}` per line), JSON
 (`{item: correct}` or a list of such objects), lm-eval `--log_samples` output and Inspect AI
-logs (`.eval`, `.json`; `inspect_answers`).
+logs (`.eval`, `.json`; `inspect_answers`) and Every Eval Ever `{uuid}_samples.jsonl` files.
 `correct` is 0/1, true/false or -1/+1; empty, None and NaN mean "not answered".
 Files are UTF-8 (a leading byte-order mark is fine). An anchor answered twice with
 different answers (in one file or across files) is refused; identical repeats are fine.
@@ -124,6 +124,7 @@ def read_responses_files(
     refused naming the file, byte offset and line.
     lm_eval_options: `metric`, `filter`, `task` for lm-eval output (see `consume.lm_eval.harness`).
     """
+    from sparseeval.consume.answers.eee_answers import eee_answers, is_eee_samples
     from sparseeval.consume.answers.inspect_answers import inspect_answers, is_inspect_log
     from sparseeval.consume.lm_eval.harness import is_samples_file
 
@@ -134,9 +135,10 @@ def read_responses_files(
             raise ResponsesError(f"{printable(f)}: no such file or folder")
         if not (f.is_file() or f.is_dir()):
             raise ResponsesError(f"{printable(f)}: not a regular file or folder (a pipe?)")
-        if is_inspect_log(f):  # a .eval or .json Inspect log (consume.answers.inspect_answers)
+        if (eee := is_eee_samples(f)) or is_inspect_log(f):  # inspect_answers, eee_answers
             ignore = bool((lm_eval_options or {}).get("ignore_hash_mismatch"))
-            for item, value, where in inspect_answers(f, anchor_set, ignore):
+            read = eee_answers if eee else inspect_answers
+            for item, value, where in read(f, anchor_set, ignore):
                 merged.add(item, value, where)
             continue
         try:

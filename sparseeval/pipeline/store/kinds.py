@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparseeval.pipeline.store.eee import EeeRecords
 from sparseeval.pipeline.store.hub import OpenLLMLeaderboard
 from sparseeval.pipeline.store.ingestion import Source
 from sparseeval.pipeline.store.inspect_logs import InspectLogs, is_inspect_log, log_files
@@ -50,6 +51,7 @@ SOURCE_KINDS: dict[str, SourceKind] = {
         SourceKind("inbox", Inbox.from_spec, "inbox:DIR"),
         SourceKind("scores", ScoresFile.from_spec, "scores:FILE.csv"),
         SourceKind("inspect", InspectLogs.from_spec, "inspect:LOG.eval|LOGDIR"),
+        SourceKind("eee", EeeRecords.from_spec, "eee:DATASTORE_DIR|UUID_samples.jsonl"),
     ]
 }
 

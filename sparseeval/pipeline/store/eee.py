@@ -1,0 +1,163 @@
+"""Every Eval Ever records as a store source: a datastore folder watched nightly, or one file.
+
+Each `{uuid}_samples.jsonl` with its aggregate `{uuid}.json` beside it is one unit, read by
+the consumer's reader (`consume.answers.eee_answers`: the layout, the item identity and how a
+record's score is read). Records without a binary score (graded, contradicted by
+`is_correct`) and records of another model than the aggregate's are quarantined with the
+reason; each item's `sample_hash` is stored as its content hash (`eee_sample_hash:…`).
+Aggregates without a samples file hold no per-item results and are not read.
+
+A folder (a checkout or download of the datastore, `data/{collection}/{developer}/{model}/`)
+is read again every night: a file changed within the settle time is pending, a samples
+file whose bytes are not the ones its aggregate's checksum names fails (read once they
+agree), and content read before is skipped by its fingerprint, so each record lands once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from sparseeval.consume.answers.eee_answers import (
+    CONTENT_HASH,
+    SAMPLES_SUFFIX,
+    Aggregate,
+    EeeError,
+    EeeRecord,
+    aggregate_path,
+    check_checksum,
+    read_aggregate,
+    read_records,
+)
+from sparseeval.consume.answers.identity import OPAQUE
+from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.pipeline.store.db import Store
+from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
+from sparseeval.pipeline.store.unit import (
+    BAD_SCHEMA,
+    SourceError,
+    SpecOptions,
+    Unit,
+    conform,
+    existing,
+    no_stage,
+    stage_frames,
+)
+from sparseeval.pipeline.store.watched import SETTLE_SECONDS, _age, _guarded, _pending, _target
+
+KIND = "eee"
+
+
+@dataclass
+class EeeRecords:
+    """Every Eval Ever records: a folder in the datastore's layout, or one samples file."""
+
+    path: Path
+    benchmark: str | None = None
+    settle_seconds: float | None = None
+
+    @classmethod
+    def from_spec(cls, body: str, options: SpecOptions) -> EeeRecords:
+        """`PATH` (the spec `eee:PATH`); every record's benchmark from the options if given."""
+        return cls(Path(_target(KIND, body, "a folder or samples file", "eee:EEE_datastore/data")),
+                   options.benchmark)  # fmt: skip
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        path = existing(self.path)
+        if path.is_file():
+            yield _samples_unit(path, self.benchmark)
+            return
+        settle = SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
+        now = time.time()
+        for samples in sorted(path.rglob(f"*{SAMPLES_SUFFIX}")):
+            if any(part.startswith(".") for part in samples.relative_to(path).parts):
+                continue
+            age = _age([samples, aggregate_path(samples)], now)
+            if age < settle:
+                yield _pending(KIND, samples, f"modified {age:.1f}s ago", settle)
+            else:
+                yield from _guarded(KIND, samples, _OneFile(samples, self.benchmark), store)
+
+
+@dataclass
+class _OneFile:
+    path: Path
+    benchmark: str | None
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        yield _samples_unit(self.path, self.benchmark)
+
+
+def _samples_unit(samples: Path, benchmark: str | None) -> Unit:
+    if not samples.name.endswith(SAMPLES_SUFFIX):
+        raise SourceError(f"{samples}: not an EEE samples file ({{uuid}}{SAMPLES_SUFFIX})")
+    agg_path = aggregate_path(samples)
+    if not agg_path.is_file():
+        raise SourceError(f"{samples}: no aggregate {agg_path.name} beside it")
+    try:
+        agg = read_aggregate(agg_path)
+        check_checksum(samples, agg)
+    except EeeError as exc:
+        raise SourceError(str(exc)) from None
+    key = fingerprint(KIND, benchmark, file_sha256(samples), file_sha256(agg_path))
+    unit = Unit(KIND, str(samples), key, [str(samples)], no_stage, frames=(ITEM_HASH_FRAME,),
+                id_kind=OPAQUE)  # fmt: skip
+    unit.stage = partial(_stage, samples, agg, benchmark, unit)
+    return unit
+
+
+def _stage(
+    samples: Path, agg: Aggregate, benchmark: str | None, unit: Unit,
+    con: duckdb.DuckDBPyConnection,
+) -> None:  # fmt: skip
+    try:
+        records = list(read_records(samples, agg))
+    except EeeError as exc:
+        raise SourceError(str(exc)) from None
+    good, bad = record_rows(records, agg.model, benchmark)
+    unit.read_with.clear()
+    for name in good["benchmark"].unique(maintain_order=True).to_list():
+        unit.read_with[name] = "evaluation.score (0/1)"
+    stage_hashes(con, good)
+    stage_frames(con, good, bad)
+
+
+def record_rows(
+    records: list[EeeRecord], model: str, benchmark: str | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows in the staging layout with their hash, quarantined records with the reason)."""
+    problems = [_problem(r, model) for r in records]
+    read = [r for r, p in zip(records, problems, strict=True) if p is None]
+    good = pl.DataFrame(
+        {
+            "benchmark": [benchmark or r.benchmark for r in read],
+            "item": [r.item for r in read],
+            "correct": [r.correct for r in read],
+            "line": [r.line for r in read],
+            "hash": [f"{CONTENT_HASH}:{r.sample_hash}" if r.sample_hash else None for r in read],
+        },
+        schema_overrides={"line": pl.Int64, "correct": pl.String, "hash": pl.String,
+                          "benchmark": pl.String, "item": pl.String},
+    ).with_columns(model=pl.lit(model), ref_no=pl.lit(0))  # fmt: skip
+    failed = [(r, p) for r, p in zip(records, problems, strict=True) if p is not None]
+    bad = pl.DataFrame(
+        {
+            "line": [r.line for r, _ in failed],
+            "raw": [r.raw for r, _ in failed],
+            "reason": [p for _, p in failed],
+        },
+        schema_overrides={"line": pl.Int64, "raw": pl.String, "reason": pl.String},
+    ).with_columns(ref_no=pl.lit(0))
+    return conform(good, HASHED_SCHEMA), conform(bad, BAD_SCHEMA)
+
+
+def _problem(record: EeeRecord, model: str) -> str | None:
+    if record.model and record.model != model:
+        return f"model_id {record.model[:80]!r} is not the aggregate's ({model[:80]})"
+    return record.problem
