@@ -81,20 +81,27 @@ def sample_hash(raw: str, reference: list[str]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def write_eee(root: Path, model: str, scores: dict[str, object], stamp: int = 1750000000) -> Path:
+def write_eee(
+    root: Path, model: str, scores: dict[str, object], stamp: int = 1750000000,
+    more: dict[str, dict] | None = None,
+) -> Path:  # fmt: skip
     """`data/demo-source/{dev}/{name}/{uuid}.json` + `_samples.jsonl`; the samples file.
 
-    `scores`: {sample_id: score, or (score, is_correct)}."""
+    `scores`: {sample_id: score, or (score, is_correct)}; `more`: {evaluation_result_id:
+    scores} of other metrics of the same samples (the schema's fan-out: one record each)."""
     dev, name = model.split("/")
     folder = root / "data" / "demo-source" / dev / name
     folder.mkdir(parents=True, exist_ok=True)
     file_uuid = str(uuid.uuid4())
     eval_id = f"demo-source/{dev}_{name}/{stamp}"
     lines = []
-    for sid, value in scores.items():
+    results = [(BENCH, sid, value) for sid, value in scores.items()] + [
+        (rid, sid, value) for rid, table in (more or {}).items() for sid, value in table.items()
+    ]
+    for rid, sid, value in results:
         score, ok = value if isinstance(value, tuple) else (value, value == 1)
         rec = copy.deepcopy(RECORD) | {"evaluation_id": eval_id, "model_id": model,
-                                       "sample_id": sid}  # fmt: skip
+                                       "sample_id": sid, "evaluation_result_id": rid}  # fmt: skip
         rec["input"]["raw"] = f"What is {sid}?"
         rec["sample_hash"] = sample_hash(rec["input"]["raw"], rec["input"]["reference"])
         rec["evaluation"] = {"score": score, "is_correct": ok}
@@ -139,11 +146,15 @@ def quick_settle(monkeypatch):
 
 def test_a_datastore_folder_is_ingested_with_hashes_and_reasons(tmp_path):
     write_eee(tmp_path, "org/a", {"s1": 1.0, "s2": 0.0, "s3": 0.43, "s4": (1.0, False)})
-    write_eee(tmp_path, "org/b", {"s1": 0.0, "s2": 1.0})
+    write_eee(tmp_path, "org/b", {"s1": 0.0, "s2": 1.0}, more={"f1": {"s1": 0.5, "s2": 0.0}})
     aged(tmp_path)
     path = store_with(tmp_path / "s.duckdb")
     summary = ingest_sources(path, [f"eee:{tmp_path / 'data'}"], fill_if_empty=False)
     assert (summary.new, summary.quarantined, summary.failed) == (4, 2, 0)
+    assert (
+        f"{BENCH}={BENCH}; evaluation.score (2 records of other results not read)"
+        in (summary.lines[1])
+    )  # org/b's f1 records: another metric of the same samples
     rows = stored(path)
     assert [(m, i, c) for m, i, c, _ in rows] == [
         ("org/a", "s1", True), ("org/a", "s2", False), ("org/b", "s1", False),

@@ -12,11 +12,12 @@ frozen example `tests/data/skill_reference_conversion/`): the datastore
 
 Item identity: `sample_id`, with `sample_hash` (sha256 of the input's raw text and
 reference) as its content hash, `eee_sample_hash:…`. The benchmark is the record's
-`evaluation_name`. A record is read as `1`/`0` from a binary `evaluation.score` (or, with
-no score, from `is_correct`); a graded score (0 < score < 1) gets the reason `graded score
-0.43: graded items are not supported yet`, and a binary score that `is_correct` contradicts
-is refused too. A samples file whose bytes differ from the aggregate's checksum (changed
-or cut short) is refused whole.
+`evaluation_name`; of a sample scored by several metrics (one record per
+`evaluation_result_id`) the benchmark's first result is read (`one_result`). A record is
+read as `1`/`0` from a binary `evaluation.score` (or, with no score, from `is_correct`); a
+graded score (0 < score < 1) gets the reason `graded score 0.43: graded items are not
+supported yet`, and a binary score that `is_correct` contradicts is refused too. A samples
+file whose bytes differ from the aggregate's checksum (changed or cut short) is refused whole.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class EeeRecord:
     problem: str | None
     sample_hash: str | None
     raw: str
+    result_id: str | None = None  # evaluation_result_id: the aggregate result (metric) it feeds
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ def eee_answers(
     path = Path(path)
     benchmark = getattr(anchor_set, "benchmark", None)
     sources = getattr(anchor_set, "item_sources", None) or {}
-    records = [r for r in read_records(path) if r.benchmark == benchmark]
+    records = one_result([r for r in read_records(path) if r.benchmark == benchmark])[0]
     if not records:
         raise EeeError(f"{path}: no records with evaluation_name {benchmark!r}")
     bad = [
@@ -164,13 +166,30 @@ def _record(samples: Path, n: int, text: str, agg: Aggregate | None) -> EeeRecor
     if agg is not None and rec.get("evaluation_id") != agg.evaluation_id:
         raise EeeError(f"{where}: evaluation_id is not its aggregate's ({agg.evaluation_id})")
     correct, problem = _correctness(rec.get("evaluation"))
-    sample_hash = rec.get("sample_hash")
     return EeeRecord(
         n, str(rec.get("model_id") or ""), str(rec.get("evaluation_name") or ""),
         str(rec.get("sample_id") or ""), correct, problem,
-        sample_hash if isinstance(sample_hash, str) and sample_hash else None,
-        text.rstrip("\n")[:2000],
+        _text(rec.get("sample_hash")),
+        text.rstrip("\n")[:2000], _text(rec.get("evaluation_result_id")),
     )  # fmt: skip
+
+
+def one_result(records: list[EeeRecord]) -> tuple[list[EeeRecord], int]:
+    """(the records of each benchmark's first `evaluation_result_id`, how many others).
+
+    A sample scored by several metrics has one record per metric (the schema's fan-out, e.g.
+    HELM's exact_match, quasi_exact_match and f1_score); the first result seen per
+    evaluation_name is read, so a sample is never read twice under one benchmark."""
+    first: dict[str, str | None] = {}
+    kept = []
+    for r in records:
+        if first.setdefault(r.benchmark, r.result_id) == r.result_id:
+            kept.append(r)
+    return kept, len(records) - len(kept)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _correctness(evaluation: object) -> tuple[str | None, str | None]:

@@ -32,6 +32,7 @@ from sparseeval.consume.answers.eee_answers import (
     EeeRecord,
     aggregate_path,
     check_checksum,
+    one_result,
     read_aggregate,
     read_records,
 )
@@ -120,10 +121,14 @@ def _stage(
         records = list(read_records(samples, agg))
     except EeeError as exc:
         raise SourceError(str(exc)) from None
+    records, n_other = one_result(records)
     good, bad = record_rows(records, agg.model, benchmark)
     unit.read_with.clear()
-    for name in good["benchmark"].unique(maintain_order=True).to_list():
-        unit.read_with[name] = "evaluation.score (0/1)"
+    said = "evaluation.score" + (
+        f" ({n_other:,} records of other results not read)" if n_other else ""
+    )
+    for r in records:
+        unit.read_with.setdefault(r.benchmark, f"{r.result_id or 'the result'}; {said}")
     stage_hashes(con, good)
     stage_frames(con, good, bad)
 
