@@ -72,6 +72,19 @@ def mc_task(ids=None, name: str = "toy_mc", questions=None) -> Task:
     return Task(dataset=samples, solver=multiple_choice(), scorer=choice(), name=name)
 
 
+def chat_task(name: str = "toy_chat") -> Task:
+    """Two samples given as chat messages (Inspect draws each message's id per run), with the
+    same choices and target: only their inputs tell them apart."""
+    from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+
+    samples = [
+        Sample(id=i, input=[ChatMessageSystem(content="Be brief."), ChatMessageUser(content=q)],
+               choices=["4", "5"], target="A")
+        for i, q in (("c1", "2+2?"), ("c2", "1+3?"))
+    ]  # fmt: skip
+    return Task(dataset=samples, solver=multiple_choice(), scorer=choice(), name=name)
+
+
 def graded_task(scores: dict, name: str = "toy_graded") -> Task:
     """A task whose samples score `scores[id]` (0.43, "P", 1, ...)."""
     samples = [Sample(id=i, input=f"say {i}", target="x", metadata={"score": v})

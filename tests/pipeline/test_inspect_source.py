@@ -28,7 +28,14 @@ from sparseeval.pipeline.sources import ingest_sources
 from sparseeval.pipeline.store import Store, watched
 from sparseeval.pipeline.store.inspect_logs import InspectLogs
 from sparseeval.pipeline.store.kinds import source_from_spec
-from tests.inspect_fixtures import QUESTIONS, graded_task, mc_task, still_running, write_log
+from tests.inspect_fixtures import (
+    QUESTIONS,
+    chat_task,
+    graded_task,
+    mc_task,
+    still_running,
+    write_log,
+)
 
 # the fixed model answers A unless told; targets: q1 A, q2 B, 3 A, q4 B
 RIGHT_WRONG = {"q1": "1", "q2": "0", "3": "1", "q4": "0"}
@@ -78,6 +85,13 @@ def test_eval_and_json_logs_read_alike(logs):
     }  # the same question, the same hash, whatever the log format
     assert len({s.content_hash for s in a.samples}) == 4
     assert a.order == {"q1": 0, "q2": 1, "3": 2, "q4": 3}  # the dataset's order
+
+
+def test_the_content_hash_tells_inputs_apart_and_ignores_message_ids(tmp_path):
+    runs = [read_log(write_log(tmp_path / f"run{n}", chat_task())) for n in (1, 2)]
+    hashes = [{s.item: s.content_hash for s in log.samples} for log in runs]
+    assert hashes[0] == hashes[1]  # the same questions in two runs
+    assert hashes[0]["c1"] != hashes[0]["c2"]  # same choices and target, other input
 
 
 def test_ingest_a_log_stores_rows_hashes_and_says_the_epoch_policy(logs, tmp_path):
