@@ -177,7 +177,12 @@ class LinearGD(Baseline):
         anchors, _ = kmeans_clusters(X, self.n_anchors, self.seed)
         self.anchors_ = np.sort(anchors)
         self.predictor_ = MLPPredictor(
-            hidden=(), sigmoid=False, lr=1e-2, epochs=self.epochs, seed=self.seed
+            hidden=(),
+            sigmoid=False,
+            lr=1e-2,
+            epochs=self.epochs,
+            seed=self.seed,
+            monotone=False,
         )
         valid = None if Xv is None else Xv[:, self.anchors_]
         self.predictor_.fit(X[:, self.anchors_], y, valid, yv)

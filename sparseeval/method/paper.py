@@ -65,7 +65,7 @@ class ZeroOneMLP(MLPPredictor):
     def __init__(
         self, hidden: tuple[int, ...] = (128, 64, 32), dropout: float = 0.1, seed: int = 0
     ) -> None:
-        super().__init__(hidden=hidden, dropout=dropout, seed=seed)
+        super().__init__(hidden=hidden, dropout=dropout, seed=seed, monotone=False)
 
     def build(self, k: int) -> nn.Sequential:
         """A fresh, untrained net for k anchors (k-128-64-32-1, GELU, dropout, sigmoid)."""

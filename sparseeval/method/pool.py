@@ -10,7 +10,7 @@ import numpy as np
 
 from sparseeval.consume.errors import SettingsError
 from sparseeval.consume.scoring.conformal import conformal_quantile
-from sparseeval.consume.scoring.flags import Edge, PoolCheck, logit, person_fit
+from sparseeval.consume.scoring.flags import Edge, PoolCheck, Saturation, logit, person_fit
 from sparseeval.method.item_curves import fit_logistic
 
 # Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
@@ -98,8 +98,32 @@ def estimator_pool_check(
         return check
     refit = fit_reader or est.fit_reader
     fit = lambda X, y: refit(X, y).predict  # noqa: E731
-    return with_edge(check, fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail,
-                     ramp=edge_ramp)  # fmt: skip
+    check = with_edge(check, fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail,
+                      ramp=edge_ramp)  # fmt: skip
+    return with_saturation(check, est.predict_anchors, len(est.anchors_), y_train)
+
+
+def with_saturation(check: PoolCheck, read: Callable, k: int, y) -> PoolCheck:
+    """`check` with the `Saturation` of a reader `read` of `k` anchors whose training
+    targets are `y` (its top edge, if any, fitted already: its `up` sets the ceiling)."""
+    return replace(check, saturation=fit_saturation(read, k, y, check.top))
+
+
+def fit_saturation(read: Callable, k: int, y, top: Edge | None = None) -> Saturation | None:
+    """Where `read` (+-1 sheets of `k` anchors -> estimates) stops telling models apart: its
+    least estimate of a sheet with every anchor right but one (`top`), its greatest of one
+    with every anchor wrong but one (`bottom`); the upper end opens there to the best
+    training score in `y` plus the top edge's `up` (how far held-out stronger models lay
+    above their estimates; 0 without an edge), the lower end to the worst. None for k < 2."""
+    if k < 2:
+        return None
+    eye = np.eye(k, dtype=np.float32)
+    est = np.asarray(read(np.vstack([1 - 2 * eye, 2 * eye - 1])), dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    best, worst = float(np.max(y)), float(np.min(y))
+    up = 0.0 if top is None else top.up
+    return Saturation(top=float(est[:k].min()), bottom=float(est[k:].max()),
+                      ceiling=min(1.0, best + up), floor=worst, best=best, worst=worst)  # fmt: skip
 
 
 def once(fit: Callable) -> Callable:
@@ -210,8 +234,10 @@ def suite_pool_checks(
         if not y:
             return check
         Y = np.stack([np.asarray(y[b], dtype=np.float64) for b in suite.benchmarks_], axis=1)
-        return with_edge(check, suite.refit_average, XA, Y.mean(1), pred["average"], level,
-                         edge_tail, fit_y=Y, ramp=SUITE_RAMP)  # fmt: skip
+        check = with_edge(check, suite.refit_average, XA, Y.mean(1), pred["average"], level,
+                          edge_tail, fit_y=Y, ramp=SUITE_RAMP)  # fmt: skip
+        read = lambda X: np.mean([suite.readers_[b].predict(X) for b in suite.benchmarks_], 0)  # noqa: E731
+        return with_saturation(check, read, XA.shape[1], Y.mean(1))
 
     def benchmark(b: str) -> tuple[PoolCheck, PoolCheck]:
         est = suite.estimators_[b]
@@ -222,6 +248,7 @@ def suite_pool_checks(
         if y:
             fit = lambda X, t: suite.refit_reader(b, X, t, own_reader)  # noqa: E731
             joint = with_edge(joint, fit, XA, y[b], pred[b], level, edge_tail, ramp=SUITE_RAMP)
+            joint = with_saturation(joint, suite.readers_[b].predict, XA.shape[1], y[b])
         return own, joint
 
     tasks = [average] + [partial(benchmark, b) for b in suite.benchmarks_]

@@ -76,8 +76,13 @@ class RidgePredictor:
 
     @classmethod
     def candidate(cls, estimator, XA, y, parts: list) -> RidgePredictor:
-        """This predictor as `SparseEval` trains it on anchor columns (`method.registry`)."""
-        return cls().fit(XA, y)
+        """This predictor as `SparseEval` trains it on anchor columns (`method.registry`):
+        a published reader is monotone, so where ridge gives an anchor a negative weight it
+        is refitted with every weight >= 0 at its alpha (`NonNegativeRidge`)."""
+        fitted = cls().fit(XA, y)
+        if (fitted.coef_ < 0).any():
+            return NonNegativeRidge(alpha=fitted.alpha_).fit(XA, y)
+        return fitted
 
     @classmethod
     def from_state(cls, config: dict, arrays: dict) -> RidgePredictor:
@@ -187,11 +192,14 @@ def fit_all(predictors: list, X, y, n_jobs: int = 1) -> list:
 
 
 class MLPPredictor:
-    """The paper's MLP: k -> 128 -> 64 -> 32 -> 1, GELU, dropout, sigmoid, Adam, MSE.
+    """The paper's MLP: k -> 128 -> 64 -> 32 -> 1, dropout, sigmoid, Adam, MSE.
 
     Full-batch training that stops early on validation error (a held-out share of the
     training rows when no validation set is given) and keeps the best weights.
     `hidden=()` gives a linear-in-inputs predictor trained the same way.
+    `monotone=True` (the default): every weight >= 0 (started at |init| / sqrt(fan-in),
+    projected back after each Adam step) and tanh between layers, so answering one more
+    anchor right never lowers the estimate (the paper's GELU net, `monotone=False`, can).
     """
 
     kind = "mlp"
@@ -208,19 +216,32 @@ class MLPPredictor:
         holdout: float = 0.1,
         sigmoid: bool = True,
         seed: int = 0,
+        monotone: bool = True,
     ) -> None:
         self.hidden, self.dropout, self.lr = tuple(hidden), dropout, lr
         self.epochs, self.patience, self.weight_decay = epochs, patience, weight_decay
         self.holdout, self.sigmoid, self.seed = holdout, sigmoid, seed
+        self.monotone = monotone
+
+    @property
+    def activation(self) -> str:
+        """Between layers: "tanh" (monotone) or the paper's "gelu"."""
+        return "tanh" if self.monotone else "gelu"
 
     def _build(self, k: int) -> nn.Sequential:
         """A fresh net: weights and its dropout generator's seed from torch's generator."""
-        return self._layers(k, np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item())))
+        net = self._layers(k, np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item())))
+        if self.monotone:
+            with torch.no_grad():
+                for layer in _linear(net):
+                    layer.weight.abs_().div_(layer.weight.shape[1] ** 0.5)
+        return net
 
     def _layers(self, k: int, rng: np.random.Generator) -> nn.Sequential:
         layers: list[nn.Module] = []
         for width in self.hidden:
-            layers += [nn.Linear(k, width), nn.GELU(), Dropout(self.dropout, rng)]
+            act = nn.Tanh() if self.activation == "tanh" else nn.GELU()
+            layers += [nn.Linear(k, width), act, Dropout(self.dropout, rng)]
             k = width
         layers.append(nn.Linear(k, self.outputs_))
         if self.sigmoid:
@@ -248,6 +269,7 @@ class MLPPredictor:
                 epochs=self.epochs,
                 patience=self.patience,
                 weight_decay=self.weight_decay,
+                project=_non_negative if self.monotone else None,
             )
         return self
 
@@ -282,6 +304,7 @@ class MLPPredictor:
             "dropout": self.dropout,
             "sigmoid": self.sigmoid,
             "n_inputs": int(self.mean_.size),
+            "activation": self.activation,
         }
         arrays = {"mean": self.mean_} | {
             f"net.{k}": v.detach().numpy() for k, v in self.net_.state_dict().items()
@@ -301,7 +324,8 @@ class MLPPredictor:
         """The fitted net back from `state()` (same weights: predicts exactly as the saved one)."""
         torch.set_num_threads(1)  # as `fit`: the saved net predicted with one thread
         p = cls(hidden=tuple(config["hidden"]), dropout=config["dropout"],
-                sigmoid=config["sigmoid"])  # fmt: skip
+                sigmoid=config["sigmoid"],
+                monotone=config.get("activation", "gelu") == "tanh")  # fmt: skip
         p.mean_ = np.asarray(arrays["mean"], dtype=np.float32)
         p.net_ = p._layers(int(config["n_inputs"]), np.random.default_rng(0))  # eval: no dropout
         weights = {k[len("net.") :]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
@@ -314,7 +338,7 @@ class MLPPredictor:
         from sparseeval.consume.scoring.inference import reader_from_state
 
         config, arrays = self._state()
-        last = f"net.{3 * len(self.hidden)}"  # Linear, GELU, Dropout per hidden layer
+        last = f"net.{3 * len(self.hidden)}"  # Linear, activation, Dropout per hidden layer
         for part in ("weight", "bias"):
             arrays[f"{last}.{part}"] = arrays[f"{last}.{part}"][j : j + 1]
         return reader_from_state(config, arrays)
@@ -328,8 +352,22 @@ def _hold_out(X, y, share: float, seed: int):
     return X[keep], y[keep], X[held], y[held]
 
 
-def _train(net, x, y, xv, yv, lr, epochs, patience, weight_decay) -> tuple[int, float]:
-    """Full-batch Adam on MSE with early stopping; restores the best weights."""
+def _linear(net: nn.Module) -> list[nn.Linear]:
+    return [m for m in net.modules() if isinstance(m, nn.Linear)]
+
+
+def _non_negative(net: nn.Module) -> None:
+    """Project every Linear layer's weights onto >= 0 (biases are free)."""
+    with torch.no_grad():
+        for layer in _linear(net):
+            layer.weight.clamp_(min=0.0)
+
+
+def _train(
+    net, x, y, xv, yv, lr, epochs, patience, weight_decay, project=None
+) -> tuple[int, float]:
+    """Full-batch Adam on MSE with early stopping; restores the best weights. `project(net)`
+    runs after each step (a constraint on the weights)."""
     opt = Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
     best, best_state, best_epoch = float("inf"), None, 0
     for epoch in range(epochs):
@@ -338,6 +376,8 @@ def _train(net, x, y, xv, yv, lr, epochs, patience, weight_decay) -> tuple[int, 
         loss = ((net(x).reshape(y.shape) - y) ** 2).mean()
         loss.backward()
         opt.step()
+        if project is not None:
+            project(net)
         net.eval()
         with torch.no_grad():
             valid = float(((net(xv).reshape(yv.shape) - yv) ** 2).mean())

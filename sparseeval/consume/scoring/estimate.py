@@ -47,7 +47,7 @@ class Estimate:
         if not self.flags:
             return ""
         how = ("the interval combines the extra items'" if self.correction
-               else "interval widened")  # fmt: skip
+               else "trust the interval less")  # fmt: skip
         return f"unlike the training models ({how}): " + "; ".join(self.flags)
 
     def __str__(self) -> str:

@@ -36,6 +36,7 @@ coverage figure of the report alike.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -45,9 +46,9 @@ from sparseeval.consume.sets.layout import AnchorSetError
 KEY = "pool_check"  # the manifest key
 CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and so are the
 # curves' probabilities: one surprising answer costs at most log(CLIP) (a robust l_z)
-# A suite estimate whose readers disagree and is not flagged otherwise: half-width times this
-# (`method.pool.SUITE_WIDEN`; disagreements were too rare on metabench to measure their own).
-DISAGREE_WIDEN = 4.0
+# A suite estimate whose readers disagree is flagged, not widened (1: no widening): a widening
+# that comes and goes with one answer would make the interval's ends fall when it turns right.
+DISAGREE_WIDEN = 1.0
 # Estimates are float32 sums: the same answers read alone or in a batch differ by ~1e-7, and
 # many models (all answers right) sit exactly on the range's end or the edge's start. Within
 # TOL of a cut an estimate counts as inside the range and inside the edge's zone, so `predict`
@@ -113,6 +114,58 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class Saturation:
+    """Where the anchors stop telling models apart (accuracy, 0-1). `top`: the least estimate
+    of an answer sheet with every anchor right but one; with a monotone reader every sheet
+    reading at least that is at the top of what the anchors can tell, and its interval's
+    upper end opens to at least `ceiling`: the best training score plus how far the top
+    edge's held-out models lay above their estimates (`Edge.up`). `bottom` / `floor` the same
+    below (every anchor wrong but one; the worst training score). Fitted by
+    `method.pool.fit_saturation`; sets without it open nothing."""
+
+    top: float
+    bottom: float
+    ceiling: float
+    floor: float
+    best: float  # the best and worst training scores
+    worst: float
+
+    def at_top(self, values) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64) >= self.top - TOL
+
+    def at_bottom(self, values) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64) <= self.bottom + TOL
+
+    def opened(self, values, low, high) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) opened to `floor` / `ceiling` where saturated (below / above)."""
+        high = np.where(self.at_top(values), np.maximum(high, self.ceiling), high)
+        return np.where(self.at_bottom(values), np.minimum(low, self.floor), low), high
+
+    def reason(self, value: float) -> str | None:
+        """The line saying the model sits where the anchors stop telling, or None."""
+        pct = lambda a: f"{100 * a:.1f}%"  # noqa: E731
+        if self.at_top(value):
+            return (f"at the top of what these anchors can tell: (nearly) every anchor right,"
+                    f" where the training models' scores reach {pct(self.best)}; the upper end"
+                    f" opens to at least {pct(self.ceiling)}. More items, or a set fit on"
+                    " stronger models, would narrow it")  # fmt: skip
+        if self.at_bottom(value):
+            return (f"at the bottom of what these anchors can tell: (nearly) every anchor"
+                    f" wrong, where the training models' scores reach down to"
+                    f" {pct(self.worst)}; the lower end opens to at most {pct(self.floor)}."
+                    " More items, or a set fit on weaker models, would narrow it")  # fmt: skip
+        return None
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("top", "bottom", "ceiling", "floor", "best", "worst")}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Saturation:
+        return cls(**{k: float(d[k]) for k in ("top", "bottom", "ceiling", "floor", "best",
+                                                "worst")})  # fmt: skip
+
+
+@dataclass(frozen=True)
 class PoolCheck:
     """The fitted check of one set's anchors: score range, answer-pattern threshold, widening."""
 
@@ -126,6 +179,7 @@ class PoolCheck:
     widen: float
     n_models: int = 0
     top: Edge | None = None  # fitted on the held-out top of the pool (None: no edge widening)
+    saturation: Saturation | None = None  # where the anchors stop telling (None: not fitted)
 
     def lz(self, X, values) -> np.ndarray:
         """Person-fit l_z of each row of X (models x anchors, +-1, NaN = not answered)."""
@@ -170,6 +224,8 @@ class PoolCheck:
                 f"estimate {100 * value:.1f}% is {side} the range of the training models'"
                 f" own estimates ({100 * self.low:.1f}-{100 * self.high:.1f}%)"
             )
+        said = None if self.saturation is None else self.saturation.reason(value)
+        out += [] if said is None else [said]
         lz = float(self.lz(np.asarray(x, dtype=np.float64)[None, :], [value])[0])
         if lz < self.threshold:
             out.append(
@@ -185,7 +241,8 @@ class PoolCheck:
             "a": list(self.a), "b": list(self.b), "threshold": self.threshold,
             "rate": self.rate, "widen": self.widen, "n_models": self.n_models,
         }  # fmt: skip
-        return out | ({"edges": {"top": self.top.to_dict()}} if self.top else {})
+        out |= {"edges": {"top": self.top.to_dict()}} if self.top else {}
+        return out | ({"saturation": self.saturation.to_dict()} if self.saturation else {})
 
     @classmethod
     def from_dict(cls, d: dict) -> PoolCheck:
@@ -193,32 +250,76 @@ class PoolCheck:
         a, b = (tuple(float(v) for v in d[k]) for k in ("a", "b"))
         if len(a) != len(b):
             raise AnchorSetError(f"pool check has {len(a)} intercepts and {len(b)} slopes")
-        top = (d.get("edges") or {}).get("top")
+        top, sat = (d.get("edges") or {}).get("top"), d.get("saturation")
         return cls(**floats, a=a, b=b, n_models=int(d.get("n_models", 0)),
-                   top=Edge.from_dict(top) if top else None)  # fmt: skip
+                   top=Edge.from_dict(top) if top else None,
+                   saturation=Saturation.from_dict(sat) if sat else None)  # fmt: skip
 
 
 def bounds(check: PoolCheck | None, conformal, X, values, extra=0.0):
     """(low, high, widening) per row of X (+-1 anchor answers, NaN = not answered) and its
-    estimate: `interval_of` with the rows `check` flags."""
-    flagged = None if check is None else check.flagged(X, values)
-    return interval_of(check, conformal, values, flagged, extra)
+    estimate: `interval_of` (the answers' flags are said, in `PoolCheck.reasons`; the
+    interval follows the estimate alone)."""
+    return interval_of(check, conformal, values, extra=extra)
 
 
 def interval_of(check: PoolCheck | None, conformal, values, flagged=None, extra=0.0):
     """The interval a model gets, in one place (`AnchorSet.predict` and `intervals`, the gate's
-    coverage check and the report): (low, high, widening) per estimate. The `conformal`
-    half-width (a `ConformalInterval`) plus `extra`, widened by `(widen - 1)` times the
-    half-width where `flagged` (per estimate, by `check`: None flags none), at least the top
-    edge's half-widths in its zone, clipped to 0-1. The widening is the flag's (both sides)."""
+    coverage check and the report): (low, high, widening) per estimate, each end a
+    non-decreasing function of the estimate (`monotone_ends`), so that with a monotone
+    reader no answer turned right lowers either end. `extra` (missing anchors) widens each
+    side after. `flagged` (saved answer-pattern flags) no longer widens: a widening that comes
+    and goes with one answer would make the ends fall when an answer turns right; the flag
+    is said instead. `widening`: how far the wider side reaches beyond the conformal
+    half-width (range, top edge, saturation), per estimate."""
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    low, high = monotone_ends(check, conformal, v)
     h = np.asarray(conformal.halfwidths(v), dtype=np.float64)
-    none = check is None or flagged is None
-    widen = np.zeros(v.shape) if none else check.widen_where(flagged, h)
-    down = up = h + extra + widen
+    widen = np.maximum(np.maximum(v - low, high - v) - h, 0.0)
+    extra = np.asarray(extra, dtype=np.float64)
+    return np.clip(low - extra, 0.0, 1.0), np.clip(high + extra, 0.0, 1.0), widen
+
+
+GRID = 10_001  # points of [0, 1] on which the ends are made monotone (1e-4 apart)
+
+
+def monotone_ends(check: PoolCheck | None, conformal, values) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) per estimate, both non-decreasing in the estimate: the raw ends (`_raw_ends`:
+    conformal, widened beyond the range, the top edge, saturation) made monotone on a grid
+    of estimates, each side toward the wider: low(v) = min of the raw low over estimates
+    >= v, high(v) = max of the raw high over estimates <= v (interpolated between points;
+    the grid holds every cut, so the steps are kept)."""
+    grid, low, high = _envelope(check, conformal)
+    v = np.asarray(values, dtype=np.float64)
+    return np.interp(v, grid, low), np.interp(v, grid, high)
+
+
+@lru_cache(maxsize=64)
+def _envelope(check: PoolCheck | None, conformal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cuts = [*getattr(conformal, "edges", ())]
     if check is not None:
-        down, up = check.at_edges(v, down)
-    return np.clip(v - down, 0.0, 1.0), np.clip(v + up, 0.0, 1.0), widen
+        cuts += [check.low - check.margin, check.high + check.margin]
+        cuts += [] if check.top is None else [check.top.start, check.top.full or 0.0]
+        cuts += [] if check.saturation is None else [check.saturation.top,
+                                                     check.saturation.bottom]  # fmt: skip
+    cuts = np.asarray(cuts, dtype=np.float64)
+    grid = np.union1d(np.linspace(0.0, 1.0, GRID), np.clip(np.r_[cuts, cuts - 2 * TOL], 0, 1))
+    low, high = _raw_ends(check, conformal, grid)
+    return grid, np.minimum.accumulate(low[::-1])[::-1], np.maximum.accumulate(high)
+
+
+def _raw_ends(check: PoolCheck | None, conformal, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ends before they are made monotone: `v` -+ the conformal half-width, times `widen`
+    beyond the range, at least the top edge's in its zone, opened where saturated."""
+    h = np.asarray(conformal.halfwidths(v), dtype=np.float64)
+    if check is None:
+        return v - h, v + h
+    h = h + check.widen_where(check.out_of_range(v), h)
+    down, up = check.at_edges(v, h)
+    low, high = v - down, v + up
+    if check.saturation is not None:
+        low, high = check.saturation.opened(v, low, high)
+    return low, high
 
 
 def in_top_zone(check: PoolCheck | None, values) -> np.ndarray:
@@ -273,10 +374,12 @@ __all__ = [
     "KEY",
     "Edge",
     "PoolCheck",
+    "Saturation",
     "bounds",
     "covered",
     "disagreement",
     "interval_of",
+    "monotone_ends",
     "person_fit",
     "pool_check_of",
     "widened",

@@ -105,8 +105,13 @@ class LinearReader(Reader):
         return config, arrays | {"mean": pad(arrays["mean"]), "coef": pad(arrays["coef"])}
 
 
+# Between an MLP's layers, by its config's `activation` (sets without one: the paper's GELU).
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"gelu": gelu, "tanh": np.tanh}
+
+
 class MLPReader(Reader):
-    """The MLP: Linear layers with exact GELU between them (dropout is off), optional sigmoid."""
+    """The MLP: Linear layers with its activation between them (exact GELU, or tanh for a
+    monotone net; dropout is off), optional sigmoid."""
 
     def __init__(self, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super().__init__(config, arrays)
@@ -123,6 +128,12 @@ class MLPReader(Reader):
                 f"mlp has {len(self.layers)} linear layers for hidden {config['hidden']}"
             )
         self.mean = arrays["mean"].astype(np.float32)
+        name = config.get("activation", "gelu")
+        if name not in ACTIVATIONS:
+            raise AnchorSetError(
+                f"mlp activation {name!r} unknown (known: {', '.join(ACTIVATIONS)})"
+            )
+        self.activation = ACTIVATIONS[name]
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float32)
@@ -131,7 +142,7 @@ class MLPReader(Reader):
         for j, (weight, bias) in enumerate(self.layers):
             h = h @ weight.T + bias
             if j < len(self.layers) - 1:
-                h = gelu(h)
+                h = self.activation(h)
         out = h[:, 0]
         if self.config["sigmoid"]:
             out = np.exp(-np.logaddexp(0.0, -out))
