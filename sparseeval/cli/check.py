@@ -47,12 +47,16 @@ def add_check_command(subparsers) -> None:
 
 
 def cmd_check(args) -> int:
+    from sparseeval.consume.scales import mixed_scale_message
     from sparseeval.consume.scoring.check import check_models, read_answers, read_scores
     from sparseeval.consume.sets.anchorset import load_anchor_set
     from sparseeval.consume.sets.models import pool, read_models
 
     aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
     scores, scale = read_scores(args.scores, aset.benchmark)
+    raw = [v * 100 if "percent" in scale else v for v in scores.values()]  # as the file has them
+    if mixed := mixed_scale_message(f"{args.scores} ({aset.benchmark})", raw, list(scores)):
+        raise UserError(mixed)
     answers = read_answers(args.responses) if args.responses else _stored_answers(args, scores)
     models = read_models(aset.folder)
     result = check_models(aset, answers, scores, pool(models) if models is not None else None)

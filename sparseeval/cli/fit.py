@@ -85,6 +85,8 @@ def _targets(targets: Path, frame, say):
     """Each model's full-benchmark score from a `model,score` table, in [0, 1]."""
     import polars as pl
 
+    from sparseeval.consume.scales import mixed_scale_message
+
     scores = _read_table(targets)
     missing = {"model", "score"} - set(scores.columns)
     if missing:
@@ -99,6 +101,8 @@ def _targets(targets: Path, frame, say):
     if unused := scores.height - scores["model"].is_in(frame["model"].implode()).sum():
         say(f"{targets}: {unused} score row(s) ignored: their models have no answers")
     y = joined["score"].cast(pl.Float64).to_numpy()
+    if mixed := mixed_scale_message(str(targets), y.tolist(), joined["model"].to_list()):
+        raise UserError(mixed)
     if y.max() > 1:
         say(f"{targets}: scores read as percentages (max {y.max():g}): divided by 100")
         y = y / 100

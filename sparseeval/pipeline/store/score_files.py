@@ -14,7 +14,8 @@ Scores are percent, as leaderboards publish them; a fraction such as 0.62 would 
 as 0.62 percent, so a file of fractions must be multiplied by 100 first: a benchmark whose
 every score in the file (at least `MIN_FRACTION_ROWS`) is at most 1 is quarantined as
 fractions in a percent column, and so is a single score that the model's own items say is
-a fraction (`contradiction`). A score that is not a number or lies outside 0..100 is
+a fraction (`contradiction`), and scores at most 1 mixed among a benchmark's percents
+(`consume.scales.fractions_among_percents`). A score that is not a number or lies outside 0..100 is
 quarantined with its reason.
 """
 
@@ -29,6 +30,7 @@ import duckdb
 import polars as pl
 
 from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.consume.scales import fractions_among_percents
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores, v1_definitions
 from sparseeval.pipeline.store.tables import not_utf8
@@ -125,7 +127,30 @@ def fractions_refused(scores: pl.DataFrame, name: str) -> pl.DataFrame:
         " (multiply by 100)", pl.col("benchmark"), pl.lit(name), pl.col("n"),
     )  # fmt: skip
     refusals = bad.select("benchmark", refusal=why)
-    return scores.join(refusals, on="benchmark", how="left", maintain_order="left")
+    joined = scores.join(refusals, on="benchmark", how="left", maintain_order="left")
+    mixed = pl.Series("mixed", _mixed(joined, name), dtype=pl.String)
+    return joined.with_columns(refusal=pl.coalesce("refusal", mixed))
+
+
+def _mixed(scores: pl.DataFrame, name: str) -> list[str | None]:
+    """Per row, why it is refused as a fraction among a benchmark's percent scores in the
+    file (`consume.scales.fractions_among_percents`), else None."""
+    numbers = scores["score"].str.strip_chars().cast(pl.Float64, strict=False).to_list()
+    out: list[str | None] = [None] * len(numbers)
+    rows: dict[str, list[int]] = {}
+    for i, (benchmark, value) in enumerate(zip(scores["benchmark"], numbers, strict=True)):
+        if value is not None:
+            rows.setdefault(benchmark, []).append(i)
+    for benchmark, at in rows.items():
+        values = [numbers[i] for i in at]
+        found = fractions_among_percents(values)
+        for j in found:
+            out[at[j]] = (
+                f"{benchmark} score {values[j]:g} is at most 1 among percents up to"
+                f" {max(values):g} in {name} ({len(found):,} such): a fraction? write it in"
+                " percent"
+            )
+    return out
 
 
 def _melt_leaderboard(frame: pl.DataFrame, model: str, columns: dict[str, str]) -> pl.DataFrame:
