@@ -75,14 +75,14 @@ def test_an_unknown_prefix_is_refused_with_the_known_ones():
         parse_source("s3://bucket/results.parquet")
     message = str(err.value)
     assert message.startswith("unknown source kind 's3' in 's3://bucket/results.parquet'")
-    assert "(one of: synthetic, hub, wide, lm-eval, inbox, scores, inspect, eee;" in message
+    assert "(one of: synthetic, hub, wide, lm-eval, inbox, scores, inspect, eee, helm;" in message
     assert "wide:BENCHMARK=file.csv" in message and "inbox:DIR" in message
 
 
 def test_the_list_of_prefixes_comes_from_the_table(const_kind):
     with pytest.raises(
         ValueError,
-        match=r"one of: synthetic, hub, wide, lm-eval, inbox, scores, inspect, eee, const;",
+        match=r"one of: synthetic, hub, wide, lm-eval, inbox, scores, inspect, eee, helm, const;",
     ):
         parse_source("nope:x")
     with pytest.raises(ValueError, match=r"cannot tell what source 'notes\.txt' is .*const:MODEL"):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparseeval.pipeline.store.eee import EeeRecords
+from sparseeval.pipeline.store.helm import HelmRuns
 from sparseeval.pipeline.store.hub import OpenLLMLeaderboard
 from sparseeval.pipeline.store.ingestion import Source
 from sparseeval.pipeline.store.inspect_logs import InspectLogs, is_inspect_log, log_files
@@ -52,6 +53,7 @@ SOURCE_KINDS: dict[str, SourceKind] = {
         SourceKind("scores", ScoresFile.from_spec, "scores:FILE.csv"),
         SourceKind("inspect", InspectLogs.from_spec, "inspect:LOG.eval|LOGDIR"),
         SourceKind("eee", EeeRecords.from_spec, "eee:DATASTORE_DIR|UUID_samples.jsonl"),
+        SourceKind("helm", HelmRuns.from_spec, "helm:RELEASE_DIR|RUN_DIR"),
     ]
 }
 
