@@ -19,8 +19,9 @@ def add_check_command(subparsers) -> None:
         "check",
         help="your acceptance test: score models the set never saw against their scores",
         description="Score models that a set never saw (not in its train/test pool) from "
-        "their answers and print MAE, interval coverage, mean signed error and flag counts "
-        "against the scores they report.",
+        "their answers and print MAE, interval coverage, mean signed error, flag counts and "
+        "how many misses were flagged, against the scores they report. Each model is scored "
+        "from its anchor answers alone (the set's own estimate) unless --extra-items.",
         formatter_class=FMT,
         epilog=textwrap.dedent(
             """\
@@ -43,6 +44,12 @@ def add_check_command(subparsers) -> None:
     p.add_argument("--scores", required=True, metavar="FILE.csv", help="reported scores")
     p.add_argument("--responses", metavar="FILE.csv", help="answers table (wide or long)")
     p.add_argument("--json", action="store_true", help="print a JSON object for machines")
+    p.add_argument(
+        "--extra-items",
+        action="store_true",
+        help="let answers on the benchmark's other items correct each estimate, as predict"
+        " does (with every item answered: the items' mean, not the anchors)",
+    )
     p.set_defaults(func=_guarded(cmd_check))
 
 
@@ -59,10 +66,11 @@ def cmd_check(args) -> int:
         raise UserError(mixed)
     answers = read_answers(args.responses) if args.responses else _stored_answers(args, scores)
     models = read_models(aset.folder)
-    result = check_models(aset, answers, scores, pool(models) if models is not None else None)
+    known = pool(models) if models is not None else None
+    result = check_models(aset, answers, scores, known, extra_items=args.extra_items)
     result.notes.append(f"{args.scores}: {scale}")
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     else:
         print("\n".join(result.lines()))
     return 0 if result.n else 2  # nothing checked: the lines say why and what to do

@@ -37,7 +37,11 @@ def _add_predict(subparsers) -> None:
             responses: CSV (columns item,correct), JSONL ({"item": ..., "correct": ...} per
             line), JSON ({item: correct}), or lm-eval --log_samples output
             (samples_{task}_{timestamp}.jsonl files, or the folder holding them).
-            correct may be 0/1, true/false or -1/+1; items that are not anchors are ignored.
+            correct may be 0/1, true/false or -1/+1. Answers on items that are not anchors:
+            where the set lists the benchmark's other items (`--next`) and estimates their
+            mean, they correct the anchors' estimate (the output says how many and by how
+            much); where it estimates a reported score, or with anchors missing, they are
+            not used and the output says why; items the set does not know are ignored.
 
             examples:
               sparseeval predict --anchor-set .sparseeval/published --benchmark gsm8k \\

@@ -13,6 +13,7 @@ test models) are refused: the check is about models the set never saw.
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from sparseeval.consume.answers.responses import ResponsesError, printable
+from sparseeval.consume.scoring.conformal import inside
+from sparseeval.consume.scoring.flags import SATURATED
 
 LONG = ("model", "item", "correct")
 SHOWN = 3  # model names shown per refusal line
@@ -103,8 +106,13 @@ class CheckResult:
     n_flagged: int = 0
     n_range: int = 0
     n_pattern: int = 0
+    n_saturated: int = 0  # at the top (or bottom) of what the anchors can tell
+    n_missed: int = 0  # reported score outside the interval
+    n_missed_flagged: int = 0  # of those, flagged (a miss not flagged is the defect to avoid)
     coverage_flagged: float = float("nan")
     coverage_others: float = float("nan")
+    scored_from: str = "anchors"  # "anchors", or "anchors+extra" (`extra_items=True`)
+    n_extra_ignored: int = 0  # models with answers on other items, not used (anchors only)
     in_pool: list[str] = field(default_factory=list)
     no_answers: list[str] = field(default_factory=list)
     no_score: list[str] = field(default_factory=list)
@@ -112,7 +120,9 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Strict JSON: a figure with nothing to measure (NaN) is null."""
+        return {k: None if isinstance(v, float) and math.isnan(v) else v
+                for k, v in asdict(self).items()}  # fmt: skip
 
     def nothing_checked(self) -> str:
         """Why no model was scored, and what to do (a set fit on all the data saw them all)."""
@@ -152,6 +162,12 @@ class CheckResult:
             flagged += (f"; coverage of the flagged {self.coverage_flagged:.1%} (widened),"
                         f" of the others {self.coverage_others:.1%}")  # fmt: skip
         out.append(flagged)
+        if self.n_saturated:
+            out.append(f"{self.n_saturated} at the top or bottom of what these anchors can tell"
+                       " (interval opened on that side)")  # fmt: skip
+        out.append(f"missed {self.n_missed} (reported score outside the interval), of them"
+                   f" flagged {self.n_missed_flagged}, not flagged"
+                   f" {self.n_missed - self.n_missed_flagged}")  # fmt: skip
         return out
 
 
@@ -160,9 +176,14 @@ def check_models(
     answers: Mapping[str, Mapping],
     scores: Mapping[str, float],
     pool: set[str] | None,
+    extra_items: bool = False,
 ) -> CheckResult:
-    """Score each model of `answers` that has a score and is not in `pool` (None: unknown)."""
-    res = CheckResult(aset.benchmark, aset.version, aset.level, pool_known=pool is not None)
+    """Score each model of `answers` that has a score and is not in `pool` (None: unknown):
+    from its anchor answers alone, what the set's interval is about, unless `extra_items`
+    (its answers on the benchmark's other items then correct the estimate, as `predict`
+    does; with every item answered that is the items' own mean, not the anchors' test)."""
+    res = CheckResult(aset.benchmark, aset.version, aset.level, pool_known=pool is not None,
+                      scored_from="anchors+extra" if extra_items else "anchors")  # fmt: skip
     anchors, rows = set(aset.items), []
     for model in sorted(answers):
         if pool is not None and model in pool:
@@ -172,20 +193,42 @@ def check_models(
         elif not anchors & {str(i) for i, v in answers[model].items() if v not in ("", None)}:
             res.no_answers.append(model)
         else:
+            given = answers[model]
+            read = given if extra_items else {i: v for i, v in given.items() if str(i) in anchors}
+            res.n_extra_ignored += len(read) < len(given)
             try:
-                est = aset.predict(answers[model], allow_missing=True)
+                est = aset.predict(read, allow_missing=True)
             except ResponsesError as e:
                 raise ResponsesError(f"model {printable(model)}: {e}") from None
             range_flag = any(f.startswith("estimate ") for f in est.flags)
-            rows.append((est.value, est.low, est.high, scores[model], range_flag, bool(est.flags)))
+            saturated = any(f.startswith(SATURATED) for f in est.flags)
+            rows.append((est.value, est.low, est.high, scores[model], range_flag, bool(est.flags),
+                         saturated))  # fmt: skip
     if rows:
         _summarize(res, np.array(rows, dtype=np.float64))
+    res.notes.append(_scored_from(res))
     return res
 
 
+def _scored_from(res: CheckResult) -> str:
+    """The line saying what was scored: the anchors' estimate, or with the extra items'."""
+    if res.scored_from != "anchors":
+        return ("scored with the answers on the benchmark's other items correcting the anchors'"
+                " estimate (as predict does); with every item answered that is the items' own"
+                " mean, not a test of the anchors")  # fmt: skip
+    line = "scored from the anchors' answers alone, the set's own estimate"
+    if not res.n_extra_ignored:
+        return line
+    return (f"{line} ({res.n_extra_ignored} model(s) also answered other items, not used;"
+            " --extra-items scores as predict does with them)")  # fmt: skip
+
+
 def _summarize(res: CheckResult, a: np.ndarray) -> None:
-    value, low, high, true, by_range, flagged = a.T
-    covered, flagged = (low <= true) & (true <= high), flagged > 0
+    value, low, high, true, by_range, flagged, saturated = a.T
+    covered, flagged = inside(low, high, true), flagged > 0
+    res.n_saturated = int((saturated > 0).sum())
+    res.n_missed = int((~covered).sum())
+    res.n_missed_flagged = int((~covered & flagged).sum())
     res.n = len(a)
     res.mae = float(np.abs(value - true).mean())
     res.bias = float((value - true).mean())

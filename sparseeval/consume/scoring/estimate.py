@@ -34,12 +34,23 @@ class Estimate:
     note: str = ""  # e.g. why answered extra items were not used
 
     def to_dict(self) -> dict:
-        return asdict(self) | {"missing": list(self.missing), "flags": list(self.flags)}
+        return asdict(self) | {"missing": list(self.missing), "flags": list(self.flags),
+                               "saturated": self.saturated}  # fmt: skip
 
     @property
     def n_extra(self) -> int:
         """Extra items (not anchors) the estimate read."""
         return int(self.correction["n_extra"]) if self.correction else 0
+
+    @property
+    def saturated(self) -> str:
+        """The side, "top" or "bottom", where the model sits where the anchors stop telling
+        models apart (its interval is opened there; the flag says what would narrow it)."""
+        for side in ("top", "bottom"):
+            if any(f.startswith(f"at the {side} of what these anchors can tell") for f in
+                   self.flags):  # fmt: skip
+                return side
+        return ""
 
     @property
     def flag_line(self) -> str:

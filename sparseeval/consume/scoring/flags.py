@@ -49,6 +49,10 @@ CLIP = 0.01  # estimates are clipped to [CLIP, 1 - CLIP] before the logit, and s
 # A suite estimate whose readers disagree is flagged, not widened (1: no widening): a widening
 # that comes and goes with one answer would make the interval's ends fall when it turns right.
 DISAGREE_WIDEN = 1.0
+# The start of the flag lines of a model where the anchors stop telling (`Saturation.reason`).
+SATURATED_TOP = "at the top of what these anchors can tell"
+SATURATED_BOTTOM = "at the bottom of what these anchors can tell"
+SATURATED = (SATURATED_TOP, SATURATED_BOTTOM)
 # Estimates are float32 sums: the same answers read alone or in a batch differ by ~1e-7, and
 # many models (all answers right) sit exactly on the range's end or the edge's start. Within
 # TOL of a cut an estimate counts as inside the range and inside the edge's zone, so `predict`
@@ -145,12 +149,12 @@ class Saturation:
         """The line saying the model sits where the anchors stop telling, or None."""
         pct = lambda a: f"{100 * a:.1f}%"  # noqa: E731
         if self.at_top(value):
-            return (f"at the top of what these anchors can tell: (nearly) every anchor right,"
+            return (f"{SATURATED_TOP}: (nearly) every anchor right,"
                     f" where the training models' scores reach {pct(self.best)}; the upper end"
                     f" opens to at least {pct(self.ceiling)}. More items, or a set fit on"
                     " stronger models, would narrow it")  # fmt: skip
         if self.at_bottom(value):
-            return (f"at the bottom of what these anchors can tell: (nearly) every anchor"
+            return (f"{SATURATED_BOTTOM}: (nearly) every anchor"
                     f" wrong, where the training models' scores reach down to"
                     f" {pct(self.worst)}; the lower end opens to at most {pct(self.floor)}."
                     " More items, or a set fit on weaker models, would narrow it")  # fmt: skip
@@ -372,6 +376,7 @@ def widened(estimate, reasons: tuple[str, ...], halfwidth: float, widen: float =
 
 __all__ = [
     "KEY",
+    "SATURATED",
     "Edge",
     "PoolCheck",
     "Saturation",

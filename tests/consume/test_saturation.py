@@ -1,0 +1,114 @@
+"""Saturation seen and said: where every anchor (but one) is right, or wrong, the anchors stop
+telling models apart; the estimate is flagged, its interval opened on that side, and `check`
+counts such models and the misses it flagged (`flags.Saturation`, `scoring.check`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sparseeval.cli import main
+from sparseeval.consume.scoring.flags import SATURATED_BOTTOM, SATURATED_TOP, Saturation
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.models import read_models
+from sparseeval.method.pool import fit_saturation
+from sparseeval.method.synthetic import make_synthetic
+from tests.cli.test_cli_check import write_scores, write_wide
+from tests.helpers import quick_config
+
+N_FIT, N_NEW = 200, 30
+
+
+def strict(text: str) -> dict:
+    """JSON as a strict parser reads it: NaN or Infinity is an error."""
+
+    def refuse(name: str):
+        raise ValueError(f"not strict JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A real `fit --out` (target: the items' mean) on the first N_FIT models."""
+    tmp = tmp_path_factory.mktemp("saturation")
+    matrix = make_synthetic(N_FIT + N_NEW, 30, seed=4)
+    write_wide(tmp / "wide.csv", matrix, np.arange(N_FIT))
+    argv = ["fit", str(tmp / "wide.csv"), "--anchors", "6", "--test", "30", "--valid", "30",
+            "--config", quick_config(tmp), "--quiet", "--out", str(tmp / "fit")]  # fmt: skip
+    assert main(argv) == 0
+    return tmp, matrix, load_anchor_set(tmp / "fit", "wide")
+
+
+def test_every_anchor_right_is_flagged_and_opens_above_the_best_training_score(fitted):
+    _, matrix, aset = fitted
+    sat = aset.pool_check.saturation
+    assert isinstance(sat, Saturation) and sat.bottom < sat.top
+    train = [list(matrix.model_ids).index(m) for m in read_models(aset.folder)["train"]]
+    assert sat.best == pytest.approx(matrix.y[train].max())
+    top = aset.predict([1] * len(aset.items))
+    assert top.saturated == "top" and top.high >= sat.best
+    line = next(f for f in top.flags if f.startswith(SATURATED_TOP))
+    assert "More items, or a set fit on stronger models, would narrow it" in line
+    assert top.to_dict()["saturated"] == "top"
+    bottom = aset.predict([0] * len(aset.items))
+    assert bottom.saturated == "bottom" and bottom.low <= sat.worst
+    assert any(f.startswith(SATURATED_BOTTOM) for f in bottom.flags)
+    middle = aset.predict([1, 0] * (len(aset.items) // 2))
+    assert middle.saturated == "" and middle.high < top.high
+
+
+def test_saturation_is_fitted_from_the_reader_of_the_anchors():
+    def share(X):  # the share of anchors right
+        return (np.asarray(X).mean(1) + 1) / 2
+
+    sat = fit_saturation(share, 4, [0.2, 0.5, 0.9])
+    assert (sat.top, sat.bottom) == (0.75, 0.25)
+    assert (sat.ceiling, sat.floor, sat.best, sat.worst) == (0.9, 0.2, 0.9, 0.2)
+    assert fit_saturation(share, 1, [0.5]) is None
+    assert Saturation.from_dict(json.loads(json.dumps(sat.to_dict()))) == sat
+
+
+def test_check_counts_saturated_models_and_flagged_misses_in_strict_json(fitted, capsys):
+    tmp, matrix, aset = fitted
+    new = np.arange(N_FIT, N_FIT + N_NEW)
+    write_wide(tmp / "new.csv", matrix, new, list(aset.items))
+    write_scores(tmp / "new_scores.csv", matrix, new)
+    with open(tmp / "new.csv", "a") as f:  # one model above everything: every anchor right
+        f.write("ceiling," + ",".join("1" for _ in aset.items) + "\n")
+    with open(tmp / "new_scores.csv", "a") as f:
+        f.write("ceiling,100\n")
+    argv = ["check", "--anchor-set", str(tmp / "fit"), "--benchmark", "wide", "--scores",
+            str(tmp / "new_scores.csv"), "--responses", str(tmp / "new.csv")]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    got = strict(capsys.readouterr().out)
+    assert got["n"] == N_NEW + 1 and got["n_saturated"] >= 1
+    assert 0 <= got["n_missed_flagged"] <= got["n_missed"] <= got["n"]
+    if not got["n_flagged"]:
+        assert got["coverage_flagged"] is None
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "at the top or bottom of what these anchors can tell" in out
+    assert f"missed {got['n_missed']} (reported score outside the interval)" in out
+
+
+def test_check_on_a_full_width_table_scores_the_anchors_unless_asked(fitted, capsys):
+    """Every item answered: `predict` would read the items' own mean (MAE 0, zero-width
+    intervals); `check` tests the anchors' estimate and says so, `--extra-items` the other."""
+    tmp, matrix, _ = fitted
+    new = np.arange(N_FIT, N_FIT + N_NEW)
+    write_wide(tmp / "full.csv", matrix, new)
+    write_scores(tmp / "full_scores.csv", matrix, new)
+    files = ["--scores", str(tmp / "full_scores.csv"), "--responses", str(tmp / "full.csv")]
+    argv = ["check", "--anchor-set", str(tmp / "fit"), "--benchmark", "wide", "--json", *files]
+    assert main(argv) == 0
+    anchors = strict(capsys.readouterr().out)
+    assert anchors["scored_from"] == "anchors" and anchors["n_extra_ignored"] == N_NEW
+    assert anchors["mae"] > 0.005
+    assert any("scored from the anchors' answers alone" in n for n in anchors["notes"])
+    assert main([*argv, "--extra-items"]) == 0
+    extra = strict(capsys.readouterr().out)
+    assert extra["scored_from"] == "anchors+extra" and extra["mae"] < 1e-6
+    assert extra["coverage"] == 1.0  # zero-width intervals at the truth count as covered
