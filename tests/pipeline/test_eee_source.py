@@ -27,6 +27,7 @@ from sparseeval.pipeline.sources import ingest_sources
 from sparseeval.pipeline.store import Store, watched
 from sparseeval.pipeline.store.eee import EeeRecords
 from sparseeval.pipeline.store.kinds import source_from_spec
+from tests.hub_standin import serve_hub
 
 BENCH = "demo-source.demo_bench"
 AGGREGATE = {  # the reference aggregate, as published
@@ -218,3 +219,30 @@ def test_predict_reads_a_samples_file(tmp_path):
     wrong = SimpleNamespace(benchmark="arc", items=["s1"], item_sources={})
     with pytest.raises(EeeError, match="no records with evaluation_name 'arc'"):
         read_responses_files([samples], wrong)
+
+
+def test_a_datastore_repo_on_the_hub_is_pulled_incrementally(tmp_path, monkeypatch):
+    repo = "evaleval/EEE_datastore"
+    local = tmp_path / "staged"
+    write_eee(local, "org/a", {"s1": 1.0, "s2": 0.0})
+    write_eee(local, "org/b", {"s1": 0.0, "s2": 1.0})
+    path = store_with(tmp_path / "s.duckdb")
+    spec = f"eee:hub:{repo}/data/demo-source"
+    with serve_hub(monkeypatch, tmp_path) as hub:
+        hub.commit(repo, repo_files(local))
+        first = ingest_sources(path, [spec], fill_if_empty=False)
+        assert (first.new, first.failed) == (4, 0)
+        assert len(hub.downloads(repo)) == 4  # two aggregates and their samples files
+        hub.clear()
+        write_eee(local, "org/c", {"s1": 1.0, "s2": 1.0}, stamp=1750000100)
+        hub.commit(repo, repo_files(local) | {"README.md": "the datastore"})
+        second = ingest_sources(path, [spec], fill_if_empty=False)
+        assert (second.new, second.skipped) == (2, 2)
+        assert all("/org/c/" in p for p in hub.downloads(repo))  # only what is new
+        assert len(hub.downloads(repo)) == 2
+    assert len(stored(path)) == 6
+
+
+def repo_files(root: Path) -> dict[str, bytes]:
+    """The files under `root` by their repository path (`data/...`)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}

@@ -39,7 +39,9 @@ from sparseeval.consume.answers.eee_answers import (
 from sparseeval.consume.answers.identity import OPAQUE
 from sparseeval.consume.hashing import file_sha256, fingerprint
 from sparseeval.pipeline.store.db import Store
+from sparseeval.pipeline.store.hub import HubClient, default_hub_client
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
+from sparseeval.pipeline.store.retries import with_retries
 from sparseeval.pipeline.store.unit import (
     BAD_SCHEMA,
     SourceError,
@@ -50,7 +52,14 @@ from sparseeval.pipeline.store.unit import (
     no_stage,
     stage_frames,
 )
-from sparseeval.pipeline.store.watched import SETTLE_SECONDS, _age, _guarded, _pending, _target
+from sparseeval.pipeline.store.watched import (
+    SETTLE_SECONDS,
+    _age,
+    _failing,
+    _guarded,
+    _pending,
+    _target,
+)
 
 KIND = "eee"
 
@@ -64,10 +73,13 @@ class EeeRecords:
     settle_seconds: float | None = None
 
     @classmethod
-    def from_spec(cls, body: str, options: SpecOptions) -> EeeRecords:
-        """`PATH` (the spec `eee:PATH`); every record's benchmark from the options if given."""
-        return cls(Path(_target(KIND, body, "a folder or samples file", "eee:EEE_datastore/data")),
-                   options.benchmark)  # fmt: skip
+    def from_spec(cls, body: str, options: SpecOptions) -> EeeRecords | EeeHub:
+        """`PATH` (the spec `eee:PATH`), or `hub:ORG/REPO[/FOLDER]` (a datastore repo on
+        the Hub); every record's benchmark from the options if given."""
+        target = _target(KIND, body, "a folder or samples file", "eee:EEE_datastore/data")
+        if target.startswith("hub:"):
+            return EeeHub.from_spec(target[4:], options)
+        return cls(Path(target), options.benchmark)
 
     def units(self, store: Store) -> Iterator[Unit]:
         path = existing(self.path)
@@ -84,6 +96,74 @@ class EeeRecords:
                 yield _pending(KIND, samples, f"modified {age:.1f}s ago", settle)
             else:
                 yield from _guarded(KIND, samples, _OneFile(samples, self.benchmark), store)
+
+
+@dataclass
+class EeeHub:
+    """A datastore repo on the Hugging Face Hub (`evaleval/EEE_datastore`), pulled
+    incrementally: one listing of the head revision's files (with their blob ids) per
+    night; a samples file is downloaded only when it or its aggregate changed since it was
+    read (its unit key is the pair's blob ids), so a night costs what is new."""
+
+    repo: str
+    under: str = "data"
+    benchmark: str | None = None
+    client: HubClient | None = None
+
+    @classmethod
+    def from_spec(cls, body: str, options: SpecOptions) -> EeeHub:
+        """`ORG/REPO[/FOLDER]` (FOLDER: `data`, or one collection `data/helm_lite`)."""
+        org, _, rest = body.strip().partition("/")
+        name, _, under = rest.partition("/")
+        if not org or not name:
+            raise SourceError(f"eee:hub:{body}: name the repo (eee:hub:evaleval/EEE_datastore)")
+        return cls(f"{org}/{name}", under.strip("/") or "data", options.benchmark)
+
+    @property
+    def path(self) -> str:  # the source's label (`ingestion.source_label`)
+        return f"hub:{self.repo}/{self.under}"
+
+    def units(self, store: Store) -> Iterator[Unit]:
+        client = self.client or default_hub_client()
+        secret = getattr(client, "token", None)
+        sha = with_retries(f"revision of {self.repo}", client.dataset_info, self.repo,
+                           secret=secret).sha  # fmt: skip
+        listing = with_retries(
+            f"listing files of {self.repo}@{sha[:12]}",
+            lambda: list(client.list_repo_tree(self.repo, self.under, recursive=True,
+                                               repo_type="dataset", revision=sha)),
+            secret=secret,
+        )  # fmt: skip
+        blobs = {e.path: e.blob_id for e in listing if getattr(e, "blob_id", None)}
+        for path in sorted(p for p in blobs if p.endswith(SAMPLES_SUFFIX)):
+            agg = str(aggregate_path(Path(path)))
+            label = f"{self.repo}@{sha[:12]}:{path}"
+            if agg not in blobs:
+                yield _failing(KIND, Path(label), SourceError(f"{label}: no aggregate beside it"))
+                continue
+            key = fingerprint(KIND, "hub", self.repo, path, blobs[path], blobs[agg], self.benchmark)
+            unit = Unit(KIND, label, key, [f"hf://datasets/{self.repo}@{sha}/{path}"], no_stage,
+                        frames=(ITEM_HASH_FRAME,), id_kind=OPAQUE)  # fmt: skip
+            unit.stage = partial(self._stage, client, sha, path, unit)
+            yield unit
+
+    def _stage(
+        self, client: HubClient, sha: str, path: str, unit: Unit, con: duckdb.DuckDBPyConnection
+    ) -> None:
+        def get(name: str) -> Path:
+            return Path(with_retries(
+                f"download {self.repo}@{sha[:12]}:{name}", client.hf_hub_download, self.repo,
+                name, repo_type="dataset", revision=sha, secret=getattr(client, "token", None),
+            ))  # fmt: skip
+
+        agg_file = get(str(aggregate_path(Path(path))))
+        samples = get(path)
+        try:
+            agg = read_aggregate(agg_file)
+            check_checksum(samples, agg)
+        except EeeError as exc:
+            raise SourceError(f"{self.repo}@{sha[:12]}: {exc}") from None
+        _stage(samples, agg, self.benchmark, unit, con)
 
 
 @dataclass
