@@ -94,13 +94,15 @@ def graded_task(scores: dict, name: str = "toy_graded") -> Task:
 
 def write_log(
     log_dir: Path, task: Task, model: str = "fixed/m1", answers=None, epochs: int = 1,
-    fmt: str = "eval", fail_on_error: bool = False,
+    fmt: str = "eval", fail_on_error: bool = False, sample_id: list | None = None,
 ) -> Path:  # fmt: skip
     """Run `task` with Inspect into `log_dir`; the log file written (`fail_on_error`: a
-    sample's error ends the run, status `error`; else the sample alone errors)."""
+    sample's error ends the run, status `error`; else the sample alone errors; `sample_id`:
+    run only these samples, as `inspect eval --sample-id` does)."""
     (log,) = inspect_eval(
         task, model=model, model_args={"answers": answers or {}}, log_dir=str(log_dir),
         epochs=epochs, log_format=fmt, display="none", fail_on_error=fail_on_error,
+        sample_id=sample_id,
     )  # fmt: skip
     return Path(log.location)
 

@@ -20,6 +20,7 @@ from sparseeval.cli.check import add_check_command
 from sparseeval.cli.common import EXIT_BUG, EXIT_USER_ERROR, UserError, report
 from sparseeval.cli.config import add_config_command
 from sparseeval.cli.consumer import add_consumer_commands
+from sparseeval.cli.export_inspect import add_export_inspect_command
 from sparseeval.cli.fit import add_fit_command
 from sparseeval.cli.quarantine import add_quarantine_command
 from sparseeval.cli.refresh import add_refresh_command
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_commands(sub)
     add_refresh_command(sub)
     add_consumer_commands(sub)
+    add_export_inspect_command(sub)
     add_anchors_command(sub)
     add_check_command(sub)
     add_automations_command(sub)
