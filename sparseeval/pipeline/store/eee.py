@@ -38,6 +38,7 @@ from sparseeval.consume.answers.eee_answers import (
 )
 from sparseeval.consume.answers.identity import OPAQUE
 from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.pipeline.store import watched
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.hub import HubClient, default_hub_client
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
@@ -53,7 +54,6 @@ from sparseeval.pipeline.store.unit import (
     stage_frames,
 )
 from sparseeval.pipeline.store.watched import (
-    SETTLE_SECONDS,
     _age,
     _failing,
     _guarded,
@@ -86,7 +86,7 @@ class EeeRecords:
         if path.is_file():
             yield _samples_unit(path, self.benchmark)
             return
-        settle = SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
+        settle = watched.SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
         now = time.time()
         for samples in sorted(path.rglob(f"*{SAMPLES_SUFFIX}")):
             if any(part.startswith(".") for part in samples.relative_to(path).parts):

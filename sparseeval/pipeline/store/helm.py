@@ -38,6 +38,7 @@ from sparseeval.consume.answers.identity import OPAQUE
 from sparseeval.consume.answers.inspect_answers import score_value
 from sparseeval.consume.answers.jsontext import JsonTextError, loads
 from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.pipeline.store import watched
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
 from sparseeval.pipeline.store.unit import (
@@ -50,7 +51,7 @@ from sparseeval.pipeline.store.unit import (
     no_stage,
     stage_frames,
 )
-from sparseeval.pipeline.store.watched import SETTLE_SECONDS, _age, _guarded, _pending, _target
+from sparseeval.pipeline.store.watched import _age, _guarded, _pending, _target
 
 KIND = "helm"
 CONTENT_HASH = "helm_instance"
@@ -80,7 +81,7 @@ class HelmRuns:
         runs = [root] if (root / _SPEC).is_file() else sorted(p.parent for p in root.rglob(_SPEC))
         if not runs:
             raise SourceError(f"{root}: no HELM run folder (with {_SPEC}) in it")
-        settle = SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
+        settle = watched.SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
         now = time.time()
         for run in runs:
             files = [p for p in run.iterdir() if p.is_file()]

@@ -36,6 +36,7 @@ from sparseeval.consume.answers.inspect_answers import (
     read_log,
 )
 from sparseeval.consume.hashing import file_sha256, fingerprint
+from sparseeval.pipeline.store import watched
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
 from sparseeval.pipeline.store.unit import (
@@ -50,7 +51,6 @@ from sparseeval.pipeline.store.unit import (
 )
 from sparseeval.pipeline.store.watched import (
     PENDING,
-    SETTLE_SECONDS,
     _age,
     _guarded,
     _pending,
@@ -83,7 +83,7 @@ class InspectLogs:
         if path.is_file():
             yield _log_unit(path, self.model, self.benchmark)
             return
-        settle = SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
+        settle = watched.SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
         now = time.time()
         for log in log_files(path):
             age = _age([log], now)
