@@ -4,9 +4,13 @@ NumPy only."""
 
 from __future__ import annotations
 
+import math
 import re
+import zipfile
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from sparseeval.consume.answers.ids import is_canonical
 from sparseeval.consume.answers.responses import printable
@@ -20,6 +24,15 @@ from sparseeval.consume.sets.layout import (
 )
 from sparseeval.consume.sets.promotion import check_promoted
 from sparseeval.consume.sets.shape import check_arrays, check_manifest, reader_folder
+
+# The most a published set's .npz (predictor weights, item curves) may inflate to, in bytes.
+# Real ones are far smaller (a predictor of 1,000 anchors: a few MB); a set this big is no
+# anchor set but a bomb (3 MB on disk, 3.2 GB loaded), refused before any array is read.
+MAX_NPZ_BYTES = 256 * 2**20
+_HEADERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
 
 _REPO_ID = re.compile(r"^(?:hf://(?:datasets/)?)?([A-Za-z0-9][\w.-]*/[\w.-]+)$")
 
@@ -87,8 +100,11 @@ def _check_items(folder: Path, items: object) -> None:
 
 def load_predictor(folder: Path, manifest: dict[str, Any]):
     """The NumPy predictor of a verified version folder."""
+    from sparseeval.consume.scoring.inference import WEIGHTS_FILE
     from sparseeval.consume.scoring.inference import load_predictor as load_reader
 
+    reader = folder / reader_folder(folder, manifest["predictor"])
+    check_npz_size(folder, reader / WEIGHTS_FILE)
     try:
         predictor = load_reader(folder / reader_folder(folder, manifest["predictor"]))
     except AnchorSetError:
@@ -106,6 +122,9 @@ def load_curves(folder: Path, manifest: dict[str, Any]) -> ItemCurves | None:
     entry = manifest.get(CURVES_KEY)
     if entry is None:
         return None
+    from sparseeval.consume.scoring.next_items import CURVES_FILE
+
+    check_npz_size(folder, folder / reader_folder(folder, entry, "item curves") / CURVES_FILE)
     try:
         curves = ItemCurves.load(folder / reader_folder(folder, entry, "item curves"))
         positions(curves, manifest["items"])
@@ -114,3 +133,38 @@ def load_curves(folder: Path, manifest: dict[str, Any]) -> ItemCurves | None:
     if len(curves.items) != entry.get("n_items"):
         raise AnchorSetError(f"{printable(folder)}: item curves list a different number of items")
     return curves
+
+
+def check_npz_size(folder: Path, path: Path, limit: int = MAX_NPZ_BYTES) -> None:
+    """Refuse an .npz of a set whose arrays would inflate beyond `limit` bytes, from what its
+    zip directory and each member's .npy header declare, before any array is read."""
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as npz:
+            for info in npz.infolist():
+                total += max(info.file_size, _declared_bytes(npz, info))
+                if total > limit:
+                    raise AnchorSetError(
+                        f"{printable(folder)}: {path.name} declares more than {limit:,} bytes"
+                        f" of arrays ({printable(info.filename)} and before): refused before"
+                        " loading, a published set is never that big"
+                    )
+    except (OSError, zipfile.BadZipFile, ValueError) as e:
+        if isinstance(e, AnchorSetError):
+            raise
+        raise AnchorSetError(
+            f"{printable(folder)}: cannot read {path.name} ({printable(e)})"
+        ) from e
+
+
+def _declared_bytes(npz: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    """The bytes one .npy member's header says its array holds (shape x item size)."""
+    with npz.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        read = _HEADERS.get(version)
+        if read is None:
+            raise ValueError(f"{info.filename}: .npy format {version} is not read here")
+        shape, _, dtype = read(f)
+    if dtype.hasobject:
+        raise ValueError(f"{info.filename}: holds Python objects")
+    return math.prod(shape) * dtype.itemsize

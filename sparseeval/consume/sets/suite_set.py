@@ -20,9 +20,10 @@ from pathlib import Path
 
 from sparseeval.consume.answers.responses import MergedAnswers, ResponsesError, as_pairs, printable
 from sparseeval.consume.scoring.flags import KEY, disagreement, widened
-from sparseeval.consume.scoring.inference import load_predictor
+from sparseeval.consume.scoring.inference import WEIGHTS_FILE, load_predictor
 from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
 from sparseeval.consume.sets.anchorset import AnchorSet, Estimate, load_anchor_set, load_curves
+from sparseeval.consume.sets.files import check_npz_size
 from sparseeval.consume.sets.layout import LATEST, AnchorSetError
 from sparseeval.consume.sets.shape import check_arrays, check_reader
 
@@ -182,6 +183,7 @@ def _member(
     with the suite's); it says what the member estimates and where its data came from."""
     reader = member[kind]
     check_reader(suite.source, benchmark, reader, items)
+    check_npz_size(suite.source, suite.folder / reader["folder"] / WEIGHTS_FILE)  # before loading
     try:
         predictor = load_predictor(suite.folder / reader["folder"])
     except Exception as e:

@@ -1,0 +1,62 @@
+"""A published set the consumer did not write is bounded before it is loaded (issue 46): an
+.npz whose arrays would inflate far beyond any real predictor or item curves is refused in
+one line from its zip directory and .npy headers, before an array is read."""
+
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+import pytest
+
+from sparseeval.consume.sets import files
+from sparseeval.consume.sets.anchorset import load_anchor_set
+from sparseeval.consume.sets.layout import AnchorSetError
+from tests.consume.test_faults_consumer import B
+from tests.consume.test_faults_published import refused_in_one_line, reseal
+from tests.helpers import anchor_answers, answers_csv
+
+
+@pytest.fixture
+def published_set(arc_set, fitted, tmp_path):
+    """The published ARC set (a fresh copy) and one test model's answers file."""
+    return arc_set, answers_csv(tmp_path / "a.csv", anchor_answers(fitted))
+
+
+def _bomb(path, shape=(20_000, 20_000)) -> None:
+    """Replace the first array of the .npz at `path` with one whose header declares `shape`
+    (3.2 GB of float64 for the default) over a few bytes of data."""
+    with np.load(path) as npz:
+        arrays = {k: npz[k].copy() for k in npz.files}
+    first = next(iter(arrays))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, value in arrays.items():
+            with out.open(f"{name}.npy", "w") as f:
+                if name == first:
+                    header = {"descr": "<f8", "fortran_order": False, "shape": shape}
+                    np.lib.format.write_array_header_1_0(f, header)
+                    f.write(b"\0" * 64)
+                else:
+                    np.lib.format.write_array(f, value)
+
+
+def test_an_npz_declaring_gigabytes_is_refused_before_loading(published_set, capsys, monkeypatch):
+    root, answers = published_set
+    folder = root / B / "v1"
+    path = folder / "predictor" / "weights.npz"
+    _bomb(path)
+    reseal(folder)
+    read = np.lib.format.read_array
+    monkeypatch.setattr(np.lib.format, "read_array", lambda *a, **k: pytest.fail("read"))
+    err = refused_in_one_line(root, answers, capsys, f"{path.name} declares more than")
+    assert "refused before loading" in err
+    monkeypatch.setattr(np.lib.format, "read_array", read)
+
+
+def test_a_set_within_the_bound_loads(published_set):
+    root, _ = published_set
+    aset = load_anchor_set(root, B)
+    weights = aset.folder / "predictor" / "weights.npz"
+    files.check_npz_size(aset.folder, weights)  # the real one: far under the bound
+    with pytest.raises(AnchorSetError, match="declares more than 100 bytes"):
+        files.check_npz_size(aset.folder, weights, limit=100)
