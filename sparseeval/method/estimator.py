@@ -28,7 +28,7 @@ DEFAULT_INITS = ("kmeans", "random", "greedy")
 SETTING_NAMES = (
     "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
     "predictor", "refit", "lr", "epochs", "patience", "weight_decay", "dropout", "ensemble",
-    "seed",
+    "seed", "device",
 )  # fmt: skip
 
 
@@ -79,6 +79,9 @@ class SparseEval(AnchorEstimator):
         Number of MLP seeds averaged.
     seed : int, default=0
         Random seed (ensemble member i uses `seed + i`).
+    device : str, default="cpu"
+        Torch device the MLPs train on ("cuda": a GPU; same results within the tolerance
+        `bench/gpu.py` measures); they predict, and are published, on the CPU.
     n_jobs : int or None, default=None
         MLP ensemble members trained at once, in threads; None: all of them, with
         nnridge beside them (no core idles while the last member trains); 1: one thing
@@ -130,6 +133,7 @@ class SparseEval(AnchorEstimator):
         dropout: float = 0.1,
         ensemble: int = 3,
         seed: int = 0,
+        device: str = "cpu",
         n_jobs: int | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
@@ -150,6 +154,7 @@ class SparseEval(AnchorEstimator):
         self.dropout = dropout
         self.ensemble = ensemble
         self.seed = seed
+        self.device = device
         self.n_jobs = n_jobs
         self.progress = progress
 
@@ -336,6 +341,7 @@ class SparseEval(AnchorEstimator):
                 weight_decay=self.weight_decay,
                 dropout=self.dropout,
                 seed=self.seed + i,
+                device=self.device,
             )
             for i in range(self.ensemble)
         ]

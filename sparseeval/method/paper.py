@@ -24,6 +24,7 @@ from sparseeval.method.anchor_estimator import (
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.predictors import MLPPredictor
 from sparseeval.method.selection import Swap, swap_words
+from sparseeval.method.training import Dropout
 
 log = logging.getLogger("sparseeval")
 
@@ -63,22 +64,27 @@ class ZeroOneMLP(MLPPredictor):
     """
 
     def __init__(
-        self, hidden: tuple[int, ...] = (128, 64, 32), dropout: float = 0.1, seed: int = 0
+        self,
+        hidden: tuple[int, ...] = (128, 64, 32),
+        dropout: float = 0.1,
+        seed: int = 0,
+        device: str = "cpu",
     ) -> None:
-        super().__init__(hidden=hidden, dropout=dropout, seed=seed, monotone=False)
+        super().__init__(hidden=hidden, dropout=dropout, seed=seed, monotone=False, device=device)
 
     def build(self, k: int) -> nn.Sequential:
-        """A fresh, untrained net for k anchors (k-128-64-32-1, GELU, dropout, sigmoid)."""
+        """A fresh, untrained net for k anchors (k-128-64-32-1, GELU, dropout, sigmoid), on
+        `device` (its dropout masks drawn there)."""
         self.mean_ = np.full(k, -1.0, dtype=np.float32)
-        self.net_ = self._build(k)
+        self.net_ = self._build(k).to(self.device)
         return self.net_
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> ZeroOneMLP:
         raise NotImplementedError("ZeroOneMLP is trained by PaperSparseEval")
 
-    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None):
-        xt = torch.from_numpy((np.asarray(X, dtype=np.float32) + 1.0) / 2.0)
-        return (xt,) if y is None else (xt, torch.from_numpy(np.asarray(y, dtype=np.float32)))
+    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None, device="cpu"):
+        xt = _zero_one(X, device)
+        return (xt,) if y is None else (xt, _tensor(y, device))
 
     def state(self):
         config, arrays = super().state()
@@ -141,6 +147,9 @@ class PaperSparseEval(SparseEval):
     seed : int, default=0
     device : str, default="cpu"
         Torch device of the training ("cuda" if you have one; the predictor ends on CPU).
+    cuda_graphs : bool, default=True
+        On a GPU, replay each training step from a CUDA graph (`_Steps`); False: run
+        every step eagerly. Ignored on the CPU.
     progress : callable or None, default=None
 
     Attributes
@@ -170,6 +179,7 @@ class PaperSparseEval(SparseEval):
         dropout: float = 0.1,
         seed: int = 0,
         device: str = "cpu",
+        cuda_graphs: bool = True,
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.n_anchors = n_anchors
@@ -184,6 +194,7 @@ class PaperSparseEval(SparseEval):
         self.dropout = dropout
         self.seed = seed
         self.device = device
+        self.cuda_graphs = cuda_graphs
         self.progress = progress
 
     def _init_name(self) -> str:
@@ -241,8 +252,8 @@ class PaperSparseEval(SparseEval):
 
         `anchors` is changed in place; every swap is applied (no MAE is measured).
         """
-        net = ZeroOneMLP(dropout=self.dropout, seed=self.seed).build(len(anchors)).to(device)
-        _paper_train(net, Y[:, anchors], t, self.proxy_steps, self.lr)
+        net = ZeroOneMLP(dropout=self.dropout, seed=self.seed, device=device).build(len(anchors))
+        _paper_train(net, Y[:, anchors], t, self.proxy_steps, self.lr, self.cuda_graphs)
         net.eval()
         xa = Y[:, anchors].clone().requires_grad_(True)
         torch.mean((net(xa).squeeze(1) - t) ** 2).backward()
@@ -262,11 +273,11 @@ class PaperSparseEval(SparseEval):
 
     def _final_mlp(self, anchors: list[int], Y, t, Yv, tv) -> tuple[ZeroOneMLP, nn.Sequential]:
         """The final MLP trained with the released code's checks; sets `steps_`, `best_step_`."""
-        model = ZeroOneMLP(dropout=self.dropout, seed=self.seed)
-        net = model.build(len(anchors)).to(Y.device)
+        model = ZeroOneMLP(dropout=self.dropout, seed=self.seed, device=Y.device)
+        net = model.build(len(anchors))
         self.steps_, self.best_step_, self.valid_mse_ = _paper_final(
             net, Y[:, anchors], t, Yv[:, anchors], tv,
-            self.steps, self.lr, self.check_every, self.patience,
+            self.steps, self.lr, self.check_every, self.patience, self.cuda_graphs,
         )  # fmt: skip
         return model, net
 
@@ -290,24 +301,82 @@ class PaperSparseEval(SparseEval):
 
 def _zero_one(X: np.ndarray, device) -> torch.Tensor:
     """+-1 answers as the released code's 0/1 float32 tensor."""
-    return torch.from_numpy((X.astype(np.float32) + 1.0) / 2.0).to(device)
+    return torch.from_numpy((np.asarray(X, dtype=np.float32) + 1.0) / 2.0).to(device)
 
 
 def _tensor(y: np.ndarray, device) -> torch.Tensor:
-    return torch.from_numpy(y.astype(np.float32)).to(device)
+    return torch.from_numpy(np.asarray(y, dtype=np.float32)).to(device)
 
 
-def _paper_train(net, x, t, steps: int, lr: float) -> None:
+WARM_STEPS = 3  # eager steps before a step is captured as a CUDA graph (buffers set up)
+
+
+class _Steps:
+    """Full-batch Adam steps (lr, MSE, dropout on) of `net` on `x`, `t`: call once a step.
+
+    On the CPU: torch's Adam, as the released code. On a GPU: the fused Adam (the same
+    update up to rounding), and with `graphs`, after `WARM_STEPS` eager steps the step is
+    captured once as a CUDA graph and replayed: one launch a step instead of some sixty,
+    no Python between them (the same kernels; the dropout masks from the net's generator,
+    registered with the graph so each replay draws new ones).
+    """
+
+    def __init__(self, net: nn.Module, x, t, lr: float, graphs: bool = True) -> None:
+        self.net, self.x, self.t, self.done, self.graph = net, x, t, 0, None
+        cuda = x.device.type == "cuda"
+        self.graphs = graphs and cuda
+        self.opt = torch.optim.Adam(
+            net.parameters(), lr=lr, fused=cuda or None, capturable=self.graphs
+        )
+
+    def __call__(self) -> None:
+        if self.graph is None and self.graphs and self.done >= WARM_STEPS:
+            self.graph = self._capture()
+        if self.graph is not None:
+            self.graph.replay()
+        elif self.graphs:  # the warm-up, on a side stream as torch's capture recipe does
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._eager()
+            torch.cuda.current_stream().wait_stream(side)
+        else:
+            self._eager()
+        self.done += 1
+
+    def _loss(self) -> torch.Tensor:
+        return torch.mean((self.net(self.x).squeeze(1) - self.t) ** 2)
+
+    def _eager(self) -> None:
+        self.net.train()
+        self.opt.zero_grad()
+        self._loss().backward()
+        self.opt.step()
+
+    def _capture(self) -> torch.cuda.CUDAGraph:
+        """The step as a CUDA graph (captured, not run: `replay` runs it)."""
+        self.net.train()
+        self.opt.zero_grad(set_to_none=True)  # the graph's backward writes fresh gradients
+        graph = torch.cuda.CUDAGraph()
+        rngs = {id(m.rng): m.rng for m in self.net.modules() if isinstance(m, Dropout)}
+        for rng in rngs.values():
+            graph.register_generator_state(rng)
+        with torch.cuda.graph(graph):
+            self._loss().backward()
+            self.opt.step()
+        return graph
+
+
+def _paper_train(net, x, t, steps: int, lr: float, graphs: bool = True) -> None:
     """Full-batch Adam on MSE for `steps` steps, dropout on (the proxy of each round)."""
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    net.train()
+    step = _Steps(net, x, t, lr, graphs)
     for _ in range(steps):
-        opt.zero_grad()
-        torch.mean((net(x).squeeze(1) - t) ** 2).backward()
-        opt.step()
+        step()
 
 
-def _paper_final(net, x, t, xv, tv, steps, lr, check_every, patience) -> tuple[int, int, float]:
+def _paper_final(
+    net, x, t, xv, tv, steps, lr, check_every, patience, graphs: bool = True
+) -> tuple[int, int, float]:
     """The final MLP's training with the released code's checks.
 
     Returns (steps run, step whose state was kept, its validation MSE).
@@ -317,14 +386,11 @@ def _paper_final(net, x, t, xv, tv, steps, lr, check_every, patience) -> tuple[i
     """
     from scipy.stats import kendalltau
 
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    train = _Steps(net, x, t, lr, graphs)
     best_loss, best_tau, waited = float("inf"), -2.0, 0
     best_state, best_step, step = None, -1, -1
     for step in range(steps):
-        net.train()
-        opt.zero_grad()
-        torch.mean((net(x).squeeze(1) - t) ** 2).backward()
-        opt.step()
+        train()
         if step % check_every:
             continue
         net.eval()

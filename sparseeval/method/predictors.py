@@ -20,7 +20,7 @@ from torch import nn
 
 from sparseeval.method.memory import keep_freed_memory
 from sparseeval.method.parallel import training_slot
-from sparseeval.method.training import Adam, Dropout
+from sparseeval.method.training import Adam, Dropout, mask_generator
 
 ALPHAS = np.logspace(-2, 4, 25)
 
@@ -217,11 +217,13 @@ class MLPPredictor:
         sigmoid: bool = True,
         seed: int = 0,
         monotone: bool = True,
+        device: str = "cpu",
     ) -> None:
         self.hidden, self.dropout, self.lr = tuple(hidden), dropout, lr
         self.epochs, self.patience, self.weight_decay = epochs, patience, weight_decay
         self.holdout, self.sigmoid, self.seed = holdout, sigmoid, seed
         self.monotone = monotone
+        self.device = device  # trains there ("cuda": a GPU); predicts on the CPU
 
     @property
     def activation(self) -> str:
@@ -230,14 +232,15 @@ class MLPPredictor:
 
     def _build(self, k: int) -> nn.Sequential:
         """A fresh net: weights and its dropout generator's seed from torch's generator."""
-        net = self._layers(k, np.random.default_rng(int(torch.randint(0, 2**62, (1,)).item())))
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+        net = self._layers(k, mask_generator(seed, self.device))
         if self.monotone:
             with torch.no_grad():
                 for layer in _linear(net):
                     layer.weight.abs_().div_(layer.weight.shape[1] ** 0.5)
         return net
 
-    def _layers(self, k: int, rng: np.random.Generator) -> nn.Sequential:
+    def _layers(self, k: int, rng: np.random.Generator | torch.Generator) -> nn.Sequential:
         layers: list[nn.Module] = []
         for width in self.hidden:
             act = nn.Tanh() if self.activation == "tanh" else nn.GELU()
@@ -260,22 +263,23 @@ class MLPPredictor:
         with training_slot():  # one of the slots a caller's `trainings_at_once` sets, if any
             with _BUILD_LOCK:  # fits in parallel threads each seed and draw their net in turn
                 torch.manual_seed(self.seed)
-                self.net_ = self._build(X.shape[1])
+                self.net_ = self._build(X.shape[1]).to(self.device)
             self.epochs_, self.valid_mse_ = _train(
                 self.net_,
-                *self._tensors(X, y),
-                *self._tensors(np.asarray(X_valid), np.asarray(y_valid)),
+                *self._tensors(X, y, self.device),
+                *self._tensors(np.asarray(X_valid), np.asarray(y_valid), self.device),
                 lr=self.lr,
                 epochs=self.epochs,
                 patience=self.patience,
                 weight_decay=self.weight_decay,
                 project=_non_negative if self.monotone else None,
             )
+        self.net_.cpu()  # predicts, and is published, on the CPU
         return self
 
-    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None):
-        xt = torch.from_numpy(np.asarray(X, dtype=np.float32) - self.mean_)
-        return (xt,) if y is None else (xt, torch.from_numpy(np.asarray(y, dtype=np.float32)))
+    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None, device="cpu"):
+        xt = torch.from_numpy(np.asarray(X, dtype=np.float32) - self.mean_).to(device)
+        return (xt,) if y is None else (xt, torch.from_numpy(np.asarray(y, np.float32)).to(device))
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         self.net_.eval()
@@ -307,7 +311,7 @@ class MLPPredictor:
             "activation": self.activation,
         }
         arrays = {"mean": self.mean_} | {
-            f"net.{k}": v.detach().numpy() for k, v in self.net_.state_dict().items()
+            f"net.{k}": v.detach().cpu().numpy() for k, v in self.net_.state_dict().items()
         }
         return config, arrays
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
@@ -92,6 +93,9 @@ class Settings(_Derived):
     patience: int = _in("predictor", 50)
     weight_decay: float = _in("predictor", 0.0)
     dropout: float = _in("predictor", 0.1)
+    # the torch device the MLPs train on: "cpu", or "cuda" / "cuda:N" (a GPU: the same
+    # results within the tolerance bench/gpu.py measures, not bit for bit)
+    device: str = _in("predictor", "cpu")
     # splits
     n_test: float = _in("splits", 200)
     n_valid: float = _in("splits", 200)
@@ -174,6 +178,8 @@ class Settings(_Derived):
             ("lr", "above 0", self.lr > 0),
             ("dropout", "in [0, 1)", 0 <= self.dropout < 1),
             ("weight_decay", "0 or more", self.weight_decay >= 0),
+            ("device", "'cpu', 'cuda' or 'cuda:N'",
+             re.fullmatch(r"cpu|cuda(:\d+)?", str(self.device)) is not None),
             ("interval_level", "in (0, 1), e.g. 0.9", 0 < self.interval_level < 1),
             ("max_missing_model_frac", "in [0, 1]", 0 <= self.max_missing_model_frac <= 1),
             ("target", "one of auto, reported, items", self.target in TARGETS),
