@@ -60,3 +60,35 @@ def test_a_set_within_the_bound_loads(published_set):
     files.check_npz_size(aset.folder, weights)  # the real one: far under the bound
     with pytest.raises(AnchorSetError, match="declares more than 100 bytes"):
         files.check_npz_size(aset.folder, weights, limit=100)
+
+
+# -- answers that name none of the set's anchors ------------------------------------------
+
+
+@pytest.mark.parametrize("more", [[], ["--allow-missing"]])
+def test_answers_of_another_benchmark_are_told_so_not_all_missing(arc_set, tmp_path, capsys, more):
+    from tests.consume.test_faults_consumer import one_line_error, predict
+
+    answers = tmp_path / "other.csv"
+    answers.write_text("item,correct\n" + "".join(f"q{j},{j % 2}\n" for j in range(40)))
+    err = one_line_error(*predict(arc_set, [answers], capsys, *more))
+    assert "none of your 40 answers' ids are this set's anchors (yours: q0, q1, q2, ...;" in err
+    assert "anchors missing" not in err and "--allow-missing" not in err
+
+
+def test_a_blank_template_still_says_which_anchors_are_missing(arc_set, tmp_path, capsys):
+    from tests.consume.test_faults_consumer import one_line_error, predict
+
+    aset = load_anchor_set(arc_set, B)
+    answers = tmp_path / "blank.csv"
+    answers.write_text("item,correct\n" + "".join(f"{i},\n" for i in aset.items))
+    err = one_line_error(*predict(arc_set, [answers], capsys))
+    assert "none of your" not in err
+
+
+def test_the_library_says_the_same_for_a_dict_of_answers(arc_set):
+    from sparseeval.consume.answers.responses import ResponsesError
+
+    aset = load_anchor_set(arc_set, B)
+    with pytest.raises(ResponsesError, match="none of your 2 answers' ids are this set's"):
+        aset.predict({"q1": 1, "q2": 0}, allow_missing=True)

@@ -159,6 +159,10 @@ def read_responses_files(
         for item, value in _read_lm_eval(lm_eval_paths, anchor_set, lm_eval_options).items():
             merged.add(item, value, where)
     merged.check()
+    if not merged.values and merged.n_other:  # another benchmark's file, or other ids
+        from sparseeval.consume.answers.vector import none_of_message
+
+        raise ResponsesError(none_of_message(merged.n_other, merged.other, anchor_set.items))
     return merged.values
 
 
@@ -223,10 +227,14 @@ class MergedAnswers:
         self.values: dict[str, object] = {}
         self.seen: dict[str, tuple[object, str]] = {}  # item -> (answer, where)
         self.conflicts: dict[str, list[str]] = {}
+        self.n_other, self.other = 0, []  # answers of other ids: how many, the first few
 
     def add(self, item: object, value: object, where: str) -> None:
         item = item_id(item, where)
         if item not in self.anchors:  # never read: not kept (a 50 MB file stays small)
+            self.n_other += 1
+            if len(self.other) < 3:
+                self.other.append(item)
             return
         if item not in self.values:
             self.values[item] = value

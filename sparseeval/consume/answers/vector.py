@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -30,6 +30,29 @@ def anchor_vector(responses, index: Mapping[str, int], k: int) -> np.ndarray:
             if not np.isnan(s):
                 x[j] = s
     return x
+
+
+def none_of_the_anchors(responses, index: Mapping[str, int], anchors: list[str]) -> str:
+    """`none of your 40 answer ids are this set's anchors (...)` when answers by id name
+    no anchor at all (another benchmark's file, ids of another kind), else ''."""
+    pairs = as_pairs(responses)
+    if not pairs:
+        return ""
+    ids = list(dict.fromkeys(item_id(item, "answers") for item, _ in pairs))
+    if any(i in index for i in ids):
+        return ""
+    return none_of_message(len(ids), ids, anchors)
+
+
+def none_of_message(n: int, yours: Sequence[str], anchors: Sequence[str]) -> str:
+    """The line for `n` answers (ids e.g. `yours`) of which none is one of `anchors`."""
+    mine = ", ".join(printable(i) for i in yours[:3])
+    theirs = ", ".join(printable(i) for i in anchors[:3])
+    return (
+        f"none of your {n:,} answers' ids are this set's anchors (yours: {mine}, ...;"
+        f" the set's: {theirs}, ...): answers of another benchmark, or ids of another kind?"
+        " (`sparseeval anchors` lists the ids this set asks for)"
+    )
 
 
 def missing_message(missing: list[str], k: int, what: str) -> str:

@@ -21,7 +21,7 @@ from sparseeval.consume.answers.responses import (
     printable,
     sign,
 )
-from sparseeval.consume.answers.vector import anchor_vector, missing_message
+from sparseeval.consume.answers.vector import anchor_vector, missing_message, none_of_the_anchors
 from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.estimate import Difference, Estimate
 from sparseeval.consume.scoring.flags import PoolCheck, bounds, in_top_zone, pool_check_of
@@ -389,4 +389,7 @@ class AnchorSet:
 
     def _vector(self, responses) -> np.ndarray:
         """+-1 floats in anchor order, NaN where not answered."""
-        return anchor_vector(responses, self._index, len(self.items))
+        x = anchor_vector(responses, self._index, len(self.items))
+        if np.isnan(x).all() and (why := none_of_the_anchors(responses, self._index, self.items)):
+            raise ResponsesError(why)
+        return x
