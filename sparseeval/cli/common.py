@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import math
 import os
 import shlex
@@ -13,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from sparseeval.consume.errors import SparseEvalError, is_user_error
+from sparseeval.consume.errors import SparseEvalError, environment_fault, is_user_error
 
 EXIT_PARTIAL = 1  # the command ran, but some inputs failed (the others landed); see the report
 EXIT_USER_ERROR = 2  # nothing done: a usage, settings or data error, said in one line
@@ -36,42 +35,11 @@ def report(command: str, exc: BaseException) -> int:
     """
     if isinstance(exc, ModuleNotFoundError) and (hint := missing_extra(exc)):
         return fail(command, hint)
-    if is_user_error(exc):
-        return fail(command, first_line(exc))
-    if (fault := environment_fault(exc)) is not None:
-        return fail(command, fault)
+    if is_user_error(exc):  # a full disk or a down server: said with what to do
+        return fail(command, environment_fault(exc) or first_line(exc))
     traceback.print_exception(exc, file=sys.stderr)
     print(f"sparseeval {command}: {BUG}", file=sys.stderr)
     return EXIT_BUG
-
-
-# errno values that say the machine, not sparseeval, failed: a full disk or quota, a read-only
-# or failing file system, no file handles or memory left
-ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO,
-                                errno.EMFILE, errno.ENFILE, errno.ENOMEM})  # fmt: skip
-
-
-def environment_fault(exc: BaseException) -> str | None:
-    """One line for an error of the environment met anywhere in `exc`'s chain (a full disk,
-    a server that is down or answers junk: `PREFECT_API_URL`), else None (a bug)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
-            what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "system"
-            return f"{first_line(exc)} ({what}: nothing half-written; fix it, then run again)"
-        if isinstance(exc, ConnectionError | TimeoutError) or _network(exc):
-            return (
-                f"{first_line(exc)} (the server could not be used: is it up, and is"
-                " PREFECT_API_URL right?)"
-            )
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-def _network(exc: BaseException) -> bool:
-    """An HTTP client's error (httpx, as Prefect's client raises): a network or server fault."""
-    return any(k.__module__.split(".")[0] == "httpx" for k in type(exc).__mro__)
 
 
 def first_line(exc: BaseException) -> str:

@@ -56,6 +56,28 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log) -> None
     )
 
 
+def check_configured(url: str, timeout: float = 10.0) -> None:
+    """A UserError, before any work, when the server PREFECT_API_URL names is down or is no
+    Prefect server (it answers 5xx, or junk to `/health`); a server that asks for a key
+    (401/403, Prefect Cloud) is left to the client."""
+    import urllib.error
+
+    where = f"PREFECT_API_URL {url}"
+    fix = "is the server up and the URL right? unset PREFECT_API_URL to use a temporary server"
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout) as r:
+            body = r.read(64).strip()
+    except urllib.error.HTTPError as e:
+        if e.code >= 500:
+            raise UserError(f"{where}: the server answered {e.code} ({fix})") from None
+        return  # 401/403/404: a protected or differently laid out server; the client says
+    except (OSError, ValueError) as e:  # refused, unreachable, timed out, not a URL
+        why = getattr(e, "reason", None) or e
+        raise UserError(f"{where}: no answer ({why}; {fix})") from None
+    if body != b"true":
+        raise UserError(f"{where}: answers, but not as a Prefect server does ({fix})")
+
+
 def _drain() -> None:
     """Flush Prefect's log and event workers (else they retry a stopped server for a minute)."""
     from prefect.events.worker import EventsWorker
@@ -93,7 +115,8 @@ def temporary_server(timeout: float = 120.0) -> Iterator[str | None]:
     import prefect
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    if get_current_settings().api.url:
+    if configured := get_current_settings().api.url:
+        check_configured(str(configured))
         yield None
         return
 

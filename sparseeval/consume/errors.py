@@ -10,6 +10,8 @@ catches what it caught; the root itself is no `ValueError`, so that a plain `Val
 
 from __future__ import annotations
 
+import errno
+
 
 class SparseEvalError(Exception):
     """A problem the user can fix (input, settings, a file): its message says what and where."""
@@ -19,15 +21,52 @@ class SettingsError(SparseEvalError, ValueError):
     """A setting or argument no run can use (unknown, misplaced, of the wrong type or range)."""
 
 
+# errno values that say the machine, not sparseeval, failed: a full disk or quota, a read-only
+# or failing file system, no file handles or memory left
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO,
+                                errno.EMFILE, errno.ENFILE, errno.ENOMEM})  # fmt: skip
+
+
+def environment_fault(exc: BaseException) -> str | None:
+    """One line for an error of the environment, `exc` or what it was raised from (`raise
+    ... from`: a full disk, a server that is down or answers junk: `PREFECT_API_URL`), else
+    None (a bug). An error raised while handling one (its context) is not it."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
+            what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "system"
+            return f"{_first_line(exc)} ({what}: nothing half-written; fix it, then run again)"
+        if isinstance(exc, ConnectionError | TimeoutError) or _network(exc):
+            return (
+                f"{_first_line(exc)} (the server could not be used: is it up, and is"
+                " PREFECT_API_URL right?)"
+            )
+        exc = exc.__cause__
+    return None
+
+
+def _network(exc: BaseException) -> bool:
+    """An HTTP client's error (httpx, as Prefect's client raises): a network or server fault."""
+    return any(k.__module__.split(".")[0] == "httpx" for k in type(exc).__mro__)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:500]
+
+
 def is_user_error(exc: BaseException) -> bool:
     """Whether the user can fix it: a SparseEvalError, or an OSError about a path they
     named (missing, not readable, a folder, a full disk: it carries the file name) or the
-    network. Anything else (a plain ValueError, TypeError, KeyError, ...) is a bug."""
-    if isinstance(exc, SparseEvalError):
+    network, or a fault of the machine met anywhere in its chain (`environment_fault`: a
+    full disk, a server down or answering junk). Anything else (a plain ValueError,
+    TypeError, KeyError, ...) is a bug."""
+    if isinstance(exc, SparseEvalError) or environment_fault(exc) is not None:
         return True
     if isinstance(exc, OSError):
         return exc.filename is not None or isinstance(exc, ConnectionError | TimeoutError)
     return False
 
 
-__all__ = ["SettingsError", "SparseEvalError", "is_user_error"]
+__all__ = ["SettingsError", "SparseEvalError", "environment_fault", "is_user_error"]
