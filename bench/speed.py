@@ -10,6 +10,9 @@ shows medians over `--repeats` runs.
     python bench/speed.py --repeats 1 --recipes ours
     python bench/speed.py --profile 2000   # cProfile of one fit on 2,000 x 1,319 (in-process)
     python bench/speed.py --recipes ours --set ensemble=1   # a setting other than the default
+    python bench/speed.py --repeats 1 --recipes ours,reference,ours --reference PATH
+        # paired with the paper's released code (a copy of its gd_cluster_mlp.py: see
+        # bench/reference.py), one run each in turn; prints the wall and CPU ratios
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import multiprocessing as mp
 import os
 import resource
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -29,13 +34,19 @@ from sparseeval.method.estimator import SparseEval
 from sparseeval.method.metrics import evaluate
 from sparseeval.method.paper import PaperSparseEval
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/reference.py
 QUIET = {"progress": lambda s: None}
 
 
-def one_fit(recipe: str, seed: int, queue, overrides: dict | None = None) -> None:
+def one_fit(
+    recipe: str, seed: int, queue, overrides: dict | None = None, reference: str | None = None
+) -> None:
     m = make_synthetic(5000, 1319, seed=0)
     s = split_models(m.model_ids, 200, 200, seed=seed)
     X, y = m.values.astype(np.float32), m.y
+    if recipe == "reference":
+        queue.put(_reference_fit(reference, X, s, seed))
+        return
     est = (
         SparseEval.from_settings(Settings(**(overrides or {})), n_anchors=100, seed=seed, **QUIET)
         if recipe == "ours"
@@ -60,6 +71,21 @@ def one_fit(recipe: str, seed: int, queue, overrides: dict | None = None) -> Non
             "mae": evaluate(est.predict(X[s.test]), y[s.test])["mae"],
         }
     )
+
+
+def _reference_fit(path: str, X: np.ndarray, split, seed: int) -> dict:
+    """One run of the paper's released code on the CPU (its own test MAE; `bench/reference.py`)."""
+    from reference import load_reference, run_reference
+
+    module = load_reference(path)
+    base = resource.getrusage(resource.RUSAGE_SELF)
+    load0 = os.getloadavg()[0]
+    run = run_reference(module, X, split, 100, "cpu")
+    end = resource.getrusage(resource.RUSAGE_SELF)
+    return {"recipe": "reference", "settings": {}, "seed": seed, "seconds": run["seconds"],
+            "cpu_s": end.ru_utime + end.ru_stime - base.ru_utime - base.ru_stime,
+            "load": [load0, os.getloadavg()[0]], "peak_mb": end.ru_maxrss / 1024,
+            "fit_mb": (end.ru_maxrss - base.ru_maxrss) / 1024, "mae": run["mae"]}  # fmt: skip
 
 
 def profile(n_models: int, k: int, overrides: dict, top: int = 30) -> None:
@@ -91,7 +117,10 @@ def main() -> None:
     parser.add_argument("--anchors", type=int, default=100, help="with --profile")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=INT",
                         help="one of our settings, e.g. ensemble=1")  # fmt: skip
+    parser.add_argument("--reference", help="a copy of the paper's gd_cluster_mlp.py")
     args = parser.parse_args()
+    if "reference" in args.recipes.split(",") and not args.reference:
+        parser.error("the recipe 'reference' needs --reference PATH")
     overrides = {k: int(v) for k, _, v in (s.partition("=") for s in args.set)}
     if args.profile:
         profile(args.profile, args.anchors, overrides)
@@ -101,7 +130,9 @@ def main() -> None:
     for recipe in args.recipes.split(","):
         for seed in range(args.repeats):
             queue = ctx.Queue()
-            proc = ctx.Process(target=one_fit, args=(recipe, seed, queue, overrides))
+            proc = ctx.Process(
+                target=one_fit, args=(recipe, seed, queue, overrides, args.reference)
+            )
             proc.start()
             rows.append(queue.get())
             proc.join()
@@ -110,7 +141,7 @@ def main() -> None:
         "\n| recipe | runs | median wall s | median CPU s | median peak RSS MB | median MAE (pts) |"
     )
     print("|---|---|---|---|---|---|")
-    for recipe in args.recipes.split(","):
+    for recipe in dict.fromkeys(args.recipes.split(",")):
         r = [x for x in rows if x["recipe"] == recipe]
 
         def med(key: str, r: list[dict] = r) -> float:
@@ -120,6 +151,18 @@ def main() -> None:
             f"| {recipe} | {len(r)} | {med('seconds'):.1f} | {med('cpu_s'):.1f}"
             f" | {med('peak_mb'):.0f} | {med('mae'):.3f} |"
         )
+
+    _ratios(rows)
+
+
+def _ratios(rows: list[dict]) -> None:
+    """Reference / ours medians of wall and CPU seconds, when both ran."""
+    ours = [x for x in rows if x["recipe"] == "ours"]
+    ref = [x for x in rows if x["recipe"] == "reference"]
+    if ours and ref:
+        for key, name in (("seconds", "wall"), ("cpu_s", "CPU")):
+            ratio = statistics.median(x[key] for x in ref) / statistics.median(x[key] for x in ours)
+            print(f"reference / ours, median {name} seconds: {ratio:.1f}x")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from torch import nn
 
 from sparseeval.method.memory import keep_freed_memory
 from sparseeval.method.parallel import training_slot
-from sparseeval.method.training import Adam, Dropout, mask_generator
+from sparseeval.method.training import Adam, Dropout, Tanh, mask_generator
 
 ALPHAS = np.logspace(-2, 4, 25)
 
@@ -243,7 +243,7 @@ class MLPPredictor:
     def _layers(self, k: int, rng: np.random.Generator | torch.Generator) -> nn.Sequential:
         layers: list[nn.Module] = []
         for width in self.hidden:
-            act = nn.Tanh() if self.activation == "tanh" else nn.GELU()
+            act = Tanh() if self.activation == "tanh" else nn.GELU()  # Tanh: training.py
             layers += [nn.Linear(k, width), act, Dropout(self.dropout, rng)]
             k = width
         layers.append(nn.Linear(k, self.outputs_))
