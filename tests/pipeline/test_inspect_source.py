@@ -161,6 +161,16 @@ def test_a_log_being_written_waits_for_the_settle_time(logs, tmp_path, monkeypat
     assert unit.skip is not None and unit.skip.startswith("still being written")
 
 
+def test_a_plain_folder_is_read_as_it_is(logs, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(logs["eval"], folder / "just-written.eval")  # changed a moment ago
+    path = store_with(tmp_path / "s.duckdb", "toy_mc")
+    assert ingest_sources(path, [str(folder)], fill_if_empty=False).new == 4  # no settle time
+    watched_now = ingest_sources(path, [f"inspect:{folder}"], fill_if_empty=False)
+    assert (watched_now.new, watched_now.pending) == (0, 1)  # a watched folder waits
+
+
 def test_plain_paths_are_told_apart(logs, tmp_path):
     assert is_inspect_log(logs["eval"]) and is_inspect_log(logs["json"])
     for spec in (logs["eval"], logs["json"], logs["eval"].parent):

@@ -64,7 +64,11 @@ _NOT_LOGS = {"logs.json", "eval-set.json"}  # eval-set's own bookkeeping in a lo
 
 @dataclass
 class InspectLogs:
-    """Inspect AI logs: one `.eval` or `.json` log file, or a folder of them (recursively)."""
+    """Inspect AI logs: one `.eval` or `.json` log file, or a folder of them (recursively).
+
+    `settle_seconds`: how long a log must be unchanged to be read (None: the watched
+    sources' `SETTLE_SECONDS`, as for `inspect:DIR`; a plain path given to `ingest` is read
+    as it is, 0, like an lm-eval folder: a log cut short fails, naming the file)."""
 
     path: Path
     model: str | None = None

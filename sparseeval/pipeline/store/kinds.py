@@ -62,7 +62,7 @@ FILE_FORMATS: dict[str, Callable[[Path, SpecOptions], Source]] = {
     "long": lambda path, options: LongTable(path),
     "wide": lambda path, options: WideTable(path, _benchmark_of(path, options)),
     "lm-eval": lambda path, options: LmEvalRun(path, options.model),
-    "inspect": lambda path, options: InspectLogs(path, options.model, options.benchmark),
+    "inspect": lambda path, options: InspectLogs(path, options.model, options.benchmark, 0),
 }
 FORMATS = ("auto", *FILE_FORMATS)
 # What looks like a prefix: a word of two or more characters before a colon (`C:` is a drive).
