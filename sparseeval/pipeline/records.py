@@ -88,9 +88,19 @@ class IngestSummary(Record):
         models += f", {self.scores:,} reported score(s)" if self.scores else ""
         return (
             f"{self.units} unit(s), {self.skipped} skipped, {self.new:,} new results{models},"
-            f" {self.quarantined} quarantined{self._targets()}{failed}"
+            f" {self.quarantined} quarantined{self._held()}{self._targets()}{failed}"
             + (synth if self.filled_with_synthetic else "")
         )
+
+    def _held(self) -> str:
+        """` (u.csv: 7 unknown benchmark: nosuch; +1 more file)`: where tonight's quarantined
+        rows came from and why (the report lists every file), '' when none."""
+        held = [q for row in self.sources for q in row.get("quarantine", [])]
+        if not held:
+            return ""
+        more = f"; +{len(held) - 1} more file(s)" if len(held) > 1 else ""
+        first = held[0]["reason"].split("; ")[0]
+        return f" ({Path(held[0]['unit']).name}: {first}{more})"
 
     def _targets(self) -> str:
         n = self.targets_quarantined

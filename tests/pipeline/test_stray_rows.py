@@ -100,5 +100,6 @@ def test_an_inbox_file_quarantined_whole_is_named_and_set_aside_once(tmp_path):
     assert (inbox / "failed" / "u.csv").is_file() and not (inbox / "u.csv").exists()
     second = ingest_sources(tmp_path / "s.duckdb", [Inbox(inbox)])
     assert second.quarantined == 0 and not second.sources[0]["quarantine"]
+    assert "7 quarantined (u.csv: 7 unknown benchmark: nosuch)" in first.line()
     with Store.open(tmp_path / "s.duckdb", read_only=True) as store:
         assert store.scalar("count_quarantine") == 7
