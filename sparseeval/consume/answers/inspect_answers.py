@@ -196,8 +196,10 @@ def _read_eval(path: Path, samples: bool) -> InspectLog:
             log = _header(path, head)
             if samples and log.status != STARTED:
                 found = [(int(m["epoch"]), n) for n in names if (m := _SAMPLE_MEMBER.fullmatch(n))]
-                members = sorted(found, key=lambda pair: pair[0])  # stable: written order
-                _add_samples(log, (_member_json(path, z, n) for _, n in members))
+                first = min((e for e, _ in found), default=1)
+                members = [n for e, n in found if e == first]  # later epochs: counted, not read
+                log.n_other_epochs = len(found) - len(members)
+                _add_samples(log, (_member_json(path, z, n) for n in members))
             return log
     except (zipfile.BadZipFile, EOFError) as exc:
         raise InspectLogError(f"{path}: not a readable .eval zip ({exc})") from None
