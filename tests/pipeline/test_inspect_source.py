@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -159,6 +160,17 @@ def test_a_log_being_written_waits_for_the_settle_time(logs, tmp_path, monkeypat
     shutil.copy(logs["eval"], folder / "new.eval")
     (unit,) = InspectLogs(folder).units(None)
     assert unit.skip is not None and unit.skip.startswith("still being written")
+
+
+def test_a_log_without_samples_fails_saying_so(logs, tmp_path):
+    header_only = tmp_path / "header.eval"
+    with zipfile.ZipFile(logs["eval"]) as src, zipfile.ZipFile(header_only, "w") as dst:
+        for info in src.infolist():
+            if not info.filename.startswith("samples/"):
+                dst.writestr(info, src.read(info), compress_type=info.compress_type)
+    path = store_with(tmp_path / "s.duckdb", "toy_mc")
+    summary = ingest_sources(path, [f"inspect:{header_only}"], fill_if_empty=False)
+    assert summary.failed == 1 and "no samples in this log" in " ".join(summary.lines)
 
 
 def test_a_plain_folder_is_read_as_it_is(logs, tmp_path):

@@ -150,6 +150,8 @@ def _stage_log(
         log = read_log(path)
     except InspectLogError as exc:
         raise SourceError(str(exc)) from None
+    if not log.samples:
+        raise SourceError(f"{path}: no samples in this log (was it written with log_samples off?)")
     good, bad = log_rows(log, model, benchmark)
     unit.read_with.clear()
     unit.read_with[log.task] = _read_with(log)
