@@ -34,7 +34,9 @@ def stat(name: str, mean: float | None, perturbation: dict | None = None) -> dic
             "max": mean, "mean": mean, "variance": 0.0, "stddev": 0.0}  # fmt: skip
 
 
-def write_run(release: Path, model: str, subject: str, scores: dict[str, float]) -> Path:
+def write_run(
+    release: Path, model: str, subject: str, scores: dict[str, float], groups=("mmlu",)
+) -> Path:
     """`{release}/mmlu:subject=S,method=multiple_choice_joint,model=M/` with one unperturbed
     first-trial entry per instance, plus a perturbed and a second-trial entry of the first."""
     name = f"mmlu:subject={subject},method=multiple_choice_joint,model={model.replace('/', '_')}"
@@ -45,6 +47,7 @@ def write_run(release: Path, model: str, subject: str, scores: dict[str, float])
         "scenario_spec": {"class_name": "helm.benchmark.scenarios.mmlu_scenario.MMLUScenario",
                           "args": {"subject": subject}},
         "adapter_spec": {"method": "multiple_choice_joint", "model": model, "num_trials": 1},
+        "groups": list(groups),
         "metric_specs": [{"class_name": METRIC_CLASS,
                           "args": {"names": ["exact_match", "quasi_exact_match"]}}],
     }  # fmt: skip
@@ -133,12 +136,14 @@ def test_a_new_release_is_a_new_source_and_same_runs_are_read_once(tmp_path):
     assert ingest_sources(path, [f"helm:{runs}"], fill_if_empty=False).new == 2
     write_run(runs / "v1.1", "openai/gpt2", "philosophy", {"id1": 1.0, "id2": 0.0})  # the same
     write_run(runs / "v1.1", "eleutherai/pythia-1b", "philosophy", {"id1": 0.0, "id2": 0.0})
+    write_run(runs / "v1.1", "eleutherai/pythia-1b", "x", {"id1": 1.0}, groups=["hellaswag"])
     (runs / "v1.2" / "mmlu:subject=x,model=m").mkdir(parents=True)
     (runs / "v1.2" / "mmlu:subject=x,model=m" / "run_spec.json").write_text("{}")
     aged(tmp_path)
     night2 = ingest_sources(path, [f"helm:{runs}"], fill_if_empty=False)
-    assert (night2.new, night2.skipped, night2.pending) == (2, 2, 1)  # v1.2: still running
-    assert len(rows(path)) == 4
+    assert (night2.new, night2.skipped, night2.pending) == (3, 2, 1)  # v1.2: still running
+    assert "metric hellaswag=exact_match" in " ".join(night2.lines)  # the run's group
+    assert len(rows(path)) == 5
 
 
 def test_the_spec_names_the_source(tmp_path):

@@ -4,15 +4,16 @@ one run folder, read again every night.
 The layout followed (stanford-crfm/helm's `helm-run` output; the shape of the run folders in
 github.com/evaleval/every_eval_ever `tests/data/helm/`): a run folder `{run_spec}/` holds
 `run_spec.json` (`name` `mmlu:subject=philosophy,method=...,model=...`,
-`scenario_spec.args`, `adapter_spec.model`), `per_instance_stats.json` (a list of
+`scenario_spec.args`, `adapter_spec.model`, `groups`), `per_instance_stats.json` (a list of
 {`instance_id`, `train_trial_index`, optional `perturbation`, `stats`: [{`name`: {`name`,
 `split`}, `mean`, ...}]}) and `instances.json` or `scenario_state.json` (each instance's
 `input.text` and `references`).
 
 One run folder is one unit. The model is `adapter_spec.model`, the benchmark the run's
-scenario name (`mmlu`), the item `{scenario args' values}:{instance_id}` (`philosophy:id147`,
-as lm-eval's `subject:index`: HELM numbers instances per scenario, so the args keep two
-subjects' `id1` apart),
+first group (`groups`: `hellaswag` for a `commonsense:dataset=hellaswag,...` run; else the
+scenario name before the colon), the item `{scenario args' values}:{instance_id}`
+(`philosophy:id147`, as lm-eval's `subject:index`: HELM numbers instances per scenario, so
+the args keep two subjects' `id1` apart),
 its content hash `helm_instance:{sha256}` of the input text and references. Read: the
 unperturbed instances of the first trial (`train_trial_index` 0), scored by the first
 binary metric of `BINARY_METRICS` the run has (the list EEE's HELM converter treats as
@@ -112,7 +113,11 @@ def _run_unit(run: Path, benchmark: str | None) -> Unit:
         raise SourceError(f"{run / _SPEC}: not a HELM run spec (no name or adapter_spec.model)")
     args = (spec.get("scenario_spec") or {}).get("args") or {}
     prefix = ",".join(str(v) for _, v in sorted(args.items()))
-    bench = benchmark or name.split(":", 1)[0]
+    groups = spec.get("groups")
+    group = (
+        groups[0] if isinstance(groups, list) and groups and isinstance(groups[0], str) else None
+    )
+    bench = benchmark or group or name.split(":", 1)[0]
     content = next((run / n for n in _CONTENT if (run / n).is_file()), None)
     files = [run / _SPEC, run / _STATS, *([content] if content else [])]
     key = fingerprint(KIND, bench, *(f"{p.name}:{file_sha256(p)}" for p in files))
