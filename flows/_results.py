@@ -8,6 +8,7 @@ from typing import Any
 
 from prefect.events import emit_event
 
+from sparseeval.pipeline.recipe import cap_reason
 from sparseeval.pipeline.records import BenchmarkResult, FitInfo, MatrixInfo, Waiting
 from sparseeval.pipeline.settings import SettingsError
 
@@ -46,7 +47,7 @@ def collect(benchmark: str, matrix_state, fit_state, budget: int | None) -> Benc
     return replace(r, fit=fit, fit_cached=cached, fit_state="Cached" if cached else fit_state.name)
 
 
-def fit_said(r: BenchmarkResult, budget: int | None = None) -> str:
+def fit_said(r: BenchmarkResult, budget: int | None = None, share: float = 1.0) -> str:
     """What a fit came to, for the progress line; it says when `budget` (the anchors asked
     for) did not fit the items, and why `auto` left models out or fell back to items."""
     if r.error or r.fit is None:
@@ -54,7 +55,8 @@ def fit_said(r: BenchmarkResult, budget: int | None = None) -> str:
     test, fit = r.fit.test_metrics, r.fit
     how = "cached" if r.fit_cached else f"trained in {fit.seconds:.0f}s"
     asked = budget and budget != fit.n_anchors
-    capped = f" (of {budget} asked: one item at least stays out)" if asked else ""
+    why = cap_reason(1.0 if fit.n_anchors == r.matrix.n_items - 1 else share)
+    capped = f" (of {budget} asked: {why})" if asked else ""
     note = (r.matrix.target or {}).get("note")
     return (
         f"{r.matrix.n_models:,} models x {r.matrix.n_items:,} items, {fit.n_anchors}"

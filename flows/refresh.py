@@ -84,7 +84,7 @@ def _fit_each(settings: Settings, batch: str, force: bool) -> list[BenchmarkResu
         state.wait()  # the final states with their data (nothing is in result storage)
         mats[b].wait()
         r = collect(b, mats[b].state, state.state, None if len(settings.budgets) == 1 else k)
-        say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r, k)}")
+        say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r, k, settings.max_anchor_share)}")
         out.append(r)
     return out
 

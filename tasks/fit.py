@@ -38,7 +38,7 @@ def fit_benchmark(
     it takes (the task completes).
     """
     log = get_run_logger()
-    label = fit_label(matrix, budget)
+    label = fit_label(matrix, budget, fit.max_anchor_share)
     # every line to the run's log; to the console a fit's lines once it has run 15 s, then
     # its selection's lines one per 15 s at most (a quick fit says nothing there)
     console = throttled(PROGRESS.info, at_once=False, thin=("",))
@@ -57,13 +57,13 @@ def fit_benchmark(
     return out
 
 
-def fit_label(matrix: MatrixInfo, budget: int) -> str:
-    """`arc k100`, or `arc k100 (99 anchors)` when the pool caps the budget (`fit_step`
-    fits 99 anchors on 100 items)."""
+def fit_label(matrix: MatrixInfo, budget: int, share: float = 1.0) -> str:
+    """`arc k100`, or `arc k100 (33 anchors)` when the pool caps the budget (`fit_step`
+    fits 33 anchors on 100 items, at most a third by default)."""
     from sparseeval.pipeline.recipe import budget_that_fits
 
     try:
-        fitted = budget_that_fits(budget, matrix.n_items)
+        fitted = budget_that_fits(budget, matrix.n_items, share)
     except ValueError:  # too few items: fit_step says so
         fitted = budget
     return f"{matrix.benchmark} k{budget}" + (f" ({fitted} anchors)" if fitted != budget else "")

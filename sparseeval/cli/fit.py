@@ -173,7 +173,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         say(f"the built-in synthetic leaderboard: {m} models x {n} items")
         matrix = make_synthetic(m, n, seed=settings.seed)
     say(f"matrix: {matrix.shape[0]:,} models x {matrix.shape[1]:,} items")
-    if note := clamp_note(budgets, matrix.shape[1]):
+    if note := clamp_note(budgets, matrix.shape[1], settings.max_anchor_share):
         say(note)
     result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper,
                              benchmark=_set_name(args))  # fmt: skip

@@ -24,12 +24,6 @@ from sparseeval.method.selection import AnchorSelector
 log = logging.getLogger("sparseeval")
 
 DEFAULT_INITS = ("kmeans", "random", "greedy")
-# `Settings` fields that configure the estimator (same names, same defaults).
-SETTING_NAMES = (
-    "n_anchors", "init", "refine_steps", "acceptance", "swap_candidates", "proxy", "judge",
-    "predictor", "refit", "lr", "epochs", "patience", "weight_decay", "dropout", "ensemble",
-    "seed", "device",
-)  # fmt: skip
 
 
 class SparseEval(AnchorEstimator):
@@ -160,8 +154,11 @@ class SparseEval(AnchorEstimator):
 
     @classmethod
     def from_settings(cls, settings, **overrides) -> SparseEval:
-        """The estimator the pipeline runs, configured by a `Settings` object."""
-        return cls(**({n: getattr(settings, n) for n in SETTING_NAMES} | overrides))
+        """The estimator the pipeline runs: every constructor parameter that `settings` (a
+        `Settings`, or the sections handed to a task) holds by the same name, then
+        `overrides`."""
+        names = [n for n in cls._get_param_names() if hasattr(settings, n)]
+        return cls(**({n: getattr(settings, n) for n in names} | overrides))
 
     def fit(self, X, y, *, X_valid=None, y_valid=None, item_ids=None) -> SparseEval:
         """Select anchors on training rows and choose the predictor on validation rows.
@@ -199,7 +196,7 @@ class SparseEval(AnchorEstimator):
         say = self.progress or log.info
         keep_freed_memory()  # the selection's and the MLPs' big temporaries, step after step
         # One BLAS/OpenMP thread: the same result, bit for bit, at a third of the CPU time
-        # (k-means and the ridge fits of the selection; bench/results/speed_issue30_round2.txt).
+        # (k-means and the ridge fits of the selection; bench/RESULTS.md).
         with threadpool_limits(limits=1):
             self._select_anchors(X_train, y_train, X_valid, y_valid, item_ids, say)
             XA = np.asarray(X_train)[:, self.anchors_]
@@ -287,7 +284,7 @@ class SparseEval(AnchorEstimator):
         of these residuals (cross-conformal with the full-data predictor: the fold fits
         see 1/folds fewer models, so their residuals are, if anything, slightly larger;
         the exact split-conformal guarantee does not hold, measured coverage is in
-        `bench/results/RESULTS.md`). Call it after `fit`, with the same arguments.
+        `bench/RESULTS.md`). Call it after `fit`, with the same arguments.
 
         Returns
         -------

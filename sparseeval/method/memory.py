@@ -3,7 +3,7 @@
 
 glibc's defaults give freed memory at the top of the heap back to the OS (above 128 kB
 to 32 MB, adapting) and the next step faults it back in, zeroed: 12-15% of an MLP's CPU
-time went to those page faults (bench/results/speed_issue30_round3.txt). Raising the
+time went to those page faults (bench/RESULTS.md). Raising the
 trim threshold and the top pad keeps up to a few hundred MB of freed heap for reuse.
 Results are unchanged (the same arithmetic on the same values). No-op off glibc.
 """

@@ -13,7 +13,7 @@ from sparseeval.consume.scoring.conformal import conformal_quantile
 from sparseeval.consume.scoring.flags import Edge, PoolCheck, Saturation, logit, person_fit
 from sparseeval.method.item_curves import fit_logistic
 
-# Measured on metabench's held-out groups (`bench/newcomers.py`, bench/results/RESULTS.md).
+# Measured on metabench's held-out groups (`bench/newcomers.py`, bench/RESULTS.md).
 DEFAULT_RATE = 0.02  # share of training + calibration models whose pattern is flagged (3%:
 # 2.8-5.4% of random held-out metabench models flagged in all, ARC over the 5% target)
 DEFAULT_TAIL = 0.01  # the range: training models' estimates less this share on each side
@@ -25,17 +25,17 @@ DEFAULT_WIDEN = 3.0
 SUITE_WIDEN = 4.0
 # The pool's top share by target, held out to fit the top edge: 0.1 and 0.15 (tried on earlier
 # forms of the zone) left ARC's strongest metabench decile at 84% and 88%; at 0.2 every
-# benchmark's is >= 87% (bench/results/off_pool.txt). No bottom edge: next models are
+# benchmark's is >= 87% (bench/RESULTS.md). No bottom edge: next models are
 # stronger (a bottom one cost ARC 27% more width on random models for nothing measured).
 EDGE_TAIL = 0.2
 # The share of the zone over which its upper half-width grows from the nearer held-out half's
 # miss to the far half's (`fit_edge`): 0 (a step, as before) left MMLU's random-model width
 # +23.8% over no edge; 0.5 +16.1%, 0.625 +14.0%, with ARC's strongest decile at 91.1, 89.2,
-# 88.7% (5 seeds, bench/results/off_pool.txt).
+# 88.7% (5 seeds, bench/RESULTS.md).
 EDGE_RAMP = 0.625
 # The suite's readers keep the step: at 0.625 the suite's ARC own reader covered metabench's
 # strongest decile 83.0 / 85.4% (k = 50, seeds 0 / 1), as a step 86.2 / 87.0%
-# (bench/results/suite_members_published.txt).
+# (bench/RESULTS.md).
 SUITE_RAMP = 0.0
 MIN_TAIL = 10  # fewer models held out (or left): no edge
 STEP = 1.0  # largest Newton step per parameter (full steps overshoot on near-separable anchors)
@@ -105,25 +105,26 @@ def estimator_pool_check(
 
 def with_saturation(check: PoolCheck, read: Callable, k: int, y) -> PoolCheck:
     """`check` with the `Saturation` of a reader `read` of `k` anchors whose training
-    targets are `y` (its top edge, if any, fitted already: its `up` sets the ceiling)."""
-    return replace(check, saturation=fit_saturation(read, k, y, check.top))
+    targets are `y`."""
+    return replace(check, saturation=fit_saturation(read, k, y))
 
 
-def fit_saturation(read: Callable, k: int, y, top: Edge | None = None) -> Saturation | None:
+def fit_saturation(read: Callable, k: int, y) -> Saturation | None:
     """Where `read` (+-1 sheets of `k` anchors -> estimates) stops telling models apart: its
-    least estimate of a sheet with every anchor right but one (`top`), its greatest of one
-    with every anchor wrong but one (`bottom`); the upper end opens there to the best
-    training score in `y` plus the top edge's `up` (how far held-out stronger models lay
-    above their estimates; 0 without an edge), the lower end to the worst. None for k < 2."""
+    least estimate of a sheet with every anchor right but one (`top`), its estimate of every
+    anchor right (`peak`, where the upper end opens to the best training score in `y`: the
+    most the pool vouches for; opening further, by the top edge's `up`, cost ARC's random
+    held-out models 20% more mean width, `bench/above_pool.py`); `bottom` and `trough` the
+    same for wrong (the lower end opens to the worst score). None for k < 2."""
     if k < 2:
         return None
-    eye = np.eye(k, dtype=np.float32)
-    est = np.asarray(read(np.vstack([1 - 2 * eye, 2 * eye - 1])), dtype=np.float64)
+    eye, one = np.eye(k, dtype=np.float32), np.ones((1, k), dtype=np.float32)
+    est = np.asarray(read(np.vstack([one, 1 - 2 * eye, -one, 2 * eye - 1])), dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     best, worst = float(np.max(y)), float(np.min(y))
-    up = 0.0 if top is None else top.up
-    return Saturation(top=float(est[:k].min()), bottom=float(est[k:].max()),
-                      ceiling=min(1.0, best + up), floor=worst, best=best, worst=worst)  # fmt: skip
+    return Saturation(top=float(est[1 : k + 1].min()), peak=float(est[0]),
+                      bottom=float(est[k + 2 :].max()), trough=float(est[k + 1]),
+                      ceiling=best, floor=worst, best=best, worst=worst)  # fmt: skip
 
 
 def once(fit: Callable) -> Callable:

@@ -18,6 +18,7 @@ from sklearn.cluster import KMeans
 
 from sparseeval.consume.errors import SettingsError
 from sparseeval.method.anchor_estimator import check_item_ids
+from sparseeval.method.matrix import MatrixError
 from sparseeval.method.predictors import MLPPredictor, RidgePredictor
 
 log = logging.getLogger("sparseeval")
@@ -118,6 +119,14 @@ def swap_words(removed: int, added: int, item_ids: np.ndarray) -> str:
 
 def _mae(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.abs(pred - y)))
+
+
+def anchors_that_fit(budget: int, n_items: int, share: float = 1.0) -> int:
+    """`budget` capped at `share` of `n_items` and at `n_items - 1` (at least one item stays
+    out of the anchors); a MatrixError when there are under 2 items to select from."""
+    if n_items < 2:
+        raise MatrixError(f"{n_items} item(s): selecting anchors needs at least 2 items")
+    return max(1, min(budget, n_items - 1, int(share * n_items + 1e-9)))
 
 
 class AnchorSelector:

@@ -29,6 +29,7 @@ from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
 from sparseeval.method.model_files import estimator_params
 from sparseeval.method.parallel import side_by_side, trainings_at_once, usable_cpus
 from sparseeval.method.predictors import BlendPredictor
+from sparseeval.method.selection import anchors_that_fit
 
 AVERAGE = "average"
 SHARED_HIDDEN = (256, 128, 64)  # the shared reader's trunk: every anchor in, every benchmark out
@@ -40,7 +41,9 @@ class SuiteSparseEval(BaseEstimator):
     Parameters
     ----------
     n_anchors : int, default=50
-        Anchors selected per benchmark (capped at the benchmark's items minus one).
+        Anchors selected per benchmark, capped by `selection.anchors_that_fit`.
+    max_anchor_share : float, default=1.0
+        The anchors read at most this share of a benchmark's items.
     estimator : SparseEval or None, default=None
         Template of the per-benchmark fit (cloned per benchmark, `n_anchors` set);
         None uses `SparseEval()` defaults. Its `n_jobs` also sets how the suite's fits
@@ -83,10 +86,12 @@ class SuiteSparseEval(BaseEstimator):
         n_anchors: int = 50,
         estimator: SparseEval | None = None,
         progress: Callable[[str], None] | None = None,
+        max_anchor_share: float = 1.0,
     ) -> None:
         self.n_anchors = n_anchors
         self.estimator = estimator
         self.progress = progress
+        self.max_anchor_share = max_anchor_share
 
     def fit(
         self, X_train, y_train, X_valid, y_valid, item_ids=None, fitted=None
@@ -147,7 +152,7 @@ class SuiteSparseEval(BaseEstimator):
 
     def benchmark_template(self, n_items: int) -> SparseEval:
         """The per-benchmark estimator, unfitted: the template with `n_anchors` capped."""
-        k = min(self.n_anchors, n_items - 1)
+        k = anchors_that_fit(self.n_anchors, n_items, self.max_anchor_share)
         return clone(self.estimator or SparseEval()).set_params(n_anchors=k)
 
     def side_by_side(self, tasks: list[Callable]) -> list:

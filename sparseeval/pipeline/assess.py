@@ -121,10 +121,14 @@ def assess(
         figures["drift_nights"] = drift_nights(settings.artifacts_dir, name, live.version)
     if decision.drift:
         figures["drift_reason"] = decision.reason  # kept when a refusal becomes the reason
+    if (changed := new_budget(live, fit)) and not requested:
+        requested = changed
     if requested and live is not None:
         decision = DriftDecision(bench, decision.drift, True, requested, figures)
     if not decision.publish:
         return decision, None
+    if changed:  # another number of anchors: the operator's choice, not the live set's rival
+        return decision, GateResult(True, f"{changed}: not compared with the live set", figures)
     if why := same_data(live, fit):
         return DriftDecision(bench, decision.drift, False, why, figures), None
     if why := already_refused(settings.artifacts_dir, name, fit.key):
@@ -134,6 +138,14 @@ def assess(
     if why := unchanged_before(settings.artifacts_dir, name, fit.key, live and live.version):
         return DriftDecision(bench, decision.drift, False, why, figures), None
     return decision, compare_candidate(aset, fit, matrix, fresh, settings.gate)
+
+
+def new_budget(live: LiveSet | None, fit: FitInfo) -> str | None:
+    """`a new budget: 33 anchors (live v2 reads 99)` when the fit reads another number of
+    anchors than the live set (the budget or `max_anchor_share` changed), else None."""
+    if live is None or live.n_anchors is None or live.n_anchors == fit.n_anchors:
+        return None
+    return f"a new budget: {fit.n_anchors} anchors (live v{live.version} reads {live.n_anchors})"
 
 
 def suite_gate(

@@ -69,7 +69,7 @@ def compare_methods(
     X, y = matrix.values.astype(np.float32), matrix.y
     tr, va, te = split.train, split.valid, split.test
     out = Comparison(split=split)
-    for k in budgets_for(budgets, matrix.shape[1]):
+    for k in budgets_for(budgets, matrix.shape[1], settings.max_anchor_share):
         progress(f"[{k} anchors] fitting sparseeval")
         start = time.perf_counter()
         fit = fit_matrix(matrix, settings.replace(n_anchors=k), benchmark, progress, split,

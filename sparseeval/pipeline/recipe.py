@@ -26,7 +26,7 @@ from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.hashing import fingerprint
 from sparseeval.consume.scoring.next_items import CURVES_DIR, ItemCurves
 from sparseeval.method import metrics
-from sparseeval.method.matrix import MatrixError, ResponseMatrix
+from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.splits import Split, calibration_split, model_count, split_models
 from sparseeval.pipeline import sealed
 from sparseeval.pipeline.artifacts import (
@@ -326,37 +326,45 @@ def fit_matrix(
     return MatrixFit(est, split, pred, test, rows, pool)
 
 
-def budget_that_fits(budget: int, n_items: int) -> int:
-    """`budget` capped at `n_items - 1` (at least one item stays out of the anchors); a
-    MatrixError, said in one line, when the pool is too small to select from."""
-    if n_items < 2:
-        raise MatrixError(f"{n_items} item(s): selecting anchors needs at least 2 items")
-    return min(budget, n_items - 1)
+def budget_that_fits(budget: int, n_items: int, share: float = 1.0) -> int:
+    """`selection.anchors_that_fit`: `budget` capped at `share` of `n_items` (the
+    `max_anchor_share` setting) and at `n_items - 1`."""
+    from sparseeval.method.selection import anchors_that_fit
+
+    return anchors_that_fit(budget, n_items, share)
 
 
-def budgets_for(budgets: Sequence[int], n_items: int) -> list[int]:
+def budgets_for(budgets: Sequence[int], n_items: int, share: float = 1.0) -> list[int]:
     """The budgets fitted on a pool of `n_items`: each capped to fit (`budget_that_fits`),
     in order, without repeats."""
-    return list(dict.fromkeys(budget_that_fits(k, n_items) for k in budgets if k > 0))
+    return list(dict.fromkeys(budget_that_fits(k, n_items, share) for k in budgets if k > 0))
 
 
-def clamp_note(budgets: Sequence[int], n_items: int) -> str:
-    """`budget 100 does not fit 100 items: fitting 99 anchors ...` ('' when all fit)."""
-    over = [k for k in budgets if k >= n_items]
+def cap_reason(share: float) -> str:
+    """Why a budget was capped, in words (`fit` and `refresh` lines)."""
+    if share >= 1:
+        return "at least one item stays out of the anchors"
+    return f"the anchors read at most {share:.0%} of the items: max_anchor_share"
+
+
+def clamp_note(budgets: Sequence[int], n_items: int, share: float = 1.0) -> str:
+    """`budget 100 does not fit 100 items: fitting 33 anchors (...)` ('' when all fit)."""
+    over = [k for k in budgets if budget_that_fits(k, n_items, share) < k]
     if not over:
         return ""
-    k = budget_that_fits(max(over), n_items)
+    k = budget_that_fits(max(over), n_items, share)
     listed = ", ".join(map(str, over))
     which = f"budget {listed} does" if len(over) == 1 else f"budgets {listed} do"
-    return (f"{which} not fit {n_items:,} items: fitting {k} anchors"
-            " (at least one item stays out of the anchors)")  # fmt: skip
+    return f"{which} not fit {n_items:,} items: fitting {k} anchors ({cap_reason(share)})"
 
 
 def settings_that_fit(settings: AnySettings, matrix_info: MatrixInfo) -> AnySettings:
     """`settings` with its one budget capped to the benchmark's pool (`budget_that_fits`):
-    100 anchors on 100 items fit 99. A pool under 2 items is a PipelineError."""
+    100 anchors on 100 items fit 33 (at most a third, by default). A pool under 2 items is
+    a PipelineError."""
     try:
-        k = budget_that_fits(int(settings.n_anchors), matrix_info.n_items)
+        k = budget_that_fits(int(settings.n_anchors), matrix_info.n_items,
+                             settings.max_anchor_share)  # fmt: skip
     except ValueError as exc:
         raise PipelineError(f"{matrix_info.benchmark}: {exc}") from None
     return settings if k == settings.n_anchors else settings.replace(n_anchors=k)

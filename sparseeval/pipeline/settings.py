@@ -84,6 +84,9 @@ class Settings(_Derived):
     swap_candidates: int = _in("selection", 3)
     proxy: str = _in("selection", "ridge")
     judge: str = _in("selection", "loo")
+    # the anchors read at most this share of a benchmark's items (a budget over it is capped
+    # and said): 100 anchors on a 100-item benchmark would save nothing; 1 lifts the cap
+    max_anchor_share: float = _in("selection", 1 / 3)
     # predictor
     predictor: str = _in("predictor", "auto")
     refit: bool = _in("predictor", True)
@@ -196,6 +199,7 @@ class Settings(_Derived):
              self.alert_webhook is None or self.alert_webhook.startswith(("http://", "https://"))),
             ("task_runner", "'thread' or 'dask'", self.task_runner in {"thread", "dask"}),
             ("judge", "'loo' or 'validation'", self.judge in {"loo", "validation"}),
+            ("max_anchor_share", "above 0 and at most 1", 0 < self.max_anchor_share <= 1),
             ("calibration", "'split' or 'cross'", self.calibration in {"split", "cross"}),
             ("predictor", "one of " + ", ".join(PREDICTOR_CHOICES),
              self.predictor in PREDICTOR_CHOICES),

@@ -112,7 +112,7 @@ def fit_suite(
                       {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
     k = max(settings.budgets)
     suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=steps),
-                            progress=say)  # fmt: skip
+                            progress=say, max_anchor_share=settings.max_anchor_share)  # fmt: skip
     prints = {b: m.fingerprint() for b, m in aligned.items()}
     fitted = reusable_fits(matrices, aligned, prints, split, settings, suite, benchmark_fits)
     item_ids = {b: m.item_ids for b, m in aligned.items()}

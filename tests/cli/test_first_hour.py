@@ -133,9 +133,9 @@ def _wide(tmp_path, rows: int = 60, blank: tuple[int, int] | None = None):
 
 
 def test_fit_says_what_it_leaves_out(tmp_path, capsys):
-    data, values = _wide(tmp_path)
+    data, values = _wide(tmp_path, rows=120)  # the recipe trains from 100 models
     scores = tmp_path / "scores.csv"
-    rows = [f"m{i},{100 * values[i].mean():.1f},train" for i in range(60)]
+    rows = [f"m{i},{100 * values[i].mean():.1f},train" for i in range(len(values))]
     rows += [f"other{i},50,test" for i in range(7)]  # scores of models without answers
     scores.write_text("model,score,split\n" + "\n".join(rows) + "\n")
     argv = ["fit", str(data), "--targets", str(scores), "--anchors", "4,40", "--test", "10",
@@ -145,7 +145,8 @@ def test_fit_says_what_it_leaves_out(tmp_path, capsys):
     assert "column(s) split ignored" in err
     assert "7 score row(s) ignored" in err
     assert "divided by 100" in err
-    assert "budget 40 does not fit 12 items: fitting 11 anchors" in err
+    assert ("budget 40 does not fit 12 items: fitting 4 anchors (the anchors read at most 33%"
+            " of the items: max_anchor_share)") in err
 
 
 def test_a_missing_answer_names_its_line_and_column(tmp_path, capsys):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sparseeval.consume.sets import anchorset, layout
+from tests.flows.test_flows import WORSE
 from tests.helpers import release, run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -85,12 +86,23 @@ def test_readers_load_the_set_the_nightly_maintains_after_budgets_change(tmp_pat
     assert len(anchorset.load_anchor_set(root, "arc").items) == 6
 
 
+def test_a_new_budget_is_published_on_the_same_data(tmp_path):
+    """`--anchors 4` after a 6-anchor set, no new models: it used to say "not published (no
+    new models in its matrix since publishing)"; a new budget is published, ungated."""
+    home, root = tmp_path / "home", tmp_path / "home" / "published"
+    run(home, [release(tmp_path, 0, 200, ["arc"])], n_anchors=6)
+    out = run(home, None, n_anchors=4)
+    (r,) = out.results
+    assert r.published_version == 2, r.outcome
+    assert r.decision.reason == "a new budget: 4 anchors (live v1 reads 6)"
+    assert len(anchorset.load_anchor_set(root, "arc").items) == 4
+
+
 def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200, ["arc"])])
     events.clear()
-    out = run(home, [release(tmp_path, 200, 260, ["arc"])], drift_mae_points=0.01, n_anchors=1,
-              refine_steps=0, predictor="ridge")  # fmt: skip
+    out = run(home, [release(tmp_path, 200, 260, ["arc"])], drift_mae_points=0.01, **WORSE)
     (r,) = out.results
     assert r.decision.drift and not r.gate.accept and out.n_published == 0
     names = [e["event"] for e in events]
@@ -106,9 +118,7 @@ def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
     assert "arc: drift (MAE" in line and "candidate refused (" in line
     assert "everything was cached" not in line
     events.clear()
-    again = run(
-        home, None, drift_mae_points=0.01, n_anchors=1, refine_steps=0, predictor="ridge"
-    )  # nothing new: the same candidate is not gated again
+    again = run(home, None, drift_mae_points=0.01, **WORSE)  # nothing new: not gated again
     (r,) = again.results
     assert "already refused" in r.outcome and "sparseeval.publish.refused" not in [
         e["event"] for e in events

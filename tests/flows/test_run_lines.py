@@ -50,7 +50,8 @@ def test_a_long_phase_of_a_fit_repeats_what_it_is_doing(monkeypatch, caplog, tmp
 
 
 def test_a_fit_whose_pool_caps_the_budget_says_how_many_anchors_it_fits(monkeypatch, caplog):
-    """100 anchors on 100 items fit 99 (`recipe.settings_that_fit`): its lines said `k100`."""
+    """100 anchors on 100 items fit 99, or 33 at most a third (`recipe.settings_that_fit`):
+    its lines said `k100`."""
     import logging
     from types import SimpleNamespace
 
@@ -66,10 +67,12 @@ def test_a_fit_whose_pool_caps_the_budget_says_how_many_anchors_it_fits(monkeypa
     monkeypatch.setattr(fit_tasks, "get_run_logger", lambda: logging.getLogger("test.fit"))
     monkeypatch.setattr(recipe, "fit_step", stopped_fit)
     caplog.set_level(logging.INFO, logger="test.fit")
-    for n_items, label in ((100, "arc k100 (99 anchors)"), (101, "arc k100")):
+    cases = ((100, 1, "arc k100 (99 anchors)"), (101, 1, "arc k100"),
+             (100, 1 / 3, "arc k100 (33 anchors)"), (300, 1 / 3, "arc k100"))  # fmt: skip
+    for n_items, share, label in cases:
         caplog.clear()
         matrix = SimpleNamespace(benchmark="arc", n_items=n_items)
-        fit_tasks.fit_benchmark.fn(Settings(), matrix, 100)
+        fit_tasks.fit_benchmark.fn(Settings(max_anchor_share=share), matrix, 100)
         said = [r.getMessage() for r in caplog.records if r.name == "test.fit"]
         assert f"{label}: selecting anchors" in said, said
 

@@ -19,15 +19,29 @@ def _tiny(**overrides) -> list[str]:
 def test_a_budget_above_the_pool_is_capped_and_said_in_one_line(tmp_path, capfd, cli_refresh):
     data, _ = wide_csv(tmp_path / "arc.csv", 150, 12)
     argv = ["--home", str(tmp_path / "home"), "--source", f"wide:arc={data}", "--benchmark",
-            "arc", *_tiny(n_anchors=12)]  # fmt: skip
+            "arc", *_tiny(n_anchors=12, max_anchor_share=1)]  # fmt: skip
     assert cli_refresh(*argv) == 0
     err = capfd.readouterr().err
-    said = "arc: 150 models x 12 items, 11 anchors (of 12 asked: one item at least stays out)"
+    said = "arc: 150 models x 12 items, 11 anchors (of 12 asked: at least one item stays out"
     assert said in err
     assert "Traceback" not in err and "n_anchors must be in" not in err
     # what the anchors save, and a hint when they save little (issue [5/5], item 1)
-    assert f"{said}, 1.1x cheaper than all items" in err
+    capped = "11 anchors (of 12 asked: at least one item stays out of the anchors)"
+    assert f"{capped}, 1.1x cheaper" in err
     assert "saves little: --anchors 4 would read a third of the items (3.0x)" in err
+
+
+def test_the_default_budget_reads_at_most_a_third_of_the_items(tmp_path, capfd, cli_refresh):
+    """100 anchors on a 100-item benchmark saved nothing (99 of 100 items): the budget is
+    capped at `max_anchor_share` (a third) and the line says so and what it saves."""
+    data, _ = wide_csv(tmp_path / "arc.csv", 150, 12)
+    argv = ["--home", str(tmp_path / "home"), "--source", f"wide:arc={data}", "--benchmark",
+            "arc", *_tiny(n_anchors=100)]  # fmt: skip
+    assert cli_refresh(*argv) == 0
+    err = capfd.readouterr().err
+    assert ("arc: 150 models x 12 items, 4 anchors (of 100 asked: the anchors read at most 33%"
+            " of the items: max_anchor_share), 3.0x cheaper than all items") in err
+    assert "saves little" not in err
 
 
 def test_a_pool_too_small_fails_the_benchmark_in_one_line(tmp_path, capfd, cli_refresh):

@@ -16,7 +16,7 @@ from sparseeval.method.baselines import (
     RandomMean,
     RandomRidge,
 )
-from sparseeval.method.estimator import SETTING_NAMES, SparseEval
+from sparseeval.method.estimator import SparseEval
 from sparseeval.method.metrics import evaluate, kendall_tau, mae_points
 from sparseeval.method.predictors import (
     BlendPredictor,
@@ -333,7 +333,7 @@ def test_sparseeval_without_validation_models_is_a_clear_error(small):
 
 def test_estimator_defaults_are_the_pipeline_settings():
     defaults = inspect.signature(SparseEval).parameters
-    for name in SETTING_NAMES:
+    for name in [n for n in SparseEval._get_param_names() if hasattr(Settings(), n)]:
         assert defaults[name].default == getattr(Settings(), name), name
 
 

@@ -26,7 +26,7 @@ misjudge. The reported value is the posterior mean of that two-part normal model
 interval +- t(n - 1) times its posterior sd. On a model neither flagged nor in the zone it is
 the precision-weighted mean of v and u; where the extra items say the anchors are off by more
 than their spread, it moves to u. Measured per group (strongest decile, held-out
-organisations, random models; bench/next_items.py, bench/results/next_items.txt): with 30
+organisations, random models; bench/next_items.py, bench/RESULTS.md): with 30
 random items, lower MAE than the anchors alone in every metabench group (29.6% lower on
 average; GSM8K's strongest decile least, 2.36 to 2.29), 90% coverage 88.7-95.6% and mean
 signed error within +-0.22 points; with 10, about the anchors' MAE (a little worse in 9 of
@@ -60,12 +60,12 @@ CURVES_FILE = "curves.npz"
 KEY = "item_curves"  # the manifest key
 RANDOM, INFORMATIVE = "random", "informative"
 STRATEGIES = (RANDOM, INFORMATIVE)
-DEFAULT_STRATEGY = RANDOM  # measured: bench/next_items.py (bench/results/next_items.txt)
+DEFAULT_STRATEGY = RANDOM  # measured: bench/next_items.py (bench/RESULTS.md)
 MIN_RESIDUAL_VAR = 0.01  # s2 floor: a handful of residuals that agree say little about the rest
 PRIOR_ITEMS = 10  # the curves' guess of s2 counts as this many residuals
 # the anchor estimate's error: N(0, sA^2), or with prior probability OFF_POOL (OFF_POOL_ZONE
 # in the set's top edge zone, OFF_POOL_FLAGGED where its pool check flags the model)
-# N(0, (OFF_SCALE * sA)^2): measured in bench/next_items.py (bench/results/next_items.txt;
+# N(0, (OFF_SCALE * sA)^2): measured in bench/next_items.py (bench/RESULTS.md;
 # OFF_POOL_ZONE 0.3 left GSM8K's strongest decile at 2.39 with 30 items against the anchors'
 # 2.36, 0.2 and 0.15 gave 2.29 and 2.25, every other group as good)
 OFF_POOL, OFF_POOL_ZONE, OFF_POOL_FLAGGED, OFF_SCALE = 0.0, 0.2, 0.8, 4.0
