@@ -103,3 +103,16 @@ def test_an_inbox_file_quarantined_whole_is_named_and_set_aside_once(tmp_path):
     assert "7 quarantined (u.csv: 7 unknown benchmark: nosuch)" in first.line()
     with Store.open(tmp_path / "s.duckdb", read_only=True) as store:
         assert store.scalar("count_quarantine") == 7
+
+
+def test_a_scores_table_read_as_answers_is_refused_whole(store: Store, tmp_path):
+    from sparseeval.pipeline.store import WideTable
+
+    path = tmp_path / "leaderboard.csv"  # booleans beside the scores: taken for items before
+    rows = "".join(f"org/m{i},{40 + i}.5,{70 + i}.1,6{i}.2,True,False\n" for i in range(9))
+    path.write_text("model,arc,hellaswag,mmlu,complete,merged\n" + rows)
+    (r,) = ingest(store, WideTable(path, "arc"), keep_going=True)
+    assert r.status == "failed" and "27 of 45 values are no correctness value" in r.message
+    assert "not a table of per-item answers, nothing stored" in r.message
+    assert "scores:FILE" in r.message and store.scalar("count_quarantine") == 0
+    assert store.con.execute("SELECT count(*) FROM results").fetchone() == (0,)

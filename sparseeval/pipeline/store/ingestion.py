@@ -239,6 +239,8 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     n_read = count_staged(con)
     execute(con, "quarantine_replace", params)
     n_bad = quarantine_bad(con, params)
+    if n_bad < n_read:  # some would be stored (a file all bad is quarantined whole, said)
+        _refuse_not_answers(con, unit, params["run"], n_read)
     execute(con, "ingest_models", params)
     execute(con, "ingest_items", params | {"id_kind": unit.id_kind})
     identity_note = merge_identity(con, unit, params)
@@ -279,6 +281,19 @@ def nothing_stored(con: duckdb.DuckDBPyConnection, run_id: int, n_read: int, top
         else ""
     )
     return f"nothing stored, all {n_read:,} rows quarantined: {said}{hint}"
+
+
+def _refuse_not_answers(con: duckdb.DuckDBPyConnection, unit: Unit, run: int, n_read: int) -> None:
+    """A file most of whose values are no correctness value (a scores table read as answers,
+    its booleans and names taken for items) is refused whole, never stored in part."""
+    ((n,),) = fetch(con, "count_not_correct", {"run": run})
+    if n * 2 <= n_read:
+        return
+    raise SourceError(
+        f"{_printable(unit.label)}: {n:,} of {n_read:,} values are no correctness value (0/1,"
+        " true/false): not a table of per-item answers, nothing stored (a table of reported"
+        " scores is ingested as scores:FILE)"
+    )
 
 
 def _refuse_demo_mixing(con: duckdb.DuckDBPyConnection, kind: str) -> None:
