@@ -92,3 +92,24 @@ def test_the_library_says_the_same_for_a_dict_of_answers(arc_set):
     aset = load_anchor_set(arc_set, B)
     with pytest.raises(ResponsesError, match="none of your 2 answers' ids are this set's"):
         aset.predict({"q1": 1, "q2": 0}, allow_missing=True)
+
+
+def test_a_plain_answers_file_for_the_suite_says_its_ids_are_not_the_suites(tmp_path, capsys):
+    from sparseeval.cli import main
+    from sparseeval.method.synthetic import make_leaderboard
+    from sparseeval.pipeline.settings import Settings
+    from sparseeval.pipeline.suite_publish import write_suite
+    from sparseeval.pipeline.suite_recipe import fit_suite
+    from sparseeval.pipeline.versions import set_latest
+
+    settings = Settings(home=tmp_path, n_anchors=4, n_test=40, n_valid=40, n_calib=40,
+                        refine_steps=0, epochs=20, patience=5, ensemble=1)  # fmt: skip
+    lb = make_leaderboard(240, {"arc": 30, "gsm8k": 25}, seed=4)
+    write_suite(tmp_path, fit_suite(lb, settings), settings)
+    set_latest(tmp_path, "suite", 1)
+    plain = tmp_path / "plain.csv"
+    plain.write_text("item,correct\n" + "".join(f"{j},1\n" for j in range(30)))
+    rc = main(["predict", "--anchor-set", str(tmp_path), "--benchmark", "suite",
+               "--responses", str(plain)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and "none of your 30 answers' ids are this set's anchors" in err, err
