@@ -137,6 +137,7 @@ def test_a_watched_log_folder_reads_each_finished_log_once(logs, tmp_path, monke
     shutil.copy(logs["running"], folder / "run1.eval")
     shutil.copy(logs["error"], folder / "failed.eval")
     (folder / "logs.json").write_text("{}")  # eval-set's own listing: not a log
+    (folder / "notes.json").write_text('{"note": 1}')  # nor is other JSON
     _age(folder)
     path = store_with(tmp_path / "s.duckdb", "toy_mc")
     first = ingest_sources(path, [f"inspect:{folder}"], fill_if_empty=False)

@@ -98,12 +98,13 @@ class InspectLogs:
 
 
 def log_files(folder: Path) -> list[Path]:
-    """The Inspect logs in a folder and below it (hidden files and eval-set's own skipped)."""
+    """The Inspect logs in a folder and below it: `.eval` files, and `.json` files that open
+    as a log does (eval-set's `logs.json`, other JSON and hidden files are not logs)."""
     return [
         p for p in sorted(folder.rglob("*"))
-        if p.suffix.lower() in (".eval", ".json") and p.name not in _NOT_LOGS
+        if p.name not in _NOT_LOGS and p.is_file()
         and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-        and p.is_file()
+        and (p.suffix.lower() == ".eval" or (p.suffix.lower() == ".json" and is_inspect_log(p)))
     ]  # fmt: skip
 
 
