@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparseeval.consume.answers.eee_answers import EeeError
+from sparseeval.consume.answers.eee_answers import EeeError, aggregate_path
 from sparseeval.consume.answers.responses import read_responses_files
 from sparseeval.pipeline.sources import ingest_sources
 from sparseeval.pipeline.store import Store, watched
@@ -195,6 +195,13 @@ def test_a_record_being_written_waits(tmp_path, monkeypatch):
     write_eee(tmp_path, "org/a", {"s1": 1.0})
     (unit,) = EeeRecords(tmp_path).units(None)
     assert unit.skip is not None and unit.skip.startswith("still being written")
+    aged(tmp_path)
+    aggregate_path(samples := write_eee(tmp_path, "org/b", {"s1": 1.0})).unlink()
+    aged(tmp_path)  # its aggregate has not arrived yet
+    units = {u.label: u for u in EeeRecords(tmp_path).units(None)}
+    assert units[str(samples)].skip.endswith(
+        f"(no {aggregate_path(samples).name} beside it; read once unchanged for 60s)"
+    )
 
 
 def test_the_spec_names_the_source(tmp_path):

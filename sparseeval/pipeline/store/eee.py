@@ -92,7 +92,11 @@ class EeeRecords:
             if any(part.startswith(".") for part in samples.relative_to(path).parts):
                 continue
             age = _age([samples, aggregate_path(samples)], now)
-            if age < settle:
+            if not aggregate_path(samples).is_file():
+                yield _pending(
+                    KIND, samples, f"no {aggregate_path(samples).name} beside it", settle
+                )
+            elif age < settle:
                 yield _pending(KIND, samples, f"modified {age:.1f}s ago", settle)
             else:
                 yield from _guarded(KIND, samples, _OneFile(samples, self.benchmark), store)
