@@ -235,6 +235,8 @@ class Settings(_Derived):
         if path == FIND_CONFIG:
             home = config.override_layer(SECTION_OF, overrides).get("home", (None,))[0]
             path = config.config_path(env, home)
+        if path and Path(path).exists() and not Path(path).is_file():
+            raise SettingsError(f"{path} is not a file: the settings file must be one")
         file = Path(path) if path and Path(path).is_file() else None
         table = read_toml(file) if file else {}
         values = config.layers(SECTION_OF, file, table, env, overrides)

@@ -29,6 +29,8 @@ def test_a_settings_file_that_is_a_folder_is_refused(tmp_path):
     (tmp_path / "sparseeval.toml").mkdir()
     with pytest.raises(SettingsError, match=r"sparseeval\.toml is not a file"):
         Settings.load(env={"SPARSEEVAL_HOME": str(tmp_path)})
+    with pytest.raises(SettingsError, match="is not a file"):  # `fit --config DIR`
+        Settings.load(tmp_path, env={})
 
 
 @pytest.mark.parametrize(
