@@ -91,11 +91,10 @@ class EeeRecords:
         for samples in sorted(path.rglob(f"*{SAMPLES_SUFFIX}")):
             if any(part.startswith(".") for part in samples.relative_to(path).parts):
                 continue
-            age = _age([samples, aggregate_path(samples)], now)
-            if not aggregate_path(samples).is_file():
-                yield _pending(
-                    KIND, samples, f"no {aggregate_path(samples).name} beside it", settle
-                )
+            agg = aggregate_path(samples)
+            age = _age([samples, agg], now)
+            if not agg.is_file():
+                yield _pending(KIND, samples, f"no {agg.name} beside it", settle)
             elif age < settle:
                 yield _pending(KIND, samples, f"modified {age:.1f}s ago", settle)
             else:
