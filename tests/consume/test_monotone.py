@@ -122,7 +122,8 @@ def test_the_ends_are_non_decreasing_in_the_estimate_through_every_cut():
     pred = rng.uniform(0.2, 0.9, 400)
     conf = ConformalInterval.fit(rng.normal(0, 0.02 + 0.05 * pred, 400), 0.9, pred=pred)
     top = Edge(start=0.8, down=0.05, up=0.12, near=0.03, full=0.85)
-    sat = Saturation(top=0.88, bottom=0.15, ceiling=0.97, floor=0.05, best=0.93, worst=0.1)
+    sat = Saturation(top=0.86, peak=0.88, bottom=0.17, trough=0.15, ceiling=0.97, floor=0.05,
+                     best=0.93, worst=0.1)  # fmt: skip
     check = PoolCheck(0.25, 0.82, 0.0, (0.0,), (1.0,), -9.0, 0.02, 3.0, top=top, saturation=sat)
     v = np.sort(np.r_[np.linspace(0, 1, 20001), conf.edges, 0.25, 0.82, 0.8, 0.88, 0.15])
     low, high, _ = interval_of(check, conf, v)

@@ -51,6 +51,7 @@ def test_every_anchor_right_is_flagged_and_opens_above_the_best_training_score(f
     top = aset.predict([1] * len(aset.items))
     assert top.saturated == "top" and top.high >= sat.best
     line = next(f for f in top.flags if f.startswith(SATURATED_TOP))
+    assert "upper end opens to" in line
     assert "More items, or a set fit on stronger models, would narrow it" in line
     assert top.to_dict()["saturated"] == "top"
     bottom = aset.predict([0] * len(aset.items))
@@ -65,7 +66,7 @@ def test_saturation_is_fitted_from_the_reader_of_the_anchors():
         return (np.asarray(X).mean(1) + 1) / 2
 
     sat = fit_saturation(share, 4, [0.2, 0.5, 0.9])
-    assert (sat.top, sat.bottom) == (0.75, 0.25)
+    assert (sat.top, sat.peak, sat.bottom, sat.trough) == (0.75, 1.0, 0.25, 0.0)
     assert (sat.ceiling, sat.floor, sat.best, sat.worst) == (0.9, 0.2, 0.9, 0.2)
     assert fit_saturation(share, 1, [0.5]) is None
     assert Saturation.from_dict(json.loads(json.dumps(sat.to_dict()))) == sat

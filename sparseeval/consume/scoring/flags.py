@@ -13,8 +13,15 @@ deserves less trust than the interval's calibration models':
   and a model is flagged when l_z falls below `threshold`, the `rate` quantile of l_z over
   the training and calibration models (about `rate` of models like the pool are flagged).
 
-A flagged estimate's interval is widened: its half-width times `widen` on each side, the
-factor measured on held-out groups of real models (`bench/newcomers.py --cache`).
+* `saturation` (`Saturation`): every anchor right but one, or wrong: at the top (bottom) of
+  what these anchors can tell.
+
+An estimate beyond the range gets its half-width times `widen` on the outer side (the factor
+measured on held-out groups of real models, `bench/newcomers.py --cache`); every anchor right
+(wrong) opens the upper (lower) end to the pool's best (worst) score and beyond. An unlikely
+answer pattern is said, not widened: the interval's ends are non-decreasing functions of the
+estimate (`monotone_ends`), so that with a monotone reader no answer turned right lowers
+either end, and a widening that comes and goes with single answers would break that.
 
 The top edge (`Edge`, key `edges`; sets without it widen nothing here): a predictor shrinks
 toward the middle of its pool, so a model stronger than every training model gets an estimate
@@ -28,9 +35,9 @@ the upper one growing across the zone (`near` at `start` to `up` at `full`): mis
 with how far above the pool a model lies, and the pool's own top models sit low in the zone.
 A suite's readers (average, joint, own) get the same check and edge (`method.pool`).
 
-One interval: `interval_of` is the interval a model gets (conformal, widened where flagged,
-the top edge), for `AnchorSet.predict` and `intervals`, the gate's coverage check and every
-coverage figure of the report alike.
+One interval: `interval_of` is the interval a model gets (conformal, beyond the range, the
+top edge, saturation; monotone), for `AnchorSet.predict` and `intervals`, the gate's
+coverage check and every coverage figure of the report alike.
 """
 
 from __future__ import annotations
@@ -121,14 +128,16 @@ class Edge:
 class Saturation:
     """Where the anchors stop telling models apart (accuracy, 0-1). `top`: the least estimate
     of an answer sheet with every anchor right but one; with a monotone reader every sheet
-    reading at least that is at the top of what the anchors can tell, and its interval's
-    upper end opens to at least `ceiling`: the best training score plus how far the top
-    edge's held-out models lay above their estimates (`Edge.up`). `bottom` / `floor` the same
-    below (every anchor wrong but one; the worst training score). Fitted by
-    `method.pool.fit_saturation`; sets without it open nothing."""
+    reading at least that is at the top of what the anchors can tell (flagged and said).
+    `peak`: the estimate of every anchor right, the most the anchors can say; there the
+    interval's upper end opens to at least `ceiling` (the best training score). `bottom`,
+    `trough` and `floor` the same below (the worst training score). Fitted by
+    `method.pool.fit_saturation`; sets without it flag and open nothing."""
 
     top: float
+    peak: float
     bottom: float
+    trough: float
     ceiling: float
     floor: float
     best: float  # the best and worst training scores
@@ -141,32 +150,37 @@ class Saturation:
         return np.asarray(values, dtype=np.float64) <= self.bottom + TOL
 
     def opened(self, values, low, high) -> tuple[np.ndarray, np.ndarray]:
-        """(low, high) opened to `floor` / `ceiling` where saturated (below / above)."""
-        high = np.where(self.at_top(values), np.maximum(high, self.ceiling), high)
-        return np.where(self.at_bottom(values), np.minimum(low, self.floor), low), high
+        """(low, high) opened to `floor` / `ceiling` at the `trough` / the `peak`."""
+        v = np.asarray(values, dtype=np.float64)
+        high = np.where(v >= self.peak - TOL, np.maximum(high, self.ceiling), high)
+        return np.where(v <= self.trough + TOL, np.minimum(low, self.floor), low), high
 
     def reason(self, value: float) -> str | None:
         """The line saying the model sits where the anchors stop telling, or None."""
         pct = lambda a: f"{100 * a:.1f}%"  # noqa: E731
         if self.at_top(value):
-            return (f"{SATURATED_TOP}: (nearly) every anchor right,"
-                    f" where the training models' scores reach {pct(self.best)}; the upper end"
-                    f" opens to at least {pct(self.ceiling)}. More items, or a set fit on"
-                    " stronger models, would narrow it")  # fmt: skip
+            opens = (f"; the upper end opens to {pct(self.ceiling)}" if value >= self.peak - TOL
+                     else "")  # fmt: skip
+            return (f"{SATURATED_TOP}: every anchor right or all but one, where the training"
+                    f" models' scores reach {pct(self.best)}{opens}. More items, or a set fit"
+                    " on stronger models, would narrow it")  # fmt: skip
         if self.at_bottom(value):
-            return (f"{SATURATED_BOTTOM}: (nearly) every anchor"
-                    f" wrong, where the training models' scores reach down to"
-                    f" {pct(self.worst)}; the lower end opens to at most {pct(self.floor)}."
-                    " More items, or a set fit on weaker models, would narrow it")  # fmt: skip
+            opens = (f"; the lower end opens to {pct(self.floor)}" if value <= self.trough + TOL
+                     else "")  # fmt: skip
+            return (f"{SATURATED_BOTTOM}: every anchor wrong or all but one, where the training"
+                    f" models' scores reach down to {pct(self.worst)}{opens}. More items, or a"
+                    " set fit on weaker models, would narrow it")  # fmt: skip
         return None
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("top", "bottom", "ceiling", "floor", "best", "worst")}
+        return {k: getattr(self, k) for k in _SATURATION_KEYS}
 
     @classmethod
     def from_dict(cls, d: dict) -> Saturation:
-        return cls(**{k: float(d[k]) for k in ("top", "bottom", "ceiling", "floor", "best",
-                                                "worst")})  # fmt: skip
+        return cls(**{k: float(d[k]) for k in _SATURATION_KEYS})
+
+
+_SATURATION_KEYS = ("top", "peak", "bottom", "trough", "ceiling", "floor", "best", "worst")
 
 
 @dataclass(frozen=True)
@@ -304,8 +318,8 @@ def _envelope(check: PoolCheck | None, conformal) -> tuple[np.ndarray, np.ndarra
     if check is not None:
         cuts += [check.low - check.margin, check.high + check.margin]
         cuts += [] if check.top is None else [check.top.start, check.top.full or 0.0]
-        cuts += [] if check.saturation is None else [check.saturation.top,
-                                                     check.saturation.bottom]  # fmt: skip
+        cuts += [] if check.saturation is None else [check.saturation.peak,
+                                                     check.saturation.trough]  # fmt: skip
     cuts = np.asarray(cuts, dtype=np.float64)
     grid = np.union1d(np.linspace(0.0, 1.0, GRID), np.clip(np.r_[cuts, cuts - 2 * TOL], 0, 1))
     low, high = _raw_ends(check, conformal, grid)
@@ -314,12 +328,17 @@ def _envelope(check: PoolCheck | None, conformal) -> tuple[np.ndarray, np.ndarra
 
 def _raw_ends(check: PoolCheck | None, conformal, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The ends before they are made monotone: `v` -+ the conformal half-width, times `widen`
-    beyond the range, at least the top edge's in its zone, opened where saturated."""
+    on the outer side beyond the range (on both, the envelope would carry the inner side's
+    step into the crowded top of the pool: ARC's random models' mean width 6.95 -> 7.52
+    points, `bench/above_pool.py`), at least the top edge's in its zone, opened where
+    saturated."""
     h = np.asarray(conformal.halfwidths(v), dtype=np.float64)
     if check is None:
         return v - h, v + h
-    h = h + check.widen_where(check.out_of_range(v), h)
-    down, up = check.at_edges(v, h)
+    extra = check.widen_where(check.out_of_range(v), h)
+    above = v > check.high + check.margin
+    down, _ = check.at_edges(v, h + np.where(above, 0.0, extra))
+    _, up = check.at_edges(v, h + np.where(above, extra, 0.0))
     low, high = v - down, v + up
     if check.saturation is not None:
         low, high = check.saturation.opened(v, low, high)

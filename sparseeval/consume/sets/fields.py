@@ -209,11 +209,13 @@ INTERVAL = table(
 EDGE = table({"start": number(), "down": number(0), "up": number(0), "n_models": integer(0),
                "near": number(0), "full": number()},
               ("start", "down", "up"), rule=_ramp)  # fmt: skip
+_SATURATION = ("top", "peak", "bottom", "trough", "ceiling", "floor", "best", "worst")
+SATURATION = table({k: number(0, 1) for k in _SATURATION}, _SATURATION)  # flags.Saturation
 POOL_CHECK = table(
     {"method": text(), "low": number(), "high": number(), "margin": number(0),
      "a": listing(number(), length="items"), "b": listing(number(), length="items"),
      "threshold": number(), "rate": number(0, 1, open_lo=True), "widen": number(1),
-     "n_models": integer(0), "edges": table({"top": EDGE})},
+     "n_models": integer(0), "edges": table({"top": EDGE}), "saturation": SATURATION},
     ("low", "high", "margin", "a", "b", "threshold", "rate", "widen"),
     rule=_in_order("low", "high"), null=True,
 )  # fmt: skip
