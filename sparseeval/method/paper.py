@@ -24,7 +24,7 @@ from sparseeval.method.anchor_estimator import (
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.predictors import MLPPredictor
 from sparseeval.method.selection import Swap, swap_words
-from sparseeval.method.training import Dropout
+from sparseeval.method.training import Dropout, torch_device
 
 log = logging.getLogger("sparseeval")
 
@@ -235,7 +235,7 @@ class PaperSparseEval(SparseEval):
 
     def _seeded_device(self) -> torch.device:
         """The torch device, one CPU thread (tiny nets), torch's generator seeded."""
-        device = torch.device(self.device)
+        device = torch_device(self.device)  # a GPU torch cannot see: one SettingsError line
         if device.type == "cpu":
             torch.set_num_threads(1)  # as MLPPredictor: tiny nets, one thread is fastest
         torch.manual_seed(self.seed)

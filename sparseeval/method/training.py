@@ -11,6 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from sparseeval.consume.errors import SettingsError
+
 
 class Dropout(nn.Module):
     """Dropout whose masks come from the net's own generator, NumPy's or torch's.
@@ -46,10 +48,24 @@ def mask_generator(seed: int, device: str | torch.device = "cpu"):
 
     Both are seeded by `seed`; the masks (and so the fits) of the two kinds differ.
     """
-    device = torch.device(device)
+    device = torch_device(device)
     if device.type == "cpu":
         return np.random.default_rng(seed)
     return torch.Generator(device=device).manual_seed(seed)
+
+
+def torch_device(device: str | torch.device) -> torch.device:
+    """`device` as a torch device; one torch cannot use is a one-line SettingsError."""
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise SettingsError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}") from exc
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise SettingsError(
+            f"device {str(device)!r}: torch sees no such GPU here "
+            f"({torch.cuda.device_count()} visible); use device 'cpu'"
+        )
+    return device
 
 
 def uint32_draws(rng: np.random.Generator, n: int) -> np.ndarray:

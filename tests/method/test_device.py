@@ -125,3 +125,18 @@ def test_tanh_is_torchs_to_a_rounding_and_its_backward_is_torchs():
     net = MLPPredictor(hidden=(8,), epochs=2).fit(np.sign(np.random.default_rng(0).normal(
         size=(40, 5))), np.linspace(0.2, 0.8, 40)).net_  # fmt: skip
     assert any(isinstance(m, Tanh) for m in net.modules())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_a_gpu_torch_cannot_see_is_one_clear_line(data):
+    X, y = data
+    no_gpu = "device 'cuda': torch sees no such GPU here"
+    with pytest.raises(SettingsError, match=no_gpu):
+        MLPPredictor(epochs=2, device="cuda").fit(X, y)
+    with pytest.raises(SettingsError, match=no_gpu):
+        SparseEval(4, refine_steps=0, epochs=2, ensemble=1, predictor="mlp", device="cuda",
+                   **QUIET).fit(X, y)  # fmt: skip
+    with pytest.raises(SettingsError, match=no_gpu):
+        PaperSparseEval(4, refine_steps=0, steps=2, device="cuda", **QUIET).fit(X, y)
+    with pytest.raises(SettingsError, match="device must be 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+        MLPPredictor(epochs=2, device="gpu").fit(X, y)
