@@ -3,7 +3,8 @@
     python bench/faults.py                  # 6 random kills per scenario, 4 in the publish window
     python bench/faults.py --refresh-kills 4              # what bench/RESULTS.md's table ran
     python bench/faults.py --kills 12 --rows 8000000 --publish-kills 6 --seed 1 --json
-    python bench/faults.py --corpus --save bench/out/faults_corpus.txt   # the bad-input corpus
+
+The bad-input corpus is a test suite now: `python -m pytest -n 2 -m slow tests/faults`.
 
 Scenarios (each kill is followed by a recovery run of the very same command, to completion):
 
@@ -739,19 +740,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--work", help="work folder (default: a fresh temp dir, removed after)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument(
-        "--corpus",
-        action="store_true",
-        help="run the bad-input corpus instead (bench/faults_corpus.py)",
-    )
-    ap.add_argument(
-        "--only", help="with --corpus: cases whose class or name contains this ('|': any of)"
-    )
-    ap.add_argument("--list", action="store_true", help="with --corpus: list the cases")
-    ap.add_argument("--save", help="with --corpus: also write the table to this file")
     args = ap.parse_args(argv)
-    if args.corpus:
-        return corpus_main(args)
     if not Path("/proc").is_dir():
         ap.error("needs /proc (Linux)")
     rng = random.Random(args.seed)
@@ -807,40 +796,6 @@ def main(argv: list[str] | None = None) -> int:
             + "; ".join(f"{p} x{phases.count(p)}" for p in dict.fromkeys(phases))
         )
     return 0
-
-
-def corpus_main(args: argparse.Namespace) -> int:
-    """`--corpus`: every class of bad input and fault as files, the real CLI on each."""
-    import faults_corpus as corpus
-
-    if args.list:
-        for c in corpus.CASES:
-            print(f"{c.cls}: {c.name}: {c.note}")
-        return 0
-    t0 = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        if args.work:
-            work = Path(args.work)
-            work.mkdir(parents=True, exist_ok=False)
-        else:
-            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="corpus-")))
-        table, rows = corpus.run_corpus(work, args.only, say)
-    text = corpus.format_table(table)
-    text += f"\n\n{len(rows)} cases in {time.perf_counter() - t0:.0f}s"
-    failed = [
-        r for r in rows if r["traceback"] or r["wrong"] or r["lost"] or r["hang"] or r["other"]
-    ]
-    text += "".join(f"\nFAIL {r['class']}: {r['case']}: {r['why']}" for r in failed)
-    text += "".join(f"\n{r['case']}: {r['why']}" for r in rows
-                    if r["why"].startswith("measured:") and r not in failed)  # fmt: skip
-    if args.json:
-        print(json.dumps(rows, indent=1))
-    else:
-        print(text)
-    if args.save:
-        Path(args.save).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.save).write_text(text + "\n")
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""The fault-and-bad-input corpus (`python bench/faults.py --corpus`): each class of issue 21
-built as files, the real CLI run on each (a subprocess with a timeout), and per class:
+"""The fault-and-bad-input corpus (`tests/faults/test_corpus.py`, marked slow): each class of
+bad input and fault built as files, the real CLI run on each (a subprocess with a timeout);
+a case fails on any of:
 
-  cases          cases run
   tracebacks     a Python traceback in the output
   silent wrong   exit 0 with a wrong result: an answer conflict merged, a refusal that
                  did not happen, code from cached data that ran, a damaged file used
@@ -10,7 +10,7 @@ built as files, the real CLI run on each (a subprocess with a timeout), and per 
   other          a case that failed otherwise: an error where success was due, a refusal
                  that did not say what it should, a store left changed
 
-Every case names what it expects (`Case.note`); `--corpus-list` prints them. The classes:
+Every case names what it expects (`Case.note`, the test's message). The classes:
 conflicting sources of one answer, caches that outlive their files, one bad line in a big
 file, code in cached data, waits that never end, names that cannot be published, ids that
 differ invisibly, damaged published files, messages that are tracebacks.
@@ -28,7 +28,8 @@ import subprocess
 import sys
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -1147,8 +1148,10 @@ def build_world(work: Path, env: dict) -> World:
     return w
 
 
-def run_corpus(work: Path, only: str | None = None, say=print) -> tuple[dict, list[dict]]:
-    """Run every case (or those whose class or name contains `only`); (table, rows)."""
+@contextmanager
+def corpus_world(work: Path) -> Iterator[World]:
+    """The world every case starts from, built in `work` with the CLI's own environment
+    (its own Prefect home, a temporary Prefect server while the cases run)."""
     from sparseeval.cli.tempserver import temporary_server
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARSEEVAL_", "PREFECT_"))}
@@ -1158,73 +1161,14 @@ def run_corpus(work: Path, only: str | None = None, say=print) -> tuple[dict, li
         "PREFECT_HOME": str(work / "prefect"),
         "PYTHONUNBUFFERED": "1",
         "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(work / "prefect-results"),
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
-    os.environ["PREFECT_HOME"] = env["PREFECT_HOME"]
     with temporary_server() as url:
         if url:
             env["PREFECT_API_URL"] = url
-        say("building the world: one refresh publishing arc, gsm8k and the suite")
-        world = build_world(work, env)
-        rows = []
-        for n, c in enumerate(CASES):
-            if only and not any(o in c.cls or o in c.name for o in only.split("|")):
-                continue
-            d = work / f"case-{n:03d}"
-            d.mkdir()
-            t0 = time.perf_counter()
-            try:
-                v = c.run(d, world)
-            except Exception as exc:  # the harness itself: counted, never hidden
-                v = Verdict(other=True, why=f"harness: {type(exc).__name__}: {exc}")
-            rows.append(
-                {
-                    "class": c.cls,
-                    "case": c.name,
-                    "expects": c.note,
-                    "seconds": round(time.perf_counter() - t0, 1),
-                    **vars(v),
-                }
-            )
-            flag = [k for k in ("traceback", "wrong", "lost", "hang", "other") if getattr(v, k)]
-            say(
-                f"[{len(rows)}] {c.cls}: {c.name}: {'FAIL ' + ','.join(flag) if flag else 'ok'}"
-                f" ({rows[-1]['seconds']}s){' - ' + v.why if flag else ''}"
-            )
-            shutil.rmtree(d, ignore_errors=True)
-    return summarize(rows), rows
+        yield build_world(work, env)
 
 
-def summarize(rows: list[dict]) -> dict:
-    table: dict[str, dict] = {}
-    for r in rows:
-        t = table.setdefault(
-            r["class"],
-            dict.fromkeys(
-                ("cases", "tracebacks", "silent wrong", "rows lost", "hangs", "other"), 0
-            ),
-        )
-        t["cases"] += 1
-        t["tracebacks"] += r["traceback"]
-        t["silent wrong"] += r["wrong"]
-        t["rows lost"] += r["lost"]
-        t["hangs"] += r["hang"]
-        t["other"] += r["other"]
-    return table
-
-
-def format_table(table: dict) -> str:
-    cols = ["class", "cases", "tracebacks", "silent wrong", "rows lost", "hangs", "other"]
-    body = [[k, *map(str, v.values())] for k, v in table.items()]
-    total = [sum(v[c] for v in table.values()) for c in cols[1:]]
-    body.append(["all", *map(str, total)])
-    widths = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(cols)]
-    line = "| " + " | ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)) + " |"
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    rows = [
-        "| " + " | ".join(x.ljust(w) for x, w in zip(r, widths, strict=True)) + " |" for r in body
-    ]
-    return "\n".join([line, sep, *rows])
-
-
-import faults_corpus_28  # noqa: E402, F401  (issue 28's families register themselves)
+def problems(v: Verdict) -> list[str]:
+    """What went wrong in a case: traceback, wrong, lost, hang, other (none: it held)."""
+    return [k for k in ("traceback", "wrong", "lost", "hang", "other") if getattr(v, k)]

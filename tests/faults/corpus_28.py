@@ -1,4 +1,4 @@
-"""Issue 28's case families for the corpus (`bench/faults_corpus.py` imports this): cache
+"""Issue 28's case families for the corpus (`tests/faults/test_corpus.py` imports this): cache
 entries that are not what was written, manifest fields without a check, lease lines,
 reported scores and the id/range rules, id maps and hash checks, scale and odd inputs,
 tracebacks and unclear lines."""
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from faults_corpus import (
+from tests.faults.corpus import (
     CLASSES,
     Verdict,
     answers_csv,
