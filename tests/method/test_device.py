@@ -46,8 +46,8 @@ def test_a_mistyped_device_is_one_clear_line(device):
 def test_mask_generator_is_numpy_on_the_cpu_and_torch_elsewhere():
     assert isinstance(mask_generator(4, "cpu"), np.random.Generator)
     assert isinstance(mask_generator(4, torch.device("cpu")), np.random.Generator)
-    with pytest.raises(RuntimeError):  # no such device here: a torch generator was asked for
-        mask_generator(4, "cuda:99")
+    with pytest.raises(SettingsError, match="'cuda:99': torch sees no such GPU"):
+        mask_generator(4, "cuda:99")  # not the CPU: a torch generator there, if torch had one
 
 
 def test_torch_generator_dropout_is_reproducible_and_scaled():
