@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sparseeval.cli.common import EXIT_USER_ERROR, UserError
+from sparseeval.cli.common import EXIT_USER_ERROR, SEED_MAX, UserError, whole
 
 FMT = argparse.RawDescriptionHelpFormatter
 
@@ -23,7 +23,7 @@ def _common(p, many: bool = False) -> None:
     else:
         p.add_argument("--benchmark", required=True, metavar="B")
     p.add_argument("--version", default="latest", help="latest (default), N or vN")
-    p.add_argument("--budget", type=int, metavar="K",
+    p.add_argument("--budget", type=whole(1), metavar="K",
                    help="which budget when several are published (default: largest)")  # fmt: skip
     p.add_argument("--public-key", metavar="PEM",
                    help="refuse the set unless manifest.sig verifies with this key")  # fmt: skip
@@ -31,7 +31,7 @@ def _common(p, many: bool = False) -> None:
 
 def add_next_options(p) -> None:
     """--next N, --responses FILE..., --strategy: the items to answer after the anchors."""
-    p.add_argument("--next", type=int, metavar="N",
+    p.add_argument("--next", type=whole(1), metavar="N",
                    help="instead of the anchors: N more items of the benchmark for this model "
                    "(neither anchors nor answered in --responses)")  # fmt: skip
     p.add_argument(
@@ -47,7 +47,8 @@ def add_next_options(p) -> None:
         help="with --next: a random sample of the rest (default; keeps the "
         "corrected estimate unbiased) or the items this model is least sure of",
     )
-    p.add_argument("--seed", type=int, default=0, help="with --next: the random draw's seed")
+    p.add_argument("--seed", type=whole(0, SEED_MAX), default=0,
+                   help="with --next: the random draw's seed")  # fmt: skip
 
 
 def chosen_items(aset, args) -> list[str]:

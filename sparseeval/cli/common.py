@@ -23,6 +23,9 @@ PIPELINE_MODULES = {"prefect", "duckdb", "polars", "torch", "sklearn", "scipy", 
                     "huggingface_hub", "threadpoolctl", "pyarrow", "yaml"}  # fmt: skip
 
 
+SEED_MAX = 2**32 - 1  # the largest seed NumPy's generators take (and none below 0)
+
+
 class UserError(SparseEvalError):
     """A problem the user can fix; printed as one line, exit code 2."""
 
@@ -157,6 +160,23 @@ def write_folders_atomic(folder: str | Path, write: Callable[[Path], object]) ->
         return placed
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def whole(low: int, high: int | None = None) -> Callable:
+    """An argparse type: a whole number in [low, high], a one-line usage error otherwise
+    (`--seed -1`, `--synthetic -3 60`)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"at least {low:,}" + (f" and at most {high:,}" if high is not None else "")
+            raise argparse.ArgumentTypeError(f"must be a whole number {bound}, got {text!r}")
+        return value
+
+    return parse
 
 
 def number(low: float, high: float | None = None, *, low_open: bool = False) -> Callable:

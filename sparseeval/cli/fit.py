@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from sparseeval.cli.common import UserError, number, parse_budgets, quoted
+from sparseeval.cli.common import SEED_MAX, UserError, number, parse_budgets, quoted, whole
 
+MAX_SYNTHETIC_CELLS = 50_000_000  # --synthetic M N: at most M x N answers (a demo, not a load test)
 FIT_EXAMPLE = """examples:
   sparseeval fit --synthetic 2000 600 --anchors 20,50,100
   sparseeval fit responses.csv --targets scores.csv --anchors 50 --out fit/
@@ -26,7 +27,7 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
     )
     fit.add_argument("data", nargs="?", help="wide CSV/Parquet: a 'model' column + one per item")
     fit.add_argument("--targets", help="CSV/Parquet of model,score (full-benchmark score)")
-    fit.add_argument("--synthetic", nargs=2, type=int, metavar=("M", "N"),
+    fit.add_argument("--synthetic", nargs=2, type=whole(1, 1_000_000), metavar=("M", "N"),
                      help="the built-in demo leaderboard: M models x N items")  # fmt: skip
     fit.add_argument("--anchors", default="20,50,100", help="budgets, e.g. 20,50,100")
     fit.add_argument("--paper", action="store_true",
@@ -39,7 +40,7 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
                      help="test models: a count, or a fraction if < 1")  # fmt: skip
     fit.add_argument("--valid", type=number(0, low_open=True),
                      help="validation models: count or fraction")  # fmt: skip
-    fit.add_argument("--seed", type=int, default=None)
+    fit.add_argument("--seed", type=whole(0, SEED_MAX), default=None)
     fit.add_argument("--config", default="sparseeval.toml", help="settings file")
     fit.add_argument("--json", action="store_true", help="print metrics as JSON")
     fit.add_argument("--quiet", action="store_true", help="print only the table")
@@ -170,6 +171,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         matrix = read_wide(Path(args.data), Path(args.targets) if args.targets else None, say)
     else:
         m, n = args.synthetic
+        if m * n > MAX_SYNTHETIC_CELLS:
+            raise UserError(f"--synthetic {m} {n}: {m * n:,} answers is more than the demo makes"
+                            f" ({MAX_SYNTHETIC_CELLS:,}); ingest real data for more")  # fmt: skip
         say(f"the built-in synthetic leaderboard: {m} models x {n} items")
         matrix = make_synthetic(m, n, seed=settings.seed)
     say(f"matrix: {matrix.shape[0]:,} models x {matrix.shape[1]:,} items")

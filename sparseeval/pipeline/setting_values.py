@@ -52,7 +52,7 @@ MAXIMA: dict[str, int | float] = {
     "epochs": 100_000, "patience": 100_000, "ensemble": 100, "refine_steps": 10_000,
     "swap_candidates": 1_000, "n_anchors": 100_000, "workers": 256, "hub_max_repos": 100_000,
     "lease_wait_seconds": 86_400.0, "min_new_models": 1_000_000, "drift_window": 1_000_000,
-    "drift_paired_models": 1_000_000, "drift_alert_nights": 366,
+    "drift_paired_models": 1_000_000, "drift_alert_nights": 366, "seed": 2**32 - 1,
 }  # fmt: skip
 
 

@@ -194,6 +194,7 @@ class Settings(_Derived):
             ("drift_alert_nights", "at least 1", self.drift_alert_nights >= 1),
             ("hub_max_repos", "at least 1", self.hub_max_repos >= 1),
             ("workers", "at least 1", self.workers >= 1),
+            ("seed", "0 or more", self.seed >= 0),
             ("lease_wait_seconds", "0 or more", self.lease_wait_seconds >= 0),
             ("alert_webhook", "an http:// or https:// URL",
              self.alert_webhook is None or self.alert_webhook.startswith(("http://", "https://"))),

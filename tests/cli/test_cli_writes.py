@@ -128,3 +128,22 @@ def test_absurd_numbers_are_usage_errors(capsys, argv):
         main(argv)
     assert caught.value.code == 2
     assert "must be a number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "--synthetic", "300", "60", "--seed", "-1"],
+        ["fit", "--synthetic", "-3", "60"],
+        ["anchors", "--anchor-set", "x", "--benchmark", "arc", "--next", "0"],
+    ],
+)
+def test_absurd_whole_numbers_are_usage_errors(capsys, argv):
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2 and "must be a whole number" in capsys.readouterr().err
+
+
+def test_a_synthetic_demo_too_big_to_make_is_one_line(capsys):
+    rc, _, err = cli(capsys, "fit", "--synthetic", "1000000", "1000")
+    assert rc == 2 and "more than the demo makes" in err and len(err.splitlines()) == 1

@@ -42,6 +42,11 @@ def test_absurd_values_are_refused_naming_the_maximum(tmp_path, name, value):
         Settings.load(env=env)
 
 
+def test_a_negative_seed_is_refused_before_any_work(tmp_path):
+    with pytest.raises(SettingsError, match="seed must be 0 or more, got -1"):
+        Settings.load(env={"SPARSEEVAL_HOME": str(tmp_path), "SPARSEEVAL_SEED": "-1"})
+
+
 def test_the_defaults_are_within_the_maxima(tmp_path):
     settings = Settings.load(env={"SPARSEEVAL_HOME": str(tmp_path)})
     for name, most in MAXIMA.items():
