@@ -113,3 +113,25 @@ def test_a_plain_answers_file_for_the_suite_says_its_ids_are_not_the_suites(tmp_
                "--responses", str(plain)])  # fmt: skip
     err = capsys.readouterr().err
     assert rc == 2 and "none of your 30 answers' ids are this set's anchors" in err, err
+
+
+# -- a Hub download: one line, no progress bars before it ----------------------------------
+
+
+def test_a_failed_hub_download_prints_no_progress_bars_before_its_line(capfd):
+    from huggingface_hub.utils import are_progress_bars_disabled
+    from huggingface_hub.utils import tqdm as hub_tqdm
+
+    from sparseeval.consume.sets.hub import download_version
+
+    class Client:  # draws the Hub's own bar, as snapshot_download does, then fails
+        def snapshot_download(self, repo_id, **kw):
+            for _ in hub_tqdm(range(3), desc="Fetching 3 files"):
+                pass
+            raise ConnectionError("the Hub is unreachable")
+
+    before = are_progress_bars_disabled()
+    with pytest.raises(AnchorSetError, match="could not download 'arc' from hub repo o/r"):
+        download_version("o/r", "arc", 1, Client())
+    assert "Fetching" not in capfd.readouterr().err
+    assert are_progress_bars_disabled() == before  # the caller's setting is back

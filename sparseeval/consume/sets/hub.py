@@ -50,6 +50,26 @@ def hub_client(client=None):
     return HfApi()
 
 
+def _download(client, repo_id: str, pattern: list[str], kw: dict) -> Path:
+    """`client.snapshot_download` with the Hub's progress bars off: a consumer's stderr shows
+    the one-line result (or error), not bars drawn before it."""
+    try:
+        from huggingface_hub.utils import (
+            are_progress_bars_disabled,
+            disable_progress_bars,
+            enable_progress_bars,
+        )
+    except ImportError:  # a fake client in tests, without huggingface_hub
+        return Path(client.snapshot_download(repo_id, allow_patterns=pattern, **kw))
+    was_off = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        return Path(client.snapshot_download(repo_id, allow_patterns=pattern, **kw))
+    finally:
+        if not was_off:
+            enable_progress_bars()
+
+
 def download_version(
     repo_id: str, benchmark: str, version, client=None, revision=None, budget: int | None = None
 ) -> Path:
@@ -64,7 +84,7 @@ def download_version(
     try:
         if version in (None, LATEST):
             pattern = [f"{where}/{LATEST}"]
-            pointer = Path(client.snapshot_download(repo_id, allow_patterns=pattern, **kw))
+            pointer = _download(client, repo_id, pattern, kw)
             pointer = pointer / where / LATEST
             if not pointer.is_file():
                 raise AnchorSetError(
@@ -73,7 +93,7 @@ def download_version(
             version = json.loads(pointer.read_text())["version"]
         n = parse_version(version)
         pattern = [f"{where}/v{n}/*"]
-        local = Path(client.snapshot_download(repo_id, allow_patterns=pattern, **kw))
+        local = _download(client, repo_id, pattern, kw)
     except AnchorSetError:
         raise
     except Exception as e:  # network, auth, missing repo: one clear message
