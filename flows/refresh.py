@@ -6,10 +6,12 @@ Run once now:  `sparseeval refresh`  (or `python -m sparseeval.flows.refresh`).
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from prefect import flow
@@ -46,19 +48,24 @@ from sparseeval.flows.publish import (
 )
 
 from sparseeval import tasks
-from sparseeval.pipeline.artifacts import forget_loaded
+from sparseeval.pipeline.artifacts import artifact_path, forget_loaded
 from sparseeval.pipeline.lease import guarding_stops
 from sparseeval.pipeline.recipe import NothingRan, PipelineError
 from sparseeval.pipeline.records import BenchmarkResult, RunSummary
 from sparseeval.pipeline.settings import FIT, Settings
 
-# The names and store states a `fit-benchmarks` run fits, by reference: Prefect refuses flow
-# parameters over 512 KiB, which thousands of benchmarks passed by value would pass.
-_BATCHES: dict[str, tuple[list[str], dict[str, str]]] = {}
+
+def _batch(batch: str) -> tuple[list[str], dict[str, str]]:
+    """The names and store states of a batch file (`fit_batch`)."""
+    data = json.loads(Path(batch).read_text())
+    return data["names"], data["states"]
 
 
 def _batch_name(batch: object) -> str:
-    names = _BATCHES.get(str(batch), ([], {}))[0]
+    try:
+        names = _batch(str(batch))[0]
+    except (OSError, ValueError, KeyError):  # a run shown after its batch was removed
+        names = []
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     return "fit " + ", ".join(names[:3]) + more
 
@@ -67,13 +74,13 @@ def _batch_name(batch: object) -> str:
       flow_run_name=lambda: _batch_name(flow_run.parameters.get("batch")))  # fmt: skip
 def fit_benchmarks(settings: Settings, batch: str, force: bool = False) -> list[BenchmarkResult]:
     """Fan out: build each benchmark's matrix and fit each budget, concurrently (the
-    benchmarks and their store states: `_BATCHES[batch]`, see `fit_batch`)."""
+    benchmarks and their store states: the batch file, see `fit_batch`)."""
     with guarding_stops():  # a SIGTERM ends the run in seconds, not once the fits end
         return _fit_each(settings, batch, force)
 
 
 def _fit_each(settings: Settings, batch: str, force: bool) -> list[BenchmarkResult]:
-    benchmarks, store_states = _BATCHES[batch]
+    benchmarks, store_states = _batch(batch)
     paths, matrix = settings.section("paths"), settings.section("matrix")
     fit = settings.sections(*FIT)
     mats = {b: tasks.build_matrix.submit(paths, matrix, b, store_states[b]) for b in benchmarks}
@@ -96,14 +103,17 @@ def fit_batch(
     force: bool = False,
     runner: Any = None,
 ) -> list[BenchmarkResult]:
-    """`fit_benchmarks` of `names`, passed by reference (one key, whatever their number)."""
-    key = uuid.uuid4().hex
-    _BATCHES[key] = (list(names), {b: states[b] for b in names})
+    """`fit_benchmarks` of `names`, passed by reference: a batch file under
+    `artifacts/batches/` (Prefect refuses flow parameters over 512 KiB, which thousands of
+    benchmarks with their store states passed by value would pass), removed afterwards."""
+    path = artifact_path(settings.artifacts_dir, "batches", f"{uuid.uuid4().hex}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"names": list(names), "states": {b: states[b] for b in names}}))
     run = fit_benchmarks.with_options(task_runner=runner) if runner is not None else fit_benchmarks
     try:
-        return run(settings, key, force)
+        return run(settings, str(path), force)
     finally:
-        _BATCHES.pop(key, None)
+        path.unlink(missing_ok=True)
 
 
 def assess_and_publish(

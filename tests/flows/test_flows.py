@@ -283,16 +283,17 @@ def test_thousands_of_benchmarks_reach_the_fit_flow_by_reference(tmp_path):
 
     @flow(name="fit-benchmarks")
     def fake(settings, batch: str, force: bool = False):
-        seen["params"] = dict(flow_run.parameters)
-        seen["names"] = module._BATCHES[batch][0]
+        seen["params"], seen["batch"] = dict(flow_run.parameters), batch
+        seen["names"] = json.loads(Path(batch).read_text())["names"]
         return []
 
     real = module.fit_benchmarks
     module.fit_benchmarks = fake
     try:
-        assert module.fit_batch(Settings(), names, states) == []
+        home = Settings(home=str(tmp_path / "home"))
+        assert module.fit_batch(home, names, states) == []
     finally:
         module.fit_benchmarks = real
-    assert seen["names"] == names and not module._BATCHES
+    assert seen["names"] == names and not Path(seen["batch"]).exists()  # removed after
     assert len(json.dumps(seen["params"], default=str)) < 10_000
     assert set(seen["params"]) == {"settings", "batch", "force"}
