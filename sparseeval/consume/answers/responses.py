@@ -17,7 +17,7 @@ import csv
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +160,19 @@ def read_responses_files(
             merged.add(item, value, where)
     merged.check()
     if not merged.values and merged.n_other:  # another benchmark's file, or other ids
-        from sparseeval.consume.answers.vector import none_of_message
-
         raise ResponsesError(none_of_message(merged.n_other, merged.other, anchor_set.items))
     return merged.values
+
+
+def none_of_message(n: int, yours: Sequence[str], anchors: Sequence[str]) -> str:
+    """The line for `n` answers (ids e.g. `yours`) of which none is one of `anchors`."""
+    mine = ", ".join(printable(i) for i in yours[:3])
+    theirs = ", ".join(printable(i) for i in anchors[:3])
+    return (
+        f"none of your {n:,} answers' ids are this set's anchors (yours: {mine}, ...;"
+        f" the set's: {theirs}, ...): answers of another benchmark, or ids of another kind?"
+        " (`sparseeval anchors` lists the ids this set asks for)"
+    )
 
 
 def _read_lm_eval(paths: list[Path], anchor_set: Any, options: Mapping | None) -> dict:

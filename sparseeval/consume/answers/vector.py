@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
-from sparseeval.consume.answers.responses import ResponsesError, as_pairs, item_id, printable, sign
+from sparseeval.consume.answers.responses import (
+    ResponsesError,
+    as_pairs,
+    item_id,
+    none_of_message,
+    printable,
+    sign,
+)
 
 
 def anchor_vector(responses, index: Mapping[str, int], k: int) -> np.ndarray:
@@ -42,17 +49,6 @@ def none_of_the_anchors(responses, index: Mapping[str, int], anchors: list[str])
     if any(i in index for i in ids):
         return ""
     return none_of_message(len(ids), ids, anchors)
-
-
-def none_of_message(n: int, yours: Sequence[str], anchors: Sequence[str]) -> str:
-    """The line for `n` answers (ids e.g. `yours`) of which none is one of `anchors`."""
-    mine = ", ".join(printable(i) for i in yours[:3])
-    theirs = ", ".join(printable(i) for i in anchors[:3])
-    return (
-        f"none of your {n:,} answers' ids are this set's anchors (yours: {mine}, ...;"
-        f" the set's: {theirs}, ...): answers of another benchmark, or ids of another kind?"
-        " (`sparseeval anchors` lists the ids this set asks for)"
-    )
 
 
 def missing_message(missing: list[str], k: int, what: str) -> str:
