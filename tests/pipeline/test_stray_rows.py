@@ -116,3 +116,17 @@ def test_a_scores_table_read_as_answers_is_refused_whole(store: Store, tmp_path)
     assert "not a table of per-item answers, nothing stored" in r.message
     assert "scores:FILE" in r.message and store.scalar("count_quarantine") == 0
     assert store.con.execute("SELECT count(*) FROM results").fetchone() == (0,)
+
+
+def test_nothing_complete_says_what_is_stored_and_what_to_do(store: Store, tmp_path):
+    from sparseeval.method.matrix import MatrixError
+
+    path = tmp_path / "holes.csv"  # each model lacks another item, each item 2 of 3 models
+    path.write_text(HEADER + "".join(f"org/m{m},arc,{i},1\n"
+                                     for m in range(3) for i in range(3) if i != m))  # fmt: skip
+    ingest(store, LongTable(path))
+    with pytest.raises(MatrixError) as caught:
+        build_matrix(store, "arc")
+    said = str(caught.value)
+    assert "stored 3 models x 3 items, 3 cells missing" in said
+    assert "raise max_missing_model_frac, or see `sparseeval quarantine list`" in said

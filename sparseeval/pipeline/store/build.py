@@ -108,7 +108,12 @@ def build_matrix(
     del present
     values = values[np.ix_(keep_rows, keep_cols)] if not keep_cols.all() else values[keep_rows]
     if values.size == 0:
-        raise MatrixError(f"{benchmark}: no complete models x items left after the missing policy")
+        raise MatrixError(
+            f"{benchmark}: no complete models x items left after the missing policy (stored"
+            f" {len(models):,} models x {len(items):,} items, {cells_missing:,} cells missing;"
+            f" max_missing_model_frac {max_missing_model_frac:g}): each model lacks some item"
+            " others have; raise max_missing_model_frac, or see `sparseeval quarantine list`"
+        )
     chosen = choose_target(store, bid, models["model_id"].to_numpy()[keep_rows], target)
     rows = keep_rows  # the summary's `models_dropped` counts the missing policy's alone
     if chosen.scored is not None:  # `auto` left out the models without a reported score
