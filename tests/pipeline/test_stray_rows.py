@@ -130,3 +130,18 @@ def test_nothing_complete_says_what_is_stored_and_what_to_do(store: Store, tmp_p
     said = str(caught.value)
     assert "stored 3 models x 3 items, 3 cells missing" in said
     assert "raise max_missing_model_frac, or see `sparseeval quarantine list`" in said
+
+
+def test_the_policy_on_missing_cells_is_the_missing_policy_on_the_rest():
+    from sparseeval.pipeline.store.build import _policy_on_gaps, missing_policy
+
+    rng = np.random.default_rng(1)
+    for _ in range(500):
+        m, n = rng.integers(1, 9, size=2)
+        present, aside = rng.random((m, n)) < rng.random(), rng.random(n) < 0.3
+        frac = float(rng.choice([0.0, 0.1, 0.25, 0.5, 1.0]))
+        rows, cols = missing_policy(present[:, ~aside], frac)
+        full = np.zeros(n, bool)
+        full[np.flatnonzero(~aside)[cols]] = True
+        got = _policy_on_gaps(np.nonzero(~present), present.shape, aside, frac)
+        assert np.array_equal(got[0], rows) and np.array_equal(got[1], full)

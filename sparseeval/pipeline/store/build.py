@@ -267,14 +267,29 @@ def joinable(
         rare = rare[np.linspace(0, len(rare) - 1, MAX_ASIDE_LEVELS).round().astype(int)]
     best = (*missing_policy(present, max_missing_model_frac), np.zeros(len(seen_by), bool))
     most = int(best[0].sum()) * int(best[1].sum())
+    if not len(rare):
+        return best
+    gaps = np.nonzero(~present)  # the missing cells, once: each level is then O(gaps)
     for level in rare:
         aside = seen_by <= level
-        rows, cols = missing_policy(present[:, ~aside], max_missing_model_frac)
+        rows, cols = _policy_on_gaps(gaps, present.shape, aside, max_missing_model_frac)
         if (cells := int(rows.sum()) * int(cols.sum())) > most:
-            full = np.zeros(len(seen_by), bool)
-            full[np.flatnonzero(~aside)[cols]] = True
-            best, most = (rows, full, aside), cells
+            best, most = (rows, cols, aside), cells
     return best
+
+
+def _policy_on_gaps(
+    gaps: tuple[np.ndarray, np.ndarray], shape: tuple[int, int], aside: np.ndarray, frac: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """`missing_policy` on the items not `aside`, from the missing cells' (rows, cols); the
+    items kept are over every item (False for those set aside)."""
+    rows, cols = gaps
+    counted = ~aside[cols]
+    n_items = int((~aside).sum())
+    missing = np.bincount(rows[counted], minlength=shape[0])
+    keep_rows = missing <= (frac + 1e-12) * n_items if n_items else np.zeros(shape[0], bool)
+    lacking = np.bincount(cols[counted & keep_rows[rows]], minlength=shape[1])
+    return keep_rows, (lacking == 0) & ~aside
 
 
 def _aside_note(
