@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sparseeval.cli.anchor_args import FMT, _anchor_root, _common, _guarded, _trust
-from sparseeval.cli.common import UserError, number
+from sparseeval.cli.common import UserError, number, quoted
 from sparseeval.cli.export_lm_eval import add_export_command
 
 
@@ -190,12 +190,12 @@ def suggestion(aset, answers: dict, est, args) -> dict | None:
     if not n:
         return {"n": 0, "width_points": goal, "line": f"more items cannot help ({why}): "
                 + no_more_items(aset, answers)}  # fmt: skip
-    where = f"--anchor-set {_anchor_root(args)} --benchmark {aset.benchmark}"
+    where = f"--anchor-set {quoted(_anchor_root(args))} --benchmark {quoted(aset.benchmark)}"
     where += f" --version {aset.version}" + (f" --budget {args.budget}" if args.budget else "")
     from sparseeval.consume.scoring.next_items import next_step
 
     more = _fresh("more", args.responses)
-    files = " ".join(args.responses)
+    files = " ".join(map(quoted, args.responses))  # pasted into a shell as they are
     return next_step(where, aset.benchmark, n, goal, files, more, why, _exportable(aset))
 
 

@@ -147,3 +147,15 @@ def test_absurd_whole_numbers_are_usage_errors(capsys, argv):
 def test_a_synthetic_demo_too_big_to_make_is_one_line(capsys):
     rc, _, err = cli(capsys, "fit", "--synthetic", "1000000", "1000")
     assert rc == 2 and "more than the demo makes" in err and len(err.splitlines()) == 1
+
+
+def test_the_reports_commands_quote_the_published_folder(arc):
+    from sparseeval.consume.sets.anchorset import load_anchor_set
+    from sparseeval.pipeline.reports.anchor_report import _use_it
+
+    root, _ = arc
+    aset = load_anchor_set(root, "arc")
+    lines = [x for x in _use_it(aset.manifest, aset.folder).splitlines() if x.startswith("sparse")]
+    for line in lines:
+        words = shlex.split(line.split("  #")[0])
+        assert words[words.index("--anchor-set") + 1] == str(root.resolve())

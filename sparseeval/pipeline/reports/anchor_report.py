@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -184,25 +185,25 @@ def _use_it(manifest: dict, folder: Path | None) -> str:
             set_dir, budget = set_dir.parent, f", budget={k}"
         root = str(set_dir.parent)
     flag = f" --budget {k}" if budget else ""
+    at = shlex.quote(root)  # a shell command: a folder with spaces or `$(...)` pastes as it is
     if manifest.get("suite"):
         return (
             "import sparseeval\n"
             f'suite = sparseeval.load_suite("{root}", version={n})\n'
             'suite.predict({"arc": {item: 0 or 1, ...}, ...})  # every benchmark -> + average\n\n'
-            f"sparseeval anchors --anchor-set {root} --benchmark {b} --template all.csv\n"
-            f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}"
-            " --responses all.csv\n"
-            + _export_line(manifest, f"--anchor-set {root} --benchmark {b}")
+            f"sparseeval anchors --anchor-set {at} --benchmark {b} --template all.csv\n"
+            f"sparseeval predict --anchor-set {at} --benchmark {b} --version {n}"
+            " --responses all.csv\n" + _export_line(manifest, f"--anchor-set {at} --benchmark {b}")
         )
     return (
         "import sparseeval\n"
         f'anchors = sparseeval.load_anchor_set("{root}", "{b}", version={n}{budget})\n'
         "anchors.items  # the anchor ids to answer\n"
         "anchors.predict(answers)  # {item: 0/1} -> estimate with its interval\n\n"
-        f"sparseeval anchors --anchor-set {root} --benchmark {b}{flag} --template answers.csv\n"
-        f"sparseeval predict --anchor-set {root} --benchmark {b} --version {n}{flag}"
+        f"sparseeval anchors --anchor-set {at} --benchmark {b}{flag} --template answers.csv\n"
+        f"sparseeval predict --anchor-set {at} --benchmark {b} --version {n}{flag}"
         " --responses answers.csv\n"
-        + _export_line(manifest, f"--anchor-set {root} --benchmark {b}{flag}")
+        + _export_line(manifest, f"--anchor-set {at} --benchmark {b}{flag}")
     )
 
 
