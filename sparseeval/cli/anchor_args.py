@@ -31,7 +31,7 @@ def _common(p, many: bool = False) -> None:
 
 def add_next_options(p) -> None:
     """--next N, --responses FILE..., --strategy: the items to answer after the anchors."""
-    p.add_argument("--next", type=whole(1), metavar="N",
+    p.add_argument("--next", type=int, metavar="N",
                    help="instead of the anchors: N more items of the benchmark for this model "
                    "(neither anchors nor answered in --responses)")  # fmt: skip
     p.add_argument(

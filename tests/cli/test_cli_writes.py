@@ -135,7 +135,7 @@ def test_absurd_numbers_are_usage_errors(capsys, argv):
     [
         ["fit", "--synthetic", "300", "60", "--seed", "-1"],
         ["fit", "--synthetic", "-3", "60"],
-        ["anchors", "--anchor-set", "x", "--benchmark", "arc", "--next", "0"],
+        ["anchors", "--anchor-set", "x", "--benchmark", "arc", "--budget", "0"],
     ],
 )
 def test_absurd_whole_numbers_are_usage_errors(capsys, argv):
