@@ -69,6 +69,12 @@ def test_saturation_is_fitted_from_the_reader_of_the_anchors():
     assert (sat.top, sat.peak, sat.bottom, sat.trough) == (0.75, 1.0, 0.25, 0.0)
     assert (sat.ceiling, sat.floor, sat.best, sat.worst) == (0.9, 0.2, 0.9, 0.2)
     assert fit_saturation(share, 1, [0.5]) is None
+
+    def heavy(X):  # anchor 0 weighs as much as the other three together
+        return (np.asarray(X) @ [3.0, 1.0, 1.0, 1.0] + 6) / 12
+
+    sat = fit_saturation(heavy, 4, [0.2, 0.9])  # the typical anchor wrong, not the heavy one
+    assert (sat.top, sat.bottom) == (10 / 12, 2 / 12) and heavy(-np.eye(4)[:1] * 2 + 1) < sat.top
     assert Saturation.from_dict(json.loads(json.dumps(sat.to_dict()))) == sat
 
 

@@ -126,9 +126,10 @@ class Edge:
 
 @dataclass(frozen=True)
 class Saturation:
-    """Where the anchors stop telling models apart (accuracy, 0-1). `top`: the least estimate
-    of an answer sheet with every anchor right but one; with a monotone reader every sheet
-    reading at least that is at the top of what the anchors can tell (flagged and said).
+    """Where the anchors stop telling models apart (accuracy, 0-1). `top`: the median
+    estimate of the answer sheets with every anchor right but one; with a monotone reader
+    every sheet reading at least that is at the top of what the anchors can tell (flagged and
+    said).
     `peak`: the estimate of every anchor right, the most the anchors can say; there the
     interval's upper end opens to at least `ceiling` (the best training score). `bottom`,
     `trough` and `floor` the same below (the worst training score). Fitted by
