@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ def run_quarantine(args: argparse.Namespace) -> int:
     from sparseeval.cli.store import _fail, _user_errors
     from sparseeval.pipeline.settings import Settings
 
+    store = args.store
     try:
         settings = Settings.load()
         store = args.store or settings.store_path
@@ -89,15 +91,21 @@ def _list(args: argparse.Namespace, settings: Any, store_path: Path) -> int:
         print(json.dumps({"rows": rows, "results": results, "files": files}, indent=2))
         return 0
     print(f"rows: {sum(r['rows'] for r in rows):,} quarantined")
-    for r in rows:
-        print(f"  {r['source']}: {r['rows']:,} {r['reason']} (run {r['last_run']})")
+    _some(f"  {r['source']}: {r['rows']:,} {r['reason']} (run {r['last_run']})" for r in rows)
     print(f"results: {len(results):,} item(s) set aside by the build")
-    for r in results:
-        print(f"  {r['benchmark']} item {r['item']}: {r['models']:,} model(s) have it")
+    _some(f"  {r['benchmark']} item {r['item']}: {r['models']:,} model(s) have it" for r in results)
     print(f"files: {len(files):,} set aside")
-    for f in files:
-        print(f"  {f['file']}: {f['reason']}")
+    _some(f"  {f['file']}: {f['reason']}" for f in files)
     return 0
+
+
+def _some(lines: Iterable[str], most: int = 50) -> None:
+    """Print at most `most` lines, then how many more there are (`--json` has them all)."""
+    rest = list(lines)
+    for line in rest[:most]:
+        print(line)
+    if len(rest) > most:
+        print(f"  ... and {len(rest) - most:,} more (--json lists every one)")
 
 
 def _change(args: argparse.Namespace, settings: Any, store_path: Path) -> str:

@@ -84,3 +84,22 @@ def test_drop_rows_and_release_a_file(capsys, night):
     assert rc == 2 and "not a set-aside file" in err and len(err.splitlines()) == 1
     rc, _, err = cli(capsys, "quarantine", "drop", "nothing.csv", "--store", store)
     assert rc == 2 and "no quarantined rows of 'nothing.csv'" in err
+
+
+def test_a_long_list_is_cut_and_json_has_every_row(capsys, tmp_path):
+    from sparseeval.pipeline.store import LongTable, Store, ingest
+
+    path = tmp_path / "bad.csv"  # 60 distinct reasons
+    path.write_text(HEADER + "".join(f"m0,nosuch{i},0,1\n" for i in range(60)))
+    with Store.open(tmp_path / "s.duckdb") as store:
+        ingest(store, LongTable(path))
+    rc, out, _ = cli(capsys, "quarantine", "list", "--store", tmp_path / "s.duckdb")
+    assert rc == 0 and "rows: 60 quarantined" in out and "... and 10 more (--json" in out
+    rc, out, _ = cli(capsys, "quarantine", "list", "--store", tmp_path / "s.duckdb", "--json")
+    assert len(json.loads(out)["rows"]) == 60
+
+
+def test_a_bad_setting_is_one_line_before_anything(capsys, monkeypatch):
+    monkeypatch.setenv("SPARSEEVAL_EPOCHS", "0")
+    rc, _, err = cli(capsys, "quarantine", "list")
+    assert rc == 2 and "epochs must be at least 1" in err and len(err.splitlines()) == 1
