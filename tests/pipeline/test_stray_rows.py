@@ -98,6 +98,8 @@ def test_an_inbox_file_quarantined_whole_is_named_and_set_aside_once(tmp_path):
     }
     assert f"- {inbox / 'u.csv'}: 7 (7 unknown benchmark: nosuch)" in first.markdown()
     assert (inbox / "failed" / "u.csv").is_file() and not (inbox / "u.csv").exists()
+    said = next(line for line in first.lines if "u.csv" in line)
+    assert f"(once fixed: sparseeval quarantine release {inbox / 'failed' / 'u.csv'})" in said
     second = ingest_sources(tmp_path / "s.duckdb", [Inbox(inbox)])
     assert second.quarantined == 0 and not second.sources[0]["quarantine"]
     assert "7 quarantined (u.csv: 7 unknown benchmark: nosuch)" in first.line()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import filecmp
 import glob
 import re
+import shlex
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -106,7 +107,8 @@ class Inbox:
             reason_file(target).write_text(f"{stamp} {reason}\n")
         except OSError as exc:
             return f"could not move it to {target.parent} ({exc.strerror}): it fails again"
-        return f"moved to {target}"
+        back = shlex.quote(str(target))
+        return f"moved to {target} (once fixed: sparseeval quarantine release {back})"
 
     def _failed_before(self, path: Path) -> str | None:
         """Why the same bytes failed before (a copy lies in `failed/`), else None."""
