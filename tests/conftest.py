@@ -56,3 +56,17 @@ def store(tmp_path):
 
     with Store.open(tmp_path / "store.duckdb") as s:
         yield s
+
+
+@pytest.fixture(autouse=True)
+def _progress_logger_restored():
+    """A command run in-process (`main(["refresh", ...])`) adds its progress handler on the
+    test's captured stream; it never outlives the test (a later test's logging would write
+    to a closed stream: `--- Logging error ---`)."""
+    import logging
+
+    progress = logging.getLogger("sparseeval.progress")
+    handlers, propagate, level = progress.handlers[:], progress.propagate, progress.level
+    yield
+    progress.handlers[:], progress.propagate = handlers, propagate
+    progress.setLevel(level)

@@ -26,7 +26,7 @@ def _answers(path, items, row, columns) -> str:
 
 @pytest.mark.parametrize("anchors", ["5", "4,6"])
 def test_a_fit_folder_loads_in_predict_and_load_anchor_set(anchors, tmp_path, capsys):
-    data, values = wide_csv(tmp_path / "arc.csv", 90, 14)
+    data, values = wide_csv(tmp_path / "arc.csv", 120, 20)
     out = tmp_path / "fit"
     assert _fit(data, out, anchors, "--benchmark", "arc") == 0
     err = capsys.readouterr().err
@@ -34,14 +34,14 @@ def test_a_fit_folder_loads_in_predict_and_load_anchor_set(anchors, tmp_path, ca
     assert err.count("local and ungated: no quality gate, no Hub mirror") == 1
     aset = sparseeval.load_anchor_set(out, "arc")  # the largest budget
     assert len(aset.items) == max(int(k) for k in anchors.split(","))
-    assert aset.target == "mean over the 14 given items" and not aset.synthetic
-    columns = [f"q{j}" for j in range(14)]
+    assert aset.target == "mean over the 20 given items" and not aset.synthetic
+    columns = [f"q{j}" for j in range(20)]
     answers = _answers(tmp_path / "a.csv", aset.items, values[0], columns)
     assert main(["predict", "--anchor-set", str(out), "--benchmark", "arc", "--responses",
                  answers]) == 0  # fmt: skip
     said = capsys.readouterr().out
     assert re.match(rf"arc v1: estimated accuracy \d.* from {len(aset.items)}/", said)
-    assert "estimates: mean over the 14 given items" in said
+    assert "estimates: mean over the 20 given items" in said
     # a table's column names are no lm-eval doc ids: export refuses them in one line
     assert main(["export-lm-eval", "--anchor-set", str(out), "--benchmark", "arc", "--out",
                  str(tmp_path / "ids.json")]) == 2  # fmt: skip
@@ -49,7 +49,7 @@ def test_a_fit_folder_loads_in_predict_and_load_anchor_set(anchors, tmp_path, ca
 
 
 def test_a_fit_set_is_named_after_its_data_file_and_refits_add_versions(tmp_path, capsys):
-    data, _ = wide_csv(tmp_path / "my_data.csv", 90, 14)
+    data, _ = wide_csv(tmp_path / "my_data.csv", 120, 20)
     out = tmp_path / "fit"
     assert _fit(data, out, "5") == 0 and _fit(data, out, "5") == 0
     assert sparseeval.load_anchor_set(out, "my_data").version == 1  # the same set: no copy
@@ -67,7 +67,7 @@ def test_bare_fit_asks_for_data_in_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_the_template_is_written_with_lf(tmp_path, capsys):
-    data, _ = wide_csv(tmp_path / "arc.csv", 90, 14)
+    data, _ = wide_csv(tmp_path / "arc.csv", 120, 20)
     assert _fit(data, tmp_path / "fit", "5", "--benchmark", "arc") == 0
     template = tmp_path / "answers.csv"
     assert main(["anchors", "--anchor-set", str(tmp_path / "fit"), "--benchmark", "arc",

@@ -74,8 +74,9 @@ def test_repeated_refusal_escalates_to_persistent_drift(tmp_path, monkeypatch):
     monkeypatch.setattr(module, "emit_event", lambda **kw: events.append(kw) or real_emit(**kw))
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200, ["arc"])])
-    weak = {"drift_mae_points": 0.01, "n_anchors": 1, "refine_steps": 0, "predictor": "ridge",
-            "gate": "strict", "drift_alert_nights": 3}  # fmt: skip
+    from tests.flows.test_flows import WORSE
+
+    weak = {"drift_mae_points": 0.01, **WORSE, "gate": "strict", "drift_alert_nights": 3}
     first = run(home, [release(tmp_path, 200, 260, ["arc"])], **weak).results[0]
     assert first.gate is not None and not first.gate.accept  # refused by the gate
     assert first.decision.figures["drift_nights"] == 1
