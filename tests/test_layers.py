@@ -368,3 +368,36 @@ def test_every_package_folder_is_installed(real):
         "packages"])  # fmt: skip
     found = {m for m, (_, package) in real[0].items() if package and layer(m) != "deployments"}
     assert found | {"sparseeval.sql"} == listed
+
+
+def private_imports(mods: dict[str, tuple[str, bool]]) -> list[str]:
+    """`module imports _name from other` for each private name imported across modules (a
+    private module, `_name.py`, may be imported inside its own package)."""
+    out = []
+    for name, (text, package) in mods.items():
+        pkg = name if package else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _absolute(node.module or "", node.level, pkg)
+            if not base.startswith(("sparseeval", "deployments")):
+                continue
+            for a in node.names:
+                private = a.name.startswith("_") and not a.name.startswith("__")
+                own_package = f"{base}.{a.name}" in mods and base == pkg
+                if private and not own_package and base != name:
+                    out.append(f"{name} imports {a.name} from {base}")
+    return out
+
+
+def test_no_private_name_is_imported_from_another_module(real):
+    """Helpers are private to their module: a name used elsewhere is public (issue [1/5])."""
+    assert private_imports(real[0]) == []
+
+
+def test_a_private_import_is_caught():
+    mods = {"sparseeval.a": ("def _helper():\n    pass\n", False),
+            "sparseeval.b": ("from sparseeval.a import _helper\n", False),
+            "sparseeval.p": ("", True), "sparseeval.p._m": ("", False),
+            "sparseeval.p.c": ("from sparseeval.p import _m\n", False)}  # fmt: skip
+    assert private_imports(mods) == ["sparseeval.b imports _helper from sparseeval.a"]

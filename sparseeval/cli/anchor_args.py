@@ -12,7 +12,7 @@ from sparseeval.cli.common import EXIT_USER_ERROR, SEED_MAX, UserError, whole
 FMT = argparse.RawDescriptionHelpFormatter
 
 
-def _common(p, many: bool = False) -> None:
+def add_anchor_set_args(p, many: bool = False) -> None:
     p.add_argument(
         "--anchor-set",
         metavar="DIR_OR_REPO",
@@ -65,7 +65,7 @@ def chosen_items(aset, args) -> list[str]:
     return aset.next_items(answers, args.next, args.strategy, args.seed)
 
 
-def _guarded(fn):
+def guarded_command(fn):
     def run(args) -> int:
         from sparseeval.consume.answers.responses import ResponsesError
         from sparseeval.consume.lm_eval.harness import LmEvalError
@@ -84,12 +84,12 @@ def _guarded(fn):
     return run
 
 
-def _trust(args) -> dict:
+def trust_args(args) -> dict:
     """Which budget, and the publisher's public key when the set must be signed."""
     return {"budget": args.budget, "public_key": args.public_key}
 
 
-def _anchor_root(args) -> str:
+def anchor_set_root(args) -> str:
     if args.anchor_set:
         return args.anchor_set
     from sparseeval.pipeline.settings import Settings

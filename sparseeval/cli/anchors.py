@@ -14,12 +14,12 @@ from pathlib import Path
 
 from sparseeval.cli.anchor_args import (
     FMT,
-    _anchor_root,
-    _common,
-    _guarded,
-    _trust,
+    add_anchor_set_args,
     add_next_options,
+    anchor_set_root,
     chosen_items,
+    guarded_command,
+    trust_args,
 )
 from sparseeval.cli.common import UserError, quoted, write_text_atomic
 
@@ -52,7 +52,7 @@ def add_anchors_command(subparsers) -> None:
             """
         ),
     )
-    _common(p)
+    add_anchor_set_args(p)
     p.add_argument("--json", action="store_true", help="print a JSON object for machines")
     p.add_argument(
         "--template",
@@ -61,7 +61,7 @@ def add_anchors_command(subparsers) -> None:
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing --template file")
     add_next_options(p)
-    p.set_defaults(func=_guarded(cmd_anchors))
+    p.set_defaults(func=guarded_command(cmd_anchors))
 
 
 def anchor_rows(aset, items: list[str] | None = None, members: dict | None = None) -> list[dict]:
@@ -87,11 +87,11 @@ def cmd_anchors(args) -> int:
     from sparseeval.consume.sets.anchorset import load_anchor_set
     from sparseeval.consume.sets.suite_set import SUITE, load_suite
 
-    root = _anchor_root(args)
+    root = anchor_set_root(args)
     template = Path(args.template) if args.template else None
     if template is not None and template.exists() and not args.force:
         raise UserError(f"{template} exists (pass --force to overwrite it)")
-    aset = load_anchor_set(root, args.benchmark, args.version, **_trust(args))  # the key too
+    aset = load_anchor_set(root, args.benchmark, args.version, **trust_args(args))  # the key too
     members = load_suite(root, aset.version).own if aset.benchmark == SUITE else None
     rows = anchor_rows(aset, None if args.next is None else chosen_items(aset, args), members)
     if template is not None:  # LF on every OS; a full disk leaves no half file

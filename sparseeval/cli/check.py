@@ -9,8 +9,14 @@ from __future__ import annotations
 import json
 import textwrap
 
+from sparseeval.cli.anchor_args import (
+    FMT,
+    add_anchor_set_args,
+    anchor_set_root,
+    guarded_command,
+    trust_args,
+)
 from sparseeval.cli.common import UserError
-from sparseeval.cli.consumer import FMT, _anchor_root, _common, _guarded, _trust
 
 
 def add_check_command(subparsers) -> None:
@@ -40,7 +46,7 @@ def add_check_command(subparsers) -> None:
             """
         ),
     )
-    _common(p)
+    add_anchor_set_args(p)
     p.add_argument("--scores", required=True, metavar="FILE.csv", help="reported scores")
     p.add_argument("--responses", metavar="FILE.csv", help="answers table (wide or long)")
     p.add_argument("--json", action="store_true", help="print a JSON object for machines")
@@ -50,7 +56,7 @@ def add_check_command(subparsers) -> None:
         help="let answers on the benchmark's other items correct each estimate, as predict"
         " does (with every item answered: the items' mean, not the anchors)",
     )
-    p.set_defaults(func=_guarded(cmd_check))
+    p.set_defaults(func=guarded_command(cmd_check))
 
 
 def cmd_check(args) -> int:
@@ -59,7 +65,7 @@ def cmd_check(args) -> int:
     from sparseeval.consume.sets.anchorset import load_anchor_set
     from sparseeval.consume.sets.models import pool, read_models
 
-    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
+    aset = load_anchor_set(anchor_set_root(args), args.benchmark, args.version, **trust_args(args))
     scores, scale = read_scores(args.scores, aset.benchmark)
     raw = [v * 100 if "percent" in scale else v for v in scores.values()]  # as the file has them
     if mixed := mixed_scale_message(f"{args.scores} ({aset.benchmark})", raw, list(scores)):

@@ -13,7 +13,13 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
-from sparseeval.cli.anchor_args import FMT, _anchor_root, _common, _guarded, _trust
+from sparseeval.cli.anchor_args import (
+    FMT,
+    add_anchor_set_args,
+    anchor_set_root,
+    guarded_command,
+    trust_args,
+)
 from sparseeval.cli.common import UserError, number, quoted
 from sparseeval.cli.export_lm_eval import add_export_command
 
@@ -62,7 +68,7 @@ def _add_predict(subparsers) -> None:
             """
         ),
     )
-    _common(p)
+    add_anchor_set_args(p)
     p.add_argument("--responses", nargs="+", required=True, metavar="FILE", help="answers file(s)")
     p.add_argument("--compare-to", nargs="+", metavar="FILE", help="a second model's answers")
     p.add_argument("--json", action="store_true", help="print a JSON object for machines")
@@ -90,7 +96,7 @@ def _add_predict(subparsers) -> None:
         metavar="FILE.csv",
         help="the map export-lm-eval was given (item,doc_id[,task]; opaque ids to lm-eval docs)",
     )
-    p.set_defaults(func=_guarded(cmd_predict))
+    p.set_defaults(func=guarded_command(cmd_predict))
 
 
 def _add_report(subparsers) -> None:
@@ -113,12 +119,12 @@ def _add_report(subparsers) -> None:
             """
         ),
     )
-    _common(r)
+    add_anchor_set_args(r)
     r.add_argument("--out", metavar="DIR", help="output folder (default: $SPARSEEVAL_HOME/"
                    "reports/{benchmark}/vN, with the home .sparseeval/ unless set)")  # fmt: skip
     r.add_argument("--drift", metavar="FILE", help="JSON list of drift rows to show")
     r.add_argument("--budget-rows", metavar="FILE", help="JSON list of budget rows to show")
-    r.set_defaults(func=_guarded(cmd_report))
+    r.set_defaults(func=guarded_command(cmd_report))
 
 
 # --------------------------------------------------------------------------- commands
@@ -131,7 +137,7 @@ def cmd_predict(args) -> int:
 
     if args.benchmark == SUITE:
         return _predict_suite(args)
-    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
+    aset = load_anchor_set(anchor_set_root(args), args.benchmark, args.version, **trust_args(args))
     options = _lm_eval_options(args)
     a = read_responses_files(args.responses, aset, options)
     if args.compare_to:
@@ -190,7 +196,7 @@ def suggestion(aset, answers: dict, est, args) -> dict | None:
     if not n:
         return {"n": 0, "width_points": goal, "line": f"more items cannot help ({why}): "
                 + no_more_items(aset, answers)}  # fmt: skip
-    where = f"--anchor-set {quoted(_anchor_root(args))} --benchmark {quoted(aset.benchmark)}"
+    where = f"--anchor-set {quoted(anchor_set_root(args))} --benchmark {quoted(aset.benchmark)}"
     where += f" --version {aset.version}" + (f" --budget {args.budget}" if args.budget else "")
     from sparseeval.consume.scoring.next_items import next_step
 
@@ -251,7 +257,7 @@ def _predict_suite(args) -> int:
 
     if args.compare_to:
         raise UserError("--compare-to is not supported for the suite; compare per benchmark")
-    suite = load_suite(_anchor_root(args), args.version, public_key=args.public_key)
+    suite = load_suite(anchor_set_root(args), args.version, public_key=args.public_key)
     options = _lm_eval_options(args)
     answers = _suite_answers(suite, args.responses, options)
     estimates = suite.predict(answers, allow_missing=args.allow_missing)
@@ -308,7 +314,7 @@ def cmd_report(args) -> int:
     from sparseeval.consume.sets.anchorset import load_anchor_set
     from sparseeval.pipeline.reports.anchor_report import render_report
 
-    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
+    aset = load_anchor_set(anchor_set_root(args), args.benchmark, args.version, **trust_args(args))
     inputs_file = aset.folder / "report_inputs.json" if aset.folder else None
     inputs = json.loads(inputs_file.read_text()) if inputs_file and inputs_file.is_file() else {}
     if args.drift:

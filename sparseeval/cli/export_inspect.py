@@ -6,7 +6,13 @@ from __future__ import annotations
 import sys
 import textwrap
 
-from sparseeval.cli.anchor_args import FMT, _anchor_root, _common, _guarded, _trust
+from sparseeval.cli.anchor_args import (
+    FMT,
+    add_anchor_set_args,
+    anchor_set_root,
+    guarded_command,
+    trust_args,
+)
 from sparseeval.cli.common import UserError, quoted, write_text_atomic
 
 
@@ -29,15 +35,15 @@ def add_export_inspect_command(subparsers) -> None:
             """
         ),
     )
-    _common(e)
+    add_anchor_set_args(e)
     e.add_argument("--out", metavar="FILE", required=True, help="file to write the ids to")
-    e.set_defaults(func=_guarded(cmd_export_inspect))
+    e.set_defaults(func=guarded_command(cmd_export_inspect))
 
 
 def cmd_export_inspect(args) -> int:
     from sparseeval.consume.sets.anchorset import load_anchor_set
 
-    aset = load_anchor_set(_anchor_root(args), args.benchmark, args.version, **_trust(args))
+    aset = load_anchor_set(anchor_set_root(args), args.benchmark, args.version, **trust_args(args))
     text = sample_id_list(aset.benchmark, list(aset.items))
     out = write_text_atomic(args.out, text + "\n")
     print(f"wrote {len(aset.items)} sample ids of {aset.benchmark} to {out}")

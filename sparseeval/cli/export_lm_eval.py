@@ -10,12 +10,12 @@ from pathlib import Path
 
 from sparseeval.cli.anchor_args import (
     FMT,
-    _anchor_root,
-    _common,
-    _guarded,
-    _trust,
+    add_anchor_set_args,
     add_next_options,
+    anchor_set_root,
     chosen_items,
+    guarded_command,
+    trust_args,
 )
 from sparseeval.cli.common import UserError, quoted, write_folders_atomic, write_text_atomic
 
@@ -59,7 +59,7 @@ def add_export_command(subparsers) -> None:
             """
         ),
     )
-    _common(e, many=True)
+    add_anchor_set_args(e, many=True)
     e.add_argument("--out", metavar="FILE", help="--samples JSON file to write")
     e.add_argument("--tasks-dir", metavar="DIR", help="folder to write lm-eval tasks into")
     e.add_argument(
@@ -79,7 +79,7 @@ def add_export_command(subparsers) -> None:
         help="map the set's opaque item ids to lm-eval docs (CSV columns item,doc_id[,task];"
         " the suite's: benchmark,item,doc_id[,task])",
     )
-    e.set_defaults(func=_guarded(cmd_export_lm_eval))
+    e.set_defaults(func=guarded_command(cmd_export_lm_eval))
 
 
 def cmd_export_lm_eval(args) -> int:
@@ -89,7 +89,7 @@ def cmd_export_lm_eval(args) -> int:
         raise UserError("say what to write: --out FILE (--samples JSON) and/or --tasks-dir DIR")
     if args.dataset and not args.tasks_dir:
         raise UserError("--dataset goes with --tasks-dir")
-    root = _anchor_root(args)
+    root = anchor_set_root(args)
     sets = [exportable(_export_set(root, b, args), args.id_map, args.task) for b in args.benchmark]
     if args.tasks_dir:
         _write_tasks(args, root, sets)
@@ -173,7 +173,7 @@ def _export_set(root, benchmark: str, args):
 
     if benchmark == SUITE:
         return load_suite(root, args.version, public_key=args.public_key)
-    return load_anchor_set(root, benchmark, args.version, **_trust(args))
+    return load_anchor_set(root, benchmark, args.version, **trust_args(args))
 
 
 def _write_tasks(args, root, sets) -> None:

@@ -61,7 +61,7 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 def run_quarantine(args: argparse.Namespace) -> int:
     """The `quarantine` command; returns the exit code."""
-    from sparseeval.cli.store import _fail, _user_errors
+    from sparseeval.cli.store import store_failure, user_errors
     from sparseeval.pipeline.settings import Settings
 
     store = args.store
@@ -71,8 +71,8 @@ def run_quarantine(args: argparse.Namespace) -> int:
         if args.action == "list":
             return _list(args, settings, store)
         print(_change(args, settings, store))
-    except _user_errors() as exc:
-        return _fail(exc, store if args.store else None)
+    except user_errors() as exc:
+        return store_failure(exc, store if args.store else None)
     return 0
 
 

@@ -37,7 +37,7 @@ MATRIX_EPILOG = """examples:
 """
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
+def user_errors() -> tuple[type[BaseException], ...]:
     """What these commands say in one line: user errors, the store's and its paths' trouble
     (a plain ValueError is a bug: `cli.main` keeps its traceback)."""
     import duckdb
@@ -51,7 +51,7 @@ def add_store_commands(subparsers: argparse._SubParsersAction) -> None:
     _add_matrix(subparsers)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def add_anchor_set_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, help="store file (default: settings store_path)")
     p.add_argument(
         "--wait", type=number(0), default=10.0, help="seconds to wait for another writer"
@@ -81,7 +81,7 @@ def _add_ingest(subparsers: argparse._SubParsersAction) -> None:
         help="accept rows of this benchmark name (known ones are built in)",
     )  # fmt: skip
     p.add_argument("--force", action="store_true", help="re-read content already ingested")
-    _common(p)
+    add_anchor_set_args(p)
     p.set_defaults(func=run_ingest)
 
 
@@ -98,7 +98,7 @@ def _add_matrix(subparsers: argparse._SubParsersAction) -> None:
         "--max-missing", type=number(0, 1), help="drop models missing more than this share"
     )
     p.add_argument("--export", type=Path, help="write the matrix (.npz or wide .csv)")
-    _common(p)
+    add_anchor_set_args(p)
     p.set_defaults(func=run_matrix)
 
 
@@ -112,8 +112,8 @@ def run_ingest(args: argparse.Namespace) -> int:
             for name in args.new_benchmark:
                 store.add_benchmark(name)
             reports = _ingest_all(store, sources, args.force)
-    except _user_errors() as exc:
-        return _fail(exc, args.store or Path("the store"))
+    except user_errors() as exc:
+        return store_failure(exc, args.store or Path("the store"))
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
     else:
@@ -195,8 +195,8 @@ def run_matrix(args: argparse.Namespace) -> int:
             matrix, summary = build_matrix(store, args.benchmark, frac, target=settings.target)
         if args.export:
             export_matrix(matrix, args.export, summary.fingerprint)
-    except _user_errors() as exc:
-        return _fail(exc, args.store or Path("the store"))
+    except user_errors() as exc:
+        return store_failure(exc, args.store or Path("the store"))
     out: dict[str, Any] = summary.to_dict() | {"export": str(args.export or "")}
     print(json.dumps(out, indent=2) if args.json else summary.line())
     return 0
@@ -242,7 +242,7 @@ def _store_path(args: argparse.Namespace, settings=None) -> Path:
     return args.store or (settings or Settings.load()).store_path
 
 
-def _fail(exc: BaseException, store: Path | None = None) -> int:
+def store_failure(exc: BaseException, store: Path | None = None) -> int:
     from sparseeval.pipeline.store.integrity import damaged_message, is_damage
 
     if store is not None and is_damage(exc):  # a query reached a block the file lacks

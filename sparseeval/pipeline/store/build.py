@@ -14,7 +14,7 @@ import polars as pl
 from sparseeval.consume.errors import SettingsError
 from sparseeval.method.matrix import MatrixError, ResponseMatrix
 from sparseeval.pipeline.store.db import Store, fetch, sql
-from sparseeval.pipeline.store.unit import _printable
+from sparseeval.pipeline.store.unit import printable_line
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 4_000_000
@@ -299,12 +299,12 @@ def _aside_note(
     if not len(items):
         return ""
     named = ", ".join(
-        f"{_printable(str(item))} ({int(n):,} of {n_models:,} models)"
+        f"{printable_line(str(item))} ({int(n):,} of {n_models:,} models)"
         for item, n in zip(items["item"].head(3).to_list(), seen_by[:3], strict=False)
     )
     more = f" and {len(items) - 3:,} more" if len(items) > 3 else ""
     files = fetch(store.con, "build_aside_files", {"bid": bid, "ids": items["item_id"].to_list()})
-    said = ", ".join(f"{_printable(str(ref))} ({n:,})" for ref, n in files)
+    said = ", ".join(f"{printable_line(str(ref))} ({n:,})" for ref, n in files)
     return f"item {named}{more}; from {said}" if said else f"item {named}{more}"
 
 

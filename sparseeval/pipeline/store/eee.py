@@ -54,11 +54,11 @@ from sparseeval.pipeline.store.unit import (
     stage_frames,
 )
 from sparseeval.pipeline.store.watched import (
-    _age,
-    _failing,
-    _guarded,
-    _pending,
-    _target,
+    age_of,
+    failing_unit,
+    guarded_units,
+    pending_unit,
+    spec_target,
 )
 
 KIND = "eee"
@@ -76,7 +76,7 @@ class EeeRecords:
     def from_spec(cls, body: str, options: SpecOptions) -> EeeRecords | EeeHub:
         """`PATH` (the spec `eee:PATH`), or `hub:ORG/REPO[/FOLDER]` (a datastore repo on
         the Hub); every record's benchmark from the options if given."""
-        target = _target(KIND, body, "a folder or samples file", "eee:EEE_datastore/data")
+        target = spec_target(KIND, body, "a folder or samples file", "eee:EEE_datastore/data")
         if target.startswith("hub:"):
             return EeeHub.from_spec(target[4:], options)
         return cls(Path(target), options.benchmark)
@@ -92,13 +92,13 @@ class EeeRecords:
             if any(part.startswith(".") for part in samples.relative_to(path).parts):
                 continue
             agg = aggregate_path(samples)
-            age = _age([samples, agg], now)
+            age = age_of([samples, agg], now)
             if not agg.is_file():
-                yield _pending(KIND, samples, f"no {agg.name} beside it", settle)
+                yield pending_unit(KIND, samples, f"no {agg.name} beside it", settle)
             elif age < settle:
-                yield _pending(KIND, samples, f"modified {age:.1f}s ago", settle)
+                yield pending_unit(KIND, samples, f"modified {age:.1f}s ago", settle)
             else:
-                yield from _guarded(KIND, samples, _OneFile(samples, self.benchmark), store)
+                yield from guarded_units(KIND, samples, _OneFile(samples, self.benchmark), store)
 
 
 @dataclass
@@ -142,7 +142,8 @@ class EeeHub:
             agg = str(aggregate_path(Path(path)))
             label = f"{self.repo}@{sha[:12]}:{path}"
             if agg not in blobs:
-                yield _failing(KIND, Path(label), SourceError(f"{label}: no aggregate beside it"))
+                missing = SourceError(f"{label}: no aggregate beside it")
+                yield failing_unit(KIND, Path(label), missing)
                 continue
             key = fingerprint(KIND, "hub", self.repo, path, blobs[path], blobs[agg], self.benchmark)
             unit = Unit(KIND, label, key, [f"hf://datasets/{self.repo}@{sha}/{path}"], no_stage,

@@ -52,7 +52,7 @@ from sparseeval.pipeline.store.unit import (
     no_stage,
     stage_frames,
 )
-from sparseeval.pipeline.store.watched import _age, _guarded, _pending, _target
+from sparseeval.pipeline.store.watched import age_of, guarded_units, pending_unit, spec_target
 
 KIND = "helm"
 CONTENT_HASH = "helm_instance"
@@ -74,7 +74,7 @@ class HelmRuns:
     @classmethod
     def from_spec(cls, body: str, options: SpecOptions) -> HelmRuns:
         """`PATH` (the spec `helm:PATH`); every run's benchmark from the options if given."""
-        path = _target(KIND, body, "a release or run folder", "helm:benchmark_output/runs/v1")
+        path = spec_target(KIND, body, "a release or run folder", "helm:benchmark_output/runs/v1")
         return cls(Path(path), options.benchmark)
 
     def units(self, store: Store) -> Iterator[Unit]:
@@ -86,13 +86,13 @@ class HelmRuns:
         now = time.time()
         for run in runs:
             files = [p for p in run.iterdir() if p.is_file()]
-            age = _age(files, now)
+            age = age_of(files, now)
             if not (run / _STATS).is_file():
-                yield _pending(KIND, run, f"no {_STATS} yet", settle)
+                yield pending_unit(KIND, run, f"no {_STATS} yet", settle)
             elif age < settle:
-                yield _pending(KIND, run, f"a file changed {age:.1f}s ago", settle)
+                yield pending_unit(KIND, run, f"a file changed {age:.1f}s ago", settle)
             else:
-                yield from _guarded(KIND, run, _OneRun(run, self.benchmark), store)
+                yield from guarded_units(KIND, run, _OneRun(run, self.benchmark), store)
 
 
 @dataclass

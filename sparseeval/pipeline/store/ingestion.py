@@ -21,7 +21,7 @@ from sparseeval.pipeline.stopping import reraise_stop
 from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch, live_runs
 from sparseeval.pipeline.store.item_identity import merge_identity
 from sparseeval.pipeline.store.scores import SCORE_FRAME, ScoreCounts, merge_scores
-from sparseeval.pipeline.store.unit import SourceError, Unit, _printable
+from sparseeval.pipeline.store.unit import SourceError, Unit, printable_line
 from sparseeval.pipeline.store.validate import (
     check,
     count_staged,
@@ -79,20 +79,20 @@ class IngestReport:
     def why_quarantined(self) -> str:
         """` (50 unknown benchmark: nosuch; ...)`: the top reasons, '' when none."""
         said = "; ".join(f"{n:,} {reason}" for reason, n in self.reasons)
-        return f" ({_printable(said)})" if said and self.n_quarantined else ""
+        return f" ({printable_line(said)})" if said and self.n_quarantined else ""
 
     def line(self) -> str:
         """One line for a user (control characters of file names and content escaped)."""
-        source = _printable(self.source)
+        source = printable_line(self.source)
         if self.status != "ok":
-            return f"{source}: {self.status} ({_printable(self.message)})"
+            return f"{source}: {self.status} ({printable_line(self.message)})"
         if self.n_read == 0 and self.scores.n_read:  # a scores file: no per-item rows to count
-            return f"{source}: {_printable(self.message)} in {self.seconds:.1f}s"
+            return f"{source}: {printable_line(self.message)} in {self.seconds:.1f}s"
         return (
             f"{source}: read {self.n_read:,}; new {self.n_new:,}, updated {self.n_updated:,},"
             f" unchanged {self.n_unchanged:,}, quarantined {self.n_quarantined:,}"
             f"{self.why_quarantined()}, duplicates {self.n_duplicates:,} in {self.seconds:.1f}s"
-            + (f"; {_printable(self.message)}" if self.message else "")
+            + (f"; {printable_line(self.message)}" if self.message else "")
         )
 
 
@@ -129,7 +129,7 @@ def ingest(
             reports.append(report)
             break
         try:
-            with still_working(f"ingest: reading {_printable(unit.label)}"):
+            with still_working(f"ingest: reading {printable_line(unit.label)}"):
                 reports.append(ingest_unit(store, unit, force))
         except Exception as exc:
             reraise_stop(exc)
@@ -154,7 +154,7 @@ def stored_message(text: object) -> str:
 
     full = isinstance(text, BaseException) and disk_full(text)
     prefix = "disk full, nothing of it was stored: " if full else ""
-    return _printable(prefix + str(redact(text)))[:500]
+    return printable_line(prefix + str(redact(text)))[:500]
 
 
 def record_failed_source(store: Store, label: str, exc: BaseException) -> IngestReport:
@@ -168,7 +168,7 @@ def record_failed_source(store: Store, label: str, exc: BaseException) -> Ingest
             execute(con, "run_start", params | {"status": "failed"})
             execute(con, "run_finish", _finish_params(report, run_id))
     except duckdb.Error as again:
-        log.warning("could not record the failed source %s (%s)", _printable(label),
+        log.warning("could not record the failed source %s (%s)", printable_line(label),
                     stored_message(again))  # fmt: skip
         report.run_id = -1
     log.info("ingest %s", report.line())  # the caller shows or raises the failure
@@ -260,7 +260,7 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
         params["run"], unit.kind, unit.label, status, n_read=n_read, n_new=new,
         n_updated=updated, n_unchanged=unchanged, n_quarantined=n_bad + n_conflict,
         n_duplicates=n_dup, message="; ".join(filter(None, notes)),
-        scores=scores, reasons=[(_printable(r), int(n)) for r, n in reasons],
+        scores=scores, reasons=[(printable_line(r), int(n)) for r, n in reasons],
     )  # fmt: skip
     _assert_accounted(report)
     return report
@@ -272,7 +272,7 @@ UNKNOWN = "unknown benchmark:"  # the quarantine reason (sql/validate.sql)
 def nothing_stored(con: duckdb.DuckDBPyConnection, run_id: int, n_read: int, top: int = 3) -> str:
     """Why a unit stored nothing: its top quarantine reasons with their counts."""
     reasons = fetch(con, "quarantine_reasons", {"run": run_id, "top": top})
-    said = "; ".join(f"{n:,} {_printable(reason)}" for reason, n in reasons)
+    said = "; ".join(f"{n:,} {printable_line(reason)}" for reason, n in reasons)
     unknown = [str(r) for r, _ in reasons if str(r).startswith(UNKNOWN)]
     hint = (
         " (known ones are built in; --new-benchmark NAME accepts another)"
@@ -290,7 +290,7 @@ def _refuse_not_answers(con: duckdb.DuckDBPyConnection, unit: Unit, run: int, n_
     if n * 2 <= n_read:
         return
     raise SourceError(
-        f"{_printable(unit.label)}: {n:,} of {n_read:,} values are no correctness value (0/1,"
+        f"{printable_line(unit.label)}: {n:,} of {n_read:,} values are no correctness value (0/1,"
         " true/false): not a table of per-item answers, nothing stored (a table of reported"
         " scores is ingested as scores:FILE)"
     )

@@ -51,11 +51,11 @@ from sparseeval.pipeline.store.unit import (
 )
 from sparseeval.pipeline.store.watched import (
     PENDING,
-    _age,
-    _guarded,
-    _pending,
-    _skipped,
-    _target,
+    age_of,
+    guarded_units,
+    pending_unit,
+    skipped_unit,
+    spec_target,
 )
 
 KIND = "inspect"
@@ -79,7 +79,7 @@ class InspectLogs:
     def from_spec(cls, body: str, options: SpecOptions) -> InspectLogs:
         """`PATH` (the spec `inspect:PATH`); model and benchmark from the options, else each
         log's own."""
-        path = _target(KIND, body, "a log file or folder", "inspect:logs/")
+        path = spec_target(KIND, body, "a log file or folder", "inspect:logs/")
         return cls(Path(path), options.model, options.benchmark)
 
     def units(self, store: Store) -> Iterator[Unit]:
@@ -90,11 +90,11 @@ class InspectLogs:
         settle = watched.SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
         now = time.time()
         for log in log_files(path):
-            age = _age([log], now)
+            age = age_of([log], now)
             if age < settle:
-                yield _pending(KIND, log, f"modified {age:.1f}s ago", settle)
+                yield pending_unit(KIND, log, f"modified {age:.1f}s ago", settle)
             else:
-                yield from _guarded(KIND, log, _OneLog(log, self.model, self.benchmark), store)
+                yield from guarded_units(KIND, log, _OneLog(log, self.model, self.benchmark), store)
 
 
 def log_files(folder: Path) -> list[Path]:
@@ -131,9 +131,9 @@ def _log_unit(path: Path, model: str | None, benchmark: str | None) -> Unit:
     except InspectLogError as exc:
         raise SourceError(str(exc)) from None
     if head.status == STARTED:
-        return _skipped(KIND, path, f"{PENDING} (status started: its run has not ended)")
+        return skipped_unit(KIND, path, f"{PENDING} (status started: its run has not ended)")
     if head.status != "success":
-        return _skipped(KIND, path, f"status {head.status}: eval-set retries it into a new log,"
+        return skipped_unit(KIND, path, f"status {head.status}: eval-set retries it into a new log,"
                                     " read once that succeeds")  # fmt: skip
     name = model or head.model
     bench = benchmark or benchmark_of(head.task)

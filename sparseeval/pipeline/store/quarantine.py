@@ -13,15 +13,15 @@ from typing import Any
 from sparseeval.method.matrix import MatrixError
 from sparseeval.pipeline.store.build import set_aside_items
 from sparseeval.pipeline.store.db import Store, StoreError, execute, fetch
-from sparseeval.pipeline.store.unit import _printable
+from sparseeval.pipeline.store.unit import printable_line
 from sparseeval.pipeline.store.watched import FAILED_DIR, reason_file
 
 
 def held_rows(store: Store) -> list[dict[str, Any]]:
     """The quarantine per source and reason: {source, reason, rows, last_run}."""
     rows = fetch(store.con, "quarantine_held", {})
-    return [{"source": _printable(s), "reason": _printable(r), "rows": int(n), "last_run": int(k)}
-            for s, r, n, k in rows]  # fmt: skip
+    return [{"source": printable_line(s), "reason": printable_line(r), "rows": int(n),
+             "last_run": int(k)} for s, r, n, k in rows]  # fmt: skip
 
 
 def drop_rows(store: Store, names: list[str]) -> int:
@@ -45,7 +45,7 @@ def set_aside(store: Store, max_missing_model_frac: float) -> list[dict[str, Any
             items = set_aside_items(store, name, max_missing_model_frac)
         except MatrixError:
             continue
-        out += [{"benchmark": name, "item": _printable(i), "models": int(n)}
+        out += [{"benchmark": name, "item": printable_line(i), "models": int(n)}
                 for i, n in zip(items["item"], items["n_models"], strict=True)]  # fmt: skip
     return out
 
@@ -75,7 +75,7 @@ def aside_files(inboxes: list[Path]) -> list[dict[str, str]]:
                 continue
             why = reason_file(path)
             text = why.read_text(errors="replace").strip() if why.is_file() else ""
-            out.append({"file": str(path), "reason": _printable(text or "(no reason kept)")})
+            out.append({"file": str(path), "reason": printable_line(text or "(no reason kept)")})
     return out
 
 

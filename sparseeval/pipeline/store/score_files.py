@@ -38,8 +38,8 @@ from sparseeval.pipeline.store.unit import (
     SourceError,
     SpecOptions,
     Unit,
-    _printable,
     existing,
+    printable_line,
     stage_frames,
 )
 
@@ -100,7 +100,7 @@ def read_scores_csv(path: Path) -> pl.DataFrame:
     if model is None or not benchmarks:
         shown = ", ".join(frame.columns[:8]) + (" ..." if len(frame.columns) > 8 else "")
         raise SourceError(
-            _printable(
+            printable_line(
                 f"{path}: line 1: not a scores table: need columns model, benchmark, score"
                 f" (optional definition), or model/name and leaderboard columns"
                 f" ({', '.join(definitions)}); has: {shown}"
@@ -182,5 +182,5 @@ def _read_strings(path: Path) -> pl.DataFrame:
         frame = pl.read_csv(raw.removeprefix(b"\xef\xbb\xbf"), infer_schema=False)
     except pl.exceptions.PolarsError as exc:
         first = str(exc).strip().splitlines()[0][:200]
-        raise SourceError(_printable(f"{path}: not a readable CSV file: {first}")) from exc
+        raise SourceError(printable_line(f"{path}: not a readable CSV file: {first}")) from exc
     return frame.rename({c: c.strip() for c in frame.columns})

@@ -30,8 +30,8 @@ from sparseeval.pipeline.store.unit import (
     SourceError,
     SpecOptions,
     Unit,
-    _printable,
     existing,
+    printable_line,
     stage_no_bad,
 )
 
@@ -96,18 +96,18 @@ def _stage_csv_raw(
     if missing:
         shown = ", ".join(header[:8]) + (" ..." if len(header) > 8 else "")
         hint = delimiter_hint(header)
-        raise SourceError(_printable(
+        raise SourceError(printable_line(
             f"{path}: line 1: missing column(s) {', '.join(missing)} (has: {shown}){hint}"
         ))  # fmt: skip
     seen: set[str] = set()
     repeated = [c for c in header if c in seen or seen.add(c)]
     if repeated:
         raise SourceError(
-            _printable(f"{path}: line 1: repeated column(s) {', '.join(repeated[:5])}")
+            printable_line(f"{path}: line 1: repeated column(s) {', '.join(repeated[:5])}")
         )
     reserved = [c for c in header if c.startswith(RESERVED_PREFIX)]
     if reserved:
-        raise SourceError(_printable(f"{path}: line 1: column name {reserved[0]} is reserved"))
+        raise SourceError(printable_line(f"{path}: line 1: column name {reserved[0]} is reserved"))
     cols = dict.fromkeys(header, "VARCHAR")
 
     def stage(source: Path) -> None:
@@ -118,7 +118,7 @@ def _stage_csv_raw(
         stage_repairing_quotes(con, path, stage)
     except duckdb.Error as exc:
         raise SourceError(
-            _printable(f"{path}: not a readable CSV file: {_first_line(exc)}")
+            printable_line(f"{path}: not a readable CSV file: {_first_line(exc)}")
         ) from exc
     ((encoding_line,),) = fetch(con, "csv_encoding_reject", {})
     if encoding_line is not None:
@@ -126,7 +126,9 @@ def _stage_csv_raw(
     ((n_rows,),) = fetch(con, "count_src_raw", {})
     first_bad, n_bad, msg = fetch(con, "csv_first_reject", {})[0]
     if n_rows == 0 and n_bad:
-        raise SourceError(_printable(f"{path}: line {first_bad}: cannot be parsed as CSV ({msg})"))
+        raise SourceError(
+            printable_line(f"{path}: line {first_bad}: cannot be parsed as CSV ({msg})")
+        )
     execute(con, "stage_csv_bad", {})
     execute(con, "csv_lines" if n_bad else "csv_lines_plain", {})
     return header
@@ -177,7 +179,7 @@ def _refuse_nested(path: Path, types: dict[str, str]) -> None:
         kind = types[col]
         if kind.startswith(_NOT_SCALAR) or kind.endswith("]"):  # `INTEGER[]`: a list
             raise SourceError(
-                _printable(f"{path}: column {col} is {kind[:60]}, not text or a number")
+                printable_line(f"{path}: column {col} is {kind[:60]}, not text or a number")
             )
 
 
@@ -199,14 +201,14 @@ def _csv_header(path: Path) -> list[str]:
     if path.stat().st_size == 0:
         raise SourceError(f"{path}: empty file")
     if (packed := compressed_message(path)) is not None:
-        raise SourceError(_printable(packed))
+        raise SourceError(printable_line(packed))
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             return [c.strip() for c in next(csv.reader(f))]
     except UnicodeDecodeError:
         raise not_utf8(path) from None
     except (csv.Error, StopIteration) as exc:
-        raise SourceError(_printable(f"{path}: line 1: not a CSV header ({exc})")) from exc
+        raise SourceError(printable_line(f"{path}: line 1: not a CSV header ({exc})")) from exc
 
 
 def not_utf8(path: Path) -> SourceError:

@@ -119,7 +119,7 @@ def conform(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.Da
     return frame.select(cols)
 
 
-def _printable(text: object) -> str:
+def printable_line(text: object) -> str:
     """`text` with control and format characters escaped (`\\x1b`, `\\u202e`), on one line.
 
     For every message built from file content (headers, names, raw lines) before it

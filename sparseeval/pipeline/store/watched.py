@@ -35,9 +35,9 @@ from sparseeval.pipeline.store.unit import (
     SourceError,
     SpecOptions,
     Unit,
-    _printable,
     existing,
     no_stage,
+    printable_line,
 )
 
 # A watched file or run folder changed less than this many seconds ago is still being written.
@@ -62,7 +62,7 @@ class Inbox:
     @classmethod
     def from_spec(cls, body: str, options: SpecOptions) -> Inbox:
         """`DIR` (the spec `inbox:DIR`)."""
-        return cls(Path(_target("inbox", body, "a folder", "inbox:drop/")))
+        return cls(Path(spec_target("inbox", body, "a folder", "inbox:drop/")))
 
     def units(self, store: Store) -> Iterator[Unit]:
         root = existing(self.path)
@@ -72,18 +72,18 @@ class Inbox:
         now = time.time()
         for path, benchmark in _inbox_files(root):
             kind = "wide-csv" if benchmark else "long-" + path.suffix.lower().lstrip(".")
-            age = _age([path], now)
+            age = age_of([path], now)
             if age < settle:
-                yield _pending(kind, path, f"modified {age:.1f}s ago", settle)
+                yield pending_unit(kind, path, f"modified {age:.1f}s ago", settle)
             elif (failed := self._failed_before(path)) is not None:
-                yield _skipped(kind, path, failed)
+                yield skipped_unit(kind, path, failed)
             elif benchmark is None:
-                yield from _guarded(kind, path, LongTable(path), store)
+                yield from guarded_units(kind, path, LongTable(path), store)
             elif path.suffix.lower() != ".csv":
                 why = f"wide tables are CSV; put long tables directly in {root}"
-                yield _failing(kind, path, SourceError(f"{path}: {why}"))
+                yield failing_unit(kind, path, SourceError(f"{path}: {why}"))
             else:
-                yield from _guarded(kind, path, WideTable(path, benchmark), store)
+                yield from guarded_units(kind, path, WideTable(path, benchmark), store)
 
     def aside(self, path: Path) -> Path:
         """Where a failed file of this inbox is moved: the same place under `failed/`."""
@@ -140,7 +140,7 @@ class LmEvalGlob:
     @classmethod
     def from_spec(cls, body: str, options: SpecOptions) -> LmEvalGlob:
         """`GLOB` (the spec `lm-eval:GLOB`); the model from the options, else each run's."""
-        return cls(_target("lm-eval", body, "a glob", "lm-eval:runs/*/*"), options.model)
+        return cls(spec_target("lm-eval", body, "a glob", "lm-eval:runs/*/*"), options.model)
 
     def units(self, store: Store) -> Iterator[Unit]:
         settle = SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
@@ -148,17 +148,17 @@ class LmEvalGlob:
         for folder in _run_folders(self.pattern):
             files = [p for p in folder.iterdir() if p.is_file()]
             results = sorted(p for p in files if _is_results(p))
-            age = _age(files, now)
+            age = age_of(files, now)
             if not results:
-                yield _pending("lm-eval", folder, "no results_*.json yet", settle)
+                yield pending_unit("lm-eval", folder, "no results_*.json yet", settle)
             elif age < settle:
-                yield _pending("lm-eval", folder, f"a file changed {age:.1f}s ago", settle)
+                yield pending_unit("lm-eval", folder, f"a file changed {age:.1f}s ago", settle)
             else:
                 for res in results:
-                    yield from _guarded("lm-eval", res, LmEvalRun(res, self.model), store)
+                    yield from guarded_units("lm-eval", res, LmEvalRun(res, self.model), store)
 
 
-def _target(kind: str, body: str, what: str, example: str) -> str:
+def spec_target(kind: str, body: str, what: str, example: str) -> str:
     """The text after a watched source's colon, which may not be empty."""
     target = body.strip()
     if not target:
@@ -211,7 +211,7 @@ def _until_magic(parts: Iterable[str]) -> Iterator[str]:
         yield part
 
 
-def _age(paths: list[Path], now: float) -> float:
+def age_of(paths: list[Path], now: float) -> float:
     """Seconds since the newest of `paths` changed (0 when one vanished meanwhile)."""
     try:
         return min((now - p.stat().st_mtime for p in paths), default=float("inf"))
@@ -219,7 +219,7 @@ def _age(paths: list[Path], now: float) -> float:
         return 0.0
 
 
-def _pending(kind: str, path: Path, why: str, settle: float) -> Unit:
+def pending_unit(kind: str, path: Path, why: str, settle: float) -> Unit:
     """A skipped unit for something still being written (read on a later night)."""
     reason = f"{PENDING} ({why}; read once unchanged for {settle:g}s)"
     key = fingerprint("pending", kind, str(path))
@@ -231,26 +231,26 @@ def reason_file(target: Path) -> Path:
     return target.with_name(target.name + ".reason.txt")
 
 
-def _skipped(kind: str, path: Path, why: str) -> Unit:
+def skipped_unit(kind: str, path: Path, why: str) -> Unit:
     """A skipped unit (nothing read) saying why."""
     key = fingerprint("skipped", kind, str(path), why)
     return Unit(kind, str(path), key, [str(path)], no_stage, skip=why)
 
 
-def _guarded(kind: str, path: Path, source, store: Store) -> Iterator[Unit]:
+def guarded_units(kind: str, path: Path, source, store: Store) -> Iterator[Unit]:
     """`source`'s units; an error while listing them becomes one failing unit."""
     try:
         units = list(source.units(store))
     except Exception as exc:  # a bad file is a failed unit, never the end of the folder
         reraise_stop(exc)  # but a stop signal is no bad file
-        yield _failing(kind, path, exc)
+        yield failing_unit(kind, path, exc)
         return
     yield from units
 
 
-def _failing(kind: str, path: Path, exc: Exception) -> Unit:
+def failing_unit(kind: str, path: Path, exc: Exception) -> Unit:
     """A unit whose staging raises `exc` (so that it is recorded as a failed run)."""
-    message = _printable(str(exc) if isinstance(exc, SourceError) else f"{path}: {exc}")
+    message = printable_line(str(exc) if isinstance(exc, SourceError) else f"{path}: {exc}")
 
     def stage(con: duckdb.DuckDBPyConnection) -> None:
         raise SourceError(message) from exc
