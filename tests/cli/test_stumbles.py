@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -143,3 +144,20 @@ def test_suite_answers_missing_an_anchor_say_where_the_suites_anchors_are(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: arc: 1 of 6 anchors missing")
     assert "`sparseeval anchors --benchmark suite` lists them" in err[0]
+
+
+def test_a_home_given_as_anchor_set_reads_its_published_sets(tmp_path, capsys):
+    """`--anchor-set .sparseeval` (the home, not its `published/`) listed `artifacts,
+    published, reports` as benchmarks; a home now reads its published sets (issue [5/5])."""
+    data, _ = wide_csv(tmp_path / "arc.csv", 120, 20)
+    home = tmp_path / "home"
+    assert _fit(data, tmp_path / "fit", "5", "--benchmark", "arc") == 0
+    shutil.copytree(tmp_path / "fit" / "arc", home / "published" / "arc")  # a home's layout
+    (home / "artifacts").mkdir()
+    (home / "reports").mkdir()
+    capsys.readouterr()
+    assert main(["anchors", "--anchor-set", str(home), "--benchmark", "arc"]) == 0
+    assert len(capsys.readouterr().out.split()) >= 5
+    assert main(["anchors", "--anchor-set", str(home), "--benchmark", "gsm8k"]) == 2
+    err = capsys.readouterr().err
+    assert "(published there: arc)" in err and "artifacts" not in err

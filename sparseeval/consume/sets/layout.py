@@ -57,6 +57,7 @@ SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 SIGNATURE = "manifest.sig"
 LATEST = "latest"
+HOME_SETS = "published"  # where a home (`SPARSEEVAL_HOME`) keeps its published sets
 DEFAULT = "default"  # {root}/{benchmark}/default: {"budget": K or null}, the maintained set
 PREDICTOR_DIR = "predictor"
 KIND = "sparseeval.anchor_set"
@@ -78,11 +79,23 @@ def set_dir(root: str | Path, benchmark: str, budget: int | None = None) -> Path
 
 
 def published_benchmarks(root: str | Path) -> list[str]:
-    """The benchmarks with published sets under a root, sorted."""
+    """The benchmarks with published sets under a root, sorted (folders holding no set, e.g.
+    a home's `artifacts/` and `reports/`, are none)."""
     root = Path(root)
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(p.name for p in root.iterdir()
+                  if p.is_dir() and not p.name.startswith(".") and _holds_sets(p))  # fmt: skip
+
+
+def _holds_sets(folder: Path) -> bool:
+    """A benchmark folder: a `latest` pointer or version folders, in it or in a budget's."""
+    if (folder / LATEST).is_file():
+        return True
+    inside = [p for p in folder.iterdir() if p.is_dir()]
+    return any(VERSION_DIR.match(p.name) for p in inside) or any(
+        BUDGET_DIR.match(p.name) and _holds_sets(p) for p in inside
+    )
 
 
 def list_budgets(root: str | Path, benchmark: str) -> list[int]:
@@ -128,6 +141,8 @@ def resolve_version_dir(
     root = Path(root)
     if (root / MANIFEST).is_file():
         return root
+    if (root / HOME_SETS).is_dir() and not published_benchmarks(root):
+        root = root / HOME_SETS  # a home was given: its published sets
     if not (root / benchmark).is_dir():
         if any(f(root.parent, root.name) for f in (latest_version, list_versions, list_budgets)):
             root, benchmark = root.parent, root.name  # a benchmark folder was given
