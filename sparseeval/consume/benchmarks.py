@@ -226,6 +226,11 @@ def record(name: str) -> Benchmark | None:
     return next((b for b in records() if b.name == name), None)
 
 
+def of_task(task: str) -> str | None:
+    """The benchmark one of whose lm-eval tasks `task` is (`arc_challenge` -> `arc`), or None."""
+    return next((b.name for b in records() if any(re.fullmatch(t, task) for t in b.tasks)), None)
+
+
 def task_specs() -> dict[str, TaskSpec]:
     """{lm-eval task name: spec} of every task a benchmark can generate."""
     return {k: s for b in records() for k, s in b.specs.items()}

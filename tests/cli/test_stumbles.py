@@ -161,3 +161,12 @@ def test_a_home_given_as_anchor_set_reads_its_published_sets(tmp_path, capsys):
     assert main(["anchors", "--anchor-set", str(home), "--benchmark", "gsm8k"]) == 2
     err = capsys.readouterr().err
     assert "(published there: arc)" in err and "artifacts" not in err
+
+
+def test_an_lm_eval_task_name_given_as_benchmark_suggests_the_benchmark(tmp_path, capsys):
+    """`ingest wide:arc_challenge=...` quarantined everything and suggested nothing."""
+    data, _ = wide_csv(tmp_path / "arc.csv", 10, 5)
+    store = tmp_path / "s.duckdb"
+    assert main(["ingest", f"wide:arc_challenge={data}", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'arc'? (arc_challenge is its lm-eval task)" in err

@@ -14,7 +14,7 @@ import duckdb
 import polars as pl
 
 from sparseeval.consume.answers.ids import did_you_mean
-from sparseeval.consume.benchmarks import records
+from sparseeval.consume.benchmarks import of_task, records
 from sparseeval.consume.sets.hub import redact
 from sparseeval.pipeline.progress import still_working
 from sparseeval.pipeline.stopping import reraise_stop
@@ -273,14 +273,22 @@ def nothing_stored(con: duckdb.DuckDBPyConnection, run_id: int, n_read: int, top
     """Why a unit stored nothing: its top quarantine reasons with their counts."""
     reasons = fetch(con, "quarantine_reasons", {"run": run_id, "top": top})
     said = "; ".join(f"{n:,} {printable_line(reason)}" for reason, n in reasons)
-    unknown = [str(r) for r, _ in reasons if str(r).startswith(UNKNOWN)]
+    unknown = [str(r)[len(UNKNOWN) :].strip() for r, _ in reasons if str(r).startswith(UNKNOWN)]
     hint = (
-        " (known ones are built in; --new-benchmark NAME accepts another)"
-        + did_you_mean(unknown[0][len(UNKNOWN) :].strip(), [b.name for b in records()])
+        " (known ones are built in; --new-benchmark NAME accepts another)" + _nearest(unknown[0])
         if unknown
         else ""
     )
     return f"nothing stored, all {n_read:,} rows quarantined: {said}{hint}"
+
+
+def _nearest(name: str) -> str:
+    """`; did you mean 'arc'?` for a near miss of a benchmark name, or one of its lm-eval
+    task names (`arc_challenge` is ARC's), else ''."""
+    if said := did_you_mean(name, [b.name for b in records()]):
+        return said
+    task_of = of_task(name)
+    return f"; did you mean {task_of!r}? ({name} is its lm-eval task)" if task_of else ""
 
 
 def _refuse_not_answers(con: duckdb.DuckDBPyConnection, unit: Unit, run: int, n_read: int) -> None:
