@@ -170,3 +170,19 @@ def test_an_lm_eval_task_name_given_as_benchmark_suggests_the_benchmark(tmp_path
     assert main(["ingest", f"wide:arc_challenge={data}", "--store", str(store)]) == 2
     err = capsys.readouterr().err
     assert "did you mean 'arc'? (arc_challenge is its lm-eval task)" in err
+
+
+def test_scores_of_one_benchmark_are_named_as_wide_names_its_answers(tmp_path, capsys):
+    """`scores:arc=FILE` (by analogy with `wide:arc=`) said "no such file"."""
+    scores = tmp_path / "arc_scores.csv"
+    scores.write_text("model,score\n" + "".join(f"m{i:03d},{40 + i / 10:.1f}\n" for i in range(30)))
+    store = tmp_path / "s.duckdb"
+    assert main(["ingest", f"scores:arc={scores}", "--store", str(store)]) == 0, capsys.readouterr()
+    import duckdb
+
+    with duckdb.connect(str(store), read_only=True) as con:
+        rows = con.sql("select b.name, count(*) from reported_scores s join benchmarks b"
+                       " on b.benchmark_id = s.benchmark_id group by 1").fetchall()
+    assert rows == [("arc", 30)]
+    assert main(["ingest", f"scores:arc={tmp_path / 'missing.csv'}", "--store", str(store)]) == 2
+    assert "missing.csv" in capsys.readouterr().err

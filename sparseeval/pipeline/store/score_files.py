@@ -29,6 +29,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from sparseeval.consume.answers.ids import IdError, check_benchmark_name
 from sparseeval.consume.hashing import file_sha256, fingerprint
 from sparseeval.consume.scales import fractions_among_percents
 from sparseeval.pipeline.store.db import Store
@@ -52,18 +53,26 @@ class ScoresFile:
     """A CSV file of reported scores in percent (long or leaderboard layout, see module)."""
 
     path: Path
+    benchmark: str | None = None  # `scores:BENCH=FILE`: a model,score file of one benchmark
 
     @classmethod
     def from_spec(cls, body: str, options: SpecOptions) -> ScoresFile:
-        """`FILE` (the spec `scores:FILE`)."""
+        """`FILE` (the spec `scores:FILE`), or `BENCH=FILE` (model,score rows of BENCH, as
+        `wide:BENCH=FILE` names its benchmark)."""
         if not body.strip():
-            raise SourceError("scores source must be scores:FILE.csv")
+            raise SourceError("scores source must be scores:FILE.csv or scores:BENCH=FILE.csv")
+        name, eq, rest = body.partition("=")
+        if eq and name and not Path(body).exists():
+            try:
+                return cls(Path(rest), check_benchmark_name(name.strip()))
+            except IdError as exc:
+                raise SourceError(f"scores:{printable_line(body)}: {exc}") from None
         return cls(Path(body))
 
     def units(self, store: Store) -> Iterator[Unit]:
         path = existing(self.path)
-        key = fingerprint("scores-csv", file_sha256(path))
-        stage = partial(_stage_scores_file, path)
+        key = fingerprint("scores-csv", file_sha256(path), *filter(None, [self.benchmark]))
+        stage = partial(_stage_scores_file, path, self.benchmark)
         yield Unit("scores-csv", str(path), key, [str(path)], stage, frames=(SCORE_FRAME,))
 
 
@@ -75,15 +84,26 @@ def looks_like_scores(header: set[str]) -> bool:
     return set(LONG_SCORE_COLUMNS) <= header or bool(leaderboard)
 
 
-def _stage_scores_file(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+def _stage_scores_file(
+    path: Path, benchmark: str | None, con: duckdb.DuckDBPyConnection
+) -> None:
     stage_frames(con, None)  # no per-item rows
-    stage_scores(con, read_scores_csv(path))
+    stage_scores(con, read_scores_csv(path, benchmark))
 
 
-def read_scores_csv(path: Path) -> pl.DataFrame:
-    """The file's scores in the `scores.SCORE_SCHEMA` layout (percent, scale 100)."""
+def read_scores_csv(path: Path, benchmark: str | None = None) -> pl.DataFrame:
+    """The file's scores in the `scores.SCORE_SCHEMA` layout (percent, scale 100); with
+    `benchmark`, a `model,score` file's rows are that benchmark's."""
     frame = _read_strings(path)
     cols = set(frame.columns)
+    if benchmark is not None:
+        if not {"model", "score"} <= cols or "benchmark" in cols:
+            raise SourceError(printable_line(
+                f"{path}: line 1: scores:{benchmark}=FILE takes columns model,score (has:"
+                f" {', '.join(frame.columns[:8])}); a file naming its benchmarks is scores:FILE"
+            ))  # fmt: skip
+        frame = frame.with_columns(benchmark=pl.lit(benchmark))
+        cols.add("benchmark")
     if set(LONG_SCORE_COLUMNS) <= cols:
         long = frame.with_row_index("line", offset=2)
         if "definition" not in cols:
