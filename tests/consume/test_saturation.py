@@ -52,7 +52,7 @@ def test_every_anchor_right_is_flagged_and_opens_above_the_best_training_score(f
     assert top.saturated == "top" and top.high >= sat.best
     line = next(f for f in top.flags if f.startswith(SATURATED_TOP))
     assert "upper end opens to" in line
-    assert "More items, or a set fit on stronger models, would narrow it" in line
+    assert "A set with more anchors, or one fit on stronger models, would narrow it" in line
     assert top.to_dict()["saturated"] == "top"
     bottom = aset.predict([0] * len(aset.items))
     assert bottom.saturated == "bottom" and bottom.low <= sat.worst

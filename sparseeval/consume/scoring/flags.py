@@ -163,14 +163,14 @@ class Saturation:
             opens = (f"; the upper end opens to {pct(self.ceiling)}" if value >= self.peak - TOL
                      else "")  # fmt: skip
             return (f"{SATURATED_TOP}: every anchor right or all but one, where the training"
-                    f" models' scores reach {pct(self.best)}{opens}. More items, or a set fit"
-                    " on stronger models, would narrow it")  # fmt: skip
+                    f" models' scores reach {pct(self.best)}{opens}. A set with more anchors,"
+                    " or one fit on stronger models, would narrow it")  # fmt: skip
         if self.at_bottom(value):
             opens = (f"; the lower end opens to {pct(self.floor)}" if value <= self.trough + TOL
                      else "")  # fmt: skip
             return (f"{SATURATED_BOTTOM}: every anchor wrong or all but one, where the training"
-                    f" models' scores reach down to {pct(self.worst)}{opens}. More items, or a"
-                    " set fit on weaker models, would narrow it")  # fmt: skip
+                    f" models' scores reach down to {pct(self.worst)}{opens}. A set with more"
+                    " anchors, or one fit on weaker models, would narrow it")  # fmt: skip
         return None
 
     def to_dict(self) -> dict:
