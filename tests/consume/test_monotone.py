@@ -134,3 +134,14 @@ def test_the_ends_are_non_decreasing_in_the_estimate_through_every_cut():
         low <= np.maximum(v - h, 0) + 1e-3
     )
     assert high[v >= 0.88].min() >= 0.97 and low[v <= 0.15].max() <= 0.05
+
+
+def test_the_suite_shared_readers_output_is_monotone():
+    """The suite's shared reader: one MLP with an output per benchmark, published one output
+    at a time (`MLPPredictor.output`); each output is as monotone as the net."""
+    X, y = non_monotone_data(seed=4)
+    Y = np.stack([y, 1 - y[::-1]], axis=1)
+    net = MLPPredictor(hidden=(8, 4), epochs=60, lr=5e-3).fit(X, Y)
+    probe = sheets(100, X.shape[1], seed=5)
+    for j in range(2):
+        assert single_flip_drops(net.output(j).predict, probe).min() >= 0.0
