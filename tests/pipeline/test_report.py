@@ -123,16 +123,17 @@ def test_flag_rates_count_both_reasons_and_cover_flagged_models_with_the_wider_i
     from sparseeval.pipeline.reports.flags import flag_blocks, flag_summary
 
     conf = ConformalInterval.fit(np.full(50, 0.02), 0.9)  # half-width 0.02 everywhere
-    pred = np.array([0.5, 0.5, 0.5, 0.5])
-    true = np.array([0.5, 0.55, 0.45, 0.9])  # the 2nd and 3rd only inside when widened x3
+    pred = np.array([0.3, 0.5, 0.3, 0.3])  # the 2nd beyond the range (0-0.45)
+    true = np.array([0.3, 0.55, 0.35, 0.9])  # the 2nd inside only when widened x3 above
     inputs = {"test_pred": pred, "test_true": true,
               "test_flag_range": [False, True, False, False],
               "test_flag_pattern": [False, False, True, False]}  # fmt: skip
-    pool = PoolCheck(0.0, 1.0, 0.0, (0.0,), (1.0,), -9.0, 0.02, 3.0).to_dict()  # no edge
+    pool = PoolCheck(0.0, 0.45, 0.0, (0.0,), (1.0,), -9.0, 0.02, 3.0).to_dict()  # no edge
     s = flag_summary(conf, pool, inputs)
     assert (s["flagged"], s["out_of_range"], s["answer_pattern"]) == (2, 1, 1)
-    assert s["coverage_flagged"] == 1.0 and s["coverage_others"] == 0.5
-    assert s["coverage_all"] == 0.75
+    assert s["coverage_flagged"] == 0.5 and s["coverage_others"] == 0.5  # the pattern: said
+    assert s["coverage_all"] == 0.5
     text = flag_blocks(s, 0.9)[1][1]
-    assert text.startswith("2 of 4 test models (50.0%) were flagged") and "3x as wide" in text
+    assert text.startswith("2 of 4 test models (50.0%) were flagged")
+    assert "3x as wide on the outer side" in text
     assert flag_summary(conf, None, inputs) is None and flag_blocks(None, 0.9) == []

@@ -59,9 +59,9 @@ def test_the_gates_coverage_check_is_of_the_interval_a_user_gets():
     edge = PoolCheck(0.0, 1.0, 0.0, (0.0,), (1.0,), -9.0, 0.02, 3.0, top=Edge(0.75, 0.0, 0.06))
     kept, check = coverage_check(conf, pred, true, edge)
     assert check["action"] == "kept" and check["coverage_before"] == 1.0 and kept == conf
-    flagged = pred > 0.75  # without the edge, the flags' x3 widening covers them too
+    flagged = pred > 0.75  # flags are said, not widened: without the edge the check widens
     _, check = coverage_check(conf, pred, true, replace(edge, top=None), flagged)
-    assert check["action"] == "kept"
+    assert check["action"] == "widened"
     reader = type("R", (), {"calibration_residuals_": np.full(100, 0.02),
                             "calibration_predictions_": None})  # fmt: skip
     inputs = {"test_pred": pred, "test_true": true, "test_flag_range": [False] * 100,

@@ -294,7 +294,9 @@ def interval_of(check: PoolCheck | None, conformal, values, flagged=None, extra=
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
     low, high = monotone_ends(check, conformal, v)
     h = np.asarray(conformal.halfwidths(v), dtype=np.float64)
-    widen = np.maximum(np.maximum(v - low, high - v) - h, 0.0)
+    finite, widen = np.isfinite(h), np.zeros(v.shape)  # an unbounded interval widens nothing
+    reach = np.maximum(v - low, high - v)
+    widen[finite] = np.maximum(reach[finite] - h[finite], 0.0)
     extra = np.asarray(extra, dtype=np.float64)
     return np.clip(low - extra, 0.0, 1.0), np.clip(high + extra, 0.0, 1.0), widen
 

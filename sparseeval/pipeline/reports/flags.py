@@ -22,7 +22,7 @@ def test_bounds(
     conf: ConformalInterval, pool: Mapping[str, Any] | None, inputs: Mapping[str, Any]
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(low, high) of each test model: the interval a user gets from the set
-    (`consume.scoring.flags.interval_of`: widened where the saved flags say so, the top edge); every
+    (`consume.scoring.flags.interval_of`: widened beyond the range, the top edge); every
     coverage in the report is of these. None without test predictions."""
     if inputs.get("test_pred") is None:
         return None
@@ -72,9 +72,10 @@ def flag_blocks(summary: dict | None, level: float) -> list[tuple]:
         f"training pool: {summary['out_of_range']} with an estimate beyond the training "
         f"models' range, {summary['answer_pattern']} with an unlikely answer pattern (the "
         f"pattern threshold flags {100 * summary['rate_fitted']:.0f}% of the models it was "
-        f"fit on). A flagged estimate's interval is {summary['widen']:g}x as wide; {pct}% "
-        f"coverage of flagged models {cov(summary['coverage_flagged'])}, of the others "
-        f"{cov(summary['coverage_others'])}, of all with the flagged ones widened "
-        f"{cov(summary['coverage_all'])}."
+        f"fit on). An estimate beyond the range has its interval {summary['widen']:g}x as wide "
+        f"on the outer side; an unlikely answer pattern is said, not widened (the interval "
+        f"follows the estimate alone); {pct}% coverage of flagged models "
+        f"{cov(summary['coverage_flagged'])}, of the others {cov(summary['coverage_others'])},"
+        f" of all {cov(summary['coverage_all'])}."
     )
     return [("h2", "Models unlike the training pool (test models)"), ("p", text)]
