@@ -26,6 +26,8 @@ from sparseeval.consume.scoring.flags import SATURATED
 
 LONG = ("model", "item", "correct")
 SHOWN = 3  # model names shown per refusal line
+# How each kind of flag line starts (`consume.scoring.flags`): range, answer pattern, saturation.
+FLAG_KINDS = ("estimate ", "answer pattern", SATURATED)
 
 
 def _rows(path: Path, ids: tuple[str, ...] = ("model",)) -> tuple[list[str], list[dict[str, str]]]:
@@ -157,14 +159,12 @@ class CheckResult:
                    f" {self.coverage:.1%}; mean signed error (estimate - reported)"
                    f" {100 * self.bias:+.2f} points")  # fmt: skip
         flagged = f"flagged {self.n_flagged} ({self.n_flagged / self.n:.1%}): {self.n_range} by"
-        flagged += f" range, {self.n_pattern} by answer pattern"
+        flagged += f" range, {self.n_pattern} by answer pattern, {self.n_saturated} at the top"
+        flagged += " or bottom of what these anchors can tell (one model may have several)"
         if self.n_flagged:
-            flagged += (f"; coverage of the flagged {self.coverage_flagged:.1%} (widened),"
+            flagged += (f"; coverage of the flagged {self.coverage_flagged:.1%},"
                         f" of the others {self.coverage_others:.1%}")  # fmt: skip
         out.append(flagged)
-        if self.n_saturated:
-            out.append(f"{self.n_saturated} at the top or bottom of what these anchors can tell"
-                       " (interval opened on that side)")  # fmt: skip
         out.append(f"missed {self.n_missed} (reported score outside the interval), of them"
                    f" flagged {self.n_missed_flagged}, not flagged"
                    f" {self.n_missed - self.n_missed_flagged}")  # fmt: skip
@@ -200,10 +200,8 @@ def check_models(
                 est = aset.predict(read, allow_missing=True)
             except ResponsesError as e:
                 raise ResponsesError(f"model {printable(model)}: {e}") from None
-            range_flag = any(f.startswith("estimate ") for f in est.flags)
-            saturated = any(f.startswith(SATURATED) for f in est.flags)
-            rows.append((est.value, est.low, est.high, scores[model], range_flag, bool(est.flags),
-                         saturated))  # fmt: skip
+            kinds = [any(f.startswith(k) for f in est.flags) for k in FLAG_KINDS]
+            rows.append((est.value, est.low, est.high, scores[model], bool(est.flags), *kinds))
     if rows:
         _summarize(res, np.array(rows, dtype=np.float64))
     res.notes.append(_scored_from(res))
@@ -224,9 +222,9 @@ def _scored_from(res: CheckResult) -> str:
 
 
 def _summarize(res: CheckResult, a: np.ndarray) -> None:
-    value, low, high, true, by_range, flagged, saturated = a.T
+    value, low, high, true, flagged, by_range, by_pattern, saturated = a.T
     covered, flagged = inside(low, high, true), flagged > 0
-    res.n_saturated = int((saturated > 0).sum())
+    res.n_saturated, res.n_pattern = int((saturated > 0).sum()), int((by_pattern > 0).sum())
     res.n_missed = int((~covered).sum())
     res.n_missed_flagged = int((~covered & flagged).sum())
     res.n = len(a)
@@ -234,7 +232,6 @@ def _summarize(res: CheckResult, a: np.ndarray) -> None:
     res.bias = float((value - true).mean())
     res.coverage = float(covered.mean())
     res.n_flagged, res.n_range = int(flagged.sum()), int((by_range > 0).sum())
-    res.n_pattern = res.n_flagged - res.n_range
     if flagged.any():
         res.coverage_flagged = float(covered[flagged].mean())
     if (~flagged).any():
