@@ -186,3 +186,20 @@ def test_scores_of_one_benchmark_are_named_as_wide_names_its_answers(tmp_path, c
     assert rows == [("arc", 30)]
     assert main(["ingest", f"scores:arc={tmp_path / 'missing.csv'}", "--store", str(store)]) == 2
     assert "missing.csv" in capsys.readouterr().err
+
+
+def test_a_header_only_answers_file_is_not_told_to_pass_allow_missing(tmp_path, capsys):
+    """It was told "pass --allow-missing", which then failed: with no answer at all, one
+    line says so and how to get the ids, with or without the flag."""
+    data, _ = wide_csv(tmp_path / "arc.csv", 120, 20)
+    assert _fit(data, tmp_path / "fit", "5", "--benchmark", "arc") == 0
+    empty = tmp_path / "answers.csv"
+    empty.write_text("item,correct\n")
+    base = ["predict", "--anchor-set", str(tmp_path / "fit"), "--benchmark", "arc",
+            "--responses", str(empty)]  # fmt: skip
+    for extra in ([], ["--allow-missing"]):
+        capsys.readouterr()
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "no answers on any of the 5 anchors" in err and "--allow-missing" not in err
+        assert "\n" not in err

@@ -374,6 +374,11 @@ class AnchorSet:
         """(estimate, interval widening, missing anchors) from a +-1 vector with NaN gaps."""
         miss = np.isnan(x)
         missing = [self.items[j] for j in np.flatnonzero(miss)]
+        if miss.all():  # nothing to estimate from, whatever --allow-missing says
+            raise ResponsesError(
+                f"no answers on any of the {len(self.items)} anchors (an empty answers file?);"
+                " `sparseeval anchors --template FILE` writes the ids to answer"
+            )
         if missing and not allow_missing:
             raise ResponsesError(
                 missing_message(missing, len(self.items), "answers")
@@ -381,8 +386,6 @@ class AnchorSet:
             )
         if not missing:
             return self._predict_one(x), 0.0, []
-        if miss.all():
-            raise ResponsesError(f"no answers on any of the {len(self.items)} anchors")
         means = self.manifest["predictor"].get("anchor_means")
         value, spread = fill_missing(self.predictor, x, miss, means, self.level)
         return value, spread, missing
