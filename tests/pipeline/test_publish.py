@@ -230,7 +230,8 @@ def test_compare_known_answer():
     diff = hand_set(0.125, 0.25).compare({"q1": 1, "q2": 1, "q3": 1, "q4": 0}, [1, 0, 0, 0])
     a = {"value": 0.75, "low": 0.625, "high": 0.875, "level": 0.9, "benchmark": B, "version": 3,
          "n_anchors": 4, "n_answered": 4, "missing": [], "imputed": False, "target": "",
-         "synthetic": False, "data": "", "flags": [], "correction": None, "note": ""}  # fmt: skip
+         "synthetic": False, "data": "", "flags": [], "correction": None, "note": "",
+         "saturated": ""}  # fmt: skip
     b = a | {"value": 0.25, "low": 0.125, "high": 0.375}
     assert json.loads(json.dumps(diff.to_dict())) == {
         "value": 0.5, "low": 0.25, "high": 0.75, "level": 0.9, "resolvable": 0.25,
