@@ -8,15 +8,19 @@ from typing import Any
 
 from prefect.events import emit_event
 
+from sparseeval.consume.errors import environment_fault
 from sparseeval.pipeline.recipe import cap_reason
 from sparseeval.pipeline.records import BenchmarkResult, FitInfo, MatrixInfo, Waiting
 from sparseeval.pipeline.settings import SettingsError
 
 
 def error_of(state) -> str:
-    """A failed state's exception as one line."""
+    """A failed state's exception as one line (an environment fault, e.g. a full disk, as
+    `consume.errors.environment_fault` says it: what to do, not a Python class)."""
     exc = state.result(raise_on_failure=False)
-    return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
+    if not isinstance(exc, BaseException):
+        return str(state.message)
+    return environment_fault(exc) or f"{type(exc).__name__}: {exc}"
 
 
 def benchmarks_to_run(wanted: list[str] | None, states: dict[str, str]) -> list[str]:

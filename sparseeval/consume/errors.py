@@ -23,7 +23,7 @@ class SettingsError(SparseEvalError, ValueError):
 
 # errno values that say the machine, not sparseeval, failed: a full disk or quota, a read-only
 # or failing file system, no file handles or memory left
-ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO,
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO,
                                 errno.EMFILE, errno.ENFILE, errno.ENOMEM})  # fmt: skip
 
 
@@ -35,7 +35,8 @@ def environment_fault(exc: BaseException) -> str | None:
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
-            what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "system"
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # EFBIG: a size limit
+            what = "disk full" if full else "system"
             return f"{_first_line(exc)} ({what}: nothing half-written; fix it, then run again)"
         if isinstance(exc, ConnectionError | TimeoutError) or _network(exc):
             return (

@@ -60,6 +60,9 @@ def test_a_full_disk_and_a_dropped_connection_are_not_bugs(capsys):
     full = OSError(errno.ENOSPC, "No space left on device")  # a write's: no file name
     assert report("refresh", full) == EXIT_USER_ERROR
     assert "disk full" in capsys.readouterr().err
+    too_big = OSError(errno.EFBIG, "File too large")  # a file-size limit (ulimit -f, quota)
+    assert report("refresh", too_big) == EXIT_USER_ERROR
+    assert "disk full" in capsys.readouterr().err
     try:
         raise RuntimeError("publishing failed") from full
     except RuntimeError as wrapped:
