@@ -213,9 +213,10 @@ class PoolCheck:
         return self.out_of_range(values) | (self.lz(X, values) < self.threshold)
 
     def widening(self, X, values, halfwidth) -> np.ndarray:
-        """Per row, how much to widen each side of its interval: `(widen - 1) * halfwidth`
-        when flagged, else 0. Both sides: beyond the range the estimate errs either way
-        (metabench's TruthfulQA, strongest decile held out: flagged models overestimated)."""
+        """Per row, `(widen - 1) * halfwidth` when flagged (any reason), else 0: the widening
+        sets gave flagged models on both sides before the interval became monotone
+        (`interval_of` now widens only beyond the range, outward); `bench/flag_eval.py`
+        weighs it."""
         return self.widen_where(self.flagged(X, values), halfwidth)
 
     def widen_where(self, flagged, halfwidth) -> np.ndarray:
