@@ -98,7 +98,8 @@ class EeeRecords:
             elif age < settle:
                 yield pending_unit(KIND, samples, f"modified {age:.1f}s ago", settle)
             else:
-                yield from guarded_units(KIND, samples, _OneFile(samples, self.benchmark), store)
+                unit = partial(_samples_unit, samples, self.benchmark)
+                yield from guarded_units(KIND, samples, unit)
 
 
 @dataclass
@@ -168,15 +169,6 @@ class EeeHub:
         except EeeError as exc:
             raise SourceError(f"{self.repo}@{sha[:12]}: {exc}") from None
         _stage(samples, agg, self.benchmark, unit, con)
-
-
-@dataclass
-class _OneFile:
-    path: Path
-    benchmark: str | None
-
-    def units(self, store: Store) -> Iterator[Unit]:
-        yield _samples_unit(self.path, self.benchmark)
 
 
 def _samples_unit(samples: Path, benchmark: str | None) -> Unit:

@@ -92,16 +92,7 @@ class HelmRuns:
             elif age < settle:
                 yield pending_unit(KIND, run, f"a file changed {age:.1f}s ago", settle)
             else:
-                yield from guarded_units(KIND, run, _OneRun(run, self.benchmark), store)
-
-
-@dataclass
-class _OneRun:
-    path: Path
-    benchmark: str | None
-
-    def units(self, store: Store) -> Iterator[Unit]:
-        yield _run_unit(self.path, self.benchmark)
+                yield from guarded_units(KIND, run, partial(_run_unit, run, self.benchmark))
 
 
 def _run_unit(run: Path, benchmark: str | None) -> Unit:

@@ -94,7 +94,8 @@ class InspectLogs:
             if age < settle:
                 yield pending_unit(KIND, log, f"modified {age:.1f}s ago", settle)
             else:
-                yield from guarded_units(KIND, log, _OneLog(log, self.model, self.benchmark), store)
+                unit = partial(_log_unit, log, self.model, self.benchmark)
+                yield from guarded_units(KIND, log, unit)
 
 
 def log_files(folder: Path) -> list[Path]:
@@ -111,16 +112,6 @@ def log_files(folder: Path) -> list[Path]:
 def benchmark_of(task: str) -> str:
     """The benchmark a task's results go to: its name without a registry prefix."""
     return task.rsplit("/", 1)[-1]
-
-
-@dataclass
-class _OneLog:
-    path: Path
-    model: str | None
-    benchmark: str | None
-
-    def units(self, store: Store) -> Iterator[Unit]:
-        yield _log_unit(self.path, self.model, self.benchmark)
 
 
 def _log_unit(path: Path, model: str | None, benchmark: str | None) -> Unit:

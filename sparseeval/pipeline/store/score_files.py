@@ -84,9 +84,7 @@ def looks_like_scores(header: set[str]) -> bool:
     return set(LONG_SCORE_COLUMNS) <= header or bool(leaderboard)
 
 
-def _stage_scores_file(
-    path: Path, benchmark: str | None, con: duckdb.DuckDBPyConnection
-) -> None:
+def _stage_scores_file(path: Path, benchmark: str | None, con: duckdb.DuckDBPyConnection) -> None:
     stage_frames(con, None)  # no per-item rows
     stage_scores(con, read_scores_csv(path, benchmark))
 

@@ -18,9 +18,10 @@ import glob
 import re
 import shlex
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -78,12 +79,13 @@ class Inbox:
             elif (failed := self._failed_before(path)) is not None:
                 yield skipped_unit(kind, path, failed)
             elif benchmark is None:
-                yield from guarded_units(kind, path, LongTable(path), store)
+                yield from guarded_units(kind, path, partial(LongTable(path).units, store))
             elif path.suffix.lower() != ".csv":
                 why = f"wide tables are CSV; put long tables directly in {root}"
                 yield failing_unit(kind, path, SourceError(f"{path}: {why}"))
             else:
-                yield from guarded_units(kind, path, WideTable(path, benchmark), store)
+                units = partial(WideTable(path, benchmark).units, store)
+                yield from guarded_units(kind, path, units)
 
     def aside(self, path: Path) -> Path:
         """Where a failed file of this inbox is moved: the same place under `failed/`."""
@@ -155,7 +157,8 @@ class LmEvalGlob:
                 yield pending_unit("lm-eval", folder, f"a file changed {age:.1f}s ago", settle)
             else:
                 for res in results:
-                    yield from guarded_units("lm-eval", res, LmEvalRun(res, self.model), store)
+                    units = partial(LmEvalRun(res, self.model).units, store)
+                    yield from guarded_units("lm-eval", res, units)
 
 
 def spec_target(kind: str, body: str, what: str, example: str) -> str:
@@ -237,10 +240,14 @@ def skipped_unit(kind: str, path: Path, why: str) -> Unit:
     return Unit(kind, str(path), key, [str(path)], no_stage, skip=why)
 
 
-def guarded_units(kind: str, path: Path, source, store: Store) -> Iterator[Unit]:
-    """`source`'s units; an error while listing them becomes one failing unit."""
+def guarded_units(
+    kind: str, path: Path, listing: Callable[[], Unit | Iterable[Unit]]
+) -> Iterator[Unit]:
+    """The unit or units `listing()` gives (e.g. `partial(source.units, store)`); an error
+    while listing them becomes one failing unit."""
     try:
-        units = list(source.units(store))
+        made = listing()
+        units = [made] if isinstance(made, Unit) else list(made)
     except Exception as exc:  # a bad file is a failed unit, never the end of the folder
         reraise_stop(exc)  # but a stop signal is no bad file
         yield failing_unit(kind, path, exc)
