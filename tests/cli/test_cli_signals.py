@@ -13,6 +13,8 @@ import pytest
 
 from sparseeval.cli.tempserver import APP
 
+pytestmark = pytest.mark.slow  # real subprocesses and servers: the slow group
+
 
 def _servers_of(parent: int) -> list[int]:
     """Pids of temporary-server processes started by `parent` (its children running uvicorn)."""

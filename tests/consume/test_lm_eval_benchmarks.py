@@ -41,7 +41,7 @@ from sparseeval.pipeline.versions import set_latest
 from tests.helpers import published, tiny_fit
 from tests.lm_eval_cli import lm_eval, load_module, needs_lm_eval, original_task, read_jsonl
 
-pytestmark = needs_lm_eval
+pytestmark = [needs_lm_eval, pytest.mark.slow]  # real lm-eval runs
 
 SUBJECTS = ("abstract_algebra", "anatomy")
 MUSR = ("murder_mysteries", "team_allocation")

@@ -35,6 +35,7 @@ from tests.lm_eval_cli import (
     read_jsonl,
 )
 
+pytestmark = pytest.mark.slow  # real lm-eval runs: the slow group
 N_DOCS = 60
 
 

@@ -57,6 +57,7 @@ def _runs(client, deployment):
     return sorted(runs, key=lambda r: r.created)
 
 
+@pytest.mark.slow  # minutes: the slow group
 def test_a_refresh_that_always_crashes_is_rerun_once_and_its_rerun_alerts_once(crashing):
     client, deployment, got = crashing
     first = client.create_flow_run_from_deployment(deployment.id)

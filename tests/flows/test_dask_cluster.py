@@ -9,7 +9,7 @@ from tests.dask_cluster import local_cluster
 from tests.helpers import TINY, release
 
 pytest.importorskip("prefect_dask")
-pytestmark = pytest.mark.usefixtures("prefect_harness")
+pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.slow]  # real processes
 
 
 def test_refresh_on_an_existing_cluster_runs_on_its_workers(tmp_path):

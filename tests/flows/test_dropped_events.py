@@ -12,7 +12,7 @@ from prefect.events.worker import EventsWorker
 from sparseeval.pipeline.reports.run_report import summary_line
 from tests.helpers import release, run
 
-pytestmark = pytest.mark.usefixtures("prefect_harness")
+pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.slow]  # a real server
 
 
 @pytest.fixture

@@ -55,6 +55,7 @@ def cli_refresh(home: Path, source: str) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
 
 
+@pytest.mark.slow  # minutes: the slow group
 def test_two_refreshes_at_once_never_tombstone_each_others_candidate(published_home, tmp_path):
     home = published_home
     procs = [cli_refresh(home, release(tmp_path, lo, lo + 60)) for lo in (200, 260)]
