@@ -45,10 +45,19 @@ def report(command: str, exc: BaseException) -> int:
     return EXIT_BUG
 
 
+MAX_LINE = 1000  # a guard against a message of megabytes, not a style limit
+
+
 def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (or its type), at most 500 characters."""
+    """The first line of an exception's message (or its type), at most `MAX_LINE`
+    characters: a longer one keeps its start and its end (where the report's path and the
+    next step are), the middle elided."""
     text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:500]
+    line = text[0] if text else type(exc).__name__
+    if len(line) <= MAX_LINE:
+        return line
+    half = (MAX_LINE - 5) // 2
+    return f"{line[:half]} ... {line[-half:]}"
 
 
 def fail(command: str, message: str) -> int:

@@ -203,3 +203,15 @@ def test_a_header_only_answers_file_is_not_told_to_pass_allow_missing(tmp_path, 
         err = capsys.readouterr().err.strip()
         assert "no answers on any of the 5 anchors" in err and "--allow-missing" not in err
         assert "\n" not in err
+
+
+def test_a_long_error_line_keeps_its_end():
+    """A failure line over the limit kept its first 500 characters and lost the end, where
+    "(and 1 more failed); report at PATH" is (it failed with longer temporary paths)."""
+    from sparseeval.cli.common import MAX_LINE, first_line
+
+    message = "refresh failed for " + "x" * 2000 + " (and 1 more failed); report at /r.md"
+    line = first_line(RuntimeError(message))
+    assert len(line) <= MAX_LINE and line.startswith("refresh failed for xxx")
+    assert line.endswith("(and 1 more failed); report at /r.md") and " ... " in line
+    assert first_line(RuntimeError("short\nsecond line")) == "short"
