@@ -38,7 +38,6 @@ from sparseeval.consume.answers.eee_answers import (
 )
 from sparseeval.consume.answers.identity import OPAQUE
 from sparseeval.consume.hashing import file_sha256, fingerprint
-from sparseeval.pipeline.store import watched
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.hub import HubClient, default_hub_client
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
@@ -54,10 +53,9 @@ from sparseeval.pipeline.store.unit import (
     stage_frames,
 )
 from sparseeval.pipeline.store.watched import (
-    age_of,
     failing_unit,
-    guarded_units,
-    pending_unit,
+    settle_time,
+    settled_units,
     spec_target,
 )
 
@@ -86,20 +84,14 @@ class EeeRecords:
         if path.is_file():
             yield _samples_unit(path, self.benchmark)
             return
-        settle = watched.SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
-        now = time.time()
+        settle, now = settle_time(self.settle_seconds), time.time()
         for samples in sorted(path.rglob(f"*{SAMPLES_SUFFIX}")):
             if any(part.startswith(".") for part in samples.relative_to(path).parts):
                 continue
             agg = aggregate_path(samples)
-            age = age_of([samples, agg], now)
-            if not agg.is_file():
-                yield pending_unit(KIND, samples, f"no {agg.name} beside it", settle)
-            elif age < settle:
-                yield pending_unit(KIND, samples, f"modified {age:.1f}s ago", settle)
-            else:
-                unit = partial(_samples_unit, samples, self.benchmark)
-                yield from guarded_units(KIND, samples, unit)
+            missing = None if agg.is_file() else f"no {agg.name} beside it"
+            unit = partial(_samples_unit, samples, self.benchmark)
+            yield from settled_units(KIND, samples, [samples, agg], unit, settle, now, missing)
 
 
 @dataclass

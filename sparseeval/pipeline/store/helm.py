@@ -39,7 +39,6 @@ from sparseeval.consume.answers.identity import OPAQUE
 from sparseeval.consume.answers.inspect_answers import score_value
 from sparseeval.consume.answers.jsontext import JsonTextError, loads
 from sparseeval.consume.hashing import file_sha256, fingerprint
-from sparseeval.pipeline.store import watched
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
 from sparseeval.pipeline.store.unit import (
@@ -52,7 +51,11 @@ from sparseeval.pipeline.store.unit import (
     no_stage,
     stage_frames,
 )
-from sparseeval.pipeline.store.watched import age_of, guarded_units, pending_unit, spec_target
+from sparseeval.pipeline.store.watched import (
+    settle_time,
+    settled_units,
+    spec_target,
+)
 
 KIND = "helm"
 CONTENT_HASH = "helm_instance"
@@ -82,17 +85,12 @@ class HelmRuns:
         runs = [root] if (root / _SPEC).is_file() else sorted(p.parent for p in root.rglob(_SPEC))
         if not runs:
             raise SourceError(f"{root}: no HELM run folder (with {_SPEC}) in it")
-        settle = watched.SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
-        now = time.time()
+        settle, now = settle_time(self.settle_seconds), time.time()
         for run in runs:
             files = [p for p in run.iterdir() if p.is_file()]
-            age = age_of(files, now)
-            if not (run / _STATS).is_file():
-                yield pending_unit(KIND, run, f"no {_STATS} yet", settle)
-            elif age < settle:
-                yield pending_unit(KIND, run, f"a file changed {age:.1f}s ago", settle)
-            else:
-                yield from guarded_units(KIND, run, partial(_run_unit, run, self.benchmark))
+            missing = None if (run / _STATS).is_file() else f"no {_STATS} yet"
+            unit = partial(_run_unit, run, self.benchmark)
+            yield from settled_units(KIND, run, files, unit, settle, now, missing)
 
 
 def _run_unit(run: Path, benchmark: str | None) -> Unit:

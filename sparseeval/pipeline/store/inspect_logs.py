@@ -36,7 +36,6 @@ from sparseeval.consume.answers.inspect_answers import (
     read_log,
 )
 from sparseeval.consume.hashing import file_sha256, fingerprint
-from sparseeval.pipeline.store import watched
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
 from sparseeval.pipeline.store.unit import (
@@ -51,9 +50,8 @@ from sparseeval.pipeline.store.unit import (
 )
 from sparseeval.pipeline.store.watched import (
     PENDING,
-    age_of,
-    guarded_units,
-    pending_unit,
+    settle_time,
+    settled_units,
     skipped_unit,
     spec_target,
 )
@@ -87,15 +85,10 @@ class InspectLogs:
         if path.is_file():
             yield _log_unit(path, self.model, self.benchmark)
             return
-        settle = watched.SETTLE_SECONDS if self.settle_seconds is None else self.settle_seconds
-        now = time.time()
+        settle, now = settle_time(self.settle_seconds), time.time()
         for log in log_files(path):
-            age = age_of([log], now)
-            if age < settle:
-                yield pending_unit(KIND, log, f"modified {age:.1f}s ago", settle)
-            else:
-                unit = partial(_log_unit, log, self.model, self.benchmark)
-                yield from guarded_units(KIND, log, unit)
+            unit = partial(_log_unit, log, self.model, self.benchmark)
+            yield from settled_units(KIND, log, [log], unit, settle, now)
 
 
 def log_files(folder: Path) -> list[Path]:

@@ -240,6 +240,32 @@ def skipped_unit(kind: str, path: Path, why: str) -> Unit:
     return Unit(kind, str(path), key, [str(path)], no_stage, skip=why)
 
 
+def settle_time(settle_seconds: float | None) -> float:
+    """A source's settle time: its own, else `SETTLE_SECONDS` (read when listing, so a
+    configured or patched value applies)."""
+    return SETTLE_SECONDS if settle_seconds is None else settle_seconds
+
+
+def settled_units(
+    kind: str,
+    path: Path,
+    files: list[Path],
+    listing: Callable[[], Unit | Iterable[Unit]],
+    settle: float,
+    now: float,
+    missing: str | None = None,
+) -> Iterator[Unit]:
+    """`path`'s units (`guarded_units`) once it lacks nothing (`missing`: what it still lacks)
+    and its `files` have not changed for `settle` seconds; a pending unit before."""
+    age = age_of(files, now)
+    if missing:
+        yield pending_unit(kind, path, missing, settle)
+    elif age < settle:
+        yield pending_unit(kind, path, f"modified {age:.1f}s ago", settle)
+    else:
+        yield from guarded_units(kind, path, listing)
+
+
 def guarded_units(
     kind: str, path: Path, listing: Callable[[], Unit | Iterable[Unit]]
 ) -> Iterator[Unit]:
