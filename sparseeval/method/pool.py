@@ -38,6 +38,12 @@ EDGE_RAMP = 0.625
 # (bench/RESULTS.md).
 SUITE_RAMP = 0.0
 MIN_TAIL = 10  # fewer models held out (or left): no edge
+# Saturation (`fit_saturation`): the zone starts at this quantile of the estimates of the
+# pool's strongest SATURATION_SHARE of models (at least MIN_TAIL). On metabench (k = 50) a
+# share of 0.005 or 10 models, at 0.1, flags every one of ARC's and GSM8K's 10 strongest
+# held-out models (0.25: 7 and 10 of 10 at 40 models) and 14% of ARC's random ones.
+SATURATION_SHARE = 0.005
+SATURATION_QUANTILE = 0.1
 STEP = 1.0  # largest Newton step per parameter (full steps overshoot on near-separable anchors)
 
 
@@ -100,33 +106,50 @@ def estimator_pool_check(
     fit = lambda X, y: refit(X, y).predict  # noqa: E731
     check = with_edge(check, fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail,
                       ramp=edge_ramp)  # fmt: skip
-    return with_saturation(check, est.predict_anchors, len(est.anchors_), y_train)
+    return with_saturation(check, est.predict_anchors, len(est.anchors_), y_train, pred)
 
 
-def with_saturation(check: PoolCheck, read: Callable, k: int, y) -> PoolCheck:
+def with_saturation(check: PoolCheck, read: Callable, k: int, y, pred) -> PoolCheck:
     """`check` with the `Saturation` of a reader `read` of `k` anchors whose training
-    targets are `y`."""
-    return replace(check, saturation=fit_saturation(read, k, y))
+    targets are `y` and estimates `pred`."""
+    return replace(check, saturation=fit_saturation(read, k, y, pred))
 
 
-def fit_saturation(read: Callable, k: int, y) -> Saturation | None:
-    """Where `read` (+-1 sheets of `k` anchors -> estimates) stops telling models apart:
-    `top`, the median estimate of the k sheets with every anchor right but one (the median:
-    one heavy anchor wrong says much, and would else stretch the zone over most models, as
-    TruthfulQA's nnridge reader did, 163 of 200 random models flagged); `peak`, its estimate
-    of every anchor right, where the upper end opens to the best training score in `y` (the
-    most the pool vouches for; opening further, by the top edge's `up`, cost ARC's random
-    held-out models 20% more mean width, `bench/above_pool.py`); `bottom` and `trough` the
-    same for wrong (the lower end opens to the worst score). None for k < 2."""
+def fit_saturation(read: Callable, k: int, y, pred=None) -> Saturation | None:
+    """Where `read` (+-1 sheets of `k` anchors -> estimates) stops telling models apart.
+
+    `top`: the lower of the median estimate of the k sheets with every anchor right but one
+    (the median: one heavy anchor wrong says much, and would else stretch the zone over most
+    models, as TruthfulQA's nnridge reader did, 163 of 200 random models flagged) and of
+    `_reach(pred, y)`, the estimates the pool's strongest models get: an estimate those
+    models also get cannot tell a model from them, nor from one stronger still (metabench
+    ARC: the pool's models of leaderboard 75-78 are read 70-73, as its 72% ones, and its 10
+    strongest 70.5-72.6). There (`peak` = `top`) the upper end opens to the scale's top
+    (`ceiling` 1: nothing in the data bounds it; opened to the pool's best score instead,
+    ARC's 10 strongest were all missed, `bench/above_pool.py`). `bottom`: the median of the
+    sheets with every anchor wrong but one; every anchor wrong (`trough`) opens the lower
+    end to the worst training score (`floor`). No zone from the pool's weakest models, as
+    no bottom edge: next models are stronger (opened to 0 there, ARC's random models' mean
+    width rose by half as much again). None for k < 2."""
     if k < 2:
         return None
     eye, one = np.eye(k, dtype=np.float32), np.ones((1, k), dtype=np.float32)
     est = np.asarray(read(np.vstack([one, 1 - 2 * eye, -one, 2 * eye - 1])), dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
+    top = float(np.median(est[1 : k + 1]))
+    if pred is not None:
+        top = min(top, _reach(np.asarray(pred, dtype=np.float64), y, SATURATION_QUANTILE))
     best, worst = float(np.max(y)), float(np.min(y))
-    return Saturation(top=float(np.median(est[1 : k + 1])), peak=float(est[0]),
-                      bottom=float(np.median(est[k + 2 :])), trough=float(est[k + 1]),
-                      ceiling=best, floor=worst, best=best, worst=worst)  # fmt: skip
+    return Saturation(top=top, peak=top, bottom=float(np.median(est[k + 2 :])),
+                      trough=float(est[k + 1]), ceiling=1.0, floor=worst, best=best,
+                      worst=worst)  # fmt: skip
+
+
+def _reach(pred: np.ndarray, y: np.ndarray, q: float) -> float:
+    """The `q` quantile of the estimates `pred` of the pool's strongest models by `y`: the
+    SATURATION_SHARE of highest target, at least MIN_TAIL, ties included."""
+    n = min(len(y), max(MIN_TAIL, int(np.ceil(SATURATION_SHARE * len(y)))))
+    return float(np.quantile(pred[y >= np.sort(y)[-n]], q))
 
 
 def once(fit: Callable) -> Callable:
@@ -240,7 +263,7 @@ def suite_pool_checks(
         check = with_edge(check, suite.refit_average, XA, Y.mean(1), pred["average"], level,
                           edge_tail, fit_y=Y, ramp=SUITE_RAMP)  # fmt: skip
         read = lambda X: np.mean([suite.readers_[b].predict(X) for b in suite.benchmarks_], 0)  # noqa: E731
-        return with_saturation(check, read, XA.shape[1], Y.mean(1))
+        return with_saturation(check, read, XA.shape[1], Y.mean(1), pred["average"])
 
     def benchmark(b: str) -> tuple[PoolCheck, PoolCheck]:
         est = suite.estimators_[b]
@@ -251,7 +274,7 @@ def suite_pool_checks(
         if y:
             fit = lambda X, t: suite.refit_reader(b, X, t, own_reader)  # noqa: E731
             joint = with_edge(joint, fit, XA, y[b], pred[b], level, edge_tail, ramp=SUITE_RAMP)
-            joint = with_saturation(joint, suite.readers_[b].predict, XA.shape[1], y[b])
+            joint = with_saturation(joint, suite.readers_[b].predict, XA.shape[1], y[b], pred[b])
         return own, joint
 
     tasks = [average] + [partial(benchmark, b) for b in suite.benchmarks_]

@@ -52,7 +52,8 @@ def test_every_anchor_right_is_flagged_and_opens_above_the_best_training_score(f
     assert top.saturated == "top" and top.high >= sat.best
     line = next(f for f in top.flags if f.startswith(SATURATED_TOP))
     assert "upper end opens to" in line
-    assert "A set with more anchors, or one fit on stronger models, would narrow it" in line
+    assert "More items, or a set fit on stronger models, would narrow it" in line
+    assert top.high == 1.0  # nothing in the pool bounds a model stronger than its best
     assert top.to_dict()["saturated"] == "top"
     bottom = aset.predict([0] * len(aset.items))
     assert bottom.saturated == "bottom" and bottom.low <= sat.worst
@@ -66,8 +67,8 @@ def test_saturation_is_fitted_from_the_reader_of_the_anchors():
         return (np.asarray(X).mean(1) + 1) / 2
 
     sat = fit_saturation(share, 4, [0.2, 0.5, 0.9])
-    assert (sat.top, sat.peak, sat.bottom, sat.trough) == (0.75, 1.0, 0.25, 0.0)
-    assert (sat.ceiling, sat.floor, sat.best, sat.worst) == (0.9, 0.2, 0.9, 0.2)
+    assert (sat.top, sat.peak, sat.bottom, sat.trough) == (0.75, 0.75, 0.25, 0.0)
+    assert (sat.ceiling, sat.floor, sat.best, sat.worst) == (1.0, 0.2, 0.9, 0.2)
     assert fit_saturation(share, 1, [0.5]) is None
 
     def heavy(X):  # anchor 0 weighs as much as the other three together
@@ -76,6 +77,22 @@ def test_saturation_is_fitted_from_the_reader_of_the_anchors():
     sat = fit_saturation(heavy, 4, [0.2, 0.9])  # the typical anchor wrong, not the heavy one
     assert (sat.top, sat.bottom) == (10 / 12, 2 / 12) and heavy(-np.eye(4)[:1] * 2 + 1) < sat.top
     assert Saturation.from_dict(json.loads(json.dumps(sat.to_dict()))) == sat
+
+
+def test_the_zone_starts_where_the_pools_strongest_models_are_read():
+    """The pool's strongest models read as its middle ones (metabench ARC: leaderboard 75-78
+    read 70-73 as its 72% models): from there on the anchors cannot tell a model from them,
+    nor from one stronger still."""
+    rng = np.random.default_rng(0)
+    y = np.sort(rng.uniform(0.2, 0.9, 1000))
+    pred = np.minimum(y, 0.7) + rng.normal(0, 0.005, 1000)  # the reader flattens above 0.7
+    sat = fit_saturation(lambda X: (np.asarray(X).mean(1) + 1) / 2, 20, y, pred)
+    strongest = pred[-10:]
+    assert sat.top <= np.quantile(strongest, 0.1) + 1e-12 and sat.top == sat.peak
+    assert 0.68 < sat.top < 0.7 and sat.bottom == pytest.approx(0.05)  # all wrong but one
+    assert sat.at_top(strongest).mean() >= 0.9 and not sat.at_top(pred[y < 0.6]).any()
+    low, high = sat.opened(np.array([0.5, 0.7]), np.array([0.45, 0.66]), np.array([0.55, 0.74]))
+    assert high.tolist() == [0.55, 1.0] and low.tolist() == [0.45, 0.66]
 
 
 def test_check_counts_saturated_models_and_flagged_misses_in_strict_json(fitted, capsys):

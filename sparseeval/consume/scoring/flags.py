@@ -13,15 +13,15 @@ deserves less trust than the interval's calibration models':
   and a model is flagged when l_z falls below `threshold`, the `rate` quantile of l_z over
   the training and calibration models (about `rate` of models like the pool are flagged).
 
-* `saturation` (`Saturation`): every anchor right but one, or wrong: at the top (bottom) of
-  what these anchors can tell.
+* `saturation` (`Saturation`): an estimate the pool's strongest models also get, or every
+  anchor right (wrong) but one: at the top (bottom) of what these anchors can tell.
 
 An estimate beyond the range gets its half-width times `widen` on the outer side (the factor
-measured on held-out groups of real models, `bench/newcomers.py --cache`); every anchor right
-(wrong) opens the upper (lower) end to the pool's best (worst) score and beyond. An unlikely
-answer pattern is said, not widened: the interval's ends are non-decreasing functions of the
-estimate (`monotone_ends`), so that with a monotone reader no answer turned right lowers
-either end, and a widening that comes and goes with single answers would break that.
+measured on held-out groups of real models, `bench/newcomers.py --cache`); a saturated estimate
+opens the upper end to the scale's top (every anchor wrong: the lower to the worst score).
+An unlikely answer pattern is said, not widened: the interval's ends are non-decreasing
+functions of the estimate (`monotone_ends`), so that with a monotone reader no answer turned
+right lowers either end, and a widening that comes and goes with single answers would break that.
 
 The top edge (`Edge`, key `edges`; sets without it widen nothing here): a predictor shrinks
 toward the middle of its pool, so a model stronger than every training model gets an estimate
@@ -126,14 +126,13 @@ class Edge:
 
 @dataclass(frozen=True)
 class Saturation:
-    """Where the anchors stop telling models apart (accuracy, 0-1). `top`: the median
-    estimate of the answer sheets with every anchor right but one; with a monotone reader
-    every sheet reading at least that is at the top of what the anchors can tell (flagged and
-    said).
-    `peak`: the estimate of every anchor right, the most the anchors can say; there the
-    interval's upper end opens to at least `ceiling` (the best training score). `bottom`,
-    `trough` and `floor` the same below (the worst training score). Fitted by
-    `method.pool.fit_saturation`; sets without it flag and open nothing."""
+    """Where the anchors stop telling models apart (accuracy, 0-1). At or above `top` an
+    estimate is one the pool's strongest models also get (or every anchor right but one):
+    flagged and said; at or above `peak` the interval's upper end opens to `ceiling` (sets
+    from `method.pool.fit_saturation`: the zone's start and the scale's top; older sets:
+    every anchor right and the best training score). `bottom`: every anchor wrong but one;
+    at `trough` (every anchor wrong) the lower end opens to `floor`, the worst training
+    score. Sets without it flag and open nothing."""
 
     top: float
     peak: float
@@ -162,15 +161,16 @@ class Saturation:
         if self.at_top(value):
             opens = (f"; the upper end opens to {pct(self.ceiling)}" if value >= self.peak - TOL
                      else "")  # fmt: skip
-            return (f"{SATURATED_TOP}: every anchor right or all but one, where the training"
-                    f" models' scores reach {pct(self.best)}{opens}. A set with more anchors,"
-                    " or one fit on stronger models, would narrow it")  # fmt: skip
+            return (f"{SATURATED_TOP}: the pool's strongest models (scores up to"
+                    f" {pct(self.best)}) answer its anchors as this model does, and so would a"
+                    f" stronger one{opens}. More items, or a set fit on stronger models, would"
+                    " narrow it")  # fmt: skip
         if self.at_bottom(value):
             opens = (f"; the lower end opens to {pct(self.floor)}" if value <= self.trough + TOL
                      else "")  # fmt: skip
             return (f"{SATURATED_BOTTOM}: every anchor wrong or all but one, where the training"
-                    f" models' scores reach down to {pct(self.worst)}{opens}. A set with more"
-                    " anchors, or one fit on weaker models, would narrow it")  # fmt: skip
+                    f" models' scores reach down to {pct(self.worst)}{opens}. More items, or a"
+                    " set fit on weaker models, would narrow it")  # fmt: skip
         return None
 
     def to_dict(self) -> dict:
