@@ -20,7 +20,7 @@ from torch import nn
 
 from sparseeval.method.memory import keep_freed_memory
 from sparseeval.method.parallel import training_slot
-from sparseeval.method.training import Adam, Dropout, Tanh, mask_generator
+from sparseeval.method.training import Adam, Dropout, MonotoneMix, mask_generator
 
 ALPHAS = np.logspace(-2, 4, 25)
 
@@ -198,8 +198,10 @@ class MLPPredictor:
     training rows when no validation set is given) and keeps the best weights.
     `hidden=()` gives a linear-in-inputs predictor trained the same way.
     `monotone=True` (the default): every weight >= 0 (started at |init| / sqrt(fan-in),
-    projected back after each Adam step) and tanh between layers, so answering one more
-    anchor right never lowers the estimate (the paper's GELU net, `monotone=False`, can).
+    projected back after each Adam step) and `MonotoneMix` between layers, so answering one
+    more anchor right never lowers the estimate (the paper's GELU net, `monotone=False`,
+    can). `activation` names the function between layers (default by `monotone`; "tanh":
+    monotone sets published before "monotone-mix").
     """
 
     kind = "mlp"
@@ -218,17 +220,14 @@ class MLPPredictor:
         seed: int = 0,
         monotone: bool = True,
         device: str = "cpu",
+        activation: str | None = None,
     ) -> None:
         self.hidden, self.dropout, self.lr = tuple(hidden), dropout, lr
         self.epochs, self.patience, self.weight_decay = epochs, patience, weight_decay
         self.holdout, self.sigmoid, self.seed = holdout, sigmoid, seed
         self.monotone = monotone
         self.device = device  # trains there ("cuda": a GPU); predicts on the CPU
-
-    @property
-    def activation(self) -> str:
-        """Between layers: "tanh" (monotone) or the paper's "gelu"."""
-        return "tanh" if self.monotone else "gelu"
+        self.activation = activation or ("monotone-mix" if monotone else "gelu")
 
     def _build(self, k: int) -> nn.Sequential:
         """A fresh net: weights and its dropout generator's seed from torch's generator."""
@@ -243,8 +242,8 @@ class MLPPredictor:
     def _layers(self, k: int, rng: np.random.Generator | torch.Generator) -> nn.Sequential:
         layers: list[nn.Module] = []
         for width in self.hidden:
-            act = Tanh() if self.activation == "tanh" else nn.GELU()  # Tanh: training.py
-            layers += [nn.Linear(k, width), act, Dropout(self.dropout, rng)]
+            layers += [nn.Linear(k, width), _ACTIVATIONS[self.activation](),
+                       Dropout(self.dropout, rng)]  # fmt: skip
             k = width
         layers.append(nn.Linear(k, self.outputs_))
         if self.sigmoid:
@@ -329,7 +328,8 @@ class MLPPredictor:
         torch.set_num_threads(1)  # as `fit`: the saved net predicted with one thread
         p = cls(hidden=tuple(config["hidden"]), dropout=config["dropout"],
                 sigmoid=config["sigmoid"],
-                monotone=config.get("activation", "gelu") == "tanh")  # fmt: skip
+                activation=config.get("activation", "gelu"),
+                monotone=config.get("activation", "gelu") != "gelu")  # fmt: skip
         p.mean_ = np.asarray(arrays["mean"], dtype=np.float32)
         p.net_ = p._layers(int(config["n_inputs"]), np.random.default_rng(0))  # eval: no dropout
         weights = {k[len("net.") :]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
@@ -346,6 +346,9 @@ class MLPPredictor:
         for part in ("weight", "bias"):
             arrays[f"{last}.{part}"] = arrays[f"{last}.{part}"][j : j + 1]
         return reader_from_state(config, arrays)
+
+
+_ACTIVATIONS = {"gelu": nn.GELU, "tanh": nn.Tanh, "monotone-mix": MonotoneMix}
 
 
 def _hold_out(X, y, share: float, seed: int):

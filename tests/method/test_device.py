@@ -12,7 +12,7 @@ from sparseeval.method import predictors
 from sparseeval.method.estimator import SparseEval
 from sparseeval.method.paper import PaperSparseEval, ZeroOneMLP, _paper_train, _Steps
 from sparseeval.method.predictors import MLPPredictor
-from sparseeval.method.training import Dropout, Tanh, mask_generator
+from sparseeval.method.training import Dropout, mask_generator
 
 QUIET = {"progress": lambda s: None}
 
@@ -109,22 +109,6 @@ def test_paper_fit_with_torch_masks_is_reproducible(data, monkeypatch):
             for _ in range(2)]  # fmt: skip
     np.testing.assert_array_equal(fits[0].anchors_, fits[1].anchors_)
     np.testing.assert_array_equal(fits[0].predict(X), fits[1].predict(X))
-
-
-def test_tanh_is_torchs_to_a_rounding_and_its_backward_is_torchs():
-    """The MLP's Tanh (NumPy's forward on a float32 CPU tensor, several times faster than
-    torch's there): within 2 float32 ulps of torch.tanh, and torch's backward on its output."""
-    x = torch.linspace(-6, 6, 21000).reshape(-1, 7).requires_grad_(True)
-    ours = Tanh()(x)
-    torch.testing.assert_close(ours, torch.tanh(x), rtol=0, atol=2.5e-7)
-    grad = torch.rand_like(ours)
-    (dx,) = torch.autograd.grad(ours, x, grad)
-    assert torch.equal(dx, torch.ops.aten.tanh_backward(grad, ours.detach()))
-    x64 = x.detach().double()
-    assert torch.equal(Tanh()(x64), torch.tanh(x64))  # other dtypes (and devices): torch's
-    net = MLPPredictor(hidden=(8,), epochs=2).fit(np.sign(np.random.default_rng(0).normal(
-        size=(40, 5))), np.linspace(0.2, 0.8, 40)).net_  # fmt: skip
-    assert any(isinstance(m, Tanh) for m in net.modules())
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
