@@ -212,8 +212,13 @@ def no_more_items(aset, answers: dict) -> str:
         return "this set has no list of the benchmark's items (published before next items)"
     if not curves.item_mean:
         target = aset.manifest.get("target", {}).get("definition") or "a reported score"
-        return (f"the set estimates {target}, not the mean over its items, so answers on more"
-                " of its items cannot correct the estimate")  # fmt: skip
+        n = len(curves.items)
+        return (f"the set estimates {target}, not the mean over its {n} items: answers on more of"
+                " them do not correct it, and it reads a model from how its training models'"
+                " scores followed their answers, so it cannot place a model above its best"
+                " training models (the interval's flags say when a model is there). A set fit"
+                " on the items' mean (`fit` without --targets), or on stronger models, would"
+                " narrow it")  # fmt: skip
     if aset.items_left(answers) <= 0:
         return f"every one of the benchmark's {len(curves.items)} items is an anchor or answered"
     return "the items answered already are as many as that width takes"
