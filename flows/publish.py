@@ -17,6 +17,7 @@ from sparseeval.flows._results import event
 from sparseeval.flows._run import say
 
 from sparseeval import tasks
+from sparseeval.consume.sets.layout import budget_of
 from sparseeval.pipeline import publish
 from sparseeval.pipeline.records import BenchmarkResult, MatrixInfo
 from sparseeval.pipeline.settings import FIT, PUBLISH, TRAINING, Settings
@@ -56,10 +57,16 @@ def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult
 
 
 def point_default(settings: Settings, r: BenchmarkResult) -> None:
-    """Readers of the benchmark load the set this run maintains: its largest budget's (or
-    the single set), whether published tonight or kept (`versions.point_default`)."""
-    if r.budget == (max(settings.budgets) if len(settings.budgets) > 1 else None):
-        tasks.point_default(settings.sections("paths"), r.benchmark, r.budget)
+    """Readers of the benchmark load the set this run maintains (`versions.point_default`):
+    its largest budget's, whether published tonight or kept; with one budget, the set it
+    published tonight (`{benchmark}/k{K}`, K its number of anchors; a kept one is already
+    the one readers load)."""
+    if len(settings.budgets) > 1:
+        budget = r.budget if r.budget == max(settings.budgets) else None
+    else:
+        budget = budget_of(r.published_path) if r.published_path else None
+    if budget is not None:
+        tasks.point_default(settings.sections("paths"), r.benchmark, budget)
 
 
 def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:

@@ -91,7 +91,7 @@ def promote(candidate: Candidate) -> None:
 
 
 @task(name="point-default", cache_policy=NO_CACHE, task_run_name="point-default-{benchmark}")
-def point_default(paths: Sections, benchmark: str, budget: int | None) -> None:
+def point_default(paths: Sections, benchmark: str, budget: int) -> None:
     """Point the benchmark's `default` at the set this run maintains (`versions.point_default`)."""
     from sparseeval.pipeline.versions import point_default as point
 

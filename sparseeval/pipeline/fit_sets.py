@@ -1,10 +1,12 @@
 """`sparseeval fit --out DIR`: each budget's fit as a promoted anchor set under DIR.
 
 The folder then loads like a published one: `sparseeval predict --anchor-set DIR
---benchmark NAME`, `load_anchor_set(DIR, NAME)`. One budget is `DIR/{name}/v{N}/`, several
-are `DIR/{name}/k{budget}/v{N}/` (the layout of `sparseeval refresh`); fitting into the
-same folder again adds the next version and points `latest` at it (a fit that is the live
-set over again adds none: `ledgers.unchanged_from`). Each set carries the
+--benchmark NAME`, `load_anchor_set(DIR, NAME)`. Each budget is a set of its own,
+`DIR/{name}/k{budget}/v{N}/`, and `DIR/{name}/default` names the largest (the layout of
+`sparseeval refresh`); fitting into the same folder again adds the next version and points
+`latest` at it (a fit that is the live set over again adds none: `ledgers.unchanged_from`;
+an old single set there is moved into the layout first: `versions.move_single_set`). Each
+set carries the
 pool check (`consume.scoring.flags`, fitted on its training models) and lists its models
 (`consume.sets.models`), as a published one does.
 
@@ -93,22 +95,21 @@ def publish_fits(
     local = settings.replace(hub_repo=None)  # never mirrored
     folders = []
     for k, fit in comparison.fitted.items():
-        budget = k if several else None
 
-        def write(k=k, fit=fit, budget=budget) -> tuple[Candidate, GateResult]:
-            folder = _write(out_dir, benchmark, (k, fit, budget), comparison, matrix, settings,
-                            extra, files=files, curves=curves)  # fmt: skip
-            return candidate(folder, benchmark, "", budget), UNGATED
+        def write(k=k, fit=fit) -> tuple[Candidate, GateResult]:
+            folder = _write(out_dir, benchmark, (k, fit), comparison, matrix, settings, extra,
+                            files=files, curves=curves)  # fmt: skip
+            return candidate(folder, benchmark, "", k if several else None), UNGATED
 
         folders.append(Path(publish_unit(local.sections(*PUBLISH), write).path))
-    point_default(out_dir, benchmark, max(comparison.fitted) if several else None)
+    point_default(out_dir, benchmark, max(comparison.fitted))
     return folders
 
 
 def _write(out_dir, benchmark, fit, comparison, matrix, settings, extra, **kw) -> Path:
-    """One budget's fit `(k, MatrixFit, budget)` as a new, unpromoted version under `out_dir`
+    """One budget's fit `(k, MatrixFit)` as a new, unpromoted version of `out_dir`'s k{k} set
     (`versions.write_version`; kw: its `files`, `curves`), with its pool check and test flags."""
-    k, fit, budget = fit
+    k, fit = fit
     split, est, pred, y = fit.split, fit.est, fit.pred, matrix.y
     flags = test_flags(fit.pool, matrix.values[split.test][:, est.anchors_], pred)
     return write_version(
@@ -116,6 +117,6 @@ def _write(out_dir, benchmark, fit, comparison, matrix, settings, extra, **kw) -
         split_sizes=split.sizes(), metrics={"test": fit.test}, settings=settings,
         report_inputs={"test_pred": pred, "test_true": y[split.test], **flags,
                        "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
-        budget=budget, extra=dict(extra) | {POOL_KEY: fit.pool.to_dict()},
+        budget=k, extra=dict(extra) | {POOL_KEY: fit.pool.to_dict()},
         item_sources=opaque_sources(est.anchor_ids_), **kw,
     )  # fmt: skip

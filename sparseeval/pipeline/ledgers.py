@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sparseeval.consume.sets.layout import MANIFEST, latest_version, set_dir
+from sparseeval.consume.sets.layout import MANIFEST, latest_version
 from sparseeval.pipeline import sealed
 from sparseeval.pipeline.artifacts import artifact_path
 from sparseeval.pipeline.records import Candidate
@@ -68,10 +68,10 @@ def substance(folder: str | Path) -> dict[str, Any]:
 
 def unchanged_from(cand: Candidate) -> int | None:
     """The live version when the candidate is the same set over again (`substance`), else None."""
-    live = latest_version(cand.published_dir, cand.benchmark, cand.budget)
+    where = Path(cand.path).parent  # the candidate's set
+    live = latest_version(where.parent, where.name)
     if live is None or live == cand.version:
         return None
-    where = set_dir(cand.published_dir, cand.benchmark, cand.budget)
     try:
         same = substance(where / f"v{live}") == substance(cand.path)
     except (OSError, ValueError):

@@ -12,9 +12,12 @@ from pathlib import Path
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.sets.hub import hub_client, redact
 from sparseeval.consume.sets.layout import (
+    DEFAULT,
     LATEST,
     MANIFEST,
     SIGNATURE,
+    budget_of,
+    default_budget,
     read_manifest,
     resolve_version_dir,
     set_dir,
@@ -55,14 +58,15 @@ def push_to_hub(
 ):
     """Mirror one version to a Hub dataset repo in ONE commit (all files or none).
 
-    Files land at `{benchmark}/v{N}/...`; with `update_latest` the commit also
-    rewrites `{benchmark}/latest`. `client` is an `huggingface_hub.HfApi` (or any
-    object with `create_commit`). With `parent_commit` (the head sha this push was
-    prepared against, e.g. from `head_revision`) the Hub refuses the commit if the repo
-    moved meanwhile: `MirrorConflictError`, nothing written. A `manifest.sig` goes along
-    (consumers check it with `load_anchor_set(..., public_key=...)`). Returns the commit info;
-    its `oid` is the new revision, to pin consumers to
-    (`load_anchor_set(repo_id, benchmark, revision=oid)`).
+    Files land at `{benchmark}/k{K}/v{N}/...` (the local layout: `consume.sets.layout`);
+    with `update_latest` the commit also rewrites `{benchmark}/k{K}/latest`, and
+    `{benchmark}/default` when the local one names this set. `client` is an
+    `huggingface_hub.HfApi` (or any object with `create_commit`). With `parent_commit` (the
+    head sha this push was prepared against, e.g. from `head_revision`) the Hub refuses the
+    commit if the repo moved meanwhile: `MirrorConflictError`, nothing written. A
+    `manifest.sig` goes along (consumers check it with `load_anchor_set(...,
+    public_key=...)`). Returns the commit info; its `oid` is the new revision, to pin
+    consumers to (`load_anchor_set(repo_id, benchmark, revision=oid)`).
     """
     from huggingface_hub import CommitOperationAdd
 
@@ -70,7 +74,8 @@ def push_to_hub(
     manifest = read_manifest(folder)
     verify(folder, manifest)
     n = manifest["version"]
-    where = set_dir("", benchmark, budget).as_posix()  # `arc`, or `arc/k50`
+    budget = budget_of(folder) if budget is None else budget
+    where = set_dir("", benchmark, budget).as_posix()  # `arc/k50` (the suite: `suite`)
     prefix = f"{where}/v{n}"
     ops = [
         CommitOperationAdd(path_in_repo=f"{prefix}/{rel}", path_or_fileobj=str(folder / rel))
@@ -85,6 +90,13 @@ def push_to_hub(
                 path_or_fileobj=json.dumps(pointer, indent=2).encode(),
             )
         )
+        if budget is not None and default_budget(folder.parents[2], benchmark) == (budget,):
+            ops.append(
+                CommitOperationAdd(
+                    path_in_repo=f"{benchmark}/{DEFAULT}",
+                    path_or_fileobj=json.dumps({"budget": budget}).encode(),
+                )
+            )
     api = hub_client(client)
     try:
         return api.create_commit(

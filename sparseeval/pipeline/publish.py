@@ -35,7 +35,7 @@ from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.scoring.flags import KEY as POOL_KEY
 from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.sets.hub import redact
-from sparseeval.consume.sets.layout import latest_version, set_dir
+from sparseeval.consume.sets.layout import budget_of, latest_version, live_budget, set_dir
 from sparseeval.consume.sets.models import MODELS_FILE, models_text
 from sparseeval.pipeline import mirror as hub_mirror
 from sparseeval.pipeline import sealed, versions
@@ -101,7 +101,10 @@ class Outcome:
 def live_anchor_set(
     published_dir: str | Path, benchmark: str, version: int, budget: int | None = None
 ) -> AnchorSet:
-    """One published version, loaded and verified once per process."""
+    """One published version, loaded and verified once per process (budget: the set's;
+    default: the one readers load, `layout.live_budget`)."""
+    if budget is None:
+        budget = live_budget(published_dir, benchmark)
     where = set_dir(published_dir, benchmark, budget)
     load = lambda: load_anchor_set(published_dir, benchmark, version, budget=budget)  # noqa: E731
     return read_once("anchor-set", where, f"v{int(version)}", load)
@@ -111,11 +114,15 @@ def live_set(
     published_dir: str | Path, benchmark: str, artifacts_dir: str | Path | None = None,
     budget: int | None = None,
 ) -> LiveSet | None:  # fmt: skip
-    """The live published version of a benchmark (version, created, metrics), or None."""
-    version = latest_version(published_dir, benchmark, budget)
+    """The live published version of a benchmark (version, created, metrics), or None.
+
+    budget: one of the run's several budgets; None (a run with one): the set readers load
+    (`layout.live_budget`), whatever its number of anchors."""
+    where = budget if budget is not None else live_budget(published_dir, benchmark)
+    version = latest_version(published_dir, benchmark, where)
     if version is None:
         return None
-    man = live_anchor_set(published_dir, benchmark, version, budget).manifest
+    man = live_anchor_set(published_dir, benchmark, version, where).manifest
     built = artifact_path(
         artifacts_dir, "published", f"{set_name(benchmark, budget)}-v{version}.json"
     )
@@ -144,9 +151,11 @@ def _test_mae(manifest: dict[str, Any]) -> float | None:
 
 
 def candidate(folder: str | Path, benchmark: str, key: str, budget: int | None = None) -> Candidate:
-    """The record of a written version folder `{published}/{benchmark}[/k{budget}]/v{N}`."""
+    """The record of a written version folder `{published}/{benchmark}/k{K}/v{N}` (the
+    suite's: `{published}/suite/v{N}`); budget: the run's, when it has several."""
     folder = Path(folder)
-    root = folder.parent.parent if budget is None else folder.parent.parent.parent
+    bench_dir = folder.parent.parent if budget_of(folder) is not None else folder.parent
+    root = bench_dir.parent
     return Candidate(benchmark, str(root), str(folder), int(folder.name[1:]), budget, key)
 
 
@@ -239,7 +248,7 @@ def promote_rollback_reason(cand: Candidate, hub_repo: str | None, sha: str | No
 def mirror(cand: Candidate, hub_repo: str, client=None) -> str:
     """Push the candidate (and its `latest`) to the Hub repo in one commit; the commit sha."""
     return hub_mirror.mirror_version(cand.published_dir, cand.benchmark, cand.version, hub_repo,
-                                     budget=cand.budget, client=client)  # fmt: skip
+                                     budget=cand.set_budget, client=client)  # fmt: skip
 
 
 def mirror_failed(hub_repo: str | None, exc: BaseException) -> MirrorFailed:
@@ -250,12 +259,13 @@ def mirror_failed(hub_repo: str | None, exc: BaseException) -> MirrorFailed:
 
 def promote(cand: Candidate) -> None:
     """Make the candidate the live version (`latest`, atomically)."""
-    versions.set_latest(cand.published_dir, cand.benchmark, cand.version, cand.budget)
+    versions.set_latest(cand.published_dir, cand.benchmark, cand.version, cand.set_budget)
 
 
 def discard(cand: Candidate, reason: str) -> None:
     """Remove the candidate; its tombstone keeps `reason`."""
-    versions.discard_version(cand.published_dir, cand.benchmark, cand.version, reason, cand.budget)
+    versions.discard_version(cand.published_dir, cand.benchmark, cand.version, reason,
+                             cand.set_budget)  # fmt: skip
 
 
 def roll_back(
@@ -279,7 +289,7 @@ def roll_back_held(txn) -> None:
 def unchanged(cand: Candidate, version: int, gate: GateResult | None) -> Outcome:
     """The outcome of a candidate that repeated the live version: nothing new published;
     its `path` is the live version's folder (what stays live)."""
-    live = set_dir(cand.published_dir, cand.benchmark, cand.budget) / f"v{version}"
+    live = Path(cand.path).parent / f"v{version}"
     return Outcome(f"not published: {unchanged_reason(version)}", path=str(live), gate=gate,
                    unchanged_from=version)  # fmt: skip
 

@@ -244,13 +244,20 @@ class Candidate(Record):
     published_dir: str
     path: str
     version: int
-    budget: int | None = None
+    budget: int | None = None  # the run's budget when it has several (names it: `set_name`)
     key: str = ""
 
     @property
     def name(self) -> str:
         """The set's name in artifact files (`set_name`)."""
         return set_name(self.benchmark, self.budget)
+
+    @property
+    def set_budget(self) -> int | None:
+        """The budget of the set its folder is in (`{benchmark}/k{K}/`; None: the suite's)."""
+        from sparseeval.consume.sets.layout import budget_of
+
+        return budget_of(self.path)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ def write_suite(
     about: Mapping[str, Mapping[str, Any]] | None = None,
     provenance: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it).
+    """Write the fitted suite as a new, unpromoted version of `{root}/suite` (`set_latest` it;
+    the suite has no budget of its own: one set, `{root}/suite/v{N}`).
 
     matrices_key: `matrices_key` of the matrices it was fit on (lets a later run see it is
     up to date without reading them); matrix_paths: {benchmark: its matrix file}, whose
@@ -110,6 +111,7 @@ def write_suite(
         report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]}
         | fit.test_flags.get(AVERAGE, {}),
         signing_key=signing_key,
+        flat=True,
         members=members,
         member_curves={f"items/{b}": c for b, c in curves.items()},
         files={MODELS_FILE: models_text(fit.models or {"test": fit.test_ids})},

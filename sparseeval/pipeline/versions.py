@@ -7,7 +7,9 @@ nothing points at it yet), `set_latest` (atomic pointer swap) and, on failure,
 in `latest` (only promoted versions load); `clean_leftovers` removes what an interrupted
 run left (temporary folders, candidates never promoted). `sign_version` (or
 `write_version(signing_key=...)`) adds an Ed25519 `manifest.sig`. Layout and trust model:
-`sparseeval.consume.sets.layout`.
+`sparseeval.consume.sets.layout`: a version goes to its budget's set, `{benchmark}/k{K}/`;
+`move_single_set` moves an old single set (`{benchmark}/v{N}`, `latest`) there once, before
+the first version written after it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from sparseeval.consume.sets.layout import (
     TOMBSTONE,
     VERSION_DIR,
     AnchorSetError,
+    default_budget,
     latest_version,
     list_budgets,
     list_versions,
@@ -46,10 +49,11 @@ from sparseeval.consume.sets.layout import (
 )
 from sparseeval.consume.sets.promotion import promoted_versions
 from sparseeval.pipeline.manifest import jsonable, version_manifest
+from sparseeval.pipeline.progress import PROGRESS
 
 __all__ = [
-    "clean_leftovers", "discard_version", "jsonable", "set_latest", "sign_version",
-    "write_folder", "write_version",
+    "clean_leftovers", "discard_version", "jsonable", "move_single_set", "point_default",
+    "set_latest", "sign_version", "write_folder", "write_version",
 ]  # fmt: skip
 
 
@@ -71,8 +75,9 @@ def write_version(
     files: Mapping[str, str] | None = None,
     curves=None,
     member_curves: Mapping[str, Any] | None = None,
+    flat: bool = False,
 ) -> Path:
-    """Write a fitted estimator as `{root}/{benchmark}/v{N}/` and return that folder.
+    """Write a fitted estimator as `{root}/{benchmark}/k{K}/v{N}/` and return that folder.
 
     The folder is built under a temporary name in the same parent and renamed into
     place, so readers never see half of it; N is the next free version number (a
@@ -89,7 +94,9 @@ def write_version(
     report_inputs: optional dict for the report: `test_pred`, `test_true` (arrays on
     the test models), `budget_rows` ([{method, n_anchors, mae, kendall_tau}]),
     `drift_rows` ([{version, mae, n_models, ...}]).
-    budget: write into the budget's own set, `{root}/{benchmark}/k{budget}/v{N}/`.
+    budget: the set's budget K (default: the estimator's number of anchors); an old single
+    set of the benchmark is moved into its budget's folder first (`move_single_set`).
+    flat: the suite's set, which has no budget of its own: `{root}/{benchmark}/v{N}/`.
     signing_key: an Ed25519 private key (PEM bytes/str, a path to a PEM file, or an
     `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
     members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
@@ -113,8 +120,12 @@ def write_version(
         manifest[CURVES_KEY] = curves.manifest_entry()
     predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
     saved = ({CURVES_DIR: curves} if curves is not None else {}) | dict(member_curves or {})
-    return write_folder(set_dir(root, benchmark, budget), predictors, manifest, inputs, key,
-                        saved, files)  # fmt: skip
+    if flat:
+        folder = set_dir(root, benchmark)
+    else:
+        move_single_set(root, benchmark)
+        folder = set_dir(root, benchmark, budget or len(estimator.anchor_ids_))
+    return write_folder(folder, predictors, manifest, inputs, key, saved, files)
 
 
 def write_folder(
@@ -182,15 +193,16 @@ def _write_folder(
 
 
 def set_latest(root: str | Path, benchmark: str, version: int, budget: int | None = None) -> Path:
-    """Promote `v{version}`: point `{root}/{benchmark}/latest` at it (verifies it first).
+    """Promote `v{version}`: point its set's `latest` at it (verifies it first).
 
+    budget: the set (default: the one set that holds `v{version}`, `_holding`).
     The pointer also records every version ever promoted with its manifest seal
     (`"promoted": {"1": sha, ...}`), in the same atomic replace: only those load.
     Call it while holding the publishing lock (two concurrent promotions of one set can
     lose a record, as they would race for `latest` itself).
     """
     version = int(version)
-    bench_dir = set_dir(root, benchmark, budget)
+    bench_dir = _holding(root, benchmark, version, budget)
     folder = bench_dir / f"v{version}"
     manifest = read_manifest(folder)
     verify(folder, manifest)
@@ -206,13 +218,28 @@ def set_latest(root: str | Path, benchmark: str, version: int, budget: int | Non
     return _replace_json(bench_dir / LATEST, pointer)
 
 
-def point_default(root: str | Path, benchmark: str, budget: int | None) -> Path | None:
-    """Point `{root}/{benchmark}/default` at the set the publisher maintains (budget `budget`,
-    None for the single set), so readers load it (`layout.default_budget`). Nothing is
-    written while that set has no live version."""
-    if latest_version(root, benchmark, budget) is None:
+def point_default(root: str | Path, benchmark: str, budget: int) -> Path | None:
+    """Point `{root}/{benchmark}/default` at the set the publisher maintains (budget
+    `budget`), so readers load it (`layout.live_budget`). Nothing is written while that set
+    has no live version."""
+    if latest_version(root, benchmark, int(budget)) is None:
         return None
-    return _replace_json(set_dir(root, benchmark) / DEFAULT, {"budget": budget})
+    return _replace_json(set_dir(root, benchmark) / DEFAULT, {"budget": int(budget)})
+
+
+def _holding(root: str | Path, benchmark: str, version: int, budget: int | None) -> Path:
+    """The set folder of `v{version}`: the budget's, else the one set that holds it (the
+    benchmark folder itself when none does, or for the suite and an old single set)."""
+    if budget is not None:
+        return set_dir(root, benchmark, budget)
+    sets = [set_dir(root, benchmark)]
+    sets += [set_dir(root, benchmark, b) for b in list_budgets(root, benchmark)]
+    holding = [d for d in sets if (d / f"v{int(version)}").is_dir()]
+    if len(holding) > 1:
+        names = ", ".join(d.name for d in holding)
+        raise AnchorSetError(f"{benchmark} v{version} is in several sets ({names}): name its"
+                             " budget")  # fmt: skip
+    return holding[0] if holding else sets[0]
 
 
 def _replace_json(target: Path, data: dict) -> Path:
@@ -257,15 +284,16 @@ def discard_version(
 ) -> None:
     """Remove `v{version}` (a transaction's rollback); refuses the version `latest` names.
 
+    budget: the set (default: the one set that holds `v{version}`, `_holding`).
     The folder is first renamed away (so it disappears at once), then deleted; a
     tombstone `.discarded-v{N}` keeps the number from being reused.
     """
     version = int(version)
-    if latest_version(root, benchmark, budget) == version:
+    bench_dir = _holding(root, benchmark, version, budget)
+    if latest_version(bench_dir.parent, bench_dir.name) == version:
         raise AnchorSetError(
             f"{benchmark} v{version} is the live (latest) version; point latest elsewhere first"
         )
-    bench_dir = set_dir(root, benchmark, budget)
     folder = bench_dir / f"v{version}"
     tomb = {"version": version, "discarded": datetime.now(UTC).isoformat(), "reason": reason}
     (bench_dir / f".discarded-v{version}").write_text(json.dumps(tomb))
@@ -332,6 +360,106 @@ def clean_leftovers(
                 _remove(folder, bench_dir, v)
             removed.append(str(folder))
     return removed
+
+
+MOVING = ".moving.json"  # the plan of a move in progress: {"moves": {N: K}, "live": N}
+
+
+def move_single_set(root: str | Path, benchmark: str) -> str:
+    """Move an old single set (`{benchmark}/v{N}`, `{benchmark}/latest`) into the one layout,
+    `{benchmark}/k{K}/` with K each version's number of anchors; the line said, or "".
+
+    The plan is written first (`.moving.json`); then the version folders move one by one
+    (`os.rename`, within the benchmark folder), each budget's `latest` is written with its
+    versions' promotions (and the old tombstones, so no number is reused), `default` names
+    the live version's budget, and the old `latest` goes last. A crash on the way loses
+    nothing and the next call finishes it. A version whose budget already has its number,
+    or whose manifest does not read, stays where it is (with the old `latest` if it is the
+    live one). Moving keeps every version valid: its seal and signature cover the manifest,
+    which names its number, not its folder. Call it holding the publishing lock.
+    """
+    old = set_dir(root, benchmark)
+    plan = _move_plan(old)
+    if plan is None:
+        return ""
+    moves = {int(v): int(k) for v, k in plan["moves"].items()}
+    for v, k in moves.items():
+        target = set_dir(root, benchmark, k)
+        target.mkdir(exist_ok=True)
+        if (old / f"v{v}").is_dir() and not (target / f"v{v}").exists():
+            os.rename(old / f"v{v}", target / f"v{v}")
+    promoted, live = {int(v): s for v, s in plan["promoted"].items()}, plan["live"]
+    for k in sorted(set(moves.values())):
+        _take_over(set_dir(root, benchmark, k), old, [v for v in moves if moves[v] == k],
+                   promoted, live)  # fmt: skip
+    if live in moves and (default_budget(root, benchmark) or (None,))[0] is None:
+        _replace_json(old / DEFAULT, {"budget": moves[live]})
+    if live is None or live in moves:
+        (old / LATEST).unlink(missing_ok=True)
+        for tomb in old.glob(".discarded-v*"):
+            tomb.unlink()
+    (old / MOVING).unlink(missing_ok=True)
+    if not moves:
+        return ""
+    groups = {k: [v for v in moves if moves[v] == k] for k in sorted(set(moves.values()))}
+    where = "; ".join(f"{', '.join(f'v{v}' for v in vs)} -> {benchmark}/k{k}/"
+                      for k, vs in groups.items())  # fmt: skip
+    line = f"moved the single {benchmark!r} set at {old} into the one layout: {where}"
+    PROGRESS.warning(line)
+    return line
+
+
+def _move_plan(old: Path) -> dict | None:
+    """The move's plan (written once, atomically, then read back on a rerun), or None when
+    there is nothing to move."""
+    if (old / MOVING).is_file():
+        return json.loads((old / MOVING).read_text())
+    here = list_versions(old.parent, old.name) if old.is_dir() else []
+    pointer = read_pointer(old) if old.is_dir() else None
+    if not here:
+        return None
+    moves = {}
+    for v in here:
+        k = _anchors_of(old / f"v{v}")
+        if k is not None and not (old / f"k{k}" / f"v{v}").exists():
+            moves[v] = k
+    if not moves:
+        return None
+    plan = {"moves": moves, "live": pointer and int(pointer["version"]),
+            "promoted": _promotion_record(old)}  # fmt: skip
+    _replace_json(old / MOVING, plan)
+    return json.loads((old / MOVING).read_text())
+
+
+def _anchors_of(folder: Path) -> int | None:
+    """A version folder's number of anchors, from its sealed manifest (None: unreadable)."""
+    try:
+        k = read_manifest(folder).get("n_anchors")
+    except AnchorSetError:
+        return None
+    return k if isinstance(k, int) and k >= 1 else None
+
+
+def _take_over(
+    bench_dir: Path, old: Path, moved: list[int], promoted: dict[int, str | None], live: int | None
+) -> None:  # fmt: skip
+    """A budget's set after the move: the old tombstones (numbers are never reused) and a
+    `latest` with the moved versions' promotions (its own live version kept, if it had one)."""
+    for tomb in old.glob(".discarded-v*"):
+        there = bench_dir / tomb.name
+        if not there.exists() and not (bench_dir / tomb.name.replace(".discarded-", "")).exists():
+            shutil.copyfile(tomb, there)
+    record = _promotion_record(bench_dir) | {v: promoted[v] for v in moved if v in promoted}
+    if not record:
+        return
+    pointer = read_pointer(bench_dir)
+    version = int(pointer["version"]) if pointer else (live if live in moved else max(record))
+    seal_of = record.get(version) or read_manifest(bench_dir / f"v{version}")["manifest_sha256"]
+    _replace_json(bench_dir / LATEST, {
+        "version": version, "path": f"v{version}", "manifest_sha256": seal_of,
+        "updated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "promoted": {str(v): record[v] for v in sorted(record)},
+    })  # fmt: skip
 
 
 def _next_version(bench_dir: Path) -> int:

@@ -9,7 +9,7 @@ import pytest
 
 from sparseeval.consume.scoring import next_items as nx
 from sparseeval.consume.sets.anchorset import load_anchor_set
-from sparseeval.consume.sets.layout import AnchorSetError
+from sparseeval.consume.sets.layout import AnchorSetError, resolve_version_dir
 from sparseeval.method.item_curves import fit_curves
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import publish_fit
@@ -105,7 +105,7 @@ def test_a_set_without_curves_says_so_and_one_of_reported_scores_is_not_correcte
 
 def test_curves_travel_as_json_and_npz_and_the_manifest_names_them(set_with_curves):
     aset, _, _, root = set_with_curves
-    folder = root / "arc" / "v1"
+    folder = resolve_version_dir(root, "arc", 1)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest[nx.KEY] == {"folder": "items", "n_items": 60, "item_mean": True}
     assert {"items/items.json", "items/curves.npz"} <= set(manifest["files"])

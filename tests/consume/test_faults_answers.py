@@ -11,7 +11,7 @@ import pytest
 
 from sparseeval.consume.answers.responses import ResponsesError, read_responses_files
 from sparseeval.consume.sets.anchorset import load_anchor_set
-from sparseeval.consume.sets.layout import AnchorSetError, seal
+from sparseeval.consume.sets.layout import AnchorSetError, resolve_version_dir, seal
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import cli
 
@@ -134,12 +134,12 @@ def test_predict_refuses_a_benchmark_name_in_one_line(loaded, tmp_path, capsys, 
 @pytest.mark.parametrize("bad", ["{a} ", "{a}\n", "{a}\u200b"])
 def test_a_published_set_with_non_canonical_item_ids_is_refused(loaded, bad):
     root, _ = loaded
-    folder = root / B / "v1"
+    folder = resolve_version_dir(root, B, 1)
     man = json.loads((folder / "manifest.json").read_text())
     man["items"][0] = bad.format(a=man["items"][0])
     man = seal(man)
     (folder / "manifest.json").write_text(json.dumps(man))
-    latest = root / B / "latest"
+    latest = resolve_version_dir(root, B).parent / "latest"
     ptr = json.loads(latest.read_text())
     ptr["promoted"]["1"] = ptr["manifest_sha256"] = man["manifest_sha256"]
     latest.write_text(json.dumps(ptr))

@@ -11,7 +11,7 @@ import pytest
 
 from sparseeval.consume.sets import files
 from sparseeval.consume.sets.anchorset import load_anchor_set
-from sparseeval.consume.sets.layout import AnchorSetError
+from sparseeval.consume.sets.layout import AnchorSetError, resolve_version_dir
 from tests.consume.test_faults_consumer import B
 from tests.consume.test_faults_published import refused_in_one_line, reseal
 from tests.helpers import anchor_answers, answers_csv
@@ -42,7 +42,7 @@ def _bomb(path, shape=(20_000, 20_000)) -> None:
 
 def test_an_npz_declaring_gigabytes_is_refused_before_loading(published_set, capsys, monkeypatch):
     root, answers = published_set
-    folder = root / B / "v1"
+    folder = resolve_version_dir(root, B, 1)
     path = folder / "predictor" / "weights.npz"
     _bomb(path)
     reseal(folder)

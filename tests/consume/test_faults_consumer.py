@@ -145,7 +145,7 @@ def test_published_folders_honour_the_umask(tmp_path, fitted, umask):
         mode = stat.S_IMODE(p.stat().st_mode)
         assert mode == (dir_mode if p.is_dir() else file_mode), (p, oct(mode))
         assert bool(mode & stat.S_IROTH) == (umask != 0o077)  # who else may read follows it
-    assert stat.S_IMODE((tmp_path / B / "latest").stat().st_mode) == file_mode
+    assert stat.S_IMODE((tmp_path / B / "k8" / "latest").stat().st_mode) == file_mode
 
 
 # --------------------------------------------------------------------------- 5 non-UTF-8
@@ -192,13 +192,13 @@ def test_non_utf8_lm_eval_samples_name_the_file(set_and_answers, tmp_path, capsy
 def rewrite(root, mutate, version: int = 1, pointer: bool = True):
     """An attacker with write access: edit the manifest, recompute hashes and seal (and the
     seal `latest` pinned at promotion, unless `pointer` is False)."""
-    folder = root / B / f"v{version}"
+    folder = root / B / "k8" / f"v{version}"
     man = json.loads((folder / "manifest.json").read_text())
     mutate(folder, man)
     man = seal(man)
     (folder / "manifest.json").write_text(json.dumps(man, indent=2))
     if pointer:
-        latest = root / B / "latest"
+        latest = root / B / "k8" / "latest"
         ptr = json.loads(latest.read_text())
         ptr["promoted"][str(version)] = man["manifest_sha256"]
         if ptr["version"] == version:
@@ -252,14 +252,14 @@ def test_signed_sets_verify_and_tampering_is_refused(tmp_path, fitted):
     set_latest(root, B, 2)
     with pytest.raises(AnchorSetError, match=r"no manifest\.sig"):
         load_anchor_set(root, B, public_key=public)
-    sign_version(root / B / "v2", pem)
+    sign_version(root / B / "k8" / "v2", pem)
     assert load_anchor_set(root, B, public_key=public).version == 2
     # recomputed hashes, seal and `latest`: the signature no longer matches
     rewrite(root, zero_weights, version=2)
     assert load_anchor_set(root, B).version == 2  # accepted without a key (documented)
     with pytest.raises(AnchorSetError, match="does not verify"):
         load_anchor_set(root, B, public_key=public)
-    (root / B / "v1" / "manifest.sig").write_text("not base64!\n")
+    (root / B / "k8" / "v1" / "manifest.sig").write_text("not base64!\n")
     with pytest.raises(AnchorSetError, match="does not verify"):
         load_anchor_set(root, B, version=1, public_key=public)
     with pytest.raises(AnchorSetError, match="not a PEM public key"):
@@ -305,7 +305,7 @@ def test_empty_or_missing_file_list_refuses(set_and_answers):
 
 def test_every_file_must_be_listed(set_and_answers, capsys):
     root, _ = set_and_answers
-    folder = root / B / "v1"
+    folder = root / B / "k8" / "v1"
     (folder / "predictor" / "extra.npz").write_bytes(b"x")
     with pytest.raises(AnchorSetError, match=r"predictor/extra.npz \(not listed in the manifest\)"):
         load_anchor_set(root, B)
@@ -320,7 +320,7 @@ def test_every_file_must_be_listed(set_and_answers, capsys):
 def test_paths_outside_the_version_folder_refuse(set_and_answers, tmp_path):
     root, _ = set_and_answers
     elsewhere = tmp_path / "elsewhere" / "predictor"
-    shutil.copytree(root / B / "v1" / "predictor", elsewhere)
+    shutil.copytree(root / B / "k8" / "v1" / "predictor", elsewhere)
     rewrite(root, lambda f, m: m["predictor"].update(folder="../../../elsewhere/predictor"))
     with pytest.raises(AnchorSetError, match=r"predictor folder .*elsewhere.*outside the version"):
         load_anchor_set(root, B)
@@ -343,7 +343,7 @@ def test_paths_outside_the_version_folder_refuse(set_and_answers, tmp_path):
 def test_symlinks_are_refused(set_and_answers, tmp_path):
     root, _ = set_and_answers
     # a symlinked file inside (same bytes: the hashes alone would pass it)
-    report = root / B / "v1" / "report.md"
+    report = root / B / "k8" / "v1" / "report.md"
     copy = tmp_path / "report.md"
     shutil.copy(report, copy)
     report.unlink()
@@ -355,12 +355,12 @@ def test_symlinks_are_refused(set_and_answers, tmp_path):
     assert load_anchor_set(root, B).version == 1
     # a symlinked version folder
     moved = tmp_path / "moved-v1"
-    os.rename(root / B / "v1", moved)
-    (root / B / "v1").symlink_to(moved, target_is_directory=True)
+    os.rename(root / B / "k8" / "v1", moved)
+    (root / B / "k8" / "v1").symlink_to(moved, target_is_directory=True)
     with pytest.raises(AnchorSetError, match="v1 is a symlink"):
         load_anchor_set(root, B)
-    (root / B / "v1").unlink()
-    os.rename(moved, root / B / "v1")
+    (root / B / "k8" / "v1").unlink()
+    os.rename(moved, root / B / "k8" / "v1")
     # a symlinked benchmark folder
     other = tmp_path / "other-root"
     other.mkdir()
@@ -372,7 +372,7 @@ def test_symlinks_are_refused(set_and_answers, tmp_path):
 
 def test_folder_and_manifest_versions_must_agree(set_and_answers):
     root, _ = set_and_answers
-    os.rename(root / B / "v1", root / B / "v7")
+    os.rename(root / B / "k8" / "v1", root / B / "k8" / "v7")
     set_latest_raw(root, 7)
     with pytest.raises(AnchorSetError, match="folder v7 holds a manifest of version 1"):
         load_anchor_set(root, B)
@@ -380,7 +380,7 @@ def test_folder_and_manifest_versions_must_agree(set_and_answers):
 
 def set_latest_raw(root, version):
     """A pointer written by hand (set_latest would refuse the folder)."""
-    (root / B / "latest").write_text(json.dumps({"version": version}))
+    (root / B / "k8" / "latest").write_text(json.dumps({"version": version}))
 
 
 # --------------------------------------------------------------------------- 9 leftovers
@@ -389,14 +389,16 @@ def set_latest_raw(root, version):
 def test_a_candidate_that_was_never_promoted_does_not_load(set_and_answers, fitted, capsys):
     root, answers = set_and_answers
     publish_fit(root, B, fitted)  # v2: killed before the gate / promotion
-    with pytest.raises(AnchorSetError, match=r"arc v2 was never promoted \(a candidate that did "):
+    with pytest.raises(
+        AnchorSetError, match=r"arc k8 v2 was never promoted \(a candidate that did "
+    ):
         load_anchor_set(root, B, version=2)
     answers_file = answers_csv(root.parent / "a.csv", answers)
     err = one_line_error(*predict(root, [answers_file], capsys, "--version", "2"))
     assert "v2 was never promoted (a candidate that did not pass the gate or a crashed run)" in err
     assert load_anchor_set(root, B).version == 1
     mine = root.parent / "mine" / "v2"  # a copy you made yourself is yours to load
-    shutil.copytree(root / B / "v2", mine)
+    shutil.copytree(root / B / "k8" / "v2", mine)
     assert load_anchor_set(mine, B).version == 2
     set_latest(root, B, 2)  # promoted now
     assert load_anchor_set(root, B, version=2).version == 2
@@ -415,9 +417,9 @@ def test_sets_published_before_the_promotion_record_stay_loadable(set_and_answer
     publish_fit(root, B, fitted)
     set_latest(root, B, 2)
     publish_fit(root, B, fitted)  # v3: a candidate
-    ptr = json.loads((root / B / "latest").read_text())
+    ptr = json.loads((root / B / "k8" / "latest").read_text())
     del ptr["promoted"]  # a pointer written by an older sparseeval
-    (root / B / "latest").write_text(json.dumps(ptr))
+    (root / B / "k8" / "latest").write_text(json.dumps(ptr))
     assert [load_anchor_set(root, B, version=v).version for v in (1, 2)] == [1, 2]
     with pytest.raises(AnchorSetError, match="v3 was never promoted"):
         load_anchor_set(root, B, version=3)
@@ -426,12 +428,16 @@ def test_sets_published_before_the_promotion_record_stay_loadable(set_and_answer
     assert [load_anchor_set(root, B, version=v).version for v in (1, 2, 4)] == [1, 2, 4]
     with pytest.raises(AnchorSetError, match="v3 was never promoted"):
         load_anchor_set(root, B, version=3)
-    assert sorted(json.loads((root / B / "latest").read_text())["promoted"]) == ["1", "2", "4"]
+    assert sorted(json.loads((root / B / "k8" / "latest").read_text())["promoted"]) == [
+        "1",
+        "2",
+        "4",
+    ]
 
 
 def test_clean_leftovers(set_and_answers, fitted):
     root, _ = set_and_answers
-    bench = root / B
+    bench = root / B / "k8"
     publish_fit(root, B, fitted)  # v2: never promoted (a crashed run)
     publish_fit(root, B, fitted)
     set_latest(root, B, 3)
@@ -445,14 +451,14 @@ def test_clean_leftovers(set_and_answers, fitted):
     ]  # fmt: skip
     tomb = json.loads((bench / ".discarded-v2").read_text())
     assert tomb["reason"] == "left over by an interrupted run"
-    assert list_versions(root, B) == [1, 3, 4] and latest_version(root, B) == 3
+    assert list_versions(root, B, 8) == [1, 3, 4] and latest_version(root, B, 8) == 3
     with pytest.raises(AnchorSetError, match="v2 not found"):
         load_anchor_set(root, B, version=2)
     assert clean_leftovers(root, B) == []
     # at the start of a pipeline run every never-promoted candidate goes
     removed = clean_leftovers(root, B, all_unpromoted=True)
     assert [os.path.basename(p) for p in removed] == ["v4"]
-    assert list_versions(root, B) == [1, 3]
+    assert list_versions(root, B, 8) == [1, 3]
     assert publish_fit(root, B, fitted).name == "v5"  # numbers are never reused
     assert sorted(p.name for p in bench.iterdir() if not p.name.startswith(".discarded")) == [
         "latest", "v1", "v3", "v5",
@@ -464,7 +470,7 @@ def test_a_discard_cut_short_is_refused_and_cleaned(set_and_answers, fitted):
     publish_fit(root, B, fitted)
     set_latest(root, B, 2)
     tomb = {"version": 1, "reason": "bad \x1b[2J data"}
-    (root / B / ".discarded-v1").write_text(json.dumps(tomb))  # killed before the rename
+    (root / B / "k8" / ".discarded-v1").write_text(json.dumps(tomb))  # killed before the rename
     with pytest.raises(AnchorSetError, match=r"v1 was discarded \(bad \\x1b\[2J data\)"):
         load_anchor_set(root, B, version=1)
     assert [os.path.basename(p) for p in clean_leftovers(root, B)] == ["v1"]

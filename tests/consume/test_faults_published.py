@@ -66,7 +66,7 @@ def refused_in_one_line(root, answers, capsys, *match: str) -> str:
 )  # fmt: skip
 def test_damaged_manifest_or_latest_text(set_and_file, capsys, name, text):
     root, answers = set_and_file
-    (root / B / "v1" / name).write_text(text)
+    (root / B / "k8" / "v1" / name).write_text(text)
     refused_in_one_line(root, answers, capsys)
 
 
@@ -98,14 +98,14 @@ def _set(key, value):
 )  # fmt: skip
 def test_manifest_missing_or_damaged_parts(set_and_file, capsys, change, match):
     root, answers = set_and_file
-    reseal(root / B / "v1", change)
+    reseal(root / B / "k8" / "v1", change)
     refused_in_one_line(root, answers, capsys, match)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_non_finite_weights_are_refused_not_printed_as_nan(set_and_file, capsys, bad):
     root, answers = set_and_file
-    folder = root / B / "v1"
+    folder = root / B / "k8" / "v1"
     weights = folder / "predictor" / "weights.npz"
     with np.load(weights) as npz:
         arrays = {k: npz[k].copy() for k in npz.files}

@@ -14,7 +14,7 @@ import pytest
 from sparseeval.consume.scoring.flags import KEY
 from sparseeval.consume.sets import fields
 from sparseeval.consume.sets.anchorset import load_anchor_set
-from sparseeval.consume.sets.layout import AnchorSetError
+from sparseeval.consume.sets.layout import AnchorSetError, resolve_version_dir
 from sparseeval.consume.sets.suite_set import load_suite
 from sparseeval.method.pool import estimator_pool_check
 from sparseeval.pipeline.versions import set_latest
@@ -58,7 +58,7 @@ def _walk(schema, value, path=()):
 
 
 def _manifest(root, bench):
-    return json.loads((root / bench / "v1" / "manifest.json").read_text())
+    return json.loads((resolve_version_dir(root, bench, 1) / "manifest.json").read_text())
 
 
 def test_every_field_of_a_written_set_has_a_check(master):
@@ -142,7 +142,7 @@ def test_a_damaged_field_is_one_line_naming_it(master, tmp_path, name):
     root = tmp_path / "pub"
     shutil.copytree(master, root)
     load_anchor_set(root, B)  # the intact copy loads
-    reseal(root / B / "v1", change)
+    reseal(resolve_version_dir(root, B, 1), change)
     with pytest.raises(AnchorSetError, match="manifest field") as info:
         load_anchor_set(root, B)
     assert field in str(info.value) and "\n" not in str(info.value)

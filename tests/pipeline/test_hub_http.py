@@ -208,7 +208,7 @@ def test_mirror_refuses_a_stale_parent_and_serves_pinned_revisions(hub, tmp_path
     with pytest.raises(MirrorConflictError, match="moved past parent commit"):
         push_to_hub(root, "arc", "latest", repo, parent_commit=head0)  # someone pushed since
     assert hub.head(repo) == one.oid
-    assert not [p for p in hub.files(repo) if p.startswith("arc/v2/")]
+    assert not [p for p in hub.files(repo) if p.startswith("arc/k8/v2/")]
     two = push_to_hub(root, "arc", "latest", repo, parent_commit=one.oid)
     assert [r.status for r in hub.matching(f"/api/datasets/{repo}/commit/*")] == [200, 412, 200]
 

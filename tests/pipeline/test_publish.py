@@ -51,23 +51,23 @@ def answers(m, est, row: int, coding: str = "01") -> dict:
 
 def test_write_is_versioned_and_does_not_move_latest(tmp_path, fitted):
     v1 = publish(tmp_path, fitted)
-    assert v1 == tmp_path / B / "v1" and (v1 / "manifest.json").is_file()
-    assert latest_version(tmp_path, B) is None
+    assert v1 == tmp_path / B / "k8" / "v1" and (v1 / "manifest.json").is_file()
+    assert latest_version(tmp_path, B, 8) is None
     with pytest.raises(AnchorSetError, match="no latest"):
         load_anchor_set(tmp_path, B)
     set_latest(tmp_path, B, 1)
     v2 = publish(tmp_path, fitted)
-    assert v2.name == "v2" and latest_version(tmp_path, B) == 1
+    assert v2.name == "v2" and latest_version(tmp_path, B, 8) == 1
     assert load_anchor_set(tmp_path, B).version == 1
     with pytest.raises(AnchorSetError, match="v2 was never promoted"):  # a candidate (issue 13)
         load_anchor_set(tmp_path, B, version="v2")
     set_latest(tmp_path, B, 2)
     assert load_anchor_set(tmp_path, B, version="v1").version == 1  # was promoted once
     assert load_anchor_set(tmp_path, B).version == 2
-    assert list_versions(tmp_path, B) == [1, 2]
+    assert list_versions(tmp_path, B, 8) == [1, 2]
     # nothing temporary is left behind
-    assert sorted(p.name for p in (tmp_path / B).iterdir()) == ["latest", "v1", "v2"]
-    pointer = json.loads((tmp_path / B / "latest").read_text())
+    assert sorted(p.name for p in (tmp_path / B / "k8").iterdir()) == ["latest", "v1", "v2"]
+    pointer = json.loads((tmp_path / B / "k8" / "latest").read_text())
     assert pointer["version"] == 2 and pointer["path"] == "v2"
 
 
@@ -78,7 +78,7 @@ def test_discard_rolls_back_and_never_reuses_numbers(tmp_path, fitted):
     with pytest.raises(AnchorSetError, match="live"):
         discard_version(tmp_path, B, 1)
     discard_version(tmp_path, B, 2, reason="quality gate failed")
-    assert list_versions(tmp_path, B) == [1] and latest_version(tmp_path, B) == 1
+    assert list_versions(tmp_path, B, 8) == [1] and latest_version(tmp_path, B, 8) == 1
     assert publish(tmp_path, fitted).name == "v3"
 
 
@@ -98,7 +98,7 @@ def test_failed_write_leaves_nothing(tmp_path, fitted):
         write_version(
             tmp_path, B, Broken(), data_fingerprint="x", split_sizes={}, metrics={}, settings={}
         )
-    assert list((tmp_path / B).iterdir()) == []
+    assert list((tmp_path / B / "k8").iterdir()) == []
 
 
 def test_manifest_contents(tmp_path, fitted):
@@ -272,7 +272,7 @@ def test_mlp_predictor_round_trips(tmp_path):
         settings=Settings(),
     )
     set_latest(tmp_path, "arc", 1)
-    aset = load_anchor_set(tmp_path / "arc" / "v1", "arc")
+    aset = load_anchor_set(tmp_path / "arc" / "k6" / "v1", "arc")
     X = m.values[sp.test]
     np.testing.assert_allclose(aset.predict_matrix(X, m.item_ids), est.predict(X), atol=1e-5)
 
@@ -361,5 +361,5 @@ def test_concurrent_writer_takes_next_number(tmp_path, fitted, monkeypatch):
 
     monkeypatch.setattr(P, "_next_version", racing)
     assert publish(tmp_path, fitted).name == "v2"
-    assert (tmp_path / B / "v1" / "x").read_text() == "someone else"
-    assert not [p for p in os.listdir(tmp_path / B) if p.startswith(".tmp")]
+    assert (tmp_path / B / "k8" / "v1" / "x").read_text() == "someone else"
+    assert not [p for p in os.listdir(tmp_path / B / "k8") if p.startswith(".tmp")]

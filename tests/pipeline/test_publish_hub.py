@@ -44,10 +44,10 @@ def test_push_is_one_commit_per_version_with_every_file(pushed):
     first, second = hub.commits
     assert first["repo_type"] == "dataset" and first["repo_id"] == REPO
     paths = {op.path_in_repo for op in second["ops"]}
-    manifest = json.loads((root / "arc" / "v2" / "manifest.json").read_text())
-    assert {f"arc/v2/{rel}" for rel in manifest["files"]} | {"arc/v2/manifest.json"} <= paths
-    assert "arc/latest" in paths
-    assert "arc/latest" not in {op.path_in_repo for op in first["ops"]}
+    manifest = json.loads((root / "arc" / "k8" / "v2" / "manifest.json").read_text())
+    files = {f"arc/k8/v2/{rel}" for rel in manifest["files"]} | {"arc/k8/v2/manifest.json"}
+    assert files <= paths and "arc/k8/latest" in paths
+    assert "arc/k8/latest" not in {op.path_in_repo for op in first["ops"]}
     assert "v2" in second["message"]
 
 
@@ -56,8 +56,8 @@ def test_load_from_repo_id(pushed, fitted):
     m, sp, est = fitted
     aset = load_anchor_set(REPO, "arc", hub_client=hub)
     assert aset.version == 2 and aset.source == f"hf://datasets/{REPO}"
-    assert hub.downloads[0]["patterns"] == ["arc/latest"]
-    assert hub.downloads[1]["patterns"] == ["arc/v2/*"]
+    assert hub.downloads[0]["patterns"] == ["arc/latest", "arc/default", "arc/k*/latest"]
+    assert hub.downloads[1]["patterns"] == ["arc/k8/v2/*"]
     assert all(d["type"] == "dataset" for d in hub.downloads)
     X = m.values[sp.test]
     np.testing.assert_allclose(aset.predict_matrix(X, m.item_ids), est.predict(X), atol=1e-6)
@@ -66,7 +66,7 @@ def test_load_from_repo_id(pushed, fitted):
 
 def test_tampered_mirror_and_missing_repo_are_refused(pushed):
     _root, hub = pushed
-    weights = hub.root / REPO / "arc" / "v2" / "predictor" / "weights.npz"
+    weights = hub.root / REPO / "arc" / "k8" / "v2" / "predictor" / "weights.npz"
     weights.write_bytes(weights.read_bytes()[:-10])
     with pytest.raises(AnchorSetError, match="checksum mismatch"):
         load_anchor_set(REPO, "arc", hub_client=hub)

@@ -13,9 +13,11 @@ import re
 from pathlib import Path
 
 from sparseeval.consume.sets.layout import (
+    DEFAULT,
     LATEST,
     MANIFEST,
     AnchorSetError,
+    live_budget,
     parse_version,
     set_dir,
 )
@@ -76,16 +78,23 @@ def download_version(
     """Fetch one version folder from a Hub dataset repo; returns the local version folder.
 
     `revision` pins a commit sha (or branch); by default the repo's main branch. `budget`
-    picks one of several published budgets (`{benchmark}/k{budget}/` in the repo).
+    picks a budget's set (`{benchmark}/k{budget}/` in the repo); by default the one its
+    pointers name (`layout.live_budget`: `default`, else the largest live budget, else an
+    old single set's `{benchmark}/latest`).
     """
     client = hub_client(client)
     kw = {"repo_type": "dataset", "revision": revision}
     where = set_dir("", benchmark, budget).as_posix()
     try:
-        if version in (None, LATEST):
+        if budget is None or version in (None, LATEST):
             pattern = [f"{where}/{LATEST}"]
-            pointer = _download(client, repo_id, pattern, kw)
-            pointer = pointer / where / LATEST
+            if budget is None:
+                pattern += [f"{benchmark}/{DEFAULT}", f"{benchmark}/k*/{LATEST}"]
+            pointers = _download(client, repo_id, pattern, kw)
+            if budget is None:
+                where = set_dir("", benchmark, live_budget(pointers, benchmark)).as_posix()
+        if version in (None, LATEST):
+            pointer = pointers / where / LATEST
             if not pointer.is_file():
                 raise AnchorSetError(
                     f"hub repo {repo_id} has no published {benchmark!r} anchor set"

@@ -1,19 +1,25 @@
 """The published folder layout, shared by writers and readers (NumPy-free, standard library).
 
-    {root}/{benchmark}/v{N}/manifest.json        what this is, how good it is, sha256 of files
-    {root}/{benchmark}/v{N}/manifest.sig          optional Ed25519 signature of manifest.json
-    {root}/{benchmark}/v{N}/predictor/            predictor.json + weights.npz (no pickle)
-    {root}/{benchmark}/v{N}/report.md|.html       evaluation report (plots under plots/)
-    {root}/{benchmark}/latest                     {"version": N, "promoted": {...}, ...}
-                                                  (replaced atomically)
+One layout whatever the number of budgets: each budget's set is a folder of its own.
 
-With several anchor budgets (`n_anchors = [25, 50, 100]`) each budget is a set of its own,
-one level down: `{root}/{benchmark}/k{budget}/v{N}/...` and `{root}/{benchmark}/k{budget}/latest`.
-`{root}/{benchmark}/default` ({"budget": K, or null for the single set}) names the set the
-publisher maintains (its largest budget, written whenever it publishes or keeps one); readers
-load that set unless asked for a budget. Without the pointer (sets published before it), the
-single set, else the largest live budget. A discarded version leaves a
-tombstone `.discarded-v{N}` (with its reason) so its number is never reused.
+    {root}/{benchmark}/k{K}/v{N}/manifest.json    what this is, how good it is, sha256 of files
+    {root}/{benchmark}/k{K}/v{N}/manifest.sig     optional Ed25519 signature of manifest.json
+    {root}/{benchmark}/k{K}/v{N}/predictor/       predictor.json + weights.npz (no pickle)
+    {root}/{benchmark}/k{K}/v{N}/report.md|.html  evaluation report (plots under plots/)
+    {root}/{benchmark}/k{K}/latest                {"version": N, "promoted": {...}, ...}
+                                                  (replaced atomically)
+    {root}/{benchmark}/default                    {"budget": K}: the set the publisher maintains
+
+K is the set's number of anchors (a run with several budgets: the budget asked for). Readers
+load the `default` set unless asked for a budget; without the pointer, the largest budget
+with a live version. The suite (`{root}/suite/v{N}`, `latest` beside them) has no budget of
+its own (its anchors are its members') and keeps one set.
+
+Older roots held a single budget's set one level up, `{root}/{benchmark}/v{N}` and
+`{root}/{benchmark}/latest`; readers still load such a root as it is (read-only copies need
+no write access), and the publisher moves it into `k{K}/` once, before it next writes a
+version there (`versions.move_single_set`). A discarded version leaves a tombstone
+`.discarded-v{N}` (with its reason) so its number is never reused.
 
 Promotion. A written version is a candidate until `set_latest` promotes it. `latest`
 records every version ever promoted with its manifest seal (`"promoted": {"3": sha}`),
@@ -73,9 +79,17 @@ class AnchorSetError(SparseEvalError, ValueError):
 
 
 def set_dir(root: str | Path, benchmark: str, budget: int | None = None) -> Path:
-    """The folder of one anchor set's versions: `{root}/{benchmark}[/k{budget}]`."""
+    """The folder of one anchor set's versions: `{root}/{benchmark}/k{budget}` (without a
+    budget: `{root}/{benchmark}`, the suite's set or an old single set)."""
     folder = Path(root) / benchmark
     return folder if budget is None else folder / f"k{int(budget)}"
+
+
+def budget_of(version_folder: str | Path) -> int | None:
+    """The budget K of the set a version folder is in (`.../k{K}/v{N}`); None for the
+    suite's set or an old single set."""
+    m = BUDGET_DIR.match(Path(version_folder).parent.name)
+    return int(m.group(1)) if m else None
 
 
 def published_benchmarks(root: str | Path) -> list[str]:
@@ -135,8 +149,7 @@ def resolve_version_dir(
 ) -> Path:
     """The local folder of a version ("latest", 3, "v3"); also accepts a version folder itself.
 
-    budget: which budget's set when several are published (default: the largest one that
-    has a live version).
+    budget: which budget's set (default: `live_budget`, the one the publisher maintains).
     """
     root = Path(root)
     if (root / MANIFEST).is_file():
@@ -170,25 +183,35 @@ def resolve_version_dir(
 
 
 def _pick_budget(root: Path, benchmark: str, budget: int | None) -> int | None:
-    """The budget asked for, else None for a single-budget set, else the largest live one."""
+    """The budget asked for (it must be published), else `live_budget`."""
+    if budget is None:
+        return live_budget(root, benchmark)
     budgets = list_budgets(root, benchmark)
-    if budget is not None:
-        if int(budget) not in budgets:
-            have = ", ".join(f"k{b}" for b in budgets) or _single_set(root, benchmark)
-            raise AnchorSetError(f"no {benchmark!r} set with {budget} anchors (budgets: {have})")
-        return int(budget)
+    if int(budget) not in budgets:
+        have = ", ".join(f"k{b}" for b in budgets) or _single_set(root, benchmark)
+        raise AnchorSetError(f"no {benchmark!r} set with {budget} anchors (budgets: {have})")
+    return int(budget)
+
+
+def live_budget(root: str | Path, benchmark: str) -> int | None:
+    """The budget of the set readers load when none is asked for: the one `default` names,
+    else the largest with a live version; None for an old single set (`{benchmark}/latest`)
+    or when nothing is published."""
     pointed = default_budget(root, benchmark)
     if pointed is not None and (set_dir(root, benchmark, pointed[0]) / LATEST).is_file():
         return pointed[0]
+    budgets = list_budgets(root, benchmark)
+    live = [b for b in budgets if (set_dir(root, benchmark, b) / LATEST).is_file()]
+    if live:
+        return max(live)
     if not budgets or (set_dir(root, benchmark) / LATEST).is_file():
         return None
-    live = [b for b in budgets if (set_dir(root, benchmark, b) / LATEST).is_file()]
-    return max(live or budgets)
+    return max(budgets)
 
 
 def default_budget(root: str | Path, benchmark: str) -> tuple[int | None] | None:
-    """`(K,)` or `(None,)` (the single set) as `{root}/{benchmark}/default` names the set the
-    publisher maintains; None when there is no such pointer (sets published before it)."""
+    """`(K,)` as `{root}/{benchmark}/default` names the set the publisher maintains (`(None,)`:
+    an old single set, as pointers before the one layout said); None without a pointer."""
     path = Path(root) / benchmark / DEFAULT
     if not path.is_file():
         return None
