@@ -1,7 +1,7 @@
 -- Quarantine every row of a conflicting pair; keep the first row of an agreeing one.
 INSERT INTO quarantine
 SELECT $run, $source, r.source_ref, b.line,
-       concat_ws(',', m.model, bm.name, i.item, b.value::INTEGER),
+       concat_ws(',', m.model, bm.name, i.item, coalesce(b.score::VARCHAR, b.value::INTEGER::VARCHAR)),
        'conflicting duplicate in one batch'
 FROM batch b
 JOIN dups d ON d.model_id = b.model_id AND d.item_id = b.item_id AND d.conflict

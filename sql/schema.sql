@@ -75,6 +75,11 @@ CREATE TABLE IF NOT EXISTS result_history (
     ref_id INTEGER NOT NULL,
     replaced_by_ref INTEGER NOT NULL
 );
+-- Graded items (F1, ROUGE, a judge's score): the score in (0, 1) where the source has one,
+-- with `correct` its threshold at 0.5; NULL for a binary answer (`correct` is the value).
+-- Added by migration: stores written before get the column, every row NULL (binary).
+ALTER TABLE results ADD COLUMN IF NOT EXISTS score DOUBLE;
+ALTER TABLE result_history ADD COLUMN IF NOT EXISTS score DOUBLE;
 
 -- Each model's reported score per benchmark (the number its source reports, as an
 -- accuracy in [0, 1]) with its definition in words; provenance as for results.
@@ -119,7 +124,7 @@ CREATE TABLE IF NOT EXISTS hub_files (
 );
 
 CREATE OR REPLACE VIEW results_view AS
-SELECT m.model, b.name AS benchmark, i.item, r.correct,
+SELECT m.model, b.name AS benchmark, i.item, r.correct, r.score,
        s.source, s.source_ref, s.ingested_at, s.run_id
 FROM results r
 JOIN models m USING (model_id)

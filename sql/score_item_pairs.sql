@@ -7,7 +7,7 @@ WITH bench AS (
     SELECT benchmark_id, name FROM benchmarks b SEMI JOIN score_frame f ON f.benchmark = b.name
 ), stats AS (
     SELECT r.benchmark_id, r.model_id, count(*) AS n_items,
-           avg(CAST(r.correct AS DOUBLE)) AS item_mean
+           avg(coalesce(r.score, CAST(r.correct AS DOUBLE))) AS item_mean
     FROM results r SEMI JOIN bench b ON b.benchmark_id = r.benchmark_id
     GROUP BY r.benchmark_id, r.model_id
 ), staged AS (

@@ -1,9 +1,11 @@
 -- The one row validator: every source stages rows into `src`
 -- (model, benchmark, item, correct VARCHAR, ord BIGINT, line BIGINT, ref_no INTEGER);
 -- `checked` (a table: computed once, then read by every ingest step) has benchmark_id,
--- the boolean value and a reason when the row is bad; the raw texts (`raw_*`, `correct`)
--- are kept for bad rows only (quarantine shows them; a good row's are never read).
--- Correctness accepts 0/1, true/false and -1/+1 (case-insensitive, 1.0/0.0 too).
+-- the boolean value, the graded score and a reason when the row is bad; the raw texts
+-- (`raw_*`, `correct`) are kept for bad rows only (quarantine shows them; a good row's are
+-- never read). Correctness accepts 0/1, true/false and -1/+1 (case-insensitive, 1.0/0.0
+-- too), and a graded score strictly between 0 and 1 (F1, ROUGE, a judge's score): `score`
+-- keeps it and `value` is score >= 0.5; `score` is NULL for a binary answer.
 -- Ids are canonical (sparseeval/consume/answers/ids.py, which passes the patterns): a printable ASCII
 -- id is trimmed of spaces; any other has zero-width characters dropped, edge spaces trimmed
 -- and is NFC-normalized, and one with a control or format character is refused (its raw
@@ -23,8 +25,14 @@ WITH c AS (
     SELECT c.*, b.benchmark_id,
            CASE WHEN list_contains(getvariable('correct_words'), lower(trim(c.correct))) THEN true
                 WHEN list_contains(getvariable('wrong_words'), lower(trim(c.correct))) THEN false
-           END AS value
+           END AS word,
+           TRY_CAST(trim(c.correct) AS DOUBLE) AS number
     FROM c LEFT JOIN benchmarks b ON b.name = c.benchmark
+), g AS (
+    SELECT * EXCLUDE (word, number),
+           CASE WHEN word IS NULL AND number > 0 AND number < 1 THEN number END AS score,
+           coalesce(word, CASE WHEN number > 0 AND number < 1 THEN number >= 0.5 END) AS value
+    FROM v
 )
 , r AS (
 SELECT *,
@@ -45,9 +53,9 @@ SELECT *,
             WHEN benchmark_id IS NULL THEN 'unknown benchmark: ' || left(benchmark, 60)
             WHEN value IS NULL THEN 'not a correctness value: ' || left(correct, 60)
        END AS reason
-FROM v
+FROM g
 )
-SELECT model, benchmark_id, item, ord, value, ref_no, line, reason,
+SELECT model, benchmark_id, item, ord, value, score, ref_no, line, reason,
        CASE WHEN reason IS NOT NULL THEN raw_model END AS raw_model,
        CASE WHEN reason IS NOT NULL THEN raw_benchmark END AS raw_benchmark,
        CASE WHEN reason IS NOT NULL THEN raw_item END AS raw_item,

@@ -50,11 +50,14 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
 def read_wide(path: Path, targets: Path | None = None, say=lambda message: None):
     """A wide table (CSV or Parquet: `model` column, one column per item) as a matrix.
 
+    Answers are 0/1 (or -1/+1, true/false); a table holding a score strictly between 0 and
+    1 is read as graded scores in [0, 1] (`method.matrix.scale_of_scores`).
+
     `targets` (CSV or Parquet with `model` and `score`, percent or [0, 1]) gives the
     full-benchmark accuracy; without it the target is the mean over the given items.
     What is left out (extra columns, score rows of models without answers) is said.
     """
-    from sparseeval.method.matrix import MatrixError, ResponseMatrix
+    from sparseeval.method.matrix import MatrixError, ResponseMatrix, scale_of_scores
 
     frame = _read_table(path)
     if "model" not in frame.columns:
@@ -64,7 +67,8 @@ def read_wide(path: Path, targets: Path | None = None, say=lambda message: None)
     _check_missing(path, values, frame["model"].to_list(), items)
     y = _targets(targets, frame, say) if targets is not None else None
     try:
-        return ResponseMatrix.from_array(values, frame["model"].to_list(), items, y)
+        scale = scale_of_scores(values)
+        return ResponseMatrix.from_array(values, frame["model"].to_list(), items, y, scale=scale)
     except MatrixError as e:
         raise UserError(f"{path}: {e}") from e
 

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from sparseeval.method.matrix import MatrixError, check_Xy, require_y, to_signs
+from sparseeval.method.matrix import MatrixError, check_Xy, item_scale, require_y, to_signs
 
 
 class AnchorEstimator(RegressorMixin, BaseEstimator):
@@ -31,9 +31,11 @@ class AnchorEstimator(RegressorMixin, BaseEstimator):
     anchors_: np.ndarray
     n_features_in_: int
 
-    def _check_fit_input(self, X, y, X_valid=None, y_valid=None, need_valid: bool = False):
+    def _check_fit_input(
+        self, X, y, X_valid=None, y_valid=None, need_valid: bool = False, scale=None
+    ):
         """`check_fit_input`, recording the number of items seen (`n_features_in_`)."""
-        X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid, need_valid)
+        X, y, Xv, yv = check_fit_input(X, y, X_valid, y_valid, need_valid, scale)
         self.n_features_in_ = X.shape[1]
         return X, y, Xv, yv
 
@@ -52,7 +54,7 @@ class AnchorEstimator(RegressorMixin, BaseEstimator):
             Estimated full-benchmark accuracy of each model.
         """
         check_is_fitted(self, "anchors_")
-        X = to_signs(X, what="X")
+        X = to_signs(X, what="X", scale=getattr(self, "item_scale_", None))
         n_items = getattr(self, "n_features_in_", None)  # None: a fit read back from disk
         if n_items is not None and X.shape[1] != n_items:
             raise MatrixError(
@@ -66,18 +68,21 @@ class AnchorEstimator(RegressorMixin, BaseEstimator):
         raise NotImplementedError
 
 
-def check_fit_input(X, y, X_valid=None, y_valid=None, need_valid: bool = False):
+def check_fit_input(
+    X, y, X_valid=None, y_valid=None, need_valid: bool = False, scale: str | None = None
+):
     """`check_Xy` on the training rows and, when given, the validation rows.
 
-    Returns (X, y, X_valid, y_valid) with X as +-1 int8 and y as float64 (validation
-    entries None when not given). Raises MatrixError (a ValueError).
+    Returns (X, y, X_valid, y_valid) with X as +-1 (int8; graded: float32, `to_signs`'s
+    `scale`) and y as float64 (validation entries None when not given). Raises MatrixError
+    (a ValueError); graded training rows make the validation rows graded too.
     """
-    X, y = check_Xy(X, y, "training")
+    X, y = check_Xy(X, y, "training", scale)
     if X_valid is None or len(X_valid) == 0:
         if need_valid:
             raise MatrixError("SparseEval needs validation models to choose its predictor; got 0")
         return X, y, None, None
-    Xv, yv = check_Xy(X_valid, y_valid, "validation")
+    Xv, yv = check_Xy(X_valid, y_valid, "validation", item_scale(X))
     if Xv.shape[1] != X.shape[1]:
         raise MatrixError(f"X (validation) has {Xv.shape[1]} items, X (training) has {X.shape[1]}")
     return X, y, Xv, yv
@@ -86,7 +91,7 @@ def check_fit_input(X, y, X_valid=None, y_valid=None, need_valid: bool = False):
 VALID_FRACTION = 0.2  # of the given rows, held out by `fit(X, y)` without validation rows
 
 
-def validation_split(X, y, X_valid, y_valid, seed: int = 0) -> tuple:
+def validation_split(X, y, X_valid, y_valid, seed: int = 0, scale: str | None = None) -> tuple:
     """(X, y, X_valid, y_valid): as given, or, when neither validation part is given, the
     rows of X, y split into training and a seeded `VALID_FRACTION` for validation."""
     if X_valid is not None or y_valid is not None:
@@ -94,7 +99,7 @@ def validation_split(X, y, X_valid, y_valid, seed: int = 0) -> tuple:
             raise MatrixError("give both X_valid and y_valid, or neither")
         return X, y, X_valid, y_valid
     require_y(y)
-    X, y = to_signs(X, what="X"), np.asarray(y)
+    X, y = to_signs(X, what="X", scale=scale), np.asarray(y)
     if len(y) < 2:
         raise MatrixError(f"n_samples={len(y)}: 1 sample cannot be split into training and"
                           " validation models; give at least 2")  # fmt: skip

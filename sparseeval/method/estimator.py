@@ -15,7 +15,7 @@ from sparseeval.method.anchor_estimator import (
     check_item_ids,
     validation_split,
 )
-from sparseeval.method.matrix import check_Xy
+from sparseeval.method.matrix import check_Xy, item_scale
 from sparseeval.method.memory import keep_freed_memory
 from sparseeval.method.predictors import MLPPredictor, fit_all
 from sparseeval.method.registry import AUTO, PREDICTOR_CHOICES, fit_candidates
@@ -82,6 +82,10 @@ class SparseEval(AnchorEstimator):
         at a time. The result does not depend on it.
     progress : callable or None, default=None
         Called with one-line progress messages; None logs them at INFO level.
+    item_scale : {"auto", "binary", "graded"}, default="auto"
+        How `X` is read (`method.matrix.to_signs`): "binary" 0/1 or -1/+1; "graded"
+        2*score - 1 in [-1, 1] (a graded score in [0, 1]: F1, a judge's score); "auto"
+        graded when a float `X` holds a value strictly between -1 and 1 other than 0.
 
     Attributes
     ----------
@@ -106,6 +110,8 @@ class SparseEval(AnchorEstimator):
         The estimates those residuals are of (an adaptive interval's width follows them).
     calibration_source_ : {"validation", "calibration"}
         Where `calibration_residuals_` come from.
+    item_scale_ : {"binary", "graded"}
+        The scale of the items `fit` read.
     """
 
     def __init__(
@@ -130,6 +136,7 @@ class SparseEval(AnchorEstimator):
         device: str = "cpu",
         n_jobs: int | None = None,
         progress: Callable[[str], None] | None = None,
+        item_scale: str = "auto",
     ) -> None:
         self.n_anchors = n_anchors
         self.init = init
@@ -151,6 +158,7 @@ class SparseEval(AnchorEstimator):
         self.device = device
         self.n_jobs = n_jobs
         self.progress = progress
+        self.item_scale = item_scale
 
     @classmethod
     def from_settings(cls, settings, **overrides) -> SparseEval:
@@ -189,10 +197,12 @@ class SparseEval(AnchorEstimator):
             raise SettingsError(
                 f"predictor must be one of {PREDICTOR_CHOICES}, got {self.predictor!r}"
             )
-        X, y, X_valid, y_valid = validation_split(X, y, X_valid, y_valid, self.seed)
+        scale = self.item_scale
+        X, y, X_valid, y_valid = validation_split(X, y, X_valid, y_valid, self.seed, scale)
         X_train, y_train, X_valid, y_valid = self._check_fit_input(
-            X, y, X_valid, y_valid, need_valid=True
+            X, y, X_valid, y_valid, need_valid=True, scale=scale
         )
+        self.item_scale_ = item_scale(X_train)
         say = self.progress or log.info
         keep_freed_memory()  # the selection's and the MLPs' big temporaries, step after step
         # One BLAS/OpenMP thread: the same result, bit for bit, at a third of the CPU time
@@ -264,7 +274,7 @@ class SparseEval(AnchorEstimator):
         self : SparseEval
             The estimator, with `calibration_residuals_` replaced.
         """
-        X_calib, y_calib = check_Xy(X_calib, y_calib, "calibration")
+        X_calib, y_calib = check_Xy(X_calib, y_calib, "calibration", self.item_scale_)
         self.calibration_predictions_ = self.predict(X_calib)
         self.calibration_residuals_ = self.calibration_predictions_ - y_calib
         self.calibration_source_ = "calibration"
@@ -294,7 +304,9 @@ class SparseEval(AnchorEstimator):
         """
         from sklearn.base import clone
 
-        X, y, Xv, yv = check_fit_input(X_train, y_train, X_valid, y_valid, need_valid=True)
+        X, y, Xv, yv = check_fit_input(
+            X_train, y_train, X_valid, y_valid, need_valid=True, scale=self.item_scale
+        )
         if not 2 <= int(folds) <= min(len(y), len(yv)):
             raise SettingsError(
                 f"folds must be in 2..{min(len(y), len(yv))} (the fewer of training and "

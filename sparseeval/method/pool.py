@@ -51,9 +51,10 @@ def item_curves(X, values, steps: int = 50) -> tuple[np.ndarray, np.ndarray]:
     """Per-anchor logistic fits P(x_i = +1) = sigmoid(a_i + b_i * logit(value))
     (`item_curves.fit_logistic` from (0, 1), steps of at most STEP, slopes of any sign).
 
-    X: models x anchors, +-1; values: each model's estimate.
+    X: models x anchors, +-1 (graded: 2*score - 1, fit as the score); values: each model's
+    estimate.
     """
-    Y = (np.asarray(X, dtype=np.float64) > 0).astype(np.float64)
+    Y = (np.asarray(X, dtype=np.float64) + 1) / 2
     return fit_logistic(Y, logit(values), steps, start="zero", max_step=STEP, monotone=False)
 
 

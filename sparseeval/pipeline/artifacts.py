@@ -21,7 +21,7 @@ import numpy as np
 
 from sparseeval._version import __version__
 from sparseeval.consume.hashing import fingerprint
-from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.matrix import ResponseMatrix, item_scale
 from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.sealed import put_file
 from sparseeval.pipeline.settings import AnySettings, Section, Settings
@@ -159,6 +159,8 @@ def load_matrix(path: str | Path) -> ResponseMatrix:
     """Read a matrix written by `save_matrix`."""
     with np.load(path, allow_pickle=False) as npz:
         targets = npz["targets"] if "targets" in npz.files else None
+        values = npz["values"]  # graded: float32 (`method.matrix`), binary: int8
         return ResponseMatrix(
-            npz["values"], npz["model_ids"].astype(object), npz["item_ids"].astype(object), targets
-        )
+            values, npz["model_ids"].astype(object), npz["item_ids"].astype(object), targets,
+            item_scale(values),
+        )  # fmt: skip

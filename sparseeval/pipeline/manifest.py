@@ -52,6 +52,7 @@ def version_manifest(
         "items": items,
         "item_sources": normalise_sources(item_sources, items) or derived_sources(items, benchmark),
         "n_anchors": len(items),
+        "item_scale": getattr(estimator, "item_scale_", "binary"),  # graded: 2*score - 1
         "data_fingerprint": str(data_fingerprint),
         "split_sizes": {k: int(v) for k, v in dict(split_sizes).items()},
         "predictor": {

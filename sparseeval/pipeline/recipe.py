@@ -235,7 +235,9 @@ def select_step(matrix: ResponseMatrix, split: FitSplit, settings: AnySettings, 
     # Benchmarks are fitted side by side: one BLAS thread each, and one MLP at a time.
     n_jobs = 1 if settings.workers > 1 else None
     with threadpool_limits(limits=1):
-        est = SparseEval.from_settings(settings, progress=say, n_jobs=n_jobs).fit(
+        est = SparseEval.from_settings(
+            settings, progress=say, n_jobs=n_jobs, item_scale=matrix.scale
+        ).fit(
             X[split.train], y[split.train], X_valid=X[split.valid], y_valid=y[split.valid],
             item_ids=matrix.item_ids,
         )  # fmt: skip

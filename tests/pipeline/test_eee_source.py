@@ -22,7 +22,8 @@ from types import SimpleNamespace
 import pytest
 
 from sparseeval.consume.answers.eee_answers import EeeError, aggregate_path
-from sparseeval.consume.answers.responses import read_responses_files
+from sparseeval.consume.answers.responses import ResponsesError, read_responses_files
+from sparseeval.consume.answers.vector import anchor_vector
 from sparseeval.pipeline.sources import ingest_sources
 from sparseeval.pipeline.store import Store, watched
 from sparseeval.pipeline.store.eee import EeeRecords
@@ -151,25 +152,25 @@ def test_a_datastore_folder_is_ingested_with_hashes_and_reasons(tmp_path):
     aged(tmp_path)
     path = store_with(tmp_path / "s.duckdb")
     summary = ingest_sources(path, [f"eee:{tmp_path / 'data'}"], fill_if_empty=False)
-    assert (summary.new, summary.quarantined, summary.failed) == (4, 2, 0)
+    assert (summary.new, summary.quarantined, summary.failed) == (5, 1, 0)
     assert (
         f"{BENCH}={BENCH}; evaluation.score (2 records of other results not read)"
         in (summary.lines[1])
     )  # org/b's f1 records: another metric of the same samples
     rows = stored(path)
     assert [(m, i, c) for m, i, c, _ in rows] == [
-        ("org/a", "s1", True), ("org/a", "s2", False), ("org/b", "s1", False),
-        ("org/b", "s2", True),
+        ("org/a", "s1", True), ("org/a", "s2", False), ("org/a", "s3", False),
+        ("org/b", "s1", False), ("org/b", "s2", True),
     ]  # fmt: skip
+    with Store.open(path, read_only=True) as store:  # the graded score is kept as it is
+        scores = store.con.execute("SELECT score FROM results_view ORDER BY model, item")
+        assert [s for (s,) in scores.fetchall()] == [None, None, 0.43, None, None]
     assert rows[0][3] == "eee_sample_hash:" + sample_hash("What is s1?", ["4"])
     with Store.open(path, read_only=True) as store:
         reasons = sorted(
             r for (r,) in store.con.execute("SELECT reason FROM quarantine").fetchall()
         )
-    assert reasons == [
-        "evaluation.score 1.0 but is_correct false",
-        "graded score 0.43: graded items are not supported yet",
-    ]
+    assert reasons == ["evaluation.score 1.0 but is_correct false"]
 
 
 def test_the_next_night_reads_only_new_records_and_refuses_a_changed_file(tmp_path):
@@ -221,8 +222,11 @@ def test_predict_reads_a_samples_file(tmp_path):
         read_responses_files([samples], SimpleNamespace(benchmark=BENCH, items=["s1"],
                                                         item_sources=other))  # fmt: skip
     graded = write_eee(tmp_path, "org/g", {"s1": 0.43})
-    with pytest.raises(EeeError, match=r"graded score 0\.43.*this set takes 0/1 answers"):
-        read_responses_files([graded], aset)
+    assert read_responses_files([graded], aset) == {"s1": "0.43"}  # the set's scale decides
+    with pytest.raises(ResponsesError, match=r"graded score \('0\.43'\), but this set's items"
+                       " are binary"):  # fmt: skip
+        anchor_vector({"s1": "0.43"}, {"s1": 0}, 1)
+    assert anchor_vector({"s1": "0.43"}, {"s1": 0}, 1, graded=True) == pytest.approx([-0.14])
     wrong = SimpleNamespace(benchmark="arc", items=["s1"], item_sources={})
     with pytest.raises(EeeError, match="no records with evaluation_name 'arc'"):
         read_responses_files([samples], wrong)

@@ -106,12 +106,13 @@ def test_a_release_is_read_unperturbed_first_trial_with_hashes(tmp_path):
     aged(tmp_path)
     path = tmp_path / "s.duckdb"
     summary = ingest_sources(path, [f"helm:{release}"], fill_if_empty=False)
-    assert (summary.new, summary.quarantined, summary.failed) == (3, 2, 0)
+    assert (summary.new, summary.quarantined, summary.failed) == (4, 1, 0)
     stored = rows(path)
     assert [(m, i, c) for m, i, c, _ in stored] == [
         ("openai/gpt2", "anatomy:id147", False), ("openai/gpt2", "philosophy:id11", False),
-        ("openai/gpt2", "philosophy:id147", True),
+        ("openai/gpt2", "philosophy:id147", True), ("openai/gpt2", "philosophy:id65", True),
     ]  # fmt: skip
+    # id65's mean 0.5 is a graded score: kept (below), `correct` its threshold at 0.5
     # two subjects' id147 are two items
     assert all(h.startswith("helm_instance:") for *_, h in stored)
     assert stored[0][3] != stored[2][3]
@@ -124,8 +125,10 @@ def test_a_release_is_read_unperturbed_first_trial_with_hashes(tmp_path):
         reasons = sorted(
             r for (r,) in store.con.execute("SELECT reason FROM quarantine").fetchall()
         )
-    assert reasons == ["exact_match: no value (count 0)",
-                       "graded score 0.5: graded items are not supported yet"]  # fmt: skip
+    assert reasons == ["exact_match: no value (count 0)"]
+    with Store.open(path, read_only=True) as store:
+        graded = store.con.execute("SELECT item, score FROM results_view WHERE score IS NOT NULL")
+        assert graded.fetchall() == [("philosophy:id65", 0.5)]
 
 
 def test_a_new_release_is_a_new_source_and_same_runs_are_read_once(tmp_path):

@@ -24,7 +24,8 @@ from sparseeval.consume.answers.inspect_answers import (
     is_inspect_log,
     read_log,
 )
-from sparseeval.consume.answers.responses import read_responses_files
+from sparseeval.consume.answers.responses import ResponsesError, read_responses_files
+from sparseeval.consume.answers.vector import anchor_vector
 from sparseeval.pipeline.sources import ingest_sources
 from sparseeval.pipeline.store import Store, watched
 from sparseeval.pipeline.store.inspect_logs import InspectLogs
@@ -114,14 +115,14 @@ def test_ingest_a_log_stores_rows_hashes_and_says_the_epoch_policy(logs, tmp_pat
     assert (again.new, again.sources[0]["skipped"]) == (0, 1)
 
 
-def test_graded_errored_and_unknown_are_quarantined_with_their_reason(logs, tmp_path):
+def test_graded_are_stored_errored_and_unknown_are_quarantined_with_their_reason(logs, tmp_path):
     path = store_with(tmp_path / "g.duckdb", "toy_graded")
     summary = ingest_sources(path, [f"inspect:{logs['graded']}"], fill_if_empty=False)
-    assert summary.new == 2  # g3 (1) and g4 (I)
-    assert quarantine_reasons(path) == [
-        "graded score 0.43: graded items are not supported yet",
-        "graded score 0.5: graded items are not supported yet",  # P: Inspect's partial credit
-    ]
+    assert summary.new == 4 and quarantine_reasons(path) == []
+    with Store.open(path, read_only=True) as store:  # P: Inspect's partial credit, 0.5
+        got = store.con.execute("SELECT item, correct, score FROM results_view ORDER BY item")
+        assert got.fetchall() == [("g1", False, 0.43), ("g2", True, 0.5), ("g3", True, None),
+                                  ("g4", False, None)]  # fmt: skip
     unknown = ingest_sources(path, [f"inspect:{logs['eval']}"], fill_if_empty=False)
     assert unknown.new == 0 and "unknown benchmark: toy_mc" in " ".join(unknown.lines)
     path = store_with(tmp_path / "s.duckdb", "toy_mc")
@@ -199,9 +200,13 @@ def test_predict_reads_answers_from_a_log(logs):
     assert read_responses_files([logs["json"]], aset) == {"q1": "1", "q2": "0", "3": "1"}
     with pytest.raises(InspectLogError, match="its run has not ended"):
         read_responses_files([logs["running"]], aset)
-    graded = SimpleNamespace(benchmark="toy_graded", items=["g1"], item_sources={})
-    with pytest.raises(InspectLogError, match=r"graded score 0\.43.*this set takes 0/1 answers"):
-        read_responses_files([logs["graded"]], graded)
+    graded = SimpleNamespace(benchmark="toy_graded", items=["g1", "g2"], item_sources={})
+    answers = read_responses_files([logs["graded"]], graded)
+    assert answers == {"g1": "0.43", "g2": "0.5"}  # as read: the set's item scale decides
+    with pytest.raises(ResponsesError, match=r"graded score \('0\.43'\), but this set's items"
+                       " are binary"):  # fmt: skip
+        anchor_vector(answers, {"g1": 0, "g2": 1}, 2)
+    assert anchor_vector(answers, {"g1": 0, "g2": 1}, 2, graded=True) == pytest.approx([-0.14, 0])
 
 
 def test_predict_refuses_other_questions_under_the_same_ids(logs):

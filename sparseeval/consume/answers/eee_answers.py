@@ -14,9 +14,9 @@ Item identity: `sample_id`, with `sample_hash` (sha256 of the input's raw text a
 reference) as its content hash, `eee_sample_hash:…`. The benchmark is the record's
 `evaluation_name`; of a sample scored by several metrics (one record per
 `evaluation_result_id`) the benchmark's first result is read (`one_result`). A record is
-read as `1`/`0` from a binary `evaluation.score` (or, with no score, from `is_correct`); a
-graded score (0 < score < 1) gets the reason `graded score 0.43: graded items are not
-supported yet`, and a binary score that `is_correct` contradicts is refused too. A samples
+read as `1`/`0` from a binary `evaluation.score` (or, with no score, from `is_correct`), and
+a graded score (0 < score < 1) as it is (`0.43`: the store keeps it, `predict` takes it for
+a set of graded items only); a binary score that `is_correct` contradicts is refused. A samples
 file whose bytes differ from the aggregate's checksum (changed or cut short) is refused whole.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparseeval.consume.answers.inspect_answers import GRADED, score_value
+from sparseeval.consume.answers.inspect_answers import score_value
 from sparseeval.consume.answers.jsontext import JsonTextError, loads
 from sparseeval.consume.errors import SparseEvalError
 
@@ -41,7 +41,8 @@ class EeeError(SparseEvalError, ValueError):
 
 @dataclass(frozen=True)
 class EeeRecord:
-    """One instance record: `correct` is `1`, `0` or None with a `problem`."""
+    """One instance record: `correct` is `1`, `0`, a graded score (`0.43`) or None with a
+    `problem`."""
 
     line: int
     model: str
@@ -127,7 +128,8 @@ def eee_answers(
     path: str | Path, anchor_set: object, ignore_hashes: bool = False
 ) -> Iterator[tuple[str, object, str]]:
     """(item, answer, where) of a samples file's records of the set's benchmark, for
-    `predict`; a graded score or another `sample_hash` than the set's is refused."""
+    `predict` (a graded score as it is: the set's item scale takes or refuses it); another
+    `sample_hash` than the set's is refused."""
     from sparseeval.consume.answers.identity import split_hash
 
     path = Path(path)
@@ -149,10 +151,7 @@ def eee_answers(
             " --ignore-hash-mismatch to score them anyway"
         )
     for r in records:
-        where = f"{path}:{r.line}"
-        if r.problem is not None and GRADED in r.problem:
-            raise EeeError(f"{where}: {r.problem}; this set takes 0/1 answers")
-        yield r.item, r.correct, where
+        yield r.item, r.correct, f"{path}:{r.line}"
 
 
 def _record(samples: Path, n: int, text: str, agg: Aggregate | None) -> EeeRecord:
@@ -193,7 +192,9 @@ def _text(value: object) -> str | None:
 
 
 def _correctness(evaluation: object) -> tuple[str | None, str | None]:
-    """(`1`/`0`, None) from `evaluation.score` (else `is_correct`), or (None, why not)."""
+    """(`1`/`0` or a graded `0.43`, None) from `evaluation.score` (else `is_correct`), or
+    (None, why not); a graded score is not checked against `is_correct` (a judge's
+    threshold)."""
     if not isinstance(evaluation, dict):
         return None, "no evaluation object"
     score, is_correct = evaluation.get("score"), evaluation.get("is_correct")
@@ -202,6 +203,7 @@ def _correctness(evaluation: object) -> tuple[str | None, str | None]:
             return ("1" if is_correct else "0"), None
         return None, "no evaluation.score or is_correct"
     correct, problem = score_value(score)
-    if correct is not None and isinstance(is_correct, bool) and is_correct != (correct == "1"):
+    binary = correct in ("0", "1")
+    if binary and isinstance(is_correct, bool) and is_correct != (correct == "1"):
         return None, f"evaluation.score {score} but is_correct {str(is_correct).lower()}"
     return correct, problem

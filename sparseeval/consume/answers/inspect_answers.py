@@ -20,8 +20,9 @@ answer a single draw, the same kind of draw a one-epoch run of the anchors gives
 
 Scores: `C` and `True` and 1 are correct; `I`, `N` (no answer, 0 in Inspect's own accuracy),
 `False` and 0 are wrong. Anything between (`P` is Inspect's partial credit, 0.5) is a
-graded score, which this library does not use yet: such a sample gets a `problem`
-(`graded score 0.43: graded items are not supported yet`), never a threshold.
+graded score, read as it is (`0.43`): the store keeps it (a graded benchmark), and
+`predict` takes it for a set of graded items and refuses it for a binary one
+(`consume.answers.responses.sign`), never thresholding it.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from sparseeval.consume.errors import SparseEvalError
 EPOCH_POLICY = "first epoch"
 CONTENT_HASH = "inspect_sample"  # the hash's name in `name:value` (consume.answers.identity)
 STARTED = "started"  # a log whose run has not ended (no header.json / status started)
-GRADED = "graded items are not supported yet"
 _ZSTD = 93  # zip compression method of zstandard
 _JSON_HEAD = re.compile(rb'\A\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 _SAMPLE_MEMBER = re.compile(r"samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json")
@@ -57,7 +57,8 @@ class InspectLogError(SparseEvalError, ValueError):
 
 @dataclass(frozen=True)
 class InspectSample:
-    """One sample of a log, first epoch: `correct` is `1`, `0` or None with a `problem`."""
+    """One sample of a log, first epoch: `correct` is `1`, `0`, a graded score (`0.43`) or
+    None with a `problem`."""
 
     item: str
     epoch: int
@@ -85,12 +86,9 @@ class InspectLog:
 
     def answers(self) -> Iterator[tuple[str, object, str]]:
         """(item, answer, where) per sample; errored ones are not answered (None); a graded
-        score is refused (an `InspectLogError`), never thresholded."""
+        score is given as it is (the set's item scale takes or refuses it)."""
         for s in self.samples:
-            where = f"{self.path}: sample {s.item}"
-            if s.problem is not None and s.problem.startswith("graded score"):
-                raise InspectLogError(f"{where}: {s.problem}; this set takes 0/1 answers")
-            yield s.item, s.correct, where
+            yield s.item, s.correct, f"{self.path}: sample {s.item}"
 
 
 def inspect_answers(
@@ -164,7 +162,8 @@ def sample_hash(sample: dict) -> str:
 
 
 def score_value(value: object) -> tuple[str | None, str | None]:
-    """(`1` or `0`, None) for a binary score, else (None, why it is not read)."""
+    """(`1` or `0`, None) for a binary score, (`0.43`, None) for a graded one strictly
+    between 0 and 1, else (None, why it is not read)."""
     if isinstance(value, bool):
         return ("1" if value else "0"), None
     if isinstance(value, str) and value.strip().upper() in _WORDS:
@@ -173,7 +172,7 @@ def score_value(value: object) -> tuple[str | None, str | None]:
         if value in (0, 1):
             return str(int(value)), None
         if 0 < value < 1:
-            return None, f"graded score {value:g}: {GRADED}"
+            return repr(float(value)), None
         return None, f"score {value:g} is outside [0, 1]"
     if isinstance(value, dict | list):
         return None, "score holds several values (a dict or list); not read"

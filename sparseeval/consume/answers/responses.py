@@ -4,7 +4,10 @@ Forms: {item: correct}, a DataFrame with columns `item` and `correct`, or a sequ
 anchor order. Files: CSV (`item,correct`), JSONL (`{"item", "correct"}` per line), JSON
 (`{item: correct}` or a list of such objects), lm-eval `--log_samples` output and Inspect AI
 logs (`.eval`, `.json`; `inspect_answers`) and Every Eval Ever `{uuid}_samples.jsonl` files.
-`correct` is 0/1, true/false or -1/+1; empty, None and NaN mean "not answered".
+`correct` is 0/1, true/false or -1/+1; empty, None and NaN mean "not answered". A set of
+graded items (its manifest's `item_scale`) also takes a score strictly between 0 and 1, read
+as 2*score - 1 (0/1 are its ends, so a binary answer is a graded one too); a binary set
+refuses such a score in one line, never thresholds it.
 Files are UTF-8 (a leading byte-order mark is fine). An anchor answered twice with
 different answers (in one file or across files) is refused; identical repeats are fine.
 Messages built from file content go through `printable` (no raw control characters).
@@ -32,6 +35,10 @@ CORRECT_WORDS = ("1", "1.0", "+1", "+1.0", "true", "t")
 WRONG_WORDS = ("0", "0.0", "-0", "-0.0", "+0", "+0.0", "-1", "-1.0", "false", "f")
 _TEXT_SIGNS = dict.fromkeys(CORRECT_WORDS, 1.0) | dict.fromkeys(WRONG_WORDS, -1.0)
 _NOT_ANSWERED = {"", "nan", "none", "null", "na"}
+# A set's item scale (manifest `item_scale`; absent: binary): `graded` items have a score in
+# [0, 1], read as 2*score - 1 (`method.matrix`).
+BINARY, GRADED = "binary", "graded"
+ITEM_SCALES = (BINARY, GRADED)
 
 
 class ResponsesError(SparseEvalError, ValueError):
@@ -52,33 +59,44 @@ def printable(text: object) -> str:
     return _CONTROLS.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), str(text))
 
 
-def sign(v: Any, where: str) -> float:
-    """+1 for correct, -1 for wrong, NaN for not answered; anything else is an error."""
+def sign(v: Any, where: str, graded: bool = False) -> float:
+    """+1 for correct, -1 for wrong, NaN for not answered; with `graded`, 2*score - 1 for a
+    score strictly between 0 and 1 (refused in one line when not `graded`); anything else
+    is an error."""
     if v is None:
         return math.nan
-    if isinstance(v, str):
+    text = isinstance(v, str)
+    if text:
         t = v.strip().lower()
         if t in _NOT_ANSWERED:
             return math.nan
         if t in _TEXT_SIGNS:
             return _TEXT_SIGNS[t]
-        raise _bad_answer(v, where)
     try:
-        f = float(v)
+        f = float(v.strip() if text else v)
     except (TypeError, ValueError):
-        raise _bad_answer(v, where) from None
-    if math.isnan(f):
+        raise _bad_answer(v, where, graded) from None
+    if math.isnan(f) and not text:
         return math.nan
-    if f == 1.0:
+    if f == 1.0 and not text:
         return 1.0
-    if f in (0.0, -1.0):
+    if f in (0.0, -1.0) and not text:
         return -1.0
-    raise _bad_answer(v, where)
+    if 0.0 < f < 1.0:
+        if graded:
+            return 2.0 * f - 1.0
+        raise ResponsesError(
+            f"answer for {printable(where)} is a graded score ({printable(repr(v))}), but this"
+            " set's items are binary: answer 0/1, true/false or -1/+1 (a graded benchmark's"
+            " set is fit on graded scores)"
+        )
+    raise _bad_answer(v, where, graded)
 
 
-def _bad_answer(v: Any, where: str) -> ResponsesError:
+def _bad_answer(v: Any, where: str, graded: bool = False) -> ResponsesError:
+    expected = "a score in [0, 1] (or -1/+1, true/false)" if graded else "0/1, true/false or -1/+1"
     return ResponsesError(
-        f"answer for {printable(where)} is {printable(repr(v))}; expected 0/1, true/false or -1/+1"
+        f"answer for {printable(where)} is {printable(repr(v))}; expected {expected}"
     )
 
 

@@ -16,9 +16,10 @@ from sparseeval.consume.answers.responses import (
 )
 
 
-def anchor_vector(responses, index: Mapping[str, int], k: int) -> np.ndarray:
+def anchor_vector(responses, index: Mapping[str, int], k: int, graded: bool = False) -> np.ndarray:
     """+-1 floats in anchor order (`index`: anchor id -> position, of `k`), NaN where not
-    answered; answers given positionally must be one per anchor, in order."""
+    answered; answers given positionally must be one per anchor, in order. `graded`: a
+    score strictly between 0 and 1 is read as 2*score - 1 (else refused, `sign`)."""
     pairs = as_pairs(responses)
     if pairs is None:  # positional, in anchor order
         arr = list(responses)
@@ -26,12 +27,12 @@ def anchor_vector(responses, index: Mapping[str, int], k: int) -> np.ndarray:
             raise ResponsesError(
                 f"got {len(arr)} answers in anchor order, expected {k} (one per anchor)"
             )
-        return np.array([sign(v, f"anchor #{j}") for j, v in enumerate(arr)], dtype=float)
+        return np.array([sign(v, f"anchor #{j}", graded) for j, v in enumerate(arr)], dtype=float)
     x = np.full(k, np.nan)
     for item, v in pairs:
         j = index.get(item_id(item, "answers"))
         if j is not None:
-            s = sign(v, str(item))
+            s = sign(v, str(item), graded)
             if not np.isnan(x[j]) and not np.isnan(s) and x[j] != s:
                 raise ResponsesError(f"conflicting answers for anchor {printable(item)}")
             if not np.isnan(s):

@@ -75,14 +75,18 @@ def logit(p) -> np.ndarray:
 def person_fit(X, values, a, b) -> np.ndarray:
     """l_z of each row of a +-1 answer matrix (NaN = not answered) given its estimates.
 
-    Rows with no answered anchor, or no spread in the expected log-likelihood, get 0.
+    A graded answer (2*score - 1) counts as the score's share of a right answer: its
+    observed log-likelihood is score * log p + (1 - score) * log q (a binary answer's is
+    log p or log q, as before). Rows with no answered anchor, or no spread in the expected
+    log-likelihood, get 0.
     """
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     z = logit(np.atleast_1d(values))[:, None]
     eta = np.asarray(a)[None, :] + np.asarray(b)[None, :] * z
     p = np.clip(np.exp(-np.logaddexp(0.0, -eta)), CLIP, 1 - CLIP)
     log_p, log_q, seen = np.log(p), np.log1p(-p), ~np.isnan(X)
-    observed = np.where(X > 0, log_p, log_q)
+    score = (X + 1) / 2  # 0 or 1 for a binary answer
+    observed = score * log_p + (1 - score) * log_q
     expected = p * log_p + (1 - p) * log_q
     variance = p * (1 - p) * (log_p - log_q) ** 2
     num = np.where(seen, observed - expected, 0.0).sum(1)

@@ -15,6 +15,7 @@ import numpy as np
 
 from sparseeval.consume.answers.ids import IdError, check_benchmark_name
 from sparseeval.consume.answers.responses import (
+    GRADED,
     ResponsesError,
     as_pairs,
     item_id,
@@ -109,6 +110,11 @@ class AnchorSet:
     @property
     def benchmark(self) -> str:
         return self.manifest["benchmark"]
+
+    @property
+    def graded(self) -> bool:
+        """Whether the set's items are graded (manifest `item_scale`; absent: binary)."""
+        return self.manifest.get("item_scale") == GRADED
 
     @property
     def version(self) -> int:
@@ -267,7 +273,7 @@ class AnchorSet:
             j = self._all.get(name)
             if j is None or name in self._index:
                 continue
-            s = sign(v, str(item))
+            s = sign(v, str(item), self.graded)
             if np.isnan(s):
                 continue
             if got.get(j, s) != s:
@@ -345,7 +351,7 @@ class AnchorSet:
                 f"matrix has shape {X.shape}, expected (models, {len(cols)}) for the item ids"
             )
         XA = X[:, [cols[i] for i in self.items]].astype(np.float32)
-        if XA.size and XA.min() >= 0:  # 0/1 coding
+        if XA.size and XA.min() >= 0 and not self.graded:  # 0/1 coding (graded: 2*score - 1)
             XA = 2 * XA - 1
         return XA
 
@@ -392,7 +398,7 @@ class AnchorSet:
 
     def _vector(self, responses) -> np.ndarray:
         """+-1 floats in anchor order, NaN where not answered."""
-        x = anchor_vector(responses, self._index, len(self.items))
+        x = anchor_vector(responses, self._index, len(self.items), self.graded)
         if np.isnan(x).all() and (why := none_of_the_anchors(responses, self._index, self.items)):
             raise ResponsesError(why)
         return x

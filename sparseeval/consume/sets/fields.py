@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from sparseeval.consume.answers.responses import printable
+from sparseeval.consume.answers.responses import ITEM_SCALES, printable
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.consume.sets.layout import AnchorSetError
 
@@ -248,14 +248,17 @@ SUITE = table(
 MANIFEST: dict[str, Check] = {
     "schema_version": integer(1), "kind": text(), "benchmark": text(),
     "library_version": text(), "items": listing(text()), "item_sources": SOURCES,
-    "n_anchors": integer(1), "data_fingerprint": text(), "split_sizes": table({},
-    each=integer(0)), "predictor": PREDICTOR, "metrics": METRICS, "interval": INTERVAL,
+    "n_anchors": integer(1), "item_scale": text(one_of=ITEM_SCALES),
+    "data_fingerprint": text(), "split_sizes": table({}, each=integer(0)),
+    "predictor": PREDICTOR, "metrics": METRICS, "interval": INTERVAL,
     "settings": table({}), "target": table({}, each=text(null=True)),
     "provenance": table({}), "pool_check": POOL_CHECK, "suite": SUITE, "version": integer(1),
     "created": text(), "files": table({}, each=text()), "manifest_sha256": text(),
     "item_curves": ITEM_CURVES,
 }  # fmt: skip
 REQUIRED = ("benchmark", "items", "predictor", "interval", "version")
+# `item_scale`: how the answers are read (`consume.answers.responses.sign`); absent (a set
+# published before graded items): binary.
 
 
 def _n_anchors(m: Mapping, items: Items) -> str | None:

@@ -1,4 +1,9 @@
-"""Build a benchmark's ±1 int8 matrix from the store (integer codes scattered into NumPy)."""
+"""Build a benchmark's ±1 matrix from the store (integer codes scattered into NumPy).
+
+A binary benchmark's matrix is int8 (0 marks a missing cell while scattering); a graded one
+(any stored result with a graded score) is float32, 2*score - 1 (NaN marks a missing cell:
+a score of 0.5 is 0), the binary rows among its results read as scores 0 and 1.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from sparseeval.consume.errors import SettingsError
-from sparseeval.method.matrix import MatrixError, ResponseMatrix
+from sparseeval.method.matrix import BINARY, GRADED, MatrixError, ResponseMatrix
 from sparseeval.pipeline.store.db import Store, fetch, sql
 from sparseeval.pipeline.store.unit import printable_line
 
@@ -100,8 +105,9 @@ def build_matrix(
             f"{benchmark}: no results stored for this benchmark yet"
             " (`sparseeval ingest` reads some; `sparseeval matrix` lists what the store holds)"
         )
-    values = _scatter(store, bid, models["model_id"].to_numpy(), items["item_id"].to_numpy())
-    present = values != 0
+    scale = item_scale_of(store, bid)
+    values = _scatter(store, bid, models["model_id"].to_numpy(), items["item_id"].to_numpy(), scale)
+    present = _present(values)
     cells_missing = int(present.size - present.sum())
     keep_rows, keep_cols, aside = joinable(present, max_missing_model_frac)
     seen_by = present[:, aside].sum(axis=0)  # models with each set-aside item
@@ -123,6 +129,7 @@ def build_matrix(
         models["model"].to_numpy().astype(object)[rows],
         items["item"].to_numpy().astype(object)[keep_cols],
         chosen.scores,
+        scale,
     )
     if chosen.scores is None:
         chosen.definition = f"mean over the {matrix.shape[1]:,} stored items"
@@ -147,8 +154,8 @@ def set_aside_items(
     models = store.con.sql(sql("build_models"), params={"bid": bid}).pl()
     if not len(models) or not len(items):
         return items.with_columns(n_models=pl.lit(0))
-    present = _scatter(store, bid, models["model_id"].to_numpy(), items["item_id"].to_numpy())
-    present = present != 0
+    ids = models["model_id"].to_numpy(), items["item_id"].to_numpy()
+    present = _present(_scatter(store, bid, *ids, item_scale_of(store, bid)))
     aside = joinable(present, max_missing_model_frac)[2]
     return items.filter(pl.Series(aside)).with_columns(n_models=present[:, aside].sum(axis=0))
 
@@ -228,18 +235,42 @@ def _stored_scores(store: Store, bid: int) -> pl.DataFrame:
                                     "definition": pl.String})  # fmt: skip
 
 
-def _scatter(store: Store, bid: int, model_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
-    """Scatter (model_id, item_id, correct) rows into an int8 matrix; 0 marks missing."""
+def item_scale_of(store: Store, bid: int) -> str:
+    """`graded` when any stored result of the benchmark has a graded score, else `binary`;
+    a store older than graded scores (opened read-only, no `score` column) is binary."""
+    try:
+        ((graded,),) = fetch(store.con, "build_scale", {"bid": bid})
+    except duckdb.BinderException:
+        return BINARY
+    return GRADED if graded else BINARY
+
+
+def _scatter(
+    store: Store, bid: int, model_ids: np.ndarray, item_ids: np.ndarray, scale: str = BINARY
+) -> np.ndarray:
+    """Scatter (model_id, item_id, value) rows into a matrix: int8 ±1 with 0 for missing,
+    or (graded) float32 2*score - 1 with NaN for missing."""
     row_of = _code_map(model_ids)
     col_of = _code_map(item_ids)
-    values = np.zeros((len(model_ids), len(item_ids)), dtype=np.int8)
-    reader = store.con.sql(sql("build_cells"), params={"bid": bid}).to_arrow_reader(BATCH_ROWS)
+    graded = scale == GRADED
+    shape = (len(model_ids), len(item_ids))
+    values = np.full(shape, np.nan, dtype=np.float32) if graded else np.zeros(shape, np.int8)
+    query = sql("build_cells_graded" if graded else "build_cells")
+    reader = store.con.sql(query, params={"bid": bid}).to_arrow_reader(BATCH_ROWS)
     for batch in reader:
         frame = pl.from_arrow(batch)
         rows = row_of[frame["model_id"].to_numpy()]
         cols = col_of[frame["item_id"].to_numpy()]
-        values[rows, cols] = np.where(frame["correct"].to_numpy(), 1, -1).astype(np.int8)
+        if graded:
+            values[rows, cols] = 2 * frame["score"].to_numpy() - 1
+        else:
+            values[rows, cols] = np.where(frame["correct"].to_numpy(), 1, -1).astype(np.int8)
     return values
+
+
+def _present(values: np.ndarray) -> np.ndarray:
+    """The cells `_scatter` filled."""
+    return ~np.isnan(values) if values.dtype.kind == "f" else values != 0
 
 
 def _code_map(ids: np.ndarray) -> np.ndarray:

@@ -2,8 +2,9 @@
 
 Each `{uuid}_samples.jsonl` with its aggregate `{uuid}.json` beside it is one unit, read by
 the consumer's reader (`consume.answers.eee_answers`: the layout, the item identity and how a
-record's score is read). Records without a binary score (graded, contradicted by
-`is_correct`) and records of another model than the aggregate's are quarantined with the
+record's score is read). A graded score (0 < score < 1) is stored as the item's graded
+score (`sql/validate.sql`); records without a score, a binary score contradicted by
+`is_correct` and records of another model than the aggregate's are quarantined with the
 reason; each item's `sample_hash` is stored as its content hash (`eee_sample_hash:…`).
 Aggregates without a samples file hold no per-item results and are not read.
 

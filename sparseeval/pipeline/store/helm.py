@@ -18,7 +18,7 @@ its content hash `helm_instance:{sha256}` of the input text and references. Read
 unperturbed instances of the first trial (`train_trial_index` 0), scored by the first
 binary metric of `BINARY_METRICS` the run has (the list EEE's HELM converter treats as
 correctness); perturbed and other-trial entries are counted, not read. A fractional mean
-(`exact_match@5`) is a graded score, quarantined with the reason. A run folder without
+(`exact_match@5`) is stored as a graded score (`sql/validate.sql`). A run folder without
 `per_instance_stats.json` yet, or changed within the settle time, is pending.
 """
 

@@ -3,8 +3,9 @@
 Each log file is one unit, read by the consumer's reader (`consume.answers.inspect_answers`,
 which says the layout, the item identity and the epoch policy): the model is the log's
 `eval.model`, the benchmark its task name (a registry prefix such as `inspect_evals/`
-dropped), unless the spec's options name them. Samples without a binary score (errored,
-graded, several values) are quarantined with their reason; each item's content hash
+dropped), unless the spec's options name them. A graded score (`P`, 0.43) is stored as the
+item's graded score (`sql/validate.sql`); samples without one score (errored, several
+values) are quarantined with their reason; each item's content hash
 (`inspect_sample:…`) is stored, so the same id naming another question is reported.
 
 A folder is read again every night (`inspect eval-set`'s log dir): a log changed within the
