@@ -77,7 +77,7 @@ def hold_home(settings: Settings, skip_if_held: bool = False) -> Iterator[str]:
     `skip_if_held`, a home another run holds (after `lease_wait_seconds`) yields the line
     that says this run is skipped, instead of failing; else it yields ""."""
     holder = f"{flow_run.get_name() or 'refresh'} (flow run {flow_run.get_id()})"
-    lease = HomeLease(settings.home, holder, wait=settings.lease_wait_seconds)
+    lease = HomeLease(settings.home, holder, wait=settings.lease_wait_seconds, say=say)
     try:
         lease.acquire()
     except (FileExistsError, NotADirectoryError) as exc:

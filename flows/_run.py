@@ -15,6 +15,7 @@ from prefect.utilities.urls import url_for
 from sparseeval.flows import _console as console
 
 from sparseeval.pipeline import alerts
+from sparseeval.pipeline.lease import LeaseHeld
 from sparseeval.pipeline.progress import PROGRESS
 from sparseeval.pipeline.settings import Settings, SettingsError
 from sparseeval.pipeline.stopping import reraise_stop
@@ -70,19 +71,39 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
 
 def crashed_run_parameters(rerun_of: str, names: tuple[str, ...]) -> dict[str, Any]:
     """The parameters `names` the crashed run `rerun_of` was started with, from the server: its
-    automatic rerun does the same work ({} when they cannot be read, said in the log)."""
+    automatic rerun does the same work ({} when they cannot be read, said in the log). Says
+    the rerun started (`rerun_started`), so that no page says it did not."""
     from uuid import UUID
 
     from prefect.client.orchestration import get_client
 
     try:
         with get_client(sync_client=True) as client:
-            parameters = dict(client.read_flow_run(UUID(str(rerun_of))).parameters or {})
+            crashed = client.read_flow_run(UUID(str(rerun_of)))
     except Exception as exc:  # the server unreachable, an unknown id: this run's own
         say(f"rerun of {rerun_of}: its parameters could not be read ({exc}); running with"
             " the deployment's", logging.WARNING)  # fmt: skip
         return {}
-    return {k: v for k, v in parameters.items() if k in names}
+    rerun_started(str(crashed.id), crashed.name, str(crashed.flow_id))
+    return {k: v for k, v in (crashed.parameters or {}).items() if k in names}
+
+
+def rerun_started(crashed_id: str, crashed_name: str, flow_id: str) -> None:
+    """The event `sparseeval.rerun.started` about the crashed first try this run reruns (its
+    resource, as the automations match it): the `alert-rerun-not-started` automation pages
+    when it does not come within `automations.RERUN_START_WITHIN` of the crash."""
+    from prefect.events import emit_event
+    from sparseeval.flows.automations import RERUN_STARTED
+
+    emit_event(
+        event=RERUN_STARTED,
+        resource={"prefect.resource.id": f"prefect.flow-run.{crashed_id}",
+                  "prefect.resource.name": crashed_name},
+        related=[{"prefect.resource.id": "prefect.tag.sparseeval", "prefect.resource.role": "tag"},
+                 {"prefect.resource.id": f"prefect.flow.{flow_id}",
+                  "prefect.resource.role": "flow", "prefect.resource.name": "refresh"}],
+        payload={"rerun": str(flow_run.get_id()), "rerun_name": flow_run.get_name()},
+    )  # fmt: skip
 
 
 def run_name(kind: str) -> str:
@@ -95,12 +116,14 @@ def run_name(kind: str) -> str:
 @contextlib.contextmanager
 def alert_on_failure(settings: Settings, in_deployment: bool) -> Iterator[None]:
     """A run outside a deployment that fails POSTs its alert to `alert_webhook` (a deployed
-    run's alerts come from the automations, which also see crashes); then the error goes on."""
+    run's alerts come from the automations, which also see crashes); then the error goes on.
+    A run turned away because another holds the home pages no one: the person who started it
+    reads its one line (and a schedule on a held home is a skipped run, `flows._home`)."""
     try:
         yield
     except Exception as exc:
         reraise_stop(exc)  # a stop signal (DuckDB's "Query interrupted") pages no one
-        if settings.alert_webhook and not in_deployment:
+        if settings.alert_webhook and not in_deployment and not isinstance(exc, LeaseHeld):
             send_alert(settings.alert_webhook, f"{type(exc).__name__}: {exc}")
         raise
 

@@ -14,11 +14,15 @@
   `rerun ...`) or before (it still has the name the server gave it at creation), so a
   crash that repeats costs one rerun and two alerts, never a loop. The price: a run that
   crashes before it starts (a worker that cannot start its process) is not rerun; it alerts.
-- alert-*: a notification (a webhook block) on a crashed or failed SparseEval run (its
-  name, deployment, UI link and state message: the failed file, reason and report path;
-  a crashed rerun says that the rerun crashed too), on a refused candidate
-  (`sparseeval.publish.refused`) and on drift that persists (`sparseeval.drift.persistent`,
-  emitted by the refresh after `drift_alert_nights`).
+- alert-*: a notification (a webhook block) only where a person is needed, each naming the
+  run (its UI link), what failed (the file, reason and report, or the benchmark) and the
+  next step: a failed SparseEval run; a crashed run that is not rerun (a rerun that crashed
+  too, a run that crashed before it started, another flow's); a crashed first try whose
+  automatic rerun has not started within `RERUN_START_WITHIN` (no worker: a host down, a
+  worker stopped); drift that persists (`sparseeval.drift.persistent`, emitted by the
+  refresh after `drift_alert_nights`). A crashed first try pages nothing by itself (its
+  rerun pages if it fails, crashes or does not start), nor does a refused candidate (the
+  live set is kept; the report and the summary line say why).
 """
 
 from __future__ import annotations
@@ -51,28 +55,58 @@ FIRST_TRIES = ResourceSpecification(
     {"prefect.resource.id": "prefect.flow-run.*",
      "prefect.resource.name": f"{FIRST_TRY_NAME}*"}
 )  # fmt: skip
-RUN_SUBJECT = (
-    "SparseEval run {{ flow_run.name }} is {{ flow_run.state.name }}"
-    "{% if flow_run.state.name == 'Crashed' and flow.name == 'refresh' %}"
+NOT_FIRST_TRIES = ResourceSpecification(
+    {"prefect.resource.id": "prefect.flow-run.*", "prefect.resource.name": f"!{FIRST_TRY_NAME}*"}
+)  # every run but a first try, which the rerun automation reruns
+REFRESH_FLOW = ResourceSpecification(
+    {"prefect.resource.role": "flow", "prefect.resource.name": "refresh"}
+)
+RERUN_STARTED = "sparseeval.rerun.started"  # a rerun's first step (`flows._run.rerun_started`)
+RERUN_START_WITHIN = timedelta(minutes=10)  # a rerun not started by then pages
+CRASHED_SUBJECT = (
+    "SparseEval run {{ flow_run.name }} is Crashed"
     "{% if flow_run.parameters.rerun_of %}: the automatic rerun crashed too, not rerun again"
-    f"{{% elif flow_run.name.startswith('{FIRST_TRY_NAME}') %}}: rerunning it once"
-    "{% else %}: it crashed before it started, not rerun{% endif %}{% endif %}"
+    "{% elif flow.name == 'refresh' %}: it crashed before it started, not rerun{% endif %}"
+)
+NEXT_FAILED = (
+    "next: fix what the message names (the report lists every failure), then run it again:"
+    " {{ rerun_command }}"
+)
+NEXT_CRASHED = (
+    "next: read the run's log at the link (the process died: out of memory, a kill, a host"
+    " down), then run it again: {{ rerun_command }}"
+)
+NEXT_NOT_STARTED = (
+    "next: no worker has picked the rerun up (a host down, a worker stopped): start one,"
+    " `prefect worker start --pool {{ flow_run.work_pool_name or 'POOL' }}`, from the"
+    " checkout `prefect deploy` ran in; the rerun then runs (or cancel it and run"
+    " {{ rerun_command }} later)"
+)
+RERUN_COMMAND = (
+    "{% if deployment %}`prefect deployment run '{{ flow.name }}/{{ deployment.name }}'`"
+    "{% else %}the same command{% endif %}"
 )
 
 
-def run_body(ui_url: str | None) -> str:
-    """The alert body of a crashed or failed run: name, deployment, link (the UI at
-    `ui_url`, as `sparseeval automations install` saw it; else the server's own), what it
-    reruns, and the state message (a failed refresh's names the file, reason and report)."""
-    link = f"{ui_url.rstrip('/')}/runs/flow-run/{{{{ flow_run.id }}}}" if ui_url else (
-        "{{ flow_run|ui_url }}")  # fmt: skip
+def _link(ui_url: str | None) -> str:
+    """A run's UI link: on the UI at `ui_url` (as `sparseeval automations install` saw it),
+    else the server's own."""
+    if ui_url:
+        return f"{ui_url.rstrip('/')}/runs/flow-run/{{{{ flow_run.id }}}}"
+    return "{{ flow_run|ui_url }}"
+
+
+def run_body(ui_url: str | None, next_step: str = NEXT_FAILED) -> str:
+    """The alert body of a run: name, deployment, link, what it reruns, the state message (a
+    failed refresh's names the file, reason and report) and the next step."""
     return (
         "run: {{ flow_run.name }} ({{ flow_run.id }})\n"
         "deployment: {{ deployment.name if deployment else 'none' }}\n"
-        f"url: {link}\n"
+        f"url: {_link(ui_url)}\n"
         "{% if flow_run.parameters.rerun_of %}rerun of: {{ flow_run.parameters.rerun_of }}\n"
         "{% endif %}"
-        "{{ flow_run.state.name }}: {{ flow_run.state.message }}"
+        "{{ flow_run.state.name }}: {{ flow_run.state.message }}\n"
+        + next_step.replace("{{ rerun_command }}", RERUN_COMMAND)
     )
 
 
@@ -109,8 +143,7 @@ def rerun_automation() -> Automation:
         trigger=EventTrigger(
             expect={"prefect.flow-run.Crashed"},
             match=FIRST_TRIES,
-            match_related=[OURS, ResourceSpecification({"prefect.resource.role": "flow",
-                                                        "prefect.resource.name": "refresh"})],
+            match_related=[OURS, REFRESH_FLOW],
             posture=Posture.Reactive,
             threshold=1,
             within=timedelta(0),
@@ -119,43 +152,65 @@ def rerun_automation() -> Automation:
     )  # fmt: skip
 
 
-def alert_automations(block_id: UUID) -> list[Automation]:
-    """Notify through the webhook block on crashes, failures, refusals and persistent drift."""
-    from prefect.settings import PREFECT_UI_URL
+def alert_automations(
+    block_id: UUID, ui_url: str | None = None, rerun_within: timedelta = RERUN_START_WITHIN
+) -> list[Automation]:
+    """Notify through the webhook block where a person is needed (the module's docstring);
+    `rerun_within`: how long a crashed first try's rerun may take to start."""
+    if ui_url is None:
+        from prefect.settings import PREFECT_UI_URL
 
-    alerts = {
-        "alert-run-crashed-or-failed": (
-            {"prefect.flow-run.Crashed", "prefect.flow-run.Failed"}, FLOW_RUNS, [OURS],
-            RUN_SUBJECT, run_body(PREFECT_UI_URL.value()),
-        ),
-        "alert-publish-refused": (
-            {"sparseeval.publish.refused"}, _benchmarks(), [],
-            "SparseEval: {{ event.resource.name }} candidate refused",
-            "{{ event.payload.reason }}",
-        ),
-        "alert-persistent-drift": (
-            {"sparseeval.drift.persistent"}, _benchmarks(), [],
-            "SparseEval: {{ event.resource.name }} has drifted for"
-            " {{ event.payload.nights }} nights",
-            "{{ event.payload.reason }}",
-        ),
-    }  # fmt: skip
-    return [
-        Automation(
-            name=PREFIX + name,
-            description=f"Notify {WEBHOOK_BLOCK} ({', '.join(sorted(events))}).",
-            trigger=EventTrigger(
-                expect=events,
-                match=match,
-                match_related=related,
-                posture=Posture.Reactive,
-                threshold=1,
-                within=timedelta(0),
-            ),
-            actions=[SendNotification(block_document_id=block_id, subject=subject, body=body)],
-        )
-        for name, (events, match, related, subject, body) in alerts.items()
+        ui_url = PREFECT_UI_URL.value()
+    drift_body = (
+        "{{ event.payload.reason }}\n"
+        "{% if flow_run %}run: {{ flow_run.name }}\n"
+        f"url: {_link(ui_url)}\n{{% endif %}}"
+        "next: the live set stays until a candidate passes the gate; see the run's report,"
+        " then retrain by hand: `prefect deployment run 'retrain-benchmark/retrain-one'"
+        " --param benchmark={{ event.resource.name }}` (or wait for more models)"
+    )
+    notify = lambda subject, body: [  # noqa: E731
+        SendNotification(block_document_id=block_id, subject=subject, body=body)
     ]
+    reactive = dict(posture=Posture.Reactive, threshold=1, within=timedelta(0))
+    return [
+        _alert("alert-run-failed", EventTrigger(
+            expect={"prefect.flow-run.Failed"}, match=FLOW_RUNS, match_related=[OURS],
+            **reactive), notify("SparseEval run {{ flow_run.name }} is Failed",
+                                run_body(ui_url)),
+        ),
+        _alert("alert-run-crashed", EventTrigger(
+            expect={"prefect.flow-run.Crashed"}, match=NOT_FIRST_TRIES, match_related=[OURS],
+            **reactive), notify(CRASHED_SUBJECT, run_body(ui_url, NEXT_CRASHED)),
+        ),
+        _alert("alert-rerun-not-started", EventTrigger(
+            after={"prefect.flow-run.Crashed"}, expect={RERUN_STARTED}, match=FIRST_TRIES,
+            match_related=[OURS, REFRESH_FLOW], for_each={"prefect.resource.id"},
+            posture=Posture.Proactive, threshold=1, within=rerun_within),
+            notify("SparseEval run {{ flow_run.name }} is Crashed and its automatic rerun has"
+                   f" not started within {_duration(rerun_within)}",
+                   run_body(ui_url, NEXT_NOT_STARTED)),
+        ),
+        _alert("alert-persistent-drift", EventTrigger(
+            expect={"sparseeval.drift.persistent"}, match=_benchmarks(), **reactive),
+            notify("SparseEval: {{ event.resource.name }} has drifted for"
+                   " {{ event.payload.nights }} nights", drift_body),
+        ),
+    ]  # fmt: skip
+
+
+def _duration(span: timedelta) -> str:
+    seconds = span.total_seconds()
+    return f"{seconds / 60:g} min" if seconds % 60 == 0 else f"{seconds:g} s"
+
+
+def _alert(name: str, trigger: EventTrigger, actions: list) -> Automation:
+    return Automation(
+        name=PREFIX + name,
+        description=f"Notify {WEBHOOK_BLOCK} ({', '.join(sorted(trigger.expect))}).",
+        trigger=trigger,
+        actions=actions,
+    )
 
 
 def _benchmarks() -> ResourceSpecification:
@@ -200,6 +255,8 @@ def install(webhook_url: str | None = None) -> list[str]:
         _remove(automation.name)
         automation.create()
         names.append(automation.name)
+    for old in set(installed()) - set(names):  # one an older install made (a refusal alert)
+        _remove(old)
     return names
 
 

@@ -6,12 +6,18 @@ from __future__ import annotations
 import json
 import urllib.request
 
+NEXT_FAILED = (
+    "next: fix what the message names (the report lists every failure), then run the same"
+    " command again"
+)
+
 
 def run_alert(run: str, run_id: str, deployment: str | None, url: str | None, state: str,
-              message: str) -> dict[str, str]:  # fmt: skip
-    """The alert of a run that ended `state`: its name, deployment, UI link and message."""
+              message: str, next_step: str = NEXT_FAILED) -> dict[str, str]:  # fmt: skip
+    """The alert of a run that ended `state`: its name, deployment, UI link, message and the
+    next step."""
     lines = [f"run: {run} ({run_id})", f"deployment: {deployment or 'none (command line)'}",
-             f"url: {url or 'none'}", f"{state}: {message}"]  # fmt: skip
+             f"url: {url or 'none'}", f"{state}: {message}", next_step]  # fmt: skip
     return {"subject": f"SparseEval run {run} is {state}", "body": "\n".join(lines)}
 
 

@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,10 +38,20 @@ class LeaseHeld(SparseEvalError, RuntimeError):
 class HomeLease:
     """`with HomeLease(home, "refresh 2026-12-01 03:00"):` — hold the home for one run."""
 
-    def __init__(self, home: str | Path, holder: str, *, wait: float = 0.0,
-                 stale_after: float = 600.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        home: str | Path,
+        holder: str,
+        *,
+        wait: float = 0.0,
+        stale_after: float = 600.0,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        """`say`: where the one "waiting up to ..." line goes (default: the progress logger,
+        which only the CLI prints; a flow passes its own, which reaches the run's log)."""
         self.path = Path(home) / LEASE_FILE
         self.holder, self.wait, self.stale_after = holder, wait, stale_after
+        self.say = say or PROGRESS.info
         self.token = uuid.uuid4().hex
         self.took_over: dict | None = None  # the stale lease this one replaced, if any
         self._stop = threading.Event()
@@ -61,7 +71,7 @@ class HomeLease:
                 raise LeaseHeld(self._held_by(read_lease(self.path)))
             if not said:  # a wait of minutes is not silent
                 held = self._held_by(read_lease(self.path)).rsplit("; waited", 1)[0]
-                PROGRESS.info("%s; waiting up to %gs for it (lease_wait_seconds)", held, self.wait)
+                self.say(f"{held}; waiting up to {self.wait:g}s for it (lease_wait_seconds)")
                 said = True
             time.sleep(min(1.0, max(0.05, self.wait / 20)))
         threading.Thread(target=self._renew_loop, daemon=True).start()

@@ -33,8 +33,8 @@ def server(prefect_harness):
 
 ALL = sorted(
     automations.PREFIX + n
-    for n in ("crash-zombie-runs", "rerun-crashed-refresh", "alert-run-crashed-or-failed",
-              "alert-publish-refused", "alert-persistent-drift")
+    for n in ("crash-zombie-runs", "rerun-crashed-refresh", "alert-run-failed",
+              "alert-run-crashed", "alert-rerun-not-started", "alert-persistent-drift")
 )  # fmt: skip
 
 
@@ -43,17 +43,16 @@ def test_install_creates_every_automation_once_and_alerts_reach_the_webhook(serv
     assert automations.install(url) and automations.install(url)  # twice: replaced, not doubled
     assert automations.installed() == ALL
     emit_event(
-        event="sparseeval.publish.refused",
+        event="sparseeval.drift.persistent",
         resource={
             "prefect.resource.id": "sparseeval.benchmark.arc",
             "prefect.resource.name": "arc",
         },
-        payload={"reason": "candidate MAE 2.1 > live 1.9 points"},
+        payload={"nights": 3, "reason": "MAE 4.1 > 3 points on 60 new models"},
     )
-    assert wait_for(lambda: got) == [
-        {"subject": "SparseEval: arc candidate refused",
-         "body": "candidate MAE 2.1 > live 1.9 points"}
-    ]  # fmt: skip
+    (alert,) = wait_for(lambda: got)
+    assert alert["subject"] == "SparseEval: arc has drifted for 3 nights"
+    assert alert["body"].startswith("MAE 4.1 > 3 points on 60 new models\n")
 
 
 def test_without_a_webhook_only_the_healing_automations_are_installed(server, monkeypatch):
