@@ -1,8 +1,14 @@
 """A temporary Prefect server for one CLI run that never outlives the CLI.
 
 Prefect starts its own temporary server when `PREFECT_API_URL` is unset, but a killed
-CLI leaves it running. This one is a child process that the kernel stops when the CLI
-dies, however it dies (`PR_SET_PDEATHSIG`), and that the CLI stops on SIGTERM / Ctrl-C.
+CLI leaves it running. This one is a child process (in a process group of its own) that
+the kernel stops when the CLI dies, however it dies (`PR_SET_PDEATHSIG`), and that the CLI
+stops, group and all, on exit, an error, SIGTERM or Ctrl-C. It serves on a socket the CLI
+bound and passed it (`--fd`), so no other process can take its port between a probe and
+its bind. While it runs it is the API of every thread (also one without Prefect's context)
+and, through `PREFECT_API_URL`, of every child process, so that none starts Prefect's own
+temporary server (a port race, "address already in use", and a server left running with
+parent pid 1).
 """
 
 from __future__ import annotations
@@ -31,10 +37,16 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec (Linu
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _listening_socket() -> socket.socket:
+    """A socket listening on a free 127.0.0.1 port: the server serves on it (`--fd`)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log) -> None:
@@ -120,34 +132,83 @@ def temporary_server(timeout: float = 120.0) -> Iterator[str | None]:
         yield None
         return
 
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/api"
     env = os.environ | {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"}
-    args = [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent),
-            "--factory", APP, "--host", "127.0.0.1", "--port", str(port), "--log-level", "error",
-            "--lifespan", "on"]  # fmt: skip
     # The server's own chatter (e.g. tracebacks while it shuts down) goes to a temp file.
-    with tempfile.TemporaryFile() as log, _server(args, env, log) as proc:
-        _wait_healthy(url, proc, timeout, log)
-        with temporary_settings(updates={PREFECT_API_URL: url}):
-            try:
-                yield url
-            finally:
-                _drain()  # send queued logs and events while the server still listens
+    sock = _listening_socket()
+    with tempfile.TemporaryFile() as log:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/api"
+        args = [sys.executable, "-m", "uvicorn", "--app-dir",
+                str(Path(prefect.__file__).parent.parent), "--factory", APP,
+                "--fd", str(sock.fileno()), "--log-level", "error", "--lifespan", "on"]  # fmt: skip
+        with _server(args, env, log, sock) as proc:
+            _wait_healthy(url, proc, timeout, log)
+            with (
+                temporary_settings(updates={PREFECT_API_URL: url}),
+                _environ(API_ENV, url),
+                _in_every_thread(),
+            ):
+                try:
+                    yield url
+                finally:
+                    _drain()  # send queued logs and events while the server still listens
+
+
+API_ENV = "PREFECT_API_URL"
 
 
 @contextlib.contextmanager
-def _server(args: list[str], env: dict, log) -> Iterator[subprocess.Popen]:
-    """The server process; stopped on exit, on SIGTERM (as SystemExit) and with the CLI."""
-    proc = subprocess.Popen(args, env=env, preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+def _in_every_thread() -> Iterator[None]:
+    """The current Prefect settings also for threads that do not carry Prefect's context
+    (they read the process-global settings, made at import) while the block runs."""
+    from prefect import context
+
+    swap = getattr(context, "_temporary_global_settings_context", None)  # Prefect's harness's
+    if swap is None:
+        yield
+        return
+    with swap(context.SettingsContext.get()):
+        yield
+
+
+@contextlib.contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """`os.environ[name] = value` while the block runs (for threads that do not carry
+    Prefect's settings context, and child processes); then as it was."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+@contextlib.contextmanager
+def _server(args: list[str], env: dict, log, sock: socket.socket) -> Iterator[subprocess.Popen]:
+    """The server process serving on `sock` (closed here once passed on: should the server
+    die, its clients are refused, not left waiting), in a process group of its own; stopped
+    (the group) on exit, on an error, on SIGTERM (as SystemExit) and with the CLI."""
+    with sock:
+        proc = subprocess.Popen(args, env=env, preexec_fn=_die_with_parent,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                pass_fds=(sock.fileno(),), start_new_session=True)  # fmt: skip
     try:
         with stopping_on_sigterm():
             yield proc
     finally:
-        proc.terminate()
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM to the server's process group, SIGKILL after `grace` seconds; reaped."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=grace)
+            return
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            continue
+    proc.wait()
