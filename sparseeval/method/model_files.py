@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sparseeval.consume.scoring.inference import load_predictor, save_predictor
+from sparseeval.method.matrix import BINARY
 
 ANCHORS_FILE = "anchors.json"
 PREDICTOR_DIR = "predictor"
@@ -60,6 +61,8 @@ def save_fitted(est, folder: str | Path) -> Path:
         "calibration_residuals": [float(r) for r in np.asarray(residuals, dtype=np.float64)],
         "calibration_source": getattr(est, "calibration_source_", "validation"),
     }
+    if (scale := getattr(est, "item_scale_", BINARY)) != BINARY:  # binary files as they were
+        meta["item_scale"] = scale
     if getattr(est, "calibration_predictions_", None) is not None:
         meta["calibration_predictions"] = [float(p) for p in est.calibration_predictions_]
     if hasattr(est, "valid_residuals_") and hasattr(est, "get_params"):
@@ -120,6 +123,7 @@ def load_estimator(folder: str | Path, template):
     est = clone(template)
     est.anchors_ = np.asarray(meta["anchors"], dtype=np.int64)
     est.anchor_ids_ = np.asarray(meta["items"], dtype=object)
+    est.item_scale_ = meta.get("item_scale", BINARY)
     est.predictor_ = predictor_from_state(reader.config, reader.arrays)
     est.predictor_name_ = meta["predictor"]
     est.valid_scores_ = dict(meta["valid_scores"])

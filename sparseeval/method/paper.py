@@ -213,6 +213,7 @@ class PaperSparseEval(SparseEval):
         init = self._init_name()
         X, y, X_valid, y_valid = validation_split(X, y, X_valid, y_valid, self.seed)
         X, y, Xv, yv = self._check_fit_input(X, y, X_valid, y_valid, need_valid=True)
+        self.item_scale_ = "binary"  # the released recipe reads 0/1 answers only
         n_items, k = X.shape[1], self.n_anchors
         if not 0 < k < n_items:
             raise SettingsError(f"n_anchors must be in 1..{n_items - 1}, got {k}")

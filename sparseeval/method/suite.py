@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from sparseeval.consume.scoring.inference import widen
 from sparseeval.method.anchor_estimator import check_item_ids
 from sparseeval.method.estimator import SparseEval
-from sparseeval.method.matrix import MatrixError, check_Xy, to_signs
+from sparseeval.method.matrix import MatrixError, check_Xy, item_scale, to_signs
 from sparseeval.method.model_files import estimator_params
 from sparseeval.method.parallel import side_by_side, trainings_at_once, usable_cpus
 from sparseeval.method.predictors import BlendPredictor
@@ -150,10 +150,11 @@ class SuiteSparseEval(BaseEstimator):
             raise MatrixError(f"a suite needs at least two benchmarks, got {sorted(X)}")
         return X, y, Xv, yv
 
-    def benchmark_template(self, n_items: int) -> SparseEval:
-        """The per-benchmark estimator, unfitted: the template with `n_anchors` capped."""
+    def benchmark_template(self, n_items: int, scale: str) -> SparseEval:
+        """The per-benchmark estimator, unfitted: the template with `n_anchors` capped and
+        the benchmark's item scale said (as the pipeline fits each benchmark on its own)."""
         k = anchors_that_fit(self.n_anchors, n_items, self.max_anchor_share)
-        return clone(self.estimator or SparseEval()).set_params(n_anchors=k)
+        return clone(self.estimator or SparseEval()).set_params(n_anchors=k, item_scale=scale)
 
     def side_by_side(self, tasks: list[Callable]) -> list:
         """`parallel.side_by_side` of `tasks` as the template's `n_jobs` says (None: all at
@@ -166,7 +167,7 @@ class SuiteSparseEval(BaseEstimator):
 
     def _benchmark_fit(self, b: str, X, y, Xv, yv, ids, given, say) -> SparseEval:
         """`given` when it can stand for this benchmark's fit (see `reusable`), else a fit."""
-        est = self.benchmark_template(X.shape[1])
+        est = self.benchmark_template(X.shape[1], item_scale(X))
         if given is not None and reusable(given, est, X.shape[1], len(yv), ids):
             say(f"{b}: anchors reused from the benchmark's own fit")
             return given

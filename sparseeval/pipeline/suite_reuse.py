@@ -39,7 +39,7 @@ def reusable_fits(
             folder = None  # other models than the benchmark's own fit saw
         if folder is None or not same_fit_inputs(folder, m, prints[b], split):
             continue
-        est = load_estimator(folder, suite.benchmark_template(m.shape[1]))
+        est = load_estimator(folder, suite.benchmark_template(m.shape[1], m.scale))
         if est is not None:
             out[b] = est
     return out

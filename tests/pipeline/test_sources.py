@@ -73,12 +73,13 @@ def test_missing_column_is_an_error_naming_file_and_line(store, tmp_path):
 
 
 def test_non_correctness_values_are_quarantined(store, tmp_path):
-    body = "org/a,arc,0,0.5\norg/a,arc,1,yes\norg/a,arc,2,\norg/a,arc,3,1\n"
+    """A score outside [0, 1] is not one (0.5 is a graded score, stored: test_graded_store)."""
+    body = "org/a,arc,0,1.5\norg/a,arc,1,yes\norg/a,arc,2,\norg/a,arc,3,1\n"
     r = one(store, LongTable(_write(tmp_path / "a.csv", HEADER + body)))
     assert (r.n_new, r.n_quarantined) == (1, 3)
     assert sorted(reasons(store)) == [
         "missing correctness value",
-        "not a correctness value: 0.5",
+        "not a correctness value: 1.5",
         "not a correctness value: yes",
     ]
 
