@@ -65,7 +65,8 @@ def fit_said(r: BenchmarkResult, budget: int | None = None, share: float = 1.0) 
     return (
         f"{r.matrix.n_models:,} models x {r.matrix.n_items:,} items, {fit.n_anchors}"
         f" anchors{capped}, {_saving(fit.n_anchors, r.matrix.n_items)}, test MAE"
-        f" {test['mae']:.2f} points ({how})" + (f"; target {note}" if note else "")
+        f" {test['mae']:.2f} points ({how})"
+        + (f"; target {note}" if note else "")
         + _saves_little(fit.n_anchors, r.matrix.n_items)
     )
 

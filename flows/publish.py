@@ -17,7 +17,6 @@ from sparseeval.flows._results import event
 from sparseeval.flows._run import say
 
 from sparseeval import tasks
-from sparseeval.consume.sets.layout import budget_of
 from sparseeval.pipeline import publish
 from sparseeval.pipeline.records import BenchmarkResult, MatrixInfo
 from sparseeval.pipeline.settings import FIT, PUBLISH, TRAINING, Settings
@@ -58,13 +57,14 @@ def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult
 
 def point_default(settings: Settings, r: BenchmarkResult) -> None:
     """Readers of the benchmark load the set this run maintains (`versions.point_default`):
-    its largest budget's, whether published tonight or kept; with one budget, the set it
-    published tonight (`{benchmark}/k{K}`, K its number of anchors; a kept one is already
-    the one readers load)."""
+    its largest budget's, whether published tonight or kept; with one budget, the set of its
+    fit's number of anchors (`{benchmark}/k{K}`) when tonight's candidate went live there or
+    repeated its live version (else the default stays)."""
     if len(settings.budgets) > 1:
         budget = r.budget if r.budget == max(settings.budgets) else None
     else:
-        budget = budget_of(r.published_path) if r.published_path else None
+        went = r.published_version is not None or r.unchanged_from is not None
+        budget = r.fit.n_anchors if went and r.fit is not None else None
     if budget is not None:
         tasks.point_default(settings.sections("paths"), r.benchmark, budget)
 

@@ -229,3 +229,11 @@ class FakeMirrorHub:
                 shutil.copy2(p, dest / rel)
         dest.mkdir(parents=True, exist_ok=True)
         return str(dest)
+
+
+def maintained(root, benchmark: str) -> tuple:
+    """`(root, benchmark, K)` of the set readers load (`layout.live_budget`), for
+    `layout.latest_version(*maintained(...))` and `list_versions`."""
+    from sparseeval.consume.sets.layout import live_budget
+
+    return root, benchmark, live_budget(root, benchmark)

@@ -12,7 +12,12 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from sparseeval.consume.errors import SparseEvalError, environment_fault, is_user_error
+from sparseeval.consume.errors import (
+    SparseEvalError,
+    environment_fault,
+    first_line,
+    is_user_error,
+)
 
 EXIT_PARTIAL = 1  # the command ran, but some inputs failed (the others landed); see the report
 EXIT_USER_ERROR = 2  # nothing done: a usage, settings or data error, said in one line
@@ -43,21 +48,6 @@ def report(command: str, exc: BaseException) -> int:
     traceback.print_exception(exc, file=sys.stderr)
     print(f"sparseeval {command}: {BUG}", file=sys.stderr)
     return EXIT_BUG
-
-
-MAX_LINE = 1000  # a guard against a message of megabytes, not a style limit
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (or its type), at most `MAX_LINE`
-    characters: a longer one keeps its start and its end (where the report's path and the
-    next step are), the middle elided."""
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else type(exc).__name__
-    if len(line) <= MAX_LINE:
-        return line
-    half = (MAX_LINE - 5) // 2
-    return f"{line[:half]} ... {line[-half:]}"
 
 
 def fail(command: str, message: str) -> int:

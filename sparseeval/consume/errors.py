@@ -70,4 +70,20 @@ def is_user_error(exc: BaseException) -> bool:
     return False
 
 
-__all__ = ["SettingsError", "SparseEvalError", "environment_fault", "is_user_error"]
+MAX_LINE = 1000  # a guard against a message of megabytes, not a style limit
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (or its type), at most `MAX_LINE`
+    characters: a longer one keeps its start and its end (where the report's path and the
+    next step are), the middle elided."""
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    if len(line) <= MAX_LINE:
+        return line
+    half = (MAX_LINE - 5) // 2
+    return f"{line[:half]} ... {line[-half:]}"
+
+
+__all__ = ["MAX_LINE", "SettingsError", "SparseEvalError", "environment_fault", "first_line",
+           "is_user_error"]  # fmt: skip

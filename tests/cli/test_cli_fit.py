@@ -93,12 +93,14 @@ def test_fit_errors_are_one_line(tmp_path, capsys):
 def test_fit_out_twice_on_the_same_data_keeps_the_set_it_wrote(tmp_path):
     """The same fit again is the live set over again: nothing new is published (no v2)."""
     from sparseeval.consume.sets.layout import latest_version, list_versions
+    from tests.helpers import maintained
 
     out = tmp_path / "fit"
     argv = ["fit", "--synthetic", "240", "40", "--anchors", "8", "--quiet", "--test", "0.2",
             "--valid", "0.2", "--out", str(out)]  # fmt: skip
     assert main(argv) == 0 and main(argv) == 0  # it used to end in a TypeError (a bug)
-    assert latest_version(out, "synthetic") == 1 and list_versions(out, "synthetic") == [1]
+    at = maintained(out, "synthetic")
+    assert at[2] == 8 and latest_version(*at) == 1 and list_versions(*at) == [1]
 
 
 def test_fit_splits_a_small_pool_as_refresh_does(tmp_path, capsys):

@@ -145,8 +145,10 @@ def test_fit_says_what_it_leaves_out(tmp_path, capsys):
     assert "column(s) split ignored" in err
     assert "7 score row(s) ignored" in err
     assert "divided by 100" in err
-    assert ("budget 40 does not fit 12 items: fitting 4 anchors (the anchors read at most 33%"
-            " of the items: max_anchor_share)") in err
+    assert (
+        "budget 40 does not fit 12 items: fitting 4 anchors (the anchors read at most 33%"
+        " of the items: max_anchor_share)"
+    ) in err
 
 
 def test_a_missing_answer_names_its_line_and_column(tmp_path, capsys):

@@ -10,6 +10,7 @@ import pytest
 
 import sparseeval
 from sparseeval.cli import main
+from sparseeval.consume.sets import layout
 from sparseeval.pipeline.versions import set_latest
 from tests.helpers import quick_config, wide_csv
 
@@ -49,13 +50,15 @@ def test_a_fit_folder_loads_in_predict_and_load_anchor_set(anchors, tmp_path, ca
     assert "opaque" in capsys.readouterr().err
 
 
-def test_a_fit_set_is_named_after_its_data_file_and_refits_add_versions(tmp_path, capsys):
+def test_a_fit_set_is_named_after_its_data_file_and_budgets_are_sets_of_their_own(tmp_path, capsys):
     data, _ = wide_csv(tmp_path / "my_data.csv", 120, 20)
     out = tmp_path / "fit"
     assert _fit(data, out, "5") == 0 and _fit(data, out, "5") == 0
     assert sparseeval.load_anchor_set(out, "my_data").version == 1  # the same set: no copy
-    assert _fit(data, out, "6") == 0
-    assert sparseeval.load_anchor_set(out, "my_data").version == 3  # v2: the unchanged one
+    assert _fit(data, out, "6") == 0  # another budget: a set of its own, which readers load
+    aset = sparseeval.load_anchor_set(out, "my_data")
+    assert (aset.version, len(aset.items)) == (1, 6)
+    assert layout.list_budgets(out, "my_data") == [5, 6]
     assert _fit(data, out, "5", "--benchmark", "no spaces") == 2
     assert "--benchmark: benchmark name must be" in capsys.readouterr().err
 
@@ -181,8 +184,10 @@ def test_scores_of_one_benchmark_are_named_as_wide_names_its_answers(tmp_path, c
     import duckdb
 
     with duckdb.connect(str(store), read_only=True) as con:
-        rows = con.sql("select b.name, count(*) from reported_scores s join benchmarks b"
-                       " on b.benchmark_id = s.benchmark_id group by 1").fetchall()
+        rows = con.sql(
+            "select b.name, count(*) from reported_scores s join benchmarks b"
+            " on b.benchmark_id = s.benchmark_id group by 1"
+        ).fetchall()
     assert rows == [("arc", 30)]
     assert main(["ingest", f"scores:arc={tmp_path / 'missing.csv'}", "--store", str(store)]) == 2
     assert "missing.csv" in capsys.readouterr().err
@@ -208,7 +213,7 @@ def test_a_header_only_answers_file_is_not_told_to_pass_allow_missing(tmp_path, 
 def test_a_long_error_line_keeps_its_end():
     """A failure line over the limit kept its first 500 characters and lost the end, where
     "(and 1 more failed); report at PATH" is (it failed with longer temporary paths)."""
-    from sparseeval.cli.common import MAX_LINE, first_line
+    from sparseeval.consume.errors import MAX_LINE, first_line
 
     message = "refresh failed for " + "x" * 2000 + " (and 1 more failed); report at /r.md"
     line = first_line(RuntimeError(message))

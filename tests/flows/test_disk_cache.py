@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import release, run
+from tests.helpers import maintained, release, run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -83,7 +83,7 @@ def test_two_benchmarks_with_the_same_answers_are_each_published_as_themselves(t
     assert not out.failed and out.n_published == 2
     pub = home / "published"
     for b in ("arc", "winogrande"):
-        assert layout.list_versions(pub, b) == [1], b
+        assert layout.list_versions(*maintained(pub, b)) == [1], b
         assert load_anchor_set(pub, b).manifest["benchmark"] == b
     assert len({r.fit.model_dir for r in out.results}) == 2
     again = run(home, [])

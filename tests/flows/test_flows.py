@@ -10,7 +10,7 @@ import pytest
 from sparseeval.consume.sets import anchorset, layout
 from sparseeval.consume.sets.suite_set import load_suite
 from sparseeval.pipeline import drift
-from tests.helpers import ITEMS, TINY, release, run
+from tests.helpers import ITEMS, TINY, maintained, release, run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -26,7 +26,7 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     assert set(res) == set(ITEMS)
     assert first.n_trained == 2 and first.n_published == 2
     for b in ITEMS:
-        assert layout.latest_version(home / "published", b) == 1
+        assert layout.latest_version(*maintained(home / "published", b)) == 1
         assert res[b].fit.test_metrics["mae"] < 15
         interval = anchorset.load_anchor_set(home / "published", b).manifest["interval"]
         assert interval["calibrated_on"] == "calibration"  # held-out models, not validation
@@ -89,9 +89,9 @@ def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     assert res["arc"].decision.drift is True
     assert res["arc"].gate.accept is True, res["arc"].gate
     assert res["arc"].published_version == 2
-    assert layout.latest_version(home / "published", "arc") == 2
+    assert layout.latest_version(*maintained(home / "published", "arc")) == 2
     assert res["gsm8k"].decision.drift is False  # no new gsm8k models
-    assert layout.latest_version(home / "published", "gsm8k") == 1
+    assert layout.latest_version(*maintained(home / "published", "gsm8k")) == 1
     report = Path(out.report_path).read_text()
     assert "published v2" in report and "drift" in report
     names = [(e["event"], e["resource"]["prefect.resource.name"]) for e in events]
@@ -111,7 +111,12 @@ def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     manifest = anchorset.load_anchor_set(home / "published", "arc").manifest
     history = drift.drift_history(home / "artifacts", "arc")
     assert history[-1]["version"] == 1 and history[-1]["n_models"] == 60
-    assert "drift" in (home / "published" / "arc" / "v2" / "report.md").read_text().lower()
+    assert (
+        "drift"
+        in (layout.resolve_version_dir(home / "published", "arc", 2) / "report.md")
+        .read_text()
+        .lower()
+    )
     assert manifest["version"] == 2
 
 
@@ -130,8 +135,10 @@ def test_worse_candidate_is_refused(tmp_path):
     assert r.decision.drift is True
     assert r.gate.accept is False and "refused" in r.gate.reason
     assert out.n_published == 0
-    assert layout.latest_version(home / "published", "arc") == 1
-    assert layout.list_versions(home / "published", "arc") == [1]  # candidate rolled back
+    assert layout.latest_version(*maintained(home / "published", "arc")) == 1
+    assert layout.list_versions(*maintained(home / "published", "arc")) == [
+        1
+    ]  # candidate rolled back
     assert "refused" in Path(out.report_path).read_text()
 
 
@@ -156,8 +163,8 @@ def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
         return_state=True,
     )
     assert state.is_failed()
-    assert layout.latest_version(home / "published", "arc") == 1
-    assert layout.list_versions(home / "published", "arc") == [1]
+    assert layout.latest_version(*maintained(home / "published", "arc")) == 1
+    assert layout.list_versions(*maintained(home / "published", "arc")) == [1]
     aset = anchorset.load_anchor_set(home / "published", "arc")
     assert aset.manifest["version"] == 1
 

@@ -11,7 +11,7 @@ import pytest
 
 from sparseeval.consume.sets import anchorset, layout
 from tests.flows.test_flows import WORSE
-from tests.helpers import release, run
+from tests.helpers import maintained, release, run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -72,28 +72,32 @@ def test_several_budgets_are_published_as_sets_of_their_own(tmp_path):
 
 def test_readers_load_the_set_the_nightly_maintains_after_budgets_change(tmp_path):
     """One budget, then `--anchors 4,8`: the k4 and k8 sets are published and readers load
-    k8 (the benchmark's `default`), not the single set left behind, which the nightly no
-    longer checks (issue [1/5], bug 2); back to one budget, the single set is the default."""
+    k8 (the benchmark's `default`), not the one-budget set left behind, which the nightly no
+    longer checks (issue [1/5], bug 2); back to one budget, its set is the default again.
+    One layout whatever the number of budgets: the one-budget set is `arc/k6/`."""
     home, root = tmp_path / "home", tmp_path / "home" / "published"
     run(home, [release(tmp_path, 0, 200, ["arc"])], n_anchors=6)
+    assert layout.list_budgets(root, "arc") == [6] and layout.default_budget(root, "arc") == (6,)
+    assert not (root / "arc" / "v1").exists() and not (root / "arc" / "latest").exists()
     assert len(anchorset.load_anchor_set(root, "arc").items) == 6
     run(home, None, n_anchors=[4, 8])
-    assert layout.list_budgets(root, "arc") == [4, 8] and layout.latest_version(root, "arc") == 1
+    assert layout.list_budgets(root, "arc") == [4, 6, 8]
     assert layout.default_budget(root, "arc") == (8,)
     assert len(anchorset.load_anchor_set(root, "arc").items) == 8
     run(home, None, n_anchors=6)
-    assert layout.default_budget(root, "arc") == (None,)
+    assert layout.default_budget(root, "arc") == (6,)
     assert len(anchorset.load_anchor_set(root, "arc").items) == 6
 
 
 def test_a_new_budget_is_published_on_the_same_data(tmp_path):
     """`--anchors 4` after a 6-anchor set, no new models: it used to say "not published (no
-    new models in its matrix since publishing)"; a new budget is published, ungated."""
+    new models in its matrix since publishing)"; a new budget is published, ungated, as the
+    first version of its own set (`arc/k4/`), which readers then load."""
     home, root = tmp_path / "home", tmp_path / "home" / "published"
     run(home, [release(tmp_path, 0, 200, ["arc"])], n_anchors=6)
     out = run(home, None, n_anchors=4)
     (r,) = out.results
-    assert r.published_version == 2, r.outcome
+    assert r.published_version == 1 and r.published_path == str(root / "arc" / "k4" / "v1")
     assert r.decision.reason == "a new budget: 4 anchors (live v1 reads 6)"
     assert len(anchorset.load_anchor_set(root, "arc").items) == 4
 
@@ -110,7 +114,9 @@ def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
     refused = events[1]["payload"]
     assert "refused" in refused["reason"]
     assert refused["candidate_mae_heldout"] > refused["live_mae_heldout"]
-    tomb = json.loads((home / "published" / "arc" / ".discarded-v2").read_text())
+    tomb = json.loads(
+        (layout.set_dir(*maintained(home / "published", "arc")) / ".discarded-v2").read_text()
+    )
     assert tomb["reason"].startswith("refused by the quality gate")
     from sparseeval.pipeline.reports.run_report import summary_line
 
@@ -135,7 +141,7 @@ def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path)
     (r,) = retrain_benchmark("arc", home=str(home), settings_overrides=TINY)
     assert r.fit.trained and not r.fit_cached  # really retrained, not a cache hit
     assert r.published_version is None and "was fit on this data" in r.outcome
-    assert layout.list_versions(home / "published", "arc") == [1]
+    assert layout.list_versions(*maintained(home / "published", "arc")) == [1]
 
 
 def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, monkeypatch):
@@ -155,10 +161,12 @@ def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, m
         head = hub.head(repo)
         monkeypatch.setattr(hub_mirror, "head_revision", lambda *a, **k: "0" * 40)  # stale
         second = run(home, [release(tmp_path, 200, 260, ["arc"])], hub_repo=repo,
-                     drift_mae_points=0.01)  # fmt: skip
+                     drift_mae_points=0.01, **weak)  # fmt: skip
         (r,) = second.results
         assert r.published_version is None and "mirror to acme/anchor-sets failed" in r.outcome
         assert hub.head(repo) == head  # nothing landed on the Hub
-    assert layout.latest_version(home / "published", "arc") == 1  # nor locally
-    tomb = json.loads((home / "published" / "arc" / ".discarded-v2").read_text())
+    assert layout.latest_version(*maintained(home / "published", "arc")) == 1  # nor locally
+    tomb = json.loads(
+        (layout.set_dir(*maintained(home / "published", "arc")) / ".discarded-v2").read_text()
+    )
     assert "mirror" in tomb["reason"]

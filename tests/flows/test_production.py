@@ -12,6 +12,8 @@ import time
 from sparseeval.flows import _home
 from sparseeval.flows.refresh import refresh
 
+from sparseeval.consume.sets.anchorset import load_anchor_set
+
 from sparseeval.pipeline.lease import LEASE_FILE
 from tests.helpers import TINY, InADeployment, release, run
 
@@ -79,14 +81,14 @@ def test_the_manifest_says_what_it_estimates_and_where_the_data_came_from(
     home = tmp_path / "home"
     path = release(tmp_path, 0, 200, benchmarks=["arc"])
     run(home, [path])
-    manifest = json.loads((home / "published/arc/v1/manifest.json").read_text())
+    manifest = load_anchor_set(home / "published", "arc").manifest
     assert manifest["target"]["kind"] == "items"
     assert manifest["target"]["definition"].startswith("mean over the 60 stored items")
     assert manifest["provenance"]["synthetic"] is False
     assert manifest["provenance"]["kinds"]["long-parquet"]["sources"] == [path]
     demo = tmp_path / "demo"
     run(demo, ["synthetic:n_models=200,benchmarks=arc"])
-    manifest = json.loads((demo / "published/arc/v1/manifest.json").read_text())
+    manifest = load_anchor_set(demo / "published", "arc").manifest
     assert manifest["provenance"]["synthetic"] is True
 
 

@@ -39,8 +39,10 @@ def test_the_default_budget_reads_at_most_a_third_of_the_items(tmp_path, capfd, 
             "arc", *_tiny(n_anchors=100)]  # fmt: skip
     assert cli_refresh(*argv) == 0
     err = capfd.readouterr().err
-    assert ("arc: 150 models x 12 items, 4 anchors (of 100 asked: the anchors read at most 33%"
-            " of the items: max_anchor_share), 3.0x cheaper than all items") in err
+    assert (
+        "arc: 150 models x 12 items, 4 anchors (of 100 asked: the anchors read at most 33%"
+        " of the items: max_anchor_share), 3.0x cheaper than all items"
+    ) in err
     assert "saves little" not in err
 
 

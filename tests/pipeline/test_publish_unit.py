@@ -11,7 +11,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.transactions import get_transaction
 
-from sparseeval.consume.sets.layout import latest_version, list_versions
+from sparseeval.consume.sets.layout import latest_version, list_versions, set_dir
 from sparseeval.consume.sets.suite_set import SUITE
 from sparseeval.method.synthetic import make_leaderboard
 from sparseeval.pipeline import ledgers, publish, suite_recipe
@@ -107,7 +107,7 @@ def _run_unit(settings: Settings, write):
 
 
 def _tomb(tmp_path, version: int = 1) -> str:
-    tomb = tmp_path / "published" / "arc" / f".discarded-v{version}"
+    tomb = set_dir(tmp_path / "published", "arc", 8) / f".discarded-v{version}"  # tiny_fit: k8
     return json.loads(tomb.read_text())["reason"]
 
 
@@ -169,7 +169,7 @@ def test_the_plain_unit_rolls_back_as_the_flow_does(tmp_path, monkeypatch):
     monkeypatch.setattr(versions, "set_latest", crash)
     with pytest.raises(RuntimeError, match="injected crash"):
         publish.publish_unit(settings, lambda: (cand, GateResult(True, "no live set")))
-    tomb = tmp_path / "published" / "arc" / ".discarded-v2"
+    tomb = set_dir(tmp_path / "published", "arc", 8) / ".discarded-v2"
     assert json.loads(tomb.read_text())["reason"] == "rolled back: promoting v2 failed"
 
 
@@ -186,8 +186,8 @@ def test_a_candidate_that_repeats_the_live_set_is_not_published_and_a_changed_on
     assert out.line == f"not published: {reason}" and out.version is None
     assert out.unchanged_from == 1 and out.gate.reason == "no worse"
     assert _tomb(tmp_path, 2) == reason
-    assert latest_version(tmp_path / "published", "arc") == 1
-    assert list_versions(tmp_path / "published", "arc") == [1]
+    assert latest_version(tmp_path / "published", "arc", 8) == 1
+    assert list_versions(tmp_path / "published", "arc", 8) == [1]
     assert ledgers.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
     assert ledgers.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 1) == (
         "this candidate was found unchanged from v1 before"
@@ -196,7 +196,7 @@ def test_a_candidate_that_repeats_the_live_set_is_not_published_and_a_changed_on
 
     changed = _run_unit(settings, _held(tmp_path, GateResult(True, "better"), tiny_fit(seed=1)))
     assert changed.line == "published v3 (local)" and changed.unchanged_from is None
-    assert latest_version(tmp_path / "published", "arc") == 3
+    assert latest_version(tmp_path / "published", "arc", 8) == 3
 
 
 def test_substance_ignores_time_version_paths_and_code_but_not_weights(tmp_path):
