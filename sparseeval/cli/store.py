@@ -129,53 +129,34 @@ NOTHING_STORED = ("failed", "quarantined")  # unit statuses that stored nothing
 
 
 def _ingest_all(store, sources: list, force: bool) -> list:
-    from sparseeval.pipeline.store import SourceError, ingest
-    from sparseeval.pipeline.store.ingestion import IngestReport
+    from sparseeval.pipeline.sources import ingest_each
+    from sparseeval.pipeline.store import SourceError
 
-    reports: list[IngestReport] = []
-    for source in sources:
-        try:
-            if isinstance(source, _Unreadable):
-                raise source.error
-            reports += ingest(store, source, force=force, keep_going=True)
-        except (SourceError, *_Unreadable.errors) as exc:
-            where = str(getattr(source, "path", ""))
-            reports.append(IngestReport(-1, "?", where, "failed", message=first_line(exc)))
-    return reports
-
-
-class _Unreadable:
-    """A path given to `ingest` that is not a source (a pipe, a folder without results): it
-    fails alone, after the other paths were ingested."""
-
-    errors = (SparseEvalError, OSError)
-
-    def __init__(self, path: Path, error: Exception) -> None:
-        self.path, self.error = path, error
+    contain = (SourceError, SparseEvalError, OSError)  # anything else is a bug: it surfaces
+    return [r for _, _, done in ingest_each(store, sources, force, contain=contain) for r in done]
 
 
 def _parse(path: Path, args: argparse.Namespace):
-    from sparseeval.pipeline.sources import parse_source
+    from sparseeval.pipeline.sources import Unreadable, parse_source
 
     try:
         return parse_source(str(path), args.format, args.benchmark, args.model)
-    except _Unreadable.errors as exc:
-        return _Unreadable(path, exc)
+    except (SparseEvalError, OSError) as exc:
+        return Unreadable(path, exc)
 
 
 def _sources(args: argparse.Namespace) -> list:
-    from sparseeval.pipeline.store import OpenLLMLeaderboard, default_hub_client
-
+    """The sources to ingest: each path given, or `--hub ...` as the `hub:` spec it is
+    sugar for (`hub:V:ORG/MODEL,...@DETAILS_ORG`, `hub:V:*@DETAILS_ORG` for --hub-all)."""
     if args.hub:
         if not (args.hub_models or args.hub_all):
             raise UserError("--hub needs --hub-model ORG/MODEL (repeatable) or --hub-all")
-        models = None if args.hub_all else args.hub_models
         from sparseeval.pipeline.settings import Settings
+        from sparseeval.pipeline.sources import parse_source
 
-        cap = Settings.load().hub_max_repos
-        return [
-            OpenLLMLeaderboard(default_hub_client(), models, args.hub, args.hub_org, max_repos=cap)
-        ]
+        names = "*" if args.hub_all else ",".join(args.hub_models)
+        spec = f"hub:{args.hub}:{names}@{args.hub_org}"
+        return [parse_source(spec, hub_max_repos=Settings.load().hub_max_repos)]
     if not args.sources:
         raise UserError("give files or folders to ingest, or --hub v1|v2")
     return [_parse(p, args) for p in args.sources]

@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparseeval.consume.errors import first_line
 from sparseeval.pipeline.records import IngestSummary
 from sparseeval.pipeline.stopping import reraise_stop
 from sparseeval.pipeline.store.kinds import FORMATS, source_from_spec
@@ -83,9 +85,10 @@ def ingest_sources(
     with Store.open(store_path) as store:
         if not items and fill_if_empty and store.holds_only_synthetic():
             items, filled = [SyntheticLeaderboard()], True
-        for item in items:
-            row, done = _ingest_source(store, item, hub_max_repos)
-            rows.append(row)
+        before = store.last_run_id()
+        for name, source, done in ingest_each(store, items, hub_max_repos=hub_max_repos):
+            rows.append(_summary_row(store, name, source, done, before))
+            before = store.last_run_id()
             reports.extend(done)
     filled = filled and any(r["new"] for r in rows)  # said only when it added results
     shown = [r for r in reports if r.status != "skipped"] + [
@@ -96,23 +99,55 @@ def ingest_sources(
     )
 
 
-def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any], list]:
-    """(summary row, unit reports) of one source; its failure as a whole is a row."""
-    from sparseeval.pipeline.store import StoreLockedError, ingest
-    from sparseeval.pipeline.store.ingestion import QUARANTINED, IngestReport, source_label
+@dataclass(frozen=True)
+class Unreadable:
+    """A path given to ingest that is not a source (a pipe, a folder without results): it
+    fails alone, in its turn, with the error its parse raised."""
 
-    name = item if isinstance(item, str) else source_label(item)
-    before = store.last_run_id()
-    source = None
-    try:
-        source = parse_source(item, hub_max_repos=hub_max_repos) if isinstance(item, str) else item
-        reports = ingest(store, source, keep_going=True)
-    except StoreLockedError:
-        raise
-    except Exception as exc:  # a bad spec, or a source that cannot even list its units
-        reraise_stop(exc)  # a stop signal fails no source
-        log.warning("source %s failed: %s", name, exc)
-        reports = [IngestReport(-1, "source", str(name), "failed", message=str(exc))]
+    path: Path
+    error: BaseException
+
+
+def ingest_each(
+    store, items: Sequence[Any], force: bool = False, hub_max_repos: int = 200,
+    contain: tuple[type[BaseException], ...] = (Exception,),
+) -> Iterator[tuple[str, Any, list]]:  # fmt: skip
+    """Ingest each source in turn (a spec string, a source object or an `Unreadable`), for
+    the CLI and the flow alike: yields (name, source or None, its unit reports). A source
+    that fails as a whole with one of `contain` (a bad spec, a missing folder, one that
+    cannot list its units) is one failed report; the next still runs."""
+    from sparseeval.pipeline.store import StoreLockedError, ingest
+    from sparseeval.pipeline.store.ingestion import IngestReport, source_label
+
+    for item in items:
+        name = _name_of(item, source_label)
+        source = None
+        try:
+            if isinstance(item, Unreadable):
+                raise item.error
+            source = (
+                parse_source(item, hub_max_repos=hub_max_repos) if isinstance(item, str) else item
+            )
+            reports = ingest(store, source, force=force, keep_going=True)
+        except StoreLockedError:
+            raise
+        except contain as exc:
+            reraise_stop(exc)  # a stop signal fails no source
+            log.warning("source %s failed: %s", name, exc)
+            reports = [IngestReport(-1, "source", str(name), "failed", message=first_line(exc))]
+        yield name, source, reports
+
+
+def _name_of(item: Any, label) -> str:
+    if isinstance(item, Unreadable):
+        return str(item.path)
+    return item if isinstance(item, str) else label(item)
+
+
+def _summary_row(store, name: str, source: Any, reports: list, before) -> dict[str, Any]:
+    """The summary row of one ingested source (see `IngestSummary`)."""
+    from sparseeval.pipeline.store.ingestion import QUARANTINED
+
     new = sum(r.n_new for r in reports)
     failures = [r for r in reports if r.status == "failed"]
     _set_aside(source, [r for r in reports if r.status in ("failed", QUARANTINED)])
@@ -145,7 +180,7 @@ def _ingest_source(store, item: Any, hub_max_repos: int) -> tuple[dict[str, Any]
             if r.n_quarantined
         ][:100],
     }
-    return row, reports
+    return row
 
 
 def _set_aside(source: Any, failures: list) -> None:

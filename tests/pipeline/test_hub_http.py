@@ -84,7 +84,7 @@ def test_first_pull_spreads_over_nights_then_costs_one_listing(hub, store):
 def test_rate_limits_honour_retry_after(hub, store):
     add_models(hub, ["org/m1", "org/m2"])
     hub.fail("/api/datasets", 429, headers={"Retry-After": "1"})
-    reports = night(store, spec="v1:org/m1")
+    reports = night(store, spec="v1:org/m1*")  # a glob: the listing
     assert by_repo(reports) == {details("org/m1"): "ok"}
     first, again, *_ = hub.matching("/api/datasets")
     assert (first.status, again.status) == (429, 200) and again.at - first.at >= 1.0

@@ -138,9 +138,9 @@ class OpenLLMLeaderboard:
     def from_spec(
         cls, text: str, client: HubClient, *, max_repos: int | None = DEFAULT_MAX_REPOS
     ) -> OpenLLMLeaderboard:
-        """`org/model[,org/model...]` (v1 details of those models), or `v1:GLOB[,GLOB...]` /
-        `v2:GLOB...` (every details repo whose `org/model` matches; `*` = all); either form
-        may end in `@DETAILS_ORG` (default `open-llm-leaderboard`)."""
+        """`org/model[,org/model...]` (v1 details of those models), `v2:org/model,...` (v2's),
+        or `v1:GLOB[,GLOB...]` / `v2:GLOB...` (every details repo whose `org/model` matches;
+        `*` = all); any form may end in `@DETAILS_ORG` (default `open-llm-leaderboard`)."""
         body = text.strip()
         version = None
         if m := re.fullmatch(r"(v\d+):(.*)", body, flags=re.DOTALL):
@@ -160,6 +160,8 @@ class OpenLLMLeaderboard:
                     f"{SPEC_HELP}; {bad[0]!r} is not org/model (for globs: hub:v1:{bad[0]})"
                 )
             return cls(client, parts, "v1", org, max_repos=max_repos)
+        if not any(set(p) & set("*?[") for p in parts):  # names, not globs: no listing
+            return cls(client, parts, version, org, max_repos=max_repos)
         globs = None if "*" in parts else parts
         return cls(client, None, version, org, globs=globs, max_repos=max_repos)
 
