@@ -25,14 +25,16 @@ WITH c AS (
     SELECT c.*, b.benchmark_id,
            CASE WHEN list_contains(getvariable('correct_words'), lower(trim(c.correct))) THEN true
                 WHEN list_contains(getvariable('wrong_words'), lower(trim(c.correct))) THEN false
-           END AS word,
-           TRY_CAST(trim(c.correct) AS DOUBLE) AS number
+           END AS word
     FROM c LEFT JOIN benchmarks b ON b.name = c.benchmark
+), n AS (  -- a number only where no answer word matched (most rows never parse one)
+    SELECT *, CASE WHEN word IS NULL THEN TRY_CAST(trim(correct) AS DOUBLE) END AS number
+    FROM v
 ), g AS (
     SELECT * EXCLUDE (word, number),
            CASE WHEN word IS NULL AND number > 0 AND number < 1 THEN number END AS score,
            coalesce(word, CASE WHEN number > 0 AND number < 1 THEN number >= 0.5 END) AS value
-    FROM v
+    FROM n
 )
 , r AS (
 SELECT *,
