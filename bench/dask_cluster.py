@@ -45,10 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         HF_HUB_OFFLINE="1",
     )  # fmt: skip
     os.environ.pop("PREFECT_API_URL", None)
+    from distributed import LocalCluster
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
-
-    from tests.dask_cluster import local_cluster
 
     spec = f"synthetic:n_models={args.models},seed=0"
     base = {"n_anchors": args.anchors, "workers": args.workers, "suite": False}
@@ -56,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     with prefect_test_harness(server_startup_timeout=120):
         secs, out = cold_refresh(root / "thread", spec, base | {"task_runner": "thread"})
         rows.append(("thread", secs, out, os.getloadavg()[0]))
-        env = {"PREFECT_API_URL": PREFECT_API_URL.value()}
-        with local_cluster(root, args.workers, env) as client:
-            addr = {"task_runner": "dask", "dask_address": client.scheduler.address}
+        os.environ |= {"PREFECT_API_URL": PREFECT_API_URL.value(), "OMP_NUM_THREADS": "1"}
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster:  # fmt: skip
+            addr = {"task_runner": "dask", "dask_address": cluster.scheduler_address}
             secs, out = cold_refresh(root / "cluster", spec, base | addr)
             rows.append(
                 (f"dask cluster ({args.workers} worker processes)", secs, out, os.getloadavg()[0])

@@ -1,5 +1,5 @@
 """A Dask cluster of separate processes on 127.0.0.1: `dask scheduler` and `dask worker`s
-(distributed's own CLI), for the tests and `bench/dask_cluster.py`."""
+(distributed's own CLI), for the tests."""
 
 from __future__ import annotations
 
