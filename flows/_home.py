@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 
 from prefect.runtime import deployment, flow_run
-from sparseeval.flows._run import say
+from sparseeval.flows._run import guarded, say
 
 from sparseeval.consume.errors import SparseEvalError
 from sparseeval.pipeline.lease import HomeLease, LeaseHeld
@@ -95,7 +95,8 @@ def hold_home(settings: Settings, skip_if_held: bool = False) -> Iterator[str]:
     if lease.took_over is not None:
         say(f"took over the lease of a crashed run: {lease.took_over.get('holder')}",
             logging.WARNING)  # fmt: skip
-    try:
-        yield ""
-    finally:
-        lease.release()
+    with guarded(lease):  # a SIGKILL (a stopped worker's) gives the lease back all the same
+        try:
+            yield ""
+        finally:
+            lease.release()

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from prefect import get_run_logger
@@ -15,7 +18,7 @@ from prefect.utilities.urls import url_for
 from sparseeval.flows import _console as console
 
 from sparseeval.pipeline import alerts
-from sparseeval.pipeline.lease import LeaseHeld
+from sparseeval.pipeline.lease import HomeLease, LeaseHeld
 from sparseeval.pipeline.progress import PROGRESS
 from sparseeval.pipeline.settings import Settings, SettingsError
 from sparseeval.pipeline.stopping import reraise_stop
@@ -104,6 +107,29 @@ def rerun_started(crashed_id: str, crashed_name: str, flow_id: str) -> None:
                   "prefect.resource.role": "flow", "prefect.resource.name": "refresh"}],
         payload={"rerun": str(flow_run.get_id()), "rerun_name": flow_run.get_name()},
     )  # fmt: skip
+
+
+GUARD = Path(__file__).with_name("_guard.py")  # run as a script: it imports little
+
+
+@contextlib.contextmanager
+def guarded(lease: HomeLease) -> Iterator[None]:
+    """While the block runs, a guard process (`flows/_guard.py`, in a session of its own, so
+    that a signal to this run's process group spares it) that gives `lease` back and marks
+    this run Crashed should this process die without unwinding (a SIGKILL); told
+    `released` when the block ends."""
+    run_id = flow_run.get_id()
+    args = [sys.executable, str(GUARD), str(lease.path), lease.token, str(run_id or "")]
+    guard = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            guard.stdin.write(b"released\n")
+            guard.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            guard.wait(timeout=5)
 
 
 def run_name(kind: str) -> str:

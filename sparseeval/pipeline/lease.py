@@ -211,6 +211,23 @@ def _stop_now(lease: HomeLease, code: int) -> None:
     os._exit(code)
 
 
+def give_back(path: str | Path, token: str) -> bool:
+    """Remove the lease at `path` if it is still the one `token` names (atomically: a run
+    that took it over meanwhile keeps its own); whether it was."""
+    path = Path(path)
+    aside = path.with_name(f"{path.name}.gone-{uuid.uuid4().hex}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return False
+    ours = (read_lease(aside) or {}).get("token") == token
+    if not ours:
+        with contextlib.suppress(OSError):  # not ours: put it back (unless one came since)
+            os.link(aside, path)
+    aside.unlink(missing_ok=True)
+    return ours
+
+
 def read_lease(path: str | Path) -> dict | None:
     """The lease record, or None when there is none (or it is unreadable: treated as stale)."""
     try:

@@ -13,7 +13,6 @@ from sparseeval.flows import _home
 from sparseeval.flows.refresh import refresh
 
 from sparseeval.consume.sets.anchorset import load_anchor_set
-
 from sparseeval.pipeline.lease import LEASE_FILE
 from tests.helpers import TINY, InADeployment, release, run
 

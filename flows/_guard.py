@@ -1,0 +1,49 @@
+"""The guard of one run, a process of its own: `python flows/_guard.py LEASE TOKEN [RUN_ID]`
+(run as a script: it imports nothing heavy until it acts), started by the run
+(`flows._run.guarded`) with its stdin a pipe that the run holds.
+
+The run writes `released` when it ends. A pipe that closes unsaid means the run's process
+died without unwinding: a SIGKILL, which is how a process worker stopped by SIGTERM ends its
+flow-run process (Prefect 3.9: 0.3-0.8 s after the signal), or a `kill -9`. The guard then
+gives the home's lease back (if it is still the run's) and marks the run Crashed at once,
+where `.lease` was left behind and the run stayed Running until its missed heartbeats
+marked it (90 s).
+"""
+
+from __future__ import annotations
+
+import sys
+
+MESSAGE = (
+    "its process was killed without unwinding (SIGKILL: a process worker that was stopped,"
+    " or kill -9); the home's lease was given back"
+)
+
+
+def main(argv: list[str]) -> int:
+    lease, token, run_id = argv[0], argv[1], (argv[2] if len(argv) > 2 else "")
+    if sys.stdin.read().strip() == "released":
+        return 0
+    from sparseeval.pipeline.lease import give_back
+
+    give_back(lease, token)
+    if run_id:
+        _mark_crashed(run_id)
+    return 0
+
+
+def _mark_crashed(run_id: str) -> None:
+    """The run Crashed, unless it already ended (a stop that unwound said its own end)."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(UUID(run_id))
+        if run.state is None or not run.state.is_final():
+            client.set_flow_run_state(run.id, Crashed(message=MESSAGE), force=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
