@@ -70,8 +70,8 @@ def test_suite_with_fitted_estimators_equals_fitting_them(selections):
     ids = {b: m.item_ids for b, m in lb.items()}
     plain = SuiteSparseEval(6, template, **QUIET).fit(*rows(tr), *rows(va), item_ids=ids)
     assert len(selections) == 3 and plain.reused_ == []
-    own = {b: plain.benchmark_template(m.shape[1], m.scale).fit(m.values[tr], m.y[tr], X_valid=m.values[va],
-                                                        y_valid=m.y[va], item_ids=m.item_ids)
+    own = {b: plain.benchmark_template(m.shape[1], m.scale).fit(
+               m.values[tr], m.y[tr], X_valid=m.values[va], y_valid=m.y[va], item_ids=m.item_ids)
            for b, m in lb.items()}  # fmt: skip
     del selections[:]
     reused = SuiteSparseEval(6, template, **QUIET).fit(*rows(tr), *rows(va), item_ids=ids,
