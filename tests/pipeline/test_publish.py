@@ -185,7 +185,7 @@ def test_missing_and_bad_answers(tmp_path, fitted):
     assert aset.predict(nan_form, allow_missing=True).value == pytest.approx(imp.value)
     with pytest.raises(ResponsesError, match="no answers"):
         aset.predict({}, allow_missing=True)
-    with pytest.raises(ResponsesError, match=r"is a graded score \(0.5\), but this set's items are"):
+    with pytest.raises(ResponsesError, match=r"graded score \(0.5\), but this set's items are"):
         aset.predict(d | {aset.items[0]: 0.5})
     with pytest.raises(ResponsesError, match="expected 0/1"):
         aset.predict(d | {aset.items[0]: 2})
