@@ -24,6 +24,8 @@ import argparse
 import contextlib
 import io
 import os
+import shlex
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,7 @@ import polars as pl
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from _results import RESULTS, provenance, write_section
 from accuracy import load
 
 from sparseeval import Settings
@@ -40,6 +43,7 @@ from sparseeval.consume.sets.anchorset import load_anchor_set
 
 DATA = ("arc", "gsm8k", "mmlu", "truthfulqa", "winogrande")
 STRONGEST, RANDOM, FLIP_MODELS, K = 10, 200, 1000, 50
+SECTION = "### Above the pool, now"
 
 
 def held_out(y: np.ndarray, group: str) -> np.ndarray:
@@ -170,6 +174,9 @@ def main() -> None:
     parser.add_argument("--data", default=",".join(DATA))
     parser.add_argument("--groups", default="strongest,random")
     parser.add_argument("--cache", default="/tmp/above-pool", help="fit folders (reused)")
+    parser.add_argument("--results", default=str(RESULTS),
+                        help="the file whose section 'Above the pool, now' the tables replace"
+                             " ('-': print only)")  # fmt: skip
     args = parser.parse_args()
     rows, mono = [], []
     for name in args.data.split(","):
@@ -180,8 +187,9 @@ def main() -> None:
             rows.append({"data": name, "group": group} | group_row(aset, matrix, test))
             mono.append({"data": name, "group": group} | flips(aset, matrix))
             print(rows[-1], mono[-1], flush=True)
-    print()
-    print(table(rows, mono))
+    command = "python bench/above_pool.py " + shlex.join(sys.argv[1:])
+    body = f"`{command}` on {provenance()}, {os.cpu_count()} CPU cores.\n\n" + table(rows, mono)
+    write_section(SECTION, body, args.results)
 
 
 if __name__ == "__main__":

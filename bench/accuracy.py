@@ -18,6 +18,8 @@ import argparse
 import json
 import os
 import re
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +28,8 @@ import polars as pl
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread: fits run side by side
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from _results import provenance, write_section
 
 from sparseeval import ResponseMatrix, Settings, make_synthetic
 from sparseeval.method.baselines import BASELINES, AllItemsRidge
@@ -226,6 +230,9 @@ def main() -> None:
     parser.add_argument("--train-sizes", default="all", help="e.g. 90,300,1000,all")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--out", default="bench/out/accuracy.jsonl", help="rows appended here")
+    parser.add_argument("--section", metavar="HEADING",
+                        help="also write the tables as this section of bench/RESULTS.md"
+                             " (e.g. '### ARC at k = 50, now'), with the command")  # fmt: skip
     parser.add_argument(
         "--summarize",
         nargs="+",
@@ -245,6 +252,9 @@ def main() -> None:
     rows = run(args)
     print()
     print(summary(rows), targets(rows), sep="\n\n")
+    if args.section:
+        command = "python bench/accuracy.py " + shlex.join(sys.argv[1:])
+        write_section(args.section, f"`{command}` on {provenance()}.\n\n{summary(rows)}")
 
 
 if __name__ == "__main__":
