@@ -27,7 +27,8 @@ def ingest(
 
     Hub calls retry 429 / 5xx themselves (honouring Retry-After); a locked store retries here.
     """
-    out = ingest_sources(str(paths.store_path), specs, fill_if_empty, sources.hub_max_repos)
+    out = ingest_sources(str(paths.store_path), specs, fill_if_empty, sources.hub_max_repos,
+                         sources.new_benchmarks)  # fmt: skip
     log = get_run_logger()
     if out.filled_with_synthetic:
         log.info("empty store: filled it from the built-in synthetic leaderboard")

@@ -129,11 +129,14 @@ NOTHING_STORED = ("failed", "quarantined")  # unit statuses that stored nothing
 
 
 def _ingest_all(store, sources: list, force: bool) -> list:
+    from sparseeval.pipeline.settings import Settings
     from sparseeval.pipeline.sources import ingest_each
     from sparseeval.pipeline.store import SourceError
 
     contain = (SourceError, SparseEvalError, OSError)  # anything else is a bug: it surfaces
-    return [r for _, _, done in ingest_each(store, sources, force, contain=contain) for r in done]
+    accept = Settings.load().new_benchmarks
+    done = ingest_each(store, sources, force, contain=contain, new_benchmarks=accept)
+    return [r for _, _, reports in done for r in reports]
 
 
 def _parse(path: Path, args: argparse.Namespace):

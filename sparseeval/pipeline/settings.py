@@ -72,6 +72,9 @@ class Settings(_Derived):
     hub_max_repos: int = _in("sources", 200)
     # mirror each published version to this Hub dataset repo
     hub_repo: str | None = _in("sources", None)
+    # benchmark names (globs, e.g. "gpqa*", or "*" for any) registered when a source brings
+    # one the store does not know; any other is quarantined until `ingest --new-benchmark`
+    new_benchmarks: tuple[str, ...] = _in("sources", ())
     # a deployment may read the built-in synthetic demo (`sources = ["synthetic"]`) only so
     allow_demo: bool = _in("sources", False)
     # anchor selection

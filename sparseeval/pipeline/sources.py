@@ -67,6 +67,7 @@ def ingest_sources(
     sources: Sequence[Any],
     fill_if_empty: bool = True,
     hub_max_repos: int = 200,
+    new_benchmarks: Sequence[str] = (),
 ) -> IngestSummary:
     """Ingest each source (a spec string or a source object) into the store.
 
@@ -86,7 +87,9 @@ def ingest_sources(
         if not items and fill_if_empty and store.holds_only_synthetic():
             items, filled = [SyntheticLeaderboard()], True
         before = store.last_run_id()
-        for name, source, done in ingest_each(store, items, hub_max_repos=hub_max_repos):
+        for name, source, done in ingest_each(
+            store, items, hub_max_repos=hub_max_repos, new_benchmarks=new_benchmarks
+        ):
             rows.append(_summary_row(store, name, source, done, before))
             before = store.last_run_id()
             reports.extend(done)
@@ -110,7 +113,7 @@ class Unreadable:
 
 def ingest_each(
     store, items: Sequence[Any], force: bool = False, hub_max_repos: int = 200,
-    contain: tuple[type[BaseException], ...] = (Exception,),
+    contain: tuple[type[BaseException], ...] = (Exception,), new_benchmarks: Sequence[str] = (),
 ) -> Iterator[tuple[str, Any, list]]:  # fmt: skip
     """Ingest each source in turn (a spec string, a source object or an `Unreadable`), for
     the CLI and the flow alike: yields (name, source or None, its unit reports). A source
@@ -128,7 +131,8 @@ def ingest_each(
             source = (
                 parse_source(item, hub_max_repos=hub_max_repos) if isinstance(item, str) else item
             )
-            reports = ingest(store, source, force=force, keep_going=True)
+            reports = ingest(store, source, force=force, keep_going=True,
+                             new_benchmarks=new_benchmarks)  # fmt: skip
         except StoreLockedError:
             raise
         except contain as exc:

@@ -170,3 +170,23 @@ def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, m
         (layout.set_dir(*maintained(home / "published", "arc")) / ".discarded-v2").read_text()
     )
     assert "mirror" in tomb["reason"]
+
+
+def test_a_new_benchmark_the_operator_allows_is_published_the_first_night(tmp_path):
+    """A source brings `arc_easy2`, a name the store does not know: quarantined by default
+    (until `ingest --new-benchmark`); with `new_benchmarks = ["arc_*"]` it is registered as
+    it is read and published that night (issue [3/5] item 2)."""
+    import polars as pl
+
+    frame = pl.read_parquet(release(tmp_path, 0, 200, ["arc"]))
+    path = tmp_path / "new.parquet"
+    frame.with_columns(benchmark=pl.lit("arc_easy2")).write_parquet(path)
+    refused = run(tmp_path / "default", [str(path)])
+    assert refused.n_published == 0 and refused.ingest.quarantined == len(frame)
+    home = tmp_path / "home"
+    out = run(home, [str(path)], new_benchmarks=["arc_*"])
+    (r,) = out.results
+    assert r.benchmark == "arc_easy2" and r.published_version == 1, r.outcome
+    assert anchorset.load_anchor_set(home / "published", "arc_easy2").manifest["benchmark"] == (
+        "arc_easy2"
+    )

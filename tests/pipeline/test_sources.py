@@ -102,6 +102,34 @@ def test_unknown_benchmark_quarantined_until_registered(store, tmp_path):
     assert (again.n_new, again.n_unchanged) == (1, 1)
 
 
+def test_new_benchmarks_the_operator_allows_are_accepted_others_quarantined(store, tmp_path):
+    """`new_benchmarks` (globs): a name it matches is registered in the unit's transaction
+    and its rows stored, said in the report; one it does not match, or one that cannot be
+    published (`latest`, a layout name), is quarantined as before (issue [3/5] item 2)."""
+    body = ("org/a,gpqa_diamond,0,1\norg/a,gpqa_diamond,1,0\n"
+            "org/a,mystery,0,1\norg/a,latest,0,1\n")  # fmt: skip
+    path = _write(tmp_path / "a.csv", HEADER + body)
+    (r,) = ingest(store, LongTable(path), new_benchmarks=("gpqa*", "lat*"))
+    assert (r.n_new, r.n_quarantined) == (2, 2)
+    assert "new benchmark accepted: gpqa_diamond (new_benchmarks)" in r.message
+    assert sorted(reasons(store)) == ["unknown benchmark: latest", "unknown benchmark: mystery"]
+    assert "gpqa_diamond" in store.benchmarks()["benchmark"].to_list()
+    assert build_matrix(store, "gpqa_diamond")[0].shape == (1, 2)
+
+
+def test_a_failed_unit_registers_no_new_benchmark(store, tmp_path, monkeypatch):
+    from sparseeval.pipeline.store import ingestion
+
+    def crash(*a, **k):
+        raise RuntimeError("injected crash after validation")
+
+    monkeypatch.setattr(ingestion, "resolve_duplicates", crash)
+    path = _write(tmp_path / "a.csv", HEADER + "org/a,newbench,0,1\n")
+    with pytest.raises(RuntimeError, match="injected crash"):
+        ingest(store, LongTable(path), new_benchmarks=("*",))
+    assert "newbench" not in store.benchmarks()["benchmark"].to_list()
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_empty_file_is_an_error(store, tmp_path, suffix):
     path = _write(tmp_path / f"empty{suffix}", "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -97,8 +97,9 @@ class IngestReport:
 
 
 def ingest(
-    store: Store, source: Source, force: bool = False, keep_going: bool = False
-) -> list[IngestReport]:
+    store: Store, source: Source, force: bool = False, keep_going: bool = False,
+    new_benchmarks: Sequence[str] = (),
+) -> list[IngestReport]:  # fmt: skip
     """Ingest every unit of `source`; each unit is one transaction and one ingest run.
 
     A unit whose content was already ingested successfully is skipped (`force` re-reads
@@ -107,6 +108,8 @@ def ingest(
     With `keep_going`, an error while listing the source's units (a missing folder, a Hub
     listing that failed) ends that source with one failed report after the units already
     done. Every attempt is an `ingest_runs` row, that error too (kind `source`).
+    `new_benchmarks`: globs of unknown benchmark names registered rather than quarantined
+    (`validate.check`).
     """
     if store.read_only:
         raise StoreError("store is open read-only")
@@ -130,7 +133,7 @@ def ingest(
             break
         try:
             with still_working(f"ingest: reading {printable_line(unit.label)}"):
-                reports.append(ingest_unit(store, unit, force))
+                reports.append(ingest_unit(store, unit, force, new_benchmarks))
         except Exception as exc:
             reraise_stop(exc)
             if not keep_going:
@@ -183,7 +186,9 @@ def source_label(source: Source) -> str:
     return type(source).__name__
 
 
-def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
+def ingest_unit(
+    store: Store, unit: Unit, force: bool = False, new_benchmarks: Sequence[str] = ()
+) -> IngestReport:
     """Ingest one unit atomically and record the run (ok, skipped or failed).
 
     The run row is written first, as 'running', and committed before the data transaction
@@ -208,7 +213,7 @@ def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
     try:
         with store.transaction():
             ((_, ref_base),) = fetch(con, "next_ids", {})
-            report = _load(con, unit, params | {"ref_base": ref_base})
+            report = _load(con, unit, params | {"ref_base": ref_base}, new_benchmarks)
             report.seconds = time.perf_counter() - t0
             execute(con, "run_finish", _finish_params(report, run_id))
     except Exception as exc:
@@ -227,14 +232,17 @@ def ingest_unit(store: Store, unit: Unit, force: bool = False) -> IngestReport:
     return report
 
 
-def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) -> IngestReport:
+def _load(
+    con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any],
+    new_benchmarks: Sequence[str] = (),
+) -> IngestReport:  # fmt: skip
     """Stage, validate, de-duplicate and merge one unit (inside the caller's transaction)."""
     unit.stage(con)
     con.register(
         "unit_refs", pl.DataFrame({"ref_no": range(len(unit.refs)), "source_ref": unit.refs})
     )
     execute(con, "refs_insert", params)
-    check(con)
+    accepted = check(con, new_benchmarks)
     _refuse_demo_mixing(con, unit.kind)
     n_read = count_staged(con)
     execute(con, "quarantine_replace", params)
@@ -251,7 +259,7 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     if unit.record is not None:
         unit.record(con, params["run"])
     reasons = fetch(con, "quarantine_reasons", {"run": params["run"], "top": 3})
-    notes = [_read_with(unit), scores.note(), identity_note]
+    notes = [_read_with(unit), scores.note(), identity_note, _accepted_note(accepted)]
     stored = new + updated + unchanged + scores.n_new + scores.n_updated + scores.n_unchanged
     status = "ok" if stored or not (n_read or scores.n_read) else QUARANTINED
     if status == QUARANTINED:
@@ -266,6 +274,14 @@ def _load(con: duckdb.DuckDBPyConnection, unit: Unit, params: dict[str, Any]) ->
     return report
 
 
+def _accepted_note(names: list[str]) -> str:
+    """`new benchmark accepted: NAME (new_benchmarks)`, or ''."""
+    if not names:
+        return ""
+    plural = "s" if len(names) > 1 else ""
+    return f"new benchmark{plural} accepted: {', '.join(names)} (new_benchmarks)"
+
+
 UNKNOWN = "unknown benchmark:"  # the quarantine reason (sql/validate.sql)
 
 
@@ -275,7 +291,8 @@ def nothing_stored(con: duckdb.DuckDBPyConnection, run_id: int, n_read: int, top
     said = "; ".join(f"{n:,} {printable_line(reason)}" for reason, n in reasons)
     unknown = [str(r)[len(UNKNOWN) :].strip() for r, _ in reasons if str(r).startswith(UNKNOWN)]
     hint = (
-        " (known ones are built in; --new-benchmark NAME accepts another)" + _nearest(unknown[0])
+        " (known ones are built in; --new-benchmark NAME accepts another, the new_benchmarks"
+        " setting every one it matches)" + _nearest(unknown[0])
         if unknown
         else ""
     )

@@ -14,11 +14,13 @@ character`), and a benchmark name must be one that can be published:
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
-from sparseeval.consume.answers.ids import SQL_PATTERNS
+from sparseeval.consume.answers.ids import SQL_PATTERNS, IdError, check_new_benchmark_name
 from sparseeval.consume.answers.responses import CORRECT_WORDS, WRONG_WORDS
 from sparseeval.pipeline.store.db import (
     MAX_BENCHMARK_LEN,
@@ -26,18 +28,41 @@ from sparseeval.pipeline.store.db import (
     MAX_MODEL_LEN,
     execute,
     fetch,
+    sql,
 )
 
 
-def check(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the `checked` table from `src`: value as boolean, a reason when the row is bad."""
+def check(con: duckdb.DuckDBPyConnection, new_benchmarks: Sequence[str] = ()) -> list[str]:
+    """Create the `checked` table from `src`: value as boolean, a reason when the row is bad.
+
+    new_benchmarks: globs of benchmark names registered when the rows bring one the store
+    does not know (in the unit's transaction), rather than quarantined; the names it
+    registered."""
     bounds = {"max_model": MAX_MODEL_LEN, "max_item": MAX_ITEM_LEN,
               "max_benchmark": MAX_BENCHMARK_LEN}  # fmt: skip
     execute(con, "id_maps", SQL_PATTERNS)
     ((n_changed,),) = fetch(con, "id_changes", {})
     execute(con, "ids_mapped" if n_changed else "ids_plain", {})
+    added = _accept_new(con, new_benchmarks) if new_benchmarks else []
     words = {"correct_words": list(CORRECT_WORDS), "wrong_words": list(WRONG_WORDS)}
     execute(con, "validate", bounds | words | SQL_PATTERNS)
+    return added
+
+
+def _accept_new(con: duckdb.DuckDBPyConnection, globs: Sequence[str]) -> list[str]:
+    """Register each unknown benchmark name of the staged rows that one of `globs` matches
+    and that can be published; a name that cannot stays unknown (its rows are quarantined)."""
+    added = []
+    for name, _n in fetch(con, "benchmarks_unknown", {}):
+        if not any(fnmatch.fnmatchcase(name, g) for g in globs):
+            continue
+        try:
+            check_new_benchmark_name(name)
+        except IdError:
+            continue
+        con.execute(sql("benchmark_add"), [name, f"accepted on ingest ({', '.join(globs)})"])
+        added.append(name)
+    return added
 
 
 def count_staged(con: duckdb.DuckDBPyConnection) -> int:
