@@ -178,6 +178,7 @@ def main() -> None:
                         help="the file whose section 'Above the pool, now' the tables replace"
                              " ('-': print only)")  # fmt: skip
     args = parser.parse_args()
+    measured = provenance()  # the code as it starts (the tree may change while it runs)
     rows, mono = [], []
     for name in args.data.split(","):
         matrix = load(name)
@@ -188,7 +189,7 @@ def main() -> None:
             mono.append({"data": name, "group": group} | flips(aset, matrix))
             print(rows[-1], mono[-1], flush=True)
     command = "python bench/above_pool.py " + shlex.join(sys.argv[1:])
-    body = f"`{command}` on {provenance()}, {os.cpu_count()} CPU cores.\n\n" + table(rows, mono)
+    body = f"`{command}` on {measured}, {os.cpu_count()} CPU cores.\n\n" + table(rows, mono)
     write_section(SECTION, body, args.results)
 
 

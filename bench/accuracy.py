@@ -249,12 +249,13 @@ def main() -> None:
     args.methods = args.methods.split(",")
     args.train_sizes = [None if s == "all" else int(s) for s in args.train_sizes.split(",")]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    measured = provenance()  # the code as it starts (the tree may change while it runs)
     rows = run(args)
     print()
     print(summary(rows), targets(rows), sep="\n\n")
     if args.section:
         command = "python bench/accuracy.py " + shlex.join(sys.argv[1:])
-        write_section(args.section, f"`{command}` on {provenance()}.\n\n{summary(rows)}")
+        write_section(args.section, f"`{command}` on {measured}.\n\n{summary(rows)}")
 
 
 if __name__ == "__main__":
