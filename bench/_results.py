@@ -26,23 +26,34 @@ def _git(root: Path, *args: str) -> str:
                           check=True).stdout.strip()  # fmt: skip
 
 
-def write_section(heading: str, body: str, path: str | Path = RESULTS) -> None:
+def write_section(heading: str, body: str, path: str | Path = RESULTS, under: str = "") -> None:
     """Replace the section whose heading line is `heading` (e.g. `### Now`) up to the next
-    heading of its level or above, or append it at the end when there is none; `path` "-"
-    prints only."""
+    heading of its level or above; when there is none, add it at the end of the section
+    `under` (or of the file). `path` "-" prints only."""
     text = f"{heading}\n\n{body.strip()}\n"
     if str(path) == "-":
         print(text)
         return
     path = Path(path)
     old = path.read_text() if path.exists() else ""
-    level = len(heading) - len(heading.lstrip("#"))
-    start = old.find(f"\n{heading}\n")
-    if start < 0:
-        path.write_text(old.rstrip("\n") + "\n\n" + text)
+    span = _span(old, heading)
+    if span is None:
+        at = _span(old, under)[1] if under and _span(old, under) else len(old)
+        head, tail = old[:at].rstrip("\n"), old[at:]
+        path.write_text(head + "\n\n" + text + ("\n" + tail if tail else ""))
         return
-    rest = old[start + 1 + len(heading) :]
-    nxt = re.search(rf"^#{{1,{level}}} ", rest, flags=re.MULTILINE)
-    end = start + 1 + len(heading) + (nxt.start() if nxt else len(rest))
+    start, end = span
     tail = old[end:]
-    path.write_text(old[: start + 1] + text + ("\n" + tail if tail else ""))
+    path.write_text(old[:start] + text + ("\n" + tail if tail else ""))
+
+
+def _span(text: str, heading: str) -> tuple[int, int] | None:
+    """Where the section `heading` starts and ends in `text` (its subsections in it)."""
+    found = text.find(f"\n{heading}\n")
+    if found < 0:
+        return None
+    start = found + 1
+    level = len(heading) - len(heading.lstrip("#"))
+    rest = text[start + len(heading) :]
+    nxt = re.search(rf"^#{{1,{level}}} ", rest, flags=re.MULTILINE)
+    return start, start + len(heading) + (nxt.start() if nxt else len(rest))
