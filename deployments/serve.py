@@ -54,3 +54,8 @@ def deployments(cron: str | None = None) -> list:
 
 if __name__ == "__main__":
     serve(*deployments(), limit=1)  # at most one flow run at a time on this host
+
+
+__all__ = [
+    "deployments",
+]

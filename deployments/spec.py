@@ -258,3 +258,27 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+__all__ = [
+    "COLLISION_STRATEGY",
+    "CONCURRENCY_LIMIT",
+    "DEFAULT_CRON",
+    "HEADER",
+    "HEARTBEAT_SECONDS",
+    "JOB_ENV",
+    "NO_DEMO",
+    "PREFECT_VERSION",
+    "SERVE_SUFFIX",
+    "STATIC",
+    "TIMEZONE",
+    "WORK_POOL",
+    "YAML_PATH",
+    "DeploymentSpec",
+    "load_flow",
+    "main",
+    "nightly_cron",
+    "render_yaml",
+    "specs",
+    "split_entrypoint",
+]

@@ -281,3 +281,35 @@ def _remove(name: str) -> None:
     with get_client(sync_client=True) as client:
         for old in client.read_automations_by_name(name=name):
             client.delete_automation(old.id)
+
+
+__all__ = [
+    "CRASHED_SUBJECT",
+    "ENDED",
+    "FIRST_TRIES",
+    "FIRST_TRY_NAME",
+    "FLOW_RUNS",
+    "HEARTBEAT_SECONDS",
+    "NEXT_CRASHED",
+    "NEXT_FAILED",
+    "NEXT_NOT_STARTED",
+    "NOT_FIRST_TRIES",
+    "OURS",
+    "PREFIX",
+    "REFRESH_FLOW",
+    "RERUN_COMMAND",
+    "RERUN_NAME",
+    "RERUN_STARTED",
+    "RERUN_START_WITHIN",
+    "WEBHOOK_BLOCK",
+    "ZOMBIE_AFTER",
+    "alert_automations",
+    "definitions",
+    "install",
+    "installed",
+    "rerun_automation",
+    "run_body",
+    "save_webhook",
+    "unreachable",
+    "zombie_automation",
+]

@@ -102,3 +102,10 @@ def evaluate_published(
                       for k, v in scores.items() if k != "n")  # fmt: skip
     get_run_logger().info("%s %s on %d models: %s", benchmark, version, scores.get("n", 0), shown)
     return scores
+
+
+__all__ = [
+    "evaluate_published",
+    "ingest_only",
+    "retrain_benchmark",
+]

@@ -83,3 +83,12 @@ def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:
     elif not gate.accept:
         event("publish.refused", suite, {"reason": gate.reason, **gate.figures})
     return suite_line(out)
+
+
+__all__ = [
+    "PREFECT",
+    "alert_persistent_drift",
+    "point_default",
+    "publish_benchmark",
+    "publish_suite",
+]

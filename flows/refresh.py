@@ -275,3 +275,16 @@ def suite_step(settings: Settings, results: list[BenchmarkResult], left_out: lis
 
 if __name__ == "__main__":
     refresh()
+
+
+__all__ = [
+    "assess_and_publish",
+    "failed_run",
+    "fit_and_publish",
+    "fit_batch",
+    "fit_benchmarks",
+    "night",
+    "publish_step",
+    "refresh",
+    "suite_step",
+]

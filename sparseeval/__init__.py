@@ -14,8 +14,8 @@ from sparseeval._version import __version__
 
 _EXPORTS = {
     "AnchorSet": "consume.sets.anchorset",
-    "Estimate": "consume.sets.anchorset",
-    "Difference": "consume.sets.anchorset",
+    "Estimate": "consume.scoring.estimate",
+    "Difference": "consume.scoring.estimate",
     "load_anchor_set": "consume.sets.anchorset",
     "AnchorSetError": "consume.sets.layout",
     "ResponsesError": "consume.answers.responses",
@@ -73,7 +73,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from sparseeval.consume.answers.responses import ResponsesError
     from sparseeval.consume.errors import SparseEvalError
-    from sparseeval.consume.sets.anchorset import AnchorSet, Difference, Estimate, load_anchor_set
+    from sparseeval.consume.scoring.estimate import Difference, Estimate
+    from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
     from sparseeval.consume.sets.layout import AnchorSetError
     from sparseeval.consume.sets.suite_set import SuiteAnchorSet, load_suite
     from sparseeval.method.estimator import SparseEval

@@ -54,3 +54,11 @@ def evaluate_published(
     return drift.evaluate_published(
         paths.published_dir, matrix.benchmark, matrix.path, model_ids, version
     )
+
+
+__all__ = [
+    "assess",
+    "evaluate_published",
+    "fresh_models",
+    "live_set",
+]

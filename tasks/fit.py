@@ -79,3 +79,11 @@ def fit_line(fit: FitInfo) -> str:
         f" points, Kendall tau {test['kendall_tau']:.3f}"
         + (f" ({took})" if fit.trained else f" (reused: {took} on an earlier run)")
     )
+
+
+__all__ = [
+    "build_matrix",
+    "fit_benchmark",
+    "fit_label",
+    "fit_line",
+]

@@ -49,3 +49,10 @@ def clean_leftovers(paths: Section, sets: list[str]) -> list[str]:
     for line in done:
         get_run_logger().warning("cleaned up: %s", line)
     return done
+
+
+__all__ = [
+    "clean_leftovers",
+    "ingest",
+    "store_state",
+]

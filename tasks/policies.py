@@ -26,3 +26,8 @@ def transient(task, task_run, state) -> bool:
     if isinstance(exc, ConnectionError | TimeoutError):
         return True
     return isinstance(exc, OSError) and exc.errno in _TRANSIENT_ERRNOS
+
+
+__all__ = [
+    "transient",
+]

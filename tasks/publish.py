@@ -96,3 +96,14 @@ def point_default(paths: Sections, benchmark: str, budget: int) -> None:
     from sparseeval.pipeline.versions import point_default as point
 
     point(paths.published_dir, benchmark, budget)
+
+
+__all__ = [
+    "discard_candidate",
+    "mirror_to_hub",
+    "point_default",
+    "promote",
+    "suite_status",
+    "write_candidate",
+    "write_suite_candidate",
+]

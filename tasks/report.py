@@ -36,3 +36,8 @@ def report(paths: Section, run: RunSummary) -> RunSummary:
         )  # fmt: skip
     get_run_logger().info(runreport.summary_line(run))
     return run
+
+
+__all__ = [
+    "report",
+]

@@ -401,3 +401,52 @@ def test_a_private_import_is_caught():
             "sparseeval.p": ("", True), "sparseeval.p._m": ("", False),
             "sparseeval.p.c": ("from sparseeval.p import _m\n", False)}  # fmt: skip
     assert private_imports(mods) == ["sparseeval.b imports _helper from sparseeval.a"]
+
+
+def _declared_all(text: str) -> list[str] | None:
+    """The names a module's `__all__` lists (None: it has none)."""
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return [ast.literal_eval(e) for e in node.value.elts]
+    return None
+
+
+def unlisted_imports(mods: dict[str, tuple[str, bool]]) -> list[str]:
+    """`module has no __all__` for each public module without one, and `module imports name
+    from other, which other's __all__ does not list` for each name taken from a public
+    module that does not export it (a submodule of a package aside)."""
+    out = [f"{name} has no __all__" for name, (text, package) in mods.items()
+           if not package and not name.rpartition(".")[2].startswith("_")
+           and _declared_all(text) is None]  # fmt: skip
+    for name, (text, package) in mods.items():
+        pkg = name if package else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _absolute(node.module or "", node.level, pkg)
+            if base not in mods or mods[base][1] or base == name:
+                continue
+            listed = _declared_all(mods[base][0])
+            for a in node.names:
+                if listed is not None and a.name not in listed and not a.name.startswith("_"):
+                    out.append(f"{name} imports {a.name} from {base}, whose __all__ omits it")
+    return out
+
+
+def test_public_modules_say_what_they_export_and_others_import_only_that(real):
+    """Each public module has `__all__`; what another module imports from it is in it
+    (issue [1/5]: helpers private, the public surface said)."""
+    assert unlisted_imports(real[0]) == []
+
+
+def test_an_unlisted_import_is_caught():
+    mods = {"sparseeval.a": ("def f():\n    pass\n\n\ndef g():\n    pass\n\n\n__all__ = ['f']\n",
+                             False),
+            "sparseeval.b": ("from sparseeval.a import f, g\n\n__all__ = []\n", False),
+            "sparseeval.c": ("X = 1\n", False)}  # fmt: skip
+    assert unlisted_imports(mods) == [
+        "sparseeval.c has no __all__",
+        "sparseeval.b imports g from sparseeval.a, whose __all__ omits it",
+    ]

@@ -95,3 +95,14 @@ def anchor_set_root(args) -> str:
     from sparseeval.pipeline.settings import Settings
 
     return str(Settings.load().published_dir)
+
+
+__all__ = [
+    "FMT",
+    "add_anchor_set_args",
+    "add_next_options",
+    "anchor_set_root",
+    "chosen_items",
+    "guarded_command",
+    "trust_args",
+]

@@ -140,3 +140,10 @@ def _no_doc_ids(aset, root) -> str:
     if any(OPAQUE in id_kinds(a.items, a.item_sources).values() for a in sets):
         return "opaque item ids, not lm-eval doc ids: export-lm-eval needs --id-map FILE.csv"
     return "no lm-eval task/doc ids: synthetic item ids"
+
+
+__all__ = [
+    "add_anchors_command",
+    "anchor_rows",
+    "cmd_anchors",
+]

@@ -48,3 +48,10 @@ def run_automations(args: argparse.Namespace) -> int:
     for name in names if names is not None else automations.installed():
         print(name)
     return 0
+
+
+__all__ = [
+    "EPILOG",
+    "add_automations_command",
+    "run_automations",
+]

@@ -98,3 +98,9 @@ def _stored_answers(args, scores: dict) -> dict[str, dict]:
     rows = {m: r for r, m in enumerate(matrix.model_ids) if m in scores}
     items = [str(i) for i in matrix.item_ids]
     return {m: dict(zip(items, matrix.values[r].tolist(), strict=True)) for m, r in rows.items()}
+
+
+__all__ = [
+    "add_check_command",
+    "cmd_check",
+]

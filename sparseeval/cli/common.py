@@ -195,3 +195,25 @@ def number(low: float, high: float | None = None, *, low_open: bool = False) -> 
         return value
 
     return parse
+
+
+__all__ = [
+    "BUG",
+    "EXIT_BUG",
+    "EXIT_PARTIAL",
+    "EXIT_USER_ERROR",
+    "PIPELINE_MODULES",
+    "SEED_MAX",
+    "UserError",
+    "fail",
+    "install_hint",
+    "missing_extra",
+    "number",
+    "parse_budgets",
+    "quoted",
+    "report",
+    "whole",
+    "write_atomic",
+    "write_folders_atomic",
+    "write_text_atomic",
+]

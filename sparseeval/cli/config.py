@@ -61,3 +61,10 @@ def run_config(args: argparse.Namespace) -> int:
             value, origin = shown[name]
             print(f"  {name:<{width}}  {json.dumps(value)}  ({origin})")
     return 0
+
+
+__all__ = [
+    "EPILOG",
+    "add_config_command",
+    "run_config",
+]

@@ -360,3 +360,13 @@ def _json_rows(path) -> list[dict]:
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise UserError(f"{p}: expected a JSON list of objects")
     return rows
+
+
+__all__ = [
+    "add_consumer_commands",
+    "cmd_predict",
+    "cmd_report",
+    "describe_data",
+    "no_more_items",
+    "suggestion",
+]

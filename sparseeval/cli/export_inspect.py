@@ -62,3 +62,10 @@ def sample_id_list(benchmark: str, items: list[str]) -> str:
             " a comma or edge space); run them with a dataset filtered to the anchors instead"
         )
     return ",".join(items)
+
+
+__all__ = [
+    "add_export_inspect_command",
+    "cmd_export_inspect",
+    "sample_id_list",
+]

@@ -225,3 +225,10 @@ def _write_tasks(args, root, sets) -> None:
         hub = ", ".join(sorted({p.spec.dataset_path for p in plans}))
         print(f"note: lm-eval downloads {hub} from the Hub when it runs; offline, write the "
               "tasks with local copies: --dataset [SPLIT=]FILE", file=sys.stderr)  # fmt: skip
+
+
+__all__ = [
+    "add_export_command",
+    "cmd_export_lm_eval",
+    "exportable",
+]

@@ -223,3 +223,12 @@ def _write_sets(args: argparse.Namespace, result, matrix, settings, say) -> None
         f"next: sparseeval predict --anchor-set {quoted(args.out)} --benchmark {quoted(name)}"
         " --responses answers.csv"
     )
+
+
+__all__ = [
+    "FIT_EXAMPLE",
+    "MAX_SYNTHETIC_CELLS",
+    "add_fit_command",
+    "cmd_fit",
+    "read_wide",
+]

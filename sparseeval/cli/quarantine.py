@@ -134,3 +134,10 @@ def _inboxes(args: argparse.Namespace, settings: Any) -> list[Path]:
     given = list(args.inbox)
     given += [Path(s.partition(":")[2].strip()) for s in settings.sources if s.startswith("inbox:")]
     return given
+
+
+__all__ = [
+    "EPILOG",
+    "add_quarantine_command",
+    "run_quarantine",
+]

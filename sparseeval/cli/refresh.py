@@ -15,11 +15,11 @@ from sparseeval.cli.common import (
     EXIT_PARTIAL,
     UserError,
     fail,
-    first_line,
     parse_budgets,
     quoted,
     report,
 )
+from sparseeval.consume.errors import first_line
 
 REFRESH_EPILOG = """examples:
   sparseeval refresh                       # first run: fills an empty store from the built-in
@@ -234,3 +234,10 @@ def _json_summary(run) -> dict[str, Any]:
         for r in run.results
     ]
     return out
+
+
+__all__ = [
+    "REFRESH_EPILOG",
+    "add_refresh_command",
+    "run_refresh",
+]

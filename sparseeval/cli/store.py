@@ -12,11 +12,10 @@ from sparseeval.cli.common import (
     EXIT_PARTIAL,
     EXIT_USER_ERROR,
     UserError,
-    first_line,
     number,
     write_atomic,
 )
-from sparseeval.consume.errors import SparseEvalError
+from sparseeval.consume.errors import SparseEvalError, first_line
 
 INGEST_EPILOG = """examples:
   sparseeval ingest results.parquet                 # long table: model,benchmark,item,correct
@@ -233,3 +232,17 @@ def store_failure(exc: BaseException, store: Path | None = None) -> int:
         exc = UserError(damaged_message(store, exc))
     print(f"error: {first_line(exc)}", file=sys.stderr)
     return 2
+
+
+__all__ = [
+    "INGEST_EPILOG",
+    "MATRIX_EPILOG",
+    "NOTHING_STORED",
+    "add_anchor_set_args",
+    "add_store_commands",
+    "export_matrix",
+    "run_ingest",
+    "run_matrix",
+    "store_failure",
+    "user_errors",
+]

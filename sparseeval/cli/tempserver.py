@@ -212,3 +212,13 @@ def _stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             continue
     proc.wait()
+
+
+__all__ = [
+    "API_ENV",
+    "APP",
+    "PR_SET_PDEATHSIG",
+    "check_configured",
+    "stopping_on_sigterm",
+    "temporary_server",
+]

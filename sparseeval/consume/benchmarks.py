@@ -252,3 +252,21 @@ def why_not(benchmark: str) -> str:
     """Why a benchmark has no generated task (a parenthesis), for the refusal message."""
     b = record(benchmark)
     return f" ({b.not_generated})" if b and b.not_generated else ""
+
+
+__all__ = [
+    "BBH_SUBTASKS",
+    "BENCHMARKS",
+    "MMLU_SUBJECTS",
+    "MUSR_SUBTASKS",
+    "RESERVED_NAMES",
+    "Benchmark",
+    "LeaderboardV1",
+    "LeaderboardV2",
+    "find_spec",
+    "of_task",
+    "record",
+    "records",
+    "task_specs",
+    "why_not",
+]

@@ -21,3 +21,9 @@ def file_sha256(path: str | Path, chunk: int = 1 << 22) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+__all__ = [
+    "file_sha256",
+    "fingerprint",
+]

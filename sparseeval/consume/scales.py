@@ -44,3 +44,11 @@ def mixed_scale_message(where: str, scores: Sequence[float], names: Sequence[str
         f" {top:g} (e.g. {shown}): fractions mixed with percents? write every score in"
         " percent (or every one as a fraction)"
     )
+
+
+__all__ = [
+    "LOW_PERCENT",
+    "MIN_PERCENTS",
+    "fractions_among_percents",
+    "mixed_scale_message",
+]

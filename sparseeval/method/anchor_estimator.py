@@ -117,3 +117,12 @@ def check_item_ids(item_ids, n_items: int) -> np.ndarray:
     if ids.shape != (n_items,):
         raise MatrixError(f"item_ids has {ids.size} ids for {n_items} items")
     return ids
+
+
+__all__ = [
+    "VALID_FRACTION",
+    "AnchorEstimator",
+    "check_fit_input",
+    "check_item_ids",
+    "validation_split",
+]

@@ -200,3 +200,16 @@ BASELINES = {
     "greedy+ridge": GreedyRidge,
     "all-items-ridge": AllItemsRidge,
 }
+
+
+__all__ = [
+    "BASELINES",
+    "AllItemsRidge",
+    "AnchorPoints",
+    "Baseline",
+    "GreedyRidge",
+    "LinearGD",
+    "RandomMean",
+    "RandomRidge",
+    "RidgeOnAnchors",
+]

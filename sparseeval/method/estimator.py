@@ -364,3 +364,9 @@ class SparseEval(AnchorEstimator):
 
     def predict_anchors(self, XA: np.ndarray) -> np.ndarray:
         return self.predictor_.predict(np.asarray(XA, dtype=np.float32))
+
+
+__all__ = [
+    "DEFAULT_INITS",
+    "SparseEval",
+]

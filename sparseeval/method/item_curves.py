@@ -72,3 +72,12 @@ def fit_logistic(
         if monotone:
             b = np.maximum(b, 0.0)
     return a, b
+
+
+__all__ = [
+    "RIDGE",
+    "STEPS",
+    "fit_curves",
+    "fit_logistic",
+    "training_abilities",
+]

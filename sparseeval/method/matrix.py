@@ -262,3 +262,21 @@ def _ids(ids: Sequence[str] | None, size: int, kind: str, prefix: str) -> np.nda
     if (counts > 1).any():
         raise MatrixError(f"duplicate {kind} ids: {', '.join(uniq[counts > 1][:5])}")
     return out
+
+
+__all__ = [
+    "AUTO",
+    "MIN_ITEMS",
+    "MIN_MODELS",
+    "SCALES",
+    "MatrixError",
+    "ResponseMatrix",
+    "check_Xy",
+    "check_y",
+    "graded_signs",
+    "item_scale",
+    "require_y",
+    "row_accuracy",
+    "scale_of_scores",
+    "to_signs",
+]

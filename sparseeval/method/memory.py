@@ -35,3 +35,11 @@ def keep_freed_memory() -> bool:
     ):
         mallopt(param, value)
     return True
+
+
+__all__ = [
+    "MMAP_THRESHOLD",
+    "TOP_PAD",
+    "TRIM_THRESHOLD",
+    "keep_freed_memory",
+]

@@ -31,3 +31,12 @@ def evaluate(pred, true) -> dict[str, float]:
         "spearman_rho": spearman_rho(pred, true),
         "max_error": max_error_points(pred, true),
     }
+
+
+__all__ = [
+    "evaluate",
+    "kendall_tau",
+    "mae_points",
+    "max_error_points",
+    "spearman_rho",
+]

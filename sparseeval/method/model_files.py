@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from sparseeval.consume.answers.responses import BINARY
 from sparseeval.consume.scoring.inference import load_predictor, save_predictor
-from sparseeval.method.matrix import BINARY
 
 ANCHORS_FILE = "anchors.json"
 PREDICTOR_DIR = "predictor"
@@ -132,3 +132,15 @@ def load_estimator(folder: str | Path, template):
     est.calibration_source_ = meta["calibration_source"]
     est.calibration_predictions_ = _predictions(meta)
     return est
+
+
+__all__ = [
+    "ANCHORS_FILE",
+    "PREDICTOR_DIR",
+    "RUNTIME_PARAMS",
+    "FittedModel",
+    "estimator_params",
+    "load_estimator",
+    "load_fitted",
+    "save_fitted",
+]

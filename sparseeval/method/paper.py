@@ -411,3 +411,13 @@ def _paper_final(
     else:
         best_step = step
     return step + 1, best_step, best_loss
+
+
+__all__ = [
+    "PAPER_INIT_CHOICES",
+    "PAPER_RANDOM_INIT",
+    "WARM_STEPS",
+    "PaperSparseEval",
+    "ZeroOneMLP",
+    "paper_kmeans_anchors",
+]

@@ -67,3 +67,12 @@ def training_slot() -> Iterator[None]:
         return
     with semaphore:
         yield
+
+
+__all__ = [
+    "T",
+    "side_by_side",
+    "training_slot",
+    "trainings_at_once",
+    "usable_cpus",
+]

@@ -284,3 +284,30 @@ def suite_pool_checks(
     for b, (own, joint) in zip(suite.benchmarks_, checks, strict=True):
         out[f"{b}/joint"], out[f"{b}/own"] = joint, own
     return out
+
+
+__all__ = [
+    "DEFAULT_MARGIN",
+    "DEFAULT_RATE",
+    "DEFAULT_TAIL",
+    "DEFAULT_WIDEN",
+    "EDGE_RAMP",
+    "EDGE_TAIL",
+    "MIN_TAIL",
+    "SATURATION_QUANTILE",
+    "SATURATION_SHARE",
+    "STEP",
+    "SUITE_RAMP",
+    "SUITE_WIDEN",
+    "estimator_pool_check",
+    "far_up",
+    "fit_edge",
+    "fit_pool_check",
+    "fit_saturation",
+    "item_curves",
+    "once",
+    "suite_pool_checks",
+    "test_flags",
+    "with_edge",
+    "with_saturation",
+]

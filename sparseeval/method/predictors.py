@@ -436,3 +436,14 @@ class BlendPredictor:
             configs.append(c)
             arrays |= {f"m{i}/{k}": v for k, v in a.items()}
         return {"kind": self.kind, "weights": self.weights, "members": configs}, arrays
+
+
+__all__ = [
+    "ALPHAS",
+    "BlendPredictor",
+    "MLPPredictor",
+    "NonNegativeRidge",
+    "Predictor",
+    "RidgePredictor",
+    "fit_all",
+]

@@ -110,3 +110,14 @@ def predictor_from_state(config: dict[str, Any], arrays: dict[str, Any]) -> Any:
         ]  # fmt: skip
         return trainer.from_members(members, config)
     return trainer.from_state(config, arrays)
+
+
+__all__ = [
+    "AUTO",
+    "PREDICTORS",
+    "PREDICTOR_CHOICES",
+    "PredictorSpec",
+    "fit_candidates",
+    "needed",
+    "predictor_from_state",
+]

@@ -295,3 +295,20 @@ class AnchorSelector:
             accept,
         )
         return (new, new_mae, new_proxy, swap) if accept else (anchors, mae, proxy, swap)
+
+
+__all__ = [
+    "JUDGES",
+    "PAPER_INITS",
+    "AnchorSelector",
+    "Swap",
+    "anchors_that_fit",
+    "centred_columns",
+    "contribution_scores",
+    "greedy_anchors",
+    "importance_scores",
+    "kmeans_anchors",
+    "kmeans_clusters",
+    "random_anchors",
+    "swap_words",
+]

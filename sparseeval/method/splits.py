@@ -89,3 +89,11 @@ def calibration_split(
     part = split_models(model_ids[train], n_test=n_cal, n_valid=0, seed=seed + 1, stable=stable,
                         min_train=1)  # fmt: skip
     return train[part.train], train[part.test]
+
+
+__all__ = [
+    "Split",
+    "calibration_split",
+    "model_count",
+    "split_models",
+]

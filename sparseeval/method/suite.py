@@ -392,3 +392,13 @@ def check_suite(X, y, what: str) -> tuple[dict, dict]:
 def _prefixed(say: Callable[[str], None], prefix: str) -> Callable[[str], None]:
     """`say` with `prefix` before each line."""
     return lambda line: say(prefix + line)
+
+
+__all__ = [
+    "AVERAGE",
+    "SHARED_HIDDEN",
+    "SuiteSparseEval",
+    "check_suite",
+    "reusable",
+    "suite_average",
+]

@@ -107,3 +107,11 @@ def make_arrivals(
     theta = general + profile[family] + rng.normal(0.0, 0.35, (n_models, n_skills))
     ids = np.array([f"family-{f:02d}/model-{i:05d}" for i, f in enumerate(family)], dtype=object)
     return {name: _sample(theta, ids, n, rng) for name, n in (items or OLLM_V1_ITEMS).items()}
+
+
+__all__ = [
+    "OLLM_V1_ITEMS",
+    "make_arrivals",
+    "make_leaderboard",
+    "make_synthetic",
+]

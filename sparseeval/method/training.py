@@ -147,3 +147,13 @@ class Adam:
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(self.eps)
             p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+__all__ = [
+    "Adam",
+    "Dropout",
+    "MonotoneMix",
+    "mask_generator",
+    "torch_device",
+    "uint32_draws",
+]

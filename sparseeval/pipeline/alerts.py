@@ -28,3 +28,10 @@ def post(url: str, alert: dict[str, str], timeout: float = 10.0) -> None:
     )
     with urllib.request.urlopen(request, timeout=timeout):
         pass
+
+
+__all__ = [
+    "NEXT_FAILED",
+    "post",
+    "run_alert",
+]

@@ -164,3 +164,21 @@ def load_matrix(path: str | Path) -> ResponseMatrix:
             values, npz["model_ids"].astype(object), npz["item_ids"].astype(object), targets,
             item_scale(values),
         )  # fmt: skip
+
+
+__all__ = [
+    "CODE_PACKAGES",
+    "MATRIX_FIELDS",
+    "PIPELINE_MODULES",
+    "TRAINING_FIELDS",
+    "artifact_path",
+    "code_version",
+    "fit_key",
+    "forget_loaded",
+    "load_matrix",
+    "matrix_key",
+    "matrix_of",
+    "read_once",
+    "save_matrix",
+    "settings_subset",
+]

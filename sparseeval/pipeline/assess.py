@@ -196,3 +196,11 @@ def _live_average_pred(live, aligned: Mapping[str, ResponseMatrix], fit: SuiteFi
     except Exception:
         return None  # the live anchors are not all in today's matrices
     return pred
+
+
+__all__ = [
+    "assess",
+    "compare_candidate",
+    "new_budget",
+    "suite_gate",
+]

@@ -119,3 +119,12 @@ def write_fit(
         "test_metrics": comparison.rows,
     }
     (out_dir / "metrics.json").write_text(json.dumps(summary, indent=2))
+
+
+__all__ = [
+    "REFERENCES",
+    "REFERENCE_NOTE",
+    "Comparison",
+    "compare_methods",
+    "write_fit",
+]

@@ -176,3 +176,25 @@ def explain(settings, origin: Mapping[str, str]) -> list[tuple[str, Any, str]]:
     """(setting, effective value, origin) rows, in the settings' own order."""
     values = settings.to_dict()
     return [(name, values[name], origin.get(name, "default")) for name in values]
+
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_HOME",
+    "ENV_PREFIX",
+    "ENV_SECTION_SEP",
+    "FILE_NAME",
+    "HOME_ENV",
+    "NOT_SETTINGS",
+    "TYPO_CUTOFF",
+    "Layer",
+    "SettingsError",
+    "config_path",
+    "env_home",
+    "env_layer",
+    "explain",
+    "file_layer",
+    "layers",
+    "override_layer",
+    "setting_name",
+]

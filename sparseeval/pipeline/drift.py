@@ -250,3 +250,20 @@ def drift_nights(artifacts_dir: str | Path, name: str, version: int) -> int:
             break
         n += 1
     return n
+
+
+__all__ = [
+    "arrivals",
+    "drift_decision",
+    "drift_figures",
+    "drift_history",
+    "drift_nights",
+    "evaluate_published",
+    "fresh_models",
+    "model_rows",
+    "paired_window",
+    "record_drift",
+    "same_data",
+    "score_set",
+    "window_line",
+]

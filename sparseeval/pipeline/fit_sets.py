@@ -120,3 +120,14 @@ def _write(out_dir, benchmark, fit, comparison, matrix, settings, extra, **kw) -
         budget=k, extra=dict(extra) | {POOL_KEY: fit.pool.to_dict()},
         item_sources=opaque_sources(est.anchor_ids_), **kw,
     )  # fmt: skip
+
+
+__all__ = [
+    "LOCAL_LINE",
+    "UNGATED",
+    "benchmark_curves",
+    "fit_provenance",
+    "fit_target",
+    "opaque_sources",
+    "publish_fits",
+]

@@ -149,3 +149,16 @@ def gate_decision(current_mae: float | None, candidate_mae: float | None) -> tup
     if candidate_mae <= current_mae + 1e-12:
         return True, f"candidate MAE {candidate_mae:.3f} <= live {current_mae:.3f} points"
     return False, f"refused: candidate MAE {candidate_mae:.3f} > live {current_mae:.3f} points"
+
+
+__all__ = [
+    "FLAG_KEYS",
+    "Z_ONE_SIDED_95",
+    "CoverageCheck",
+    "GroupComparison",
+    "compare_group",
+    "coverage_check",
+    "decide",
+    "gate_decision",
+    "test_flagged",
+]

@@ -54,3 +54,10 @@ def _entry(item: str, benchmark: str, stored: Mapping) -> dict:
     except LmEvalError:
         return entry | {"id_kind": OPAQUE}  # no doc id can be named for it
     return {"task": task, "doc_id": doc} | entry
+
+
+__all__ = [
+    "anchor_sources",
+    "identity_path",
+    "save_identity",
+]

@@ -264,3 +264,16 @@ def _write(path: Path, record: dict) -> None:
     tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
+
+
+__all__ = [
+    "LEASE_FILE",
+    "STOP_GRACE_SECONDS",
+    "STOP_SIGNALS",
+    "HomeLease",
+    "LeaseHeld",
+    "give_back",
+    "guarding_stops",
+    "is_stale",
+    "read_lease",
+]

@@ -103,3 +103,17 @@ def unchanged_before(
     if before != live_version:
         return None
     return f"this candidate was found unchanged from v{live_version} before"
+
+
+__all__ = [
+    "PRESENTATION",
+    "SUBSTANCE_KEYS",
+    "already_refused",
+    "note_refusal",
+    "note_unchanged",
+    "refused_before",
+    "substance",
+    "unchanged_before",
+    "unchanged_from",
+    "unchanged_reason",
+]

@@ -157,3 +157,13 @@ def jsonable(obj):
     if isinstance(obj, list | tuple):
         return [jsonable(v) for v in obj]
     return str(obj)
+
+
+__all__ = [
+    "anchor_means",
+    "derived_sources",
+    "interval",
+    "jsonable",
+    "normalise_sources",
+    "version_manifest",
+]

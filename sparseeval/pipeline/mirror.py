@@ -127,3 +127,12 @@ def mirror_version(
     info = push_to_hub(root, benchmark, version, repo_id, client, parent_commit=head,
                        budget=budget)  # fmt: skip
     return str(info.oid)
+
+
+__all__ = [
+    "MirrorConflictError",
+    "MirrorError",
+    "head_revision",
+    "mirror_version",
+    "push_to_hub",
+]

@@ -107,3 +107,13 @@ def saying(emit: Callable[[str], None], first: str) -> Iterator[Callable[[str], 
 
     with _every(EVERY / 5, beat):
         yield say
+
+
+__all__ = [
+    "EVERY",
+    "PROGRESS",
+    "THINNED",
+    "saying",
+    "still_working",
+    "throttled",
+]

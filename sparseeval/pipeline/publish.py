@@ -407,3 +407,37 @@ def publish_unit(
     except MirrorFailed as exc:
         return not_mirrored(exc, gate)
     return published(cand, hub_repo, sha, gate)
+
+
+__all__ = [
+    "LOCAL",
+    "ROLLED_BACK",
+    "LocalTransaction",
+    "MirrorFailed",
+    "Outcome",
+    "Refused",
+    "Steps",
+    "Unchanged",
+    "UnitOfWork",
+    "candidate",
+    "discard",
+    "live_anchor_set",
+    "live_set",
+    "mirror",
+    "mirror_failed",
+    "mirror_rollback_reason",
+    "mirror_step",
+    "not_mirrored",
+    "pool_extra",
+    "promote",
+    "promote_rollback_reason",
+    "publish_unit",
+    "published",
+    "refused",
+    "refused_reason",
+    "roll_back",
+    "roll_back_held",
+    "split_models",
+    "unchanged",
+    "write_candidate",
+]

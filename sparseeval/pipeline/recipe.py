@@ -495,3 +495,41 @@ def load_evaluation(model_dir: str | Path) -> dict[str, np.ndarray]:
     """Test predictions, true values and split model ids saved with a fit."""
     with np.load(Path(model_dir) / EVALUATION_FILE, allow_pickle=False) as npz:
         return {k: npz[k] for k in npz.files}
+
+
+__all__ = [
+    "CHEAP_BASELINES",
+    "EVALUATION_FILE",
+    "FIT_FILES",
+    "FLAG_ARRAYS",
+    "HELDOUT_FRACTION",
+    "MIN_MODELS",
+    "POOL_FILE",
+    "FitSplit",
+    "MatrixFit",
+    "NotEnoughModels",
+    "NothingRan",
+    "PipelineError",
+    "baseline_curve",
+    "benchmark_states",
+    "budget_that_fits",
+    "budgets_for",
+    "cached_fit",
+    "cap_reason",
+    "clamp_note",
+    "curves_of",
+    "evaluation_of",
+    "fit_matrix",
+    "fit_step",
+    "fitted_of",
+    "heldout_sizes",
+    "load_evaluation",
+    "matrix_step",
+    "pool_check_of",
+    "save_curves",
+    "select_step",
+    "settings_that_fit",
+    "split_step",
+    "target_of",
+    "test_step",
+]

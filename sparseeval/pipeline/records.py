@@ -365,3 +365,19 @@ class RunSummary(Record):
         """What failed: benchmarks, and sources that failed (`source SPEC`)."""
         bad_sources = [f"source {s['source']}" for s in self.ingest.sources if s.get("failed")]
         return [r.benchmark for r in self.results if r.error] + bad_sources
+
+
+__all__ = [
+    "BenchmarkResult",
+    "Candidate",
+    "DriftDecision",
+    "FitInfo",
+    "GateResult",
+    "IngestSummary",
+    "LiveSet",
+    "MatrixInfo",
+    "Record",
+    "RunSummary",
+    "Waiting",
+    "set_name",
+]

@@ -131,3 +131,20 @@ def check_writable(artifacts_dir: str | Path) -> None:
             f"artifacts folder {folder} cannot be written ({why}): make it writable, or set"
             " artifacts_dir to a folder that is"
         ) from None
+
+
+__all__ = [
+    "SEAL_FILE",
+    "CacheMiss",
+    "CacheUnwritable",
+    "check",
+    "check_folder",
+    "check_writable",
+    "folder_files",
+    "missed",
+    "put_file",
+    "read_json",
+    "read_note",
+    "seal",
+    "seal_folder",
+]

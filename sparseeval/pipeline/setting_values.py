@@ -145,3 +145,14 @@ def _as_tuple(name: str, value: Any, kind: type) -> Any:
     if isinstance(value, list):
         return tuple(value)
     return value  # a number, a tuple, or a wrong type: `Settings` names it
+
+
+__all__ = [
+    "MAXIMA",
+    "converted",
+    "not_finite",
+    "read_toml",
+    "shown",
+    "too_big",
+    "type_problem",
+]

@@ -405,9 +405,12 @@ __all__ = [
     "FIT",
     "PUBLISH",
     "SECTIONS",
+    "SECTION_OF",
     "TRAINING",
+    "AnySettings",
     "Section",
     "Sections",
     "Settings",
     "SettingsError",
+    "recorded",
 ]

@@ -217,6 +217,8 @@ __all__ = [
     "DEFAULT_SYNTHETIC_MODELS",
     "FORMATS",
     "SyntheticLeaderboard",
+    "Unreadable",
+    "ingest_each",
     "ingest_sources",
     "parse_source",
 ]

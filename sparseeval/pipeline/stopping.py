@@ -78,3 +78,14 @@ def reraise_stop(exc: BaseException) -> None:
 def forget_signals() -> None:
     """Clear the pending stop (a test that sent one; a process that goes on regardless)."""
     _pending.clear()
+
+
+__all__ = [
+    "Stopped",
+    "as_stop",
+    "forget_signals",
+    "note_signal",
+    "reraise_stop",
+    "signal_name",
+    "stop_requested",
+]

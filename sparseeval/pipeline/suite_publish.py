@@ -263,3 +263,17 @@ def _live_suite(published_dir):
                          lambda: load_suite(published_dir))  # fmt: skip
     except AnchorSetError:
         return None  # unreadable or tampered: the candidate replaces it
+
+
+__all__ = [
+    "kind",
+    "member_curves",
+    "members_about",
+    "suite_about",
+    "suite_candidate",
+    "suite_line",
+    "suite_provenance",
+    "suite_status",
+    "with_member_checks",
+    "write_suite",
+]

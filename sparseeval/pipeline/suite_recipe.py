@@ -197,3 +197,16 @@ def matrix_info(benchmark: str, path: str | Path) -> MatrixInfo:
     with np.load(path, allow_pickle=False) as npz:
         fp, (n_models, n_items) = str(npz["fingerprint"]), npz["values"].shape
     return MatrixInfo(benchmark, str(path), fp, int(n_models), int(n_items), 0, "")
+
+
+__all__ = [
+    "MIN_BENCHMARKS",
+    "SuiteFit",
+    "aligned_matrices",
+    "common_models",
+    "fit_suite",
+    "matrices_key",
+    "matrix_info",
+    "reader_test_flags",
+    "suite_key",
+]

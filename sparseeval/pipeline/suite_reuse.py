@@ -71,3 +71,9 @@ def same_fit_inputs(folder: str | Path, matrix: ResponseMatrix, matrix_fingerpri
         np.array_equal(saved[f"{part}_ids"], np.asarray(matrix.model_ids[rows], dtype=str))
         for part, rows in (("train", split.train), ("valid", split.valid))
     )
+
+
+__all__ = [
+    "reusable_fits",
+    "same_fit_inputs",
+]

@@ -207,3 +207,19 @@ def _correctness(evaluation: object) -> tuple[str | None, str | None]:
     if binary and isinstance(is_correct, bool) and is_correct != (correct == "1"):
         return None, f"evaluation.score {score} but is_correct {str(is_correct).lower()}"
     return correct, problem
+
+
+__all__ = [
+    "CONTENT_HASH",
+    "SAMPLES_SUFFIX",
+    "Aggregate",
+    "EeeError",
+    "EeeRecord",
+    "aggregate_path",
+    "check_checksum",
+    "eee_answers",
+    "is_eee_samples",
+    "one_result",
+    "read_aggregate",
+    "read_records",
+]

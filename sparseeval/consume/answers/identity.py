@@ -175,3 +175,24 @@ def mismatch_message(
         f" ({shown}): {MISMATCH} (--ignore-hash-mismatch to score them anyway)"
     )
     return f"{where}: {line}" if where is not None else line
+
+
+__all__ = [
+    "DOC_HASH",
+    "ID_KINDS",
+    "LM_EVAL_DOC",
+    "MISMATCH",
+    "OPAQUE",
+    "ROW_INDEX",
+    "UNKNOWN",
+    "UNKNOWN_NOTE",
+    "check_exportable",
+    "hash_mismatches",
+    "id_kind",
+    "id_kinds",
+    "mismatch_message",
+    "opaque_message",
+    "read_id_map",
+    "split_hash",
+    "with_id_map",
+]

@@ -125,3 +125,17 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     same = [k for k in known if k.lower() == name.lower() and k != name]
     close = same or difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.8)
     return f"; did you mean {close[0]!r}?" if close and close[0] != name else ""
+
+
+__all__ = [
+    "MAX_BENCHMARK_LEN",
+    "MAX_ITEM_LEN",
+    "MAX_MODEL_LEN",
+    "SQL_PATTERNS",
+    "IdError",
+    "canonical_id",
+    "check_benchmark_name",
+    "check_new_benchmark_name",
+    "did_you_mean",
+    "is_canonical",
+]

@@ -327,3 +327,19 @@ def _no_ids(content: object) -> object:
         return [{k: v for k, v in c.items() if k != "id"} if isinstance(c, dict) else c
                 for c in content]  # fmt: skip
     return content
+
+
+__all__ = [
+    "CONTENT_HASH",
+    "EPOCH_POLICY",
+    "STARTED",
+    "InspectLog",
+    "InspectLogError",
+    "InspectSample",
+    "inspect_answers",
+    "is_inspect_log",
+    "read_log",
+    "read_status",
+    "sample_hash",
+    "score_value",
+]

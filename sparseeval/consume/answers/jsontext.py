@@ -54,3 +54,12 @@ def short_repr(value: object, limit: int = 60) -> str:
     """`repr(value)`, cut to `limit` characters (a message stays short)."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+__all__ = [
+    "JsonTextError",
+    "Repeated",
+    "loads",
+    "repeated_keys",
+    "short_repr",
+]

@@ -436,3 +436,20 @@ def _read_json(path: Path) -> Iterator[tuple[str, object, str]]:
 
 
 _READERS = {".csv": _read_csv, ".jsonl": _read_jsonl, ".json": _read_json}
+
+
+__all__ = [
+    "BINARY",
+    "CORRECT_WORDS",
+    "GRADED",
+    "ITEM_SCALES",
+    "WRONG_WORDS",
+    "MergedAnswers",
+    "ResponsesError",
+    "as_pairs",
+    "item_id",
+    "none_of_message",
+    "printable",
+    "read_responses_files",
+    "sign",
+]

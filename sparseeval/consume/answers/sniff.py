@@ -67,3 +67,12 @@ def delimiter_hint(header: list[str]) -> str:
         if sep in header[0]:
             return f"; the header is separated by {name}, not commas (save it comma-separated)"
     return ""
+
+
+__all__ = [
+    "compressed",
+    "compressed_message",
+    "delimiter_hint",
+    "layout_hint",
+    "shown_columns",
+]

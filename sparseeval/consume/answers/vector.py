@@ -57,3 +57,10 @@ def missing_message(missing: list[str], k: int, what: str) -> str:
     more = f", ... (+{len(missing) - 10} more)" if len(missing) > 10 else ""
     named = ", ".join(printable(m) for m in missing[:10])
     return f"{len(missing)} of {k} anchors missing from the {what}: {named}{more}"
+
+
+__all__ = [
+    "anchor_vector",
+    "missing_message",
+    "none_of_the_anchors",
+]

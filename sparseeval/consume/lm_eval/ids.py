@@ -144,3 +144,18 @@ def write_samples_json(mapping: Mapping[str, list[int]], path: str | Path) -> Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({t: list(ds) for t, ds in mapping.items()}, indent=1) + "\n")
     return path
+
+
+__all__ = [
+    "HASH_FIELD",
+    "ITEM_FIELD",
+    "MAX_DOC_ID",
+    "LmEvalError",
+    "doc_hash",
+    "doc_id",
+    "export_samples",
+    "item_source",
+    "merge_samples",
+    "synthetic_hint",
+    "write_samples_json",
+]

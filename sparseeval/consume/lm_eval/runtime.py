@@ -245,3 +245,21 @@ def suite_estimates(root: str, version: int, benchmark: str, pairs: Pairs):
 def value(est: Estimate | None, field: str = "value") -> float:
     """A field of an estimate for lm-eval's table; nan when there is no estimate."""
     return math.nan if est is None else float(getattr(est, field))
+
+
+__all__ = [
+    "DESCRIPTION_FIELD",
+    "SHOTS_FIELD",
+    "Pairs",
+    "begin",
+    "choice_score",
+    "estimate",
+    "keep_anchors",
+    "load_sources",
+    "load_split",
+    "original_config",
+    "original_hash",
+    "record",
+    "suite_estimates",
+    "value",
+]

@@ -264,3 +264,24 @@ def _generated_doc(rec: dict, doc: dict) -> GeneratedDoc:
             " it): the samples file was edited; run lm-eval again"
         )
     return GeneratedDoc(item, carried)
+
+
+__all__ = [
+    "FILTER_PREFERENCE",
+    "RESULTS_FILE",
+    "SAMPLES_FILE",
+    "BadSample",
+    "GeneratedDoc",
+    "MissingMetric",
+    "P",
+    "Sample",
+    "SampleParser",
+    "choose_filter",
+    "find_samples_files",
+    "generated_task_items",
+    "is_samples_file",
+    "json_lines",
+    "newest_samples",
+    "read_samples_file",
+    "samples_task",
+]

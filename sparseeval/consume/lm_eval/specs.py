@@ -221,3 +221,20 @@ def doc(d):
     return {"query": f"{d['question']}\\n{listing}Answer:", "choices": letters,
             "gold": letters.index(d["answer"])}
 """
+
+
+__all__ = [
+    "ARC_DOC",
+    "BBH_DOC",
+    "GSM8K_DOC",
+    "GSM8K_YAML",
+    "HELLASWAG_DOC",
+    "MMLU_DOC",
+    "MMLU_PRO_DOC",
+    "MUSR_DOC",
+    "OUTPUT_TYPES",
+    "TRUTHFULQA_DOC",
+    "TRUTHFULQA_PROMPT",
+    "WINOGRANDE_DOC",
+    "TaskSpec",
+]

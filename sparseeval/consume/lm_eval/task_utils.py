@@ -198,3 +198,9 @@ def _sources(c: UtilsContext, item) -> str:
             "anchors": {str(d): item(i) for d, i in c.sources[task].items()},
         }  # fmt: skip
     return pprint.pformat(out, sort_dicts=False, width=96)
+
+
+__all__ = [
+    "UtilsContext",
+    "utils_py",
+]

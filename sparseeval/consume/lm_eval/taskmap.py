@@ -92,3 +92,15 @@ def _match(name: str, table: list[tuple[Benchmark, str, tuple[str, ...]]]) -> Ta
             continue  # not one of its subtasks (e.g. an MMLU group or variant)
         return TaskMap(b.name, sub, metrics)
     return None
+
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "TaskMap",
+    "default_task",
+    "known_benchmarks",
+    "map_lm_eval_task",
+    "map_v1_config",
+    "subtask_task",
+    "task_metrics",
+]

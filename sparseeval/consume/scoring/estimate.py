@@ -106,3 +106,9 @@ class Difference:
             f"{100 * self.high:+.1f}); smallest resolvable difference "
             f"{100 * self.resolvable:.1f} points"
         )
+
+
+__all__ = [
+    "Difference",
+    "Estimate",
+]

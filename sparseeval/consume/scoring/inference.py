@@ -262,3 +262,23 @@ def load_predictor(folder: str | Path) -> Reader:
     with np.load(folder / WEIGHTS_FILE, allow_pickle=False) as npz:
         arrays = {k: npz[k] for k in npz.files}
     return reader_from_state(config, arrays)
+
+
+__all__ = [
+    "ACTIVATIONS",
+    "CONFIG_FILE",
+    "READERS",
+    "WEIGHTS_FILE",
+    "BlendReader",
+    "LinearReader",
+    "MLPReader",
+    "Reader",
+    "erf",
+    "gelu",
+    "load_predictor",
+    "monotone_bounds",
+    "monotone_mix",
+    "reader_from_state",
+    "save_predictor",
+    "widen",
+]

@@ -55,3 +55,11 @@ def impute_probabilities(x: np.ndarray, miss: np.ndarray, anchor_means) -> np.nd
 
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
+
+
+__all__ = [
+    "MISSING_POLICY",
+    "N_COMPLETIONS",
+    "fill_missing",
+    "impute_probabilities",
+]

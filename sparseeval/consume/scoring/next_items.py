@@ -363,3 +363,30 @@ def positions(curves: ItemCurves, ids: Sequence[str]) -> np.ndarray:
 
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+
+__all__ = [
+    "CURVES_DIR",
+    "CURVES_FILE",
+    "DEFAULT_STRATEGY",
+    "ITEMS_FILE",
+    "KEY",
+    "MIN_RESIDUAL_VAR",
+    "PRIOR_ITEMS",
+    "STRATEGIES",
+    "Correction",
+    "CurvesError",
+    "ItemCurves",
+    "abilities",
+    "anchor_spread",
+    "choose",
+    "combine",
+    "correct",
+    "items_for_width",
+    "misjudged",
+    "next_step",
+    "positions",
+    "residual_variance",
+    "t_quantile",
+    "z_quantile",
+]

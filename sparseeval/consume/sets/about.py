@@ -16,3 +16,9 @@ def data_sources(provenance: Mapping | None) -> str:
         f"{kind} ({k.get('n_sources', '?') if isinstance(k, Mapping) else '?'} source(s))"
         for kind, k in kinds.items()
     )
+
+
+__all__ = [
+    "SYNTHETIC_NOTE",
+    "data_sources",
+]

@@ -402,3 +402,10 @@ class AnchorSet:
         if np.isnan(x).all() and (why := none_of_the_anchors(responses, self._index, self.items)):
             raise ResponsesError(why)
         return x
+
+
+__all__ = [
+    "ALLOW_MISSING",
+    "AnchorSet",
+    "load_anchor_set",
+]

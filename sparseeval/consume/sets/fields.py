@@ -310,3 +310,39 @@ def drift_row_problem(row: Any) -> str | None:
     if "drift" in row and not isinstance(row["drift"], bool):
         return "drift must be true or false"
     return None
+
+
+__all__ = [
+    "ADAPTIVE",
+    "COVERAGE_CHECK",
+    "DRIFT_ROW",
+    "EDGE",
+    "INTERVAL",
+    "ITEM_CURVES",
+    "MANIFEST",
+    "MANIFEST_TABLE",
+    "MEMBER",
+    "MEMBER_READER",
+    "METRICS",
+    "POOL_CHECK",
+    "PREDICTOR",
+    "READER",
+    "REQUIRED",
+    "SATURATION",
+    "SOURCE",
+    "SOURCES",
+    "SPREAD",
+    "SUITE",
+    "Check",
+    "FieldProblem",
+    "Items",
+    "Table",
+    "anything",
+    "check_fields",
+    "drift_row_problem",
+    "integer",
+    "listing",
+    "number",
+    "table",
+    "text",
+]

@@ -168,3 +168,13 @@ def _declared_bytes(npz: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
     if dtype.hasobject:
         raise ValueError(f"{info.filename}: holds Python objects")
     return math.prod(shape) * dtype.itemsize
+
+
+__all__ = [
+    "MAX_NPZ_BYTES",
+    "check_npz_size",
+    "checked_manifest",
+    "fetch",
+    "load_curves",
+    "load_predictor",
+]

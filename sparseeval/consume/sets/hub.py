@@ -112,3 +112,11 @@ def download_version(
     if not (folder / MANIFEST).is_file():
         raise AnchorSetError(f"hub repo {repo_id} has no {benchmark} v{n}")
     return folder
+
+
+__all__ = [
+    "REDACTED",
+    "download_version",
+    "hub_client",
+    "redact",
+]

@@ -441,3 +441,38 @@ def _bounded_text(path: Path, limit: int) -> str:
     if len(data) > limit:
         raise JsonTextError(f"larger than {limit:,} bytes")
     return data.decode("utf-8")
+
+
+__all__ = [
+    "BUDGET_DIR",
+    "DEFAULT",
+    "HOME_SETS",
+    "KIND",
+    "LATEST",
+    "MANIFEST",
+    "MAX_MANIFEST_BYTES",
+    "MAX_POINTER_BYTES",
+    "PREDICTOR_DIR",
+    "SCHEMA_VERSION",
+    "SIGNATURE",
+    "TOMBSTONE",
+    "VERSION_DIR",
+    "AnchorSetError",
+    "budget_of",
+    "default_budget",
+    "latest_version",
+    "list_budgets",
+    "list_versions",
+    "live_budget",
+    "manifest_digest",
+    "parse_version",
+    "positive_int",
+    "published_benchmarks",
+    "read_manifest",
+    "read_pointer",
+    "resolve_version_dir",
+    "seal",
+    "set_dir",
+    "unsafe_path",
+    "verify",
+]

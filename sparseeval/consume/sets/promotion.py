@@ -74,3 +74,9 @@ def check_promoted(folder: str | Path, manifest: dict) -> None:
             f"{label} v{n}: manifest differs from the one promoted (seal {seal_then[:12]}, now "
             f"{printable(str(manifest.get('manifest_sha256'))[:12])}); refusing it"
         )
+
+
+__all__ = [
+    "check_promoted",
+    "promoted_versions",
+]

@@ -117,3 +117,13 @@ def _number(v: object) -> bool:
 
 def _kind(v: object) -> str:
     return "nothing" if v is None else type(v).__name__
+
+
+__all__ = [
+    "check_arrays",
+    "check_estimate",
+    "check_manifest",
+    "check_reader",
+    "interval_from",
+    "reader_folder",
+]

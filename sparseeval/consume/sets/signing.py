@@ -139,3 +139,12 @@ def private_key(key):
 
 def signature(key, body: bytes) -> bytes:
     return base64.b64encode(key.sign(body)) + b"\n"
+
+
+__all__ = [
+    "pem_bytes",
+    "private_key",
+    "sign_version",
+    "signature",
+    "verify_signature",
+]

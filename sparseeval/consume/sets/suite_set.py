@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparseeval.consume.answers.responses import MergedAnswers, ResponsesError, as_pairs, printable
+from sparseeval.consume.scoring.estimate import Estimate
 from sparseeval.consume.scoring.flags import KEY, disagreement, widened
 from sparseeval.consume.scoring.inference import WEIGHTS_FILE, load_predictor
 from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
-from sparseeval.consume.sets.anchorset import AnchorSet, Estimate, load_anchor_set, load_curves
-from sparseeval.consume.sets.files import check_npz_size
+from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.sets.files import check_npz_size, load_curves
 from sparseeval.consume.sets.layout import LATEST, AnchorSetError
 from sparseeval.consume.sets.shape import check_arrays, check_reader
 
@@ -208,3 +209,12 @@ def _member(
     member = AnchorSet(manifest, predictor, suite.source, suite.folder, curves=curves)
     member.check_predictor()
     return member
+
+
+__all__ = [
+    "AVERAGE",
+    "SUITE",
+    "SuiteAnchorSet",
+    "joint_item",
+    "load_suite",
+]

@@ -66,3 +66,11 @@ def recent_blocks(summary: dict | None, level: float) -> list[tuple]:
             f" {s['mae_recent']:.2f} points), against {100 * s['coverage']:.1f}% (MAE"
             f" {s['mae']:.2f}) on all {s['n_test']} random test models.")  # fmt: skip
     return [("h2", "Newest models"), ("p", text)]
+
+
+__all__ = [
+    "RECENT_SHARE",
+    "recent_blocks",
+    "recent_flags",
+    "recent_summary",
+]

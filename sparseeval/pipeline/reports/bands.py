@@ -34,3 +34,9 @@ def band_blocks(conf: ConformalInterval, rows: dict[str, list[dict]], plot) -> l
 def _cells(r: dict) -> list:
     return [r["band"], f"{r['from']:.1f}-{r['to']:.1f}", r["n"], f"{100 * r['coverage']:.1f}%",
             f"{r['halfwidth']:.2f}", f"{r['signed_error']:+.2f}"]  # fmt: skip
+
+
+__all__ = [
+    "band_blocks",
+    "band_rows",
+]

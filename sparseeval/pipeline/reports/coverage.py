@@ -105,3 +105,15 @@ def suite_blocks(manifest: Mapping[str, Any]) -> list[tuple]:
 
 def _fmt(v) -> str:
     return "" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+__all__ = [
+    "KINDS",
+    "WORDS",
+    "coverage_state",
+    "coverage_verdict",
+    "member_cell",
+    "member_coverage",
+    "suite_blocks",
+    "suite_verdicts",
+]

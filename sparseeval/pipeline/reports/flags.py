@@ -79,3 +79,10 @@ def flag_blocks(summary: dict | None, level: float) -> list[tuple]:
         f" of all {cov(summary['coverage_all'])}."
     )
     return [("h2", "Models unlike the training pool (test models)"), ("p", text)]
+
+
+__all__ = [
+    "flag_blocks",
+    "flag_summary",
+    "test_bounds",
+]

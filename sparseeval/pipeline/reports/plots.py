@@ -137,3 +137,12 @@ def _save(fig, path: Path) -> Path:
     fig.savefig(path, format="png", metadata={"Software": None})
     _figure().close(fig)
     return path
+
+
+__all__ = [
+    "PLOTS",
+    "plot_bands",
+    "plot_budget",
+    "plot_drift",
+    "plot_pred_vs_true",
+]

@@ -92,3 +92,10 @@ def json_ready(obj):
     if isinstance(obj, list | tuple | np.ndarray):
         return [json_ready(v) for v in obj]
     return obj
+
+
+__all__ = [
+    "json_ready",
+    "to_html",
+    "to_markdown",
+]

@@ -153,3 +153,13 @@ def write_report(reports_dir: str | Path, markdown: str, stamp: str | None = Non
         tmp.write_text(markdown)
         os.replace(tmp, target)
     return path
+
+
+__all__ = [
+    "drift_cell",
+    "metrics_rows",
+    "notable",
+    "render_report",
+    "summary_line",
+    "write_report",
+]

@@ -16,8 +16,9 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from sparseeval.consume.answers.responses import BINARY, GRADED
 from sparseeval.consume.errors import SettingsError
-from sparseeval.method.matrix import BINARY, GRADED, MatrixError, ResponseMatrix
+from sparseeval.method.matrix import MatrixError, ResponseMatrix
 from sparseeval.pipeline.store.db import Store, fetch, sql
 from sparseeval.pipeline.store.unit import printable_line
 
@@ -350,3 +351,19 @@ def missing_policy(
     keep_rows = missing_frac <= max_missing_model_frac + 1e-12
     keep_cols = present[keep_rows].all(axis=0)
     return keep_rows, keep_cols
+
+
+__all__ = [
+    "AUTO_MAX_UNSCORED",
+    "BATCH_ROWS",
+    "MAX_ASIDE_LEVELS",
+    "TARGETS",
+    "BuildSummary",
+    "ChosenTarget",
+    "build_matrix",
+    "choose_target",
+    "item_scale_of",
+    "joinable",
+    "missing_policy",
+    "set_aside_items",
+]

@@ -112,3 +112,20 @@ def register_contradictions(con: duckdb.DuckDBPyConnection) -> int:
         found += _reasons(pairs)
     con.register(TABLE, pl.DataFrame(found, schema=SCHEMA))
     return len(found)
+
+
+__all__ = [
+    "BINS",
+    "MARGIN",
+    "MIN_PAIRS",
+    "PAIRS",
+    "SCHEMA",
+    "SMALL_MARGIN",
+    "TABLE",
+    "K",
+    "Z",
+    "contradicted",
+    "register_contradictions",
+    "relation",
+    "spread",
+]

@@ -64,3 +64,11 @@ def _copy_marking(path: Path, lines: dict[int, str], out: Path) -> Path:
                 raw = MARKER
             dst.write(raw)
     return out
+
+
+__all__ = [
+    "MARKER",
+    "MAX_REPAIRS",
+    "REASON",
+    "stage_repairing_quotes",
+]

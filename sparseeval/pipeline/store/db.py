@@ -318,3 +318,24 @@ def _connect(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConne
             log.info("store %s is locked by another process; waiting", path)
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+
+__all__ = [
+    "INTERRUPTED",
+    "MAX_BENCHMARK_LEN",
+    "MAX_ITEM_LEN",
+    "MAX_MODEL_LEN",
+    "SCHEMA_VERSION",
+    "Store",
+    "StoreDamagedError",
+    "StoreError",
+    "StoreLockedError",
+    "StoreTooNewError",
+    "execute",
+    "fetch",
+    "live_runs",
+    "relation",
+    "schema_fingerprint",
+    "sql",
+    "statements",
+]

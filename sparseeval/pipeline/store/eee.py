@@ -235,3 +235,11 @@ def _problem(record: EeeRecord, model: str) -> str | None:
     if record.model and record.model != model:
         return f"model_id {record.model[:80]!r} is not the aggregate's ({model[:80]})"
     return record.problem
+
+
+__all__ = [
+    "KIND",
+    "EeeHub",
+    "EeeRecords",
+    "record_rows",
+]

@@ -205,3 +205,11 @@ def _json(path: Path) -> object:
         raise SourceError(f"{path}: cannot read it ({exc.strerror})") from None
     except (UnicodeDecodeError, JsonTextError) as exc:
         raise SourceError(f"{path}: not JSON ({exc})") from None
+
+
+__all__ = [
+    "BINARY_METRICS",
+    "CONTENT_HASH",
+    "KIND",
+    "HelmRuns",
+]

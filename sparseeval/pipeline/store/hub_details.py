@@ -180,3 +180,12 @@ def _metric_column(frame: pl.DataFrame, metric: str, path: Path) -> pl.Expr:
     if isinstance(dtype, pl.Struct) and metric in [f.name for f in dtype.fields]:
         return pl.col("metrics").struct.field(metric)
     raise SourceError(f"{path}: no column {metric}, metrics.{metric} or metrics struct field")
+
+
+__all__ = [
+    "HUB_FILES_FRAME",
+    "Revision",
+    "card_latest",
+    "read_v1_parquet",
+    "stage_revision",
+]

@@ -413,3 +413,17 @@ def _drop_temp(con: duckdb.DuckDBPyConnection, unit: Unit) -> None:
     for name in ("src_frame", "pre_bad_frame", "unit_refs", *unit.frames):
         with contextlib.suppress(duckdb.Error):
             con.unregister(name)
+
+
+__all__ = [
+    "QUARANTINED",
+    "UNKNOWN",
+    "IngestReport",
+    "Source",
+    "ingest",
+    "ingest_unit",
+    "nothing_stored",
+    "record_failed_source",
+    "source_label",
+    "stored_message",
+]

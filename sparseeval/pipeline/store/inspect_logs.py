@@ -176,3 +176,13 @@ def _read_with(log: InspectLog) -> str:
     if log.n_other_epochs:
         said += f"; {log.n_other_epochs:,} later-epoch samples not read"
     return said + ")"
+
+
+__all__ = [
+    "KIND",
+    "InspectLogs",
+    "benchmark_of",
+    "is_inspect_log",
+    "log_files",
+    "log_rows",
+]

@@ -79,3 +79,12 @@ def _newer(version: object, ours: str) -> bool:
         return int(str(version)) > int(ours)
     except ValueError:
         return True  # not a number we wrote
+
+
+__all__ = [
+    "damaged_message",
+    "disk_full",
+    "is_damage",
+    "meta_value",
+    "store_problem",
+]

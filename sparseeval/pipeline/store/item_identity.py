@@ -49,3 +49,12 @@ def item_identity(store: Store, benchmark: str) -> dict[str, dict[str, str | Non
     except duckdb.BinderException:  # a store written before, opened read-only: unknown
         return {}
     return {item: {"hash": h, "id_kind": kind} for item, h, kind in rows}
+
+
+__all__ = [
+    "HASHED_SCHEMA",
+    "ITEM_HASH_FRAME",
+    "item_identity",
+    "merge_identity",
+    "stage_hashes",
+]

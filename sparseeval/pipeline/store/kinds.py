@@ -157,3 +157,14 @@ def _has_lm_eval_output(folder: Path, limit: int = 10_000) -> bool:
         if p.name.startswith(("results_", "samples_")) and p.suffix in {".json", ".jsonl"}:
             return True
     return False
+
+
+__all__ = [
+    "FILE_FORMATS",
+    "FORMATS",
+    "SOURCE_KINDS",
+    "SourceKind",
+    "register",
+    "source_from_spec",
+    "usage",
+]

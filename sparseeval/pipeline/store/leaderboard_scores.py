@@ -260,3 +260,18 @@ def _subtask_mean(
 def _value(entry: object, metric: str) -> object:
     """`entry["{metric},none"]` as it is (None when absent)."""
     return entry.get(f"{metric},none") if isinstance(entry, dict) else None
+
+
+__all__ = [
+    "Refusal",
+    "group_mean",
+    "n_choices",
+    "normalize",
+    "read_results",
+    "results_files",
+    "scores_frame",
+    "v1_file_scores",
+    "v1_scores",
+    "v2_file_scores",
+    "v2_scores",
+]

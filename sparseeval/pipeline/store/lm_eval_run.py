@@ -209,3 +209,9 @@ def _metric_read(
     if n_missing:
         return f"none (no {' / '.join(task.metrics)} in any sample; {n_missing:,} quarantined)"
     return "none (no sample read)"
+
+
+__all__ = [
+    "LmEvalRun",
+    "read_samples",
+]

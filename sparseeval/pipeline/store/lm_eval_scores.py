@@ -64,3 +64,10 @@ def _metric(entry: dict, metrics: tuple[str, ...]) -> tuple[str, str] | None:
         if filters:
             return metric, choose_filter(filters) or filters[0]
     return None
+
+
+__all__ = [
+    "GROUP",
+    "GROUP_NOTES",
+    "results_scores",
+]

@@ -107,3 +107,14 @@ def _aside(path: Path) -> tuple[Path, Path]:
         if folder.name == FAILED_DIR:
             return folder, path.relative_to(folder)
     raise StoreError(f"{path}: not a set-aside file (those lie under an inbox's {FAILED_DIR}/)")
+
+
+__all__ = [
+    "aside_files",
+    "drop_file",
+    "drop_rows",
+    "drop_set_aside",
+    "held_rows",
+    "release_file",
+    "set_aside",
+]

@@ -98,3 +98,15 @@ def _retryable(exc: BaseException, status: int | None) -> bool:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+__all__ = [
+    "RETRY_ATTEMPTS",
+    "RETRY_BASE_S",
+    "RETRY_MAX_WAIT_S",
+    "HubError",
+    "T",
+    "http_status",
+    "retry_wait",
+    "with_retries",
+]

@@ -202,3 +202,13 @@ def _read_strings(path: Path) -> pl.DataFrame:
         first = str(exc).strip().splitlines()[0][:200]
         raise SourceError(printable_line(f"{path}: not a readable CSV file: {first}")) from exc
     return frame.rename({c: c.strip() for c in frame.columns})
+
+
+__all__ = [
+    "LONG_SCORE_COLUMNS",
+    "MIN_FRACTION_ROWS",
+    "ScoresFile",
+    "fractions_refused",
+    "looks_like_scores",
+    "read_scores_csv",
+]

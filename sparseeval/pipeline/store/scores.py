@@ -120,3 +120,15 @@ def reported_scores(store: Store, benchmark: str | None = None) -> pl.DataFrame:
     """The stored reported scores (model, benchmark, score in [0, 1], definition, source,
     source_ref, run_id) of one benchmark, or of all."""
     return store.query("reported_scores", {"benchmark": benchmark})
+
+
+__all__ = [
+    "SCORE_FRAME",
+    "SCORE_SCHEMA",
+    "ScoreCounts",
+    "canonical_models",
+    "merge_scores",
+    "reported_scores",
+    "stage_scores",
+    "v1_definitions",
+]

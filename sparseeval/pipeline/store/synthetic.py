@@ -115,3 +115,10 @@ def _options(options: str) -> dict[str, Any]:
                 " models=LO-HI, benchmarks=a+b)"
             ) from None
     return kw
+
+
+__all__ = [
+    "DEFAULT_SYNTHETIC_ITEMS",
+    "DEFAULT_SYNTHETIC_MODELS",
+    "SyntheticLeaderboard",
+]

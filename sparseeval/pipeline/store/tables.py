@@ -230,3 +230,15 @@ def not_utf8(path: Path) -> SourceError:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0][:200]
+
+
+__all__ = [
+    "LONG_COLUMNS",
+    "LONG_SUFFIXES",
+    "RESERVED_PREFIX",
+    "SAVE_AS_UTF8",
+    "SCORE",
+    "LongTable",
+    "WideTable",
+    "not_utf8",
+]

@@ -136,3 +136,20 @@ def printable_line(text: object) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+__all__ = [
+    "BAD_SCHEMA",
+    "SRC_SCHEMA",
+    "Recorder",
+    "SourceError",
+    "SpecOptions",
+    "Stager",
+    "Unit",
+    "conform",
+    "existing",
+    "no_stage",
+    "printable_line",
+    "stage_frames",
+    "stage_no_bad",
+]

@@ -92,3 +92,11 @@ def resolve_duplicates(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
     if n_dup or n_conflict:
         execute(con, "ingest_resolve_dups", params)
     return int(n_dup or 0), int(n_conflict or 0)
+
+
+__all__ = [
+    "check",
+    "count_staged",
+    "quarantine_bad",
+    "resolve_duplicates",
+]

@@ -290,3 +290,22 @@ def failing_unit(kind: str, path: Path, exc: Exception) -> Unit:
 
     key = fingerprint("unreadable", kind, str(path), message)
     return Unit(kind, str(path), key, [str(path)], stage)
+
+
+__all__ = [
+    "FAILED_BEFORE",
+    "FAILED_DIR",
+    "PENDING",
+    "SETTLE_SECONDS",
+    "Inbox",
+    "LmEvalGlob",
+    "age_of",
+    "failing_unit",
+    "guarded_units",
+    "pending_unit",
+    "reason_file",
+    "settle_time",
+    "settled_units",
+    "skipped_unit",
+    "spec_target",
+]
