@@ -211,7 +211,7 @@ def no_more_items(aset, answers: dict) -> str:
     if curves is None:
         return "this set has no list of the benchmark's items (published before next items)"
     if not curves.item_mean:
-        target = aset.manifest.get("target", {}).get("definition") or "a reported score"
+        target = aset.manifest.target.definition or "a reported score"
         n = len(curves.items)
         return (f"the set estimates {target}, not the mean over its {n} items: answers on more of"
                 " them do not correct it, and it reads a model from how its training models'"

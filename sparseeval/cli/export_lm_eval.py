@@ -154,7 +154,11 @@ def exportable(aset, id_map: str | None, task: str | None, members: tuple[str, .
         ids.with_id_map(aset.items, aset.item_sources, mapping) if mapping else aset.item_sources
     )
     ids.check_exportable(aset.benchmark, aset.items, sources)
-    return replace(aset, manifest={**aset.manifest, "item_sources": sources}) if mapping else aset
+    return (
+        replace(aset, manifest=aset.manifest.to_dict() | {"item_sources": sources})
+        if mapping
+        else aset
+    )
 
 
 def _note_unknown_ids(sets: list) -> None:

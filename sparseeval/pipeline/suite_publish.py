@@ -176,7 +176,7 @@ def suite_status(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> s
     Unchanged matrices are recognised without reading them (the live suite's `matrices_key`).
     """
     live = _live_suite(settings.published_dir)
-    manifest = live.average.manifest if live is not None else {}
+    manifest = live.average.manifest.to_dict() if live is not None else {}
     same = (manifest.get("suite") or {}).get("matrices_key") == matrices_key(matrices, settings)
     if live is not None and (
         same or manifest.get("data_fingerprint") == suite_key(matrices, settings)

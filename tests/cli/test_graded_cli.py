@@ -53,7 +53,9 @@ def test_a_graded_benchmark_is_fit_published_and_scored(tmp_path, capsys, monkey
     answers(tmp_path / "b.csv", tmp_path / "t.csv", row, threshold=True)  # 0/1: taken too
     assert main(["predict", *where, "--responses", "b.csv", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["value"] != pytest.approx(graded["value"])
-    older = replace(aset, manifest={k: v for k, v in aset.manifest.items() if k != "item_scale"})
+    older = replace(
+        aset, manifest={k: v for k, v in aset.manifest.to_dict().items() if k != "item_scale"}
+    )
     assert not older.graded  # a set written before graded items is binary
     with pytest.raises(ResponsesError, match="this set's items are binary"):
         older.predict({i: row[i] for i in aset.items})

@@ -120,7 +120,7 @@ def test_sets_without_a_check_load_and_give_no_flags(fitted, tmp_path):
 def test_a_bad_check_is_refused(pool):
     bad = pool[0].to_dict() | {"a": [0.0] * 3, "b": [1.0] * 3}
     with pytest.raises(AnchorSetError, match="pool check covers 3 anchors"):
-        AnchorSet(hand_set(None).manifest | {KEY: bad}, ShareCorrect())
+        AnchorSet(hand_set(None).manifest.to_dict() | {KEY: bad}, ShareCorrect())
 
 
 def test_published_check_loads_and_cli_predict_prints_the_flag_line(fitted, tmp_path, capsys):

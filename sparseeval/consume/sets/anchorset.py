@@ -39,6 +39,7 @@ from sparseeval.consume.scoring.next_items import (
     positions,
 )
 from sparseeval.consume.sets.about import data_sources
+from sparseeval.consume.sets.fields import Manifest
 from sparseeval.consume.sets.files import checked_manifest, fetch, load_curves, load_predictor
 from sparseeval.consume.sets.layout import LATEST, AnchorSetError
 from sparseeval.consume.sets.shape import check_estimate
@@ -84,7 +85,7 @@ def load_anchor_set(
 class AnchorSet:
     """A loaded, verified anchor set: the anchor items and a predictor over their answers."""
 
-    manifest: dict
+    manifest: Manifest  # a plain dict is read (and checked) into one
     predictor: Any
     source: str = ""
     folder: Path | None = None
@@ -94,6 +95,8 @@ class AnchorSet:
     _all: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        # a dict given here is the caller's own; `load_anchor_set` checks what it reads
+        self.manifest = Manifest.read(self.source, self.manifest, checked=True)
         self._index = {item: j for j, item in enumerate(self.items)}
         if self.curves is not None:
             self._all = {item: j for j, item in enumerate(self.curves.items)}
@@ -105,28 +108,28 @@ class AnchorSet:
     @property
     def items(self) -> list[str]:
         """Anchor item ids in the order the predictor reads them."""
-        return list(self.manifest["items"])
+        return list(self.manifest.items)
 
     @property
     def benchmark(self) -> str:
-        return self.manifest["benchmark"]
+        return self.manifest.benchmark
 
     @property
     def graded(self) -> bool:
         """Whether the set's items are graded (manifest `item_scale`; absent: binary)."""
-        return self.manifest.get("item_scale") == GRADED
+        return self.manifest.item_scale == GRADED
 
     @property
     def version(self) -> int:
-        return int(self.manifest["version"])
+        return self.manifest.version
 
     @property
     def level(self) -> float:
-        return float(self.manifest["interval"]["level"])
+        return float(self.manifest.interval["level"])
 
     @property
     def conformal(self) -> ConformalInterval:
-        return ConformalInterval.from_dict(self.manifest["interval"])
+        return ConformalInterval.from_dict(self.manifest.interval)
 
     @property
     def pool_check(self) -> PoolCheck | None:
@@ -135,22 +138,22 @@ class AnchorSet:
 
     @property
     def item_sources(self) -> dict | None:
-        return self.manifest.get("item_sources")
+        return self.manifest.item_sources
 
     @property
     def target(self) -> str:
         """What the set estimates, in words ("" for sets published before this was recorded)."""
-        return str((self.manifest.get("target") or {}).get("definition") or "")
+        return self.manifest.target.definition
 
     @property
     def data(self) -> str:
         """Where the set's results came from, in words ("" when not recorded)."""
-        return data_sources(self.manifest.get("provenance"))
+        return data_sources(self.manifest.provenance)
 
     @property
     def synthetic(self) -> bool:
         """Whether the set was fit on the built-in synthetic demo leaderboard."""
-        return bool((self.manifest.get("provenance") or {}).get("synthetic"))
+        return self.manifest.synthetic
 
     def check_predictor(self) -> None:
         """The predictor reads exactly the manifest's anchors and returns one value per model."""
@@ -392,7 +395,7 @@ class AnchorSet:
             )
         if not missing:
             return self._predict_one(x), 0.0, []
-        means = self.manifest["predictor"].get("anchor_means")
+        means = self.manifest.predictor.anchor_means
         value, spread = fill_missing(self.predictor, x, miss, means, self.level)
         return value, spread, missing
 

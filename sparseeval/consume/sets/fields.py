@@ -1,4 +1,5 @@
-"""Every field a published manifest may hold, with the shape check its readers rely on.
+"""Every field a published manifest may hold, the shape check its readers rely on, and the
+typed value they read (`Manifest`).
 
 One table, `MANIFEST` (top-level fields), with sub-tables for the predictor, the interval
 (its adaptive bands and coverage check), the pool check, the items' sources and the suite's
@@ -12,7 +13,8 @@ input and the artifacts' drift history) are checked here too (`drift_row_problem
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -294,6 +296,101 @@ def check_fields(where: object, manifest: Mapping, schema: Check | None = None) 
         ) from None
 
 
+@dataclass(frozen=True)
+class PredictorEntry:
+    """The manifest's `predictor`: where its reader is and what it needs."""
+
+    folder: str
+    name: str | None = None
+    anchor_means: tuple[float, ...] | None = None  # centring of the anchor answers
+
+
+@dataclass(frozen=True)
+class Target:
+    """The manifest's `target`: what the set estimates."""
+
+    kind: str | None = None  # "items" (the items' mean) or "reported" (a reported score)
+    definition: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Manifest:
+    """A published set's manifest as readers use it: typed fields, checked once.
+
+    `Manifest.read(where, d)` checks every field (`check_fields`: one AnchorSetError line
+    naming the bad field) and builds it; readers use the attributes (`items` are the anchor
+    ids). `raw` is the manifest as written (its seal covers exactly that); fields without an
+    attribute read by key (`manifest["metrics"]`, `.get`, `in`, `keys()`, `to_dict()`).
+    """
+
+    benchmark: str
+    items: tuple[str, ...]
+    version: int
+    predictor: PredictorEntry
+    interval: Mapping[str, Any]
+    item_scale: str = "binary"
+    item_sources: Mapping[str, Any] | None = None
+    target: Target = field(default_factory=Target)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    pool_check: Mapping[str, Any] | None = None
+    item_curves: Mapping[str, Any] | None = None
+    suite: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def read(cls, where: object, manifest: Mapping[str, Any], schema: Check | None = None,
+             checked: bool = False) -> Manifest:  # fmt: skip
+        """The typed manifest of `manifest` once its fields pass (`check_fields` with
+        `schema`; `checked`: the caller checked them, or built them itself)."""
+        if isinstance(manifest, Manifest):
+            return manifest
+        if not checked:
+            check_fields(where, manifest, schema)
+        d = manifest
+        pred, target = d.get("predictor") or {}, d.get("target") or {}
+        means = pred.get("anchor_means")
+        return cls(
+            benchmark=d.get("benchmark", ""), items=tuple(d.get("items") or ()),
+            version=int(d.get("version") or 0),
+            predictor=PredictorEntry(pred.get("folder", ""), pred.get("name"),
+                                     None if means is None else tuple(means)),
+            interval=d.get("interval") or {}, item_scale=d.get("item_scale") or "binary",
+            item_sources=d.get("item_sources"),
+            target=Target(target.get("kind"), target.get("definition") or "",
+                          target.get("note") or ""),
+            provenance=d.get("provenance") or {}, pool_check=d.get("pool_check"),
+            item_curves=d.get("item_curves"), suite=d.get("suite"), raw=d,
+        )  # fmt: skip
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether the set was fit on the built-in synthetic demo leaderboard."""
+        return bool(self.provenance.get("synthetic"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest as written (a plain dict: JSON-ready)."""
+        return dict(self.raw)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+    def keys(self) -> Iterator[str]:
+        return iter(self.raw.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.raw
+
+    def __eq__(self, other: object) -> bool:
+        raw = other.raw if isinstance(other, Manifest) else other
+        return isinstance(raw, Mapping) and dict(self.raw) == dict(raw)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 DRIFT_ROW = table(
     {"version": integer(1), "mae": number(0), "n_models": integer(0), "drift": anything,
      "date": text()},
@@ -336,7 +433,10 @@ __all__ = [
     "Check",
     "FieldProblem",
     "Items",
+    "Manifest",
+    "PredictorEntry",
     "Table",
+    "Target",
     "anything",
     "check_fields",
     "drift_row_problem",

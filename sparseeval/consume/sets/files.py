@@ -16,6 +16,7 @@ from sparseeval.consume.answers.ids import is_canonical
 from sparseeval.consume.answers.responses import printable
 from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
 from sparseeval.consume.scoring.next_items import CurvesError, ItemCurves, positions
+from sparseeval.consume.sets.fields import Manifest
 from sparseeval.consume.sets.layout import (
     AnchorSetError,
     read_manifest,
@@ -63,9 +64,9 @@ def fetch(
     return folder, str(folder), False
 
 
-def checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> dict[str, Any]:
-    """The folder's manifest, once it names `benchmark`, is promoted (locally) and every file,
-    the seal and (with `public_key`) the signature verify."""
+def checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> Manifest:
+    """The folder's manifest, typed, once it names `benchmark`, is promoted (locally) and
+    every file, the seal, every field and (with `public_key`) the signature verify."""
     manifest = read_manifest(folder)
     if manifest.get("benchmark") != benchmark:
         raise AnchorSetError(
@@ -81,7 +82,7 @@ def checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> dic
         verify_signature(folder, manifest, public_key)
     _check_items(folder, manifest.get("items"))
     check_manifest(folder, manifest)
-    return manifest
+    return Manifest.read(folder, manifest, checked=True)
 
 
 def _check_items(folder: Path, items: object) -> None:

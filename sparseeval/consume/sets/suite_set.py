@@ -24,6 +24,7 @@ from sparseeval.consume.scoring.flags import KEY, disagreement, widened
 from sparseeval.consume.scoring.inference import WEIGHTS_FILE, load_predictor
 from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
 from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
+from sparseeval.consume.sets.fields import Manifest
 from sparseeval.consume.sets.files import check_npz_size, load_curves
 from sparseeval.consume.sets.layout import LATEST, AnchorSetError
 from sparseeval.consume.sets.shape import check_arrays, check_reader
@@ -165,7 +166,7 @@ def load_suite(
     average = load_anchor_set(
         path_or_repo, SUITE, version, hub_client, revision, public_key=public_key
     )
-    members = (average.manifest.get("suite") or {}).get("members")
+    members = (average.manifest.suite or {}).get("members")
     if not members:
         raise AnchorSetError(f"{printable(average.source)}: not a suite anchor set (no members)")
     if not isinstance(members, dict) or not all(isinstance(m, dict) for m in members.values()):
@@ -201,12 +202,13 @@ def _member(
         "predictor": {"folder": reader["folder"], "anchor_means": reader.get("anchor_means")},
         KEY: reader.get(KEY),
         "target": member.get("target"),
-        "provenance": member.get("provenance") or suite.manifest.get("provenance"),
+        "provenance": member.get("provenance") or suite.manifest.provenance,
     }
     if reader.get(CURVES_KEY):
         manifest[CURVES_KEY] = reader[CURVES_KEY]
     curves = load_curves(suite.folder, manifest)
-    member = AnchorSet(manifest, predictor, suite.source, suite.folder, curves=curves)
+    checked = Manifest.read(suite.source, manifest, checked=True)  # check_reader did
+    member = AnchorSet(checked, predictor, suite.source, suite.folder, curves=curves)
     member.check_predictor()
     return member
 
