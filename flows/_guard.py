@@ -12,6 +12,7 @@ marked it (90 s).
 
 from __future__ import annotations
 
+import signal
 import sys
 
 MESSAGE = (
@@ -22,6 +23,8 @@ MESSAGE = (
 
 def main(argv: list[str]) -> int:
     lease, token, run_id = argv[0], argv[1], (argv[2] if len(argv) > 2 else "")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a stop sent to the whole
+        signal.signal(sig, signal.SIG_IGN)  # group (systemd's) is the run's to answer
     if sys.stdin.read().strip() == "released":
         return 0
     from sparseeval.pipeline.lease import give_back
