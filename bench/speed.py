@@ -22,6 +22,7 @@ import json
 import multiprocessing as mp
 import os
 import resource
+import shlex
 import statistics
 import sys
 import time
@@ -34,7 +35,9 @@ from sparseeval.method.estimator import SparseEval
 from sparseeval.method.metrics import evaluate
 from sparseeval.method.paper import PaperSparseEval
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/reference.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/reference.py, _results.py
+from _results import provenance, write_section
+
 QUIET = {"progress": lambda s: None}
 
 
@@ -118,7 +121,11 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=INT",
                         help="one of our settings, e.g. ensemble=1")  # fmt: skip
     parser.add_argument("--reference", help="a copy of the paper's gd_cluster_mlp.py")
+    parser.add_argument(
+        "--section", metavar="HEADING", help="also write the table into bench/RESULTS.md"
+    )
     args = parser.parse_args()
+    measured = provenance()
     if "reference" in args.recipes.split(",") and not args.reference:
         parser.error("the recipe 'reference' needs --reference PATH")
     overrides = {k: int(v) for k, _, v in (s.partition("=") for s in args.set)}
@@ -137,32 +144,35 @@ def main() -> None:
             rows.append(queue.get())
             proc.join()
             print(json.dumps(rows[-1]), flush=True)
-    print(
-        "\n| recipe | runs | median wall s | median CPU s | median peak RSS MB | median MAE (pts) |"
-    )
-    print("|---|---|---|---|---|---|")
-    for recipe in dict.fromkeys(args.recipes.split(",")):
+    text = table(rows, args.recipes.split(","))
+    print("\n" + text)
+    if args.section:
+        command = shlex.join(["python", "bench/speed.py", *sys.argv[1:]])
+        write_section(args.section, f"`{command}` on {measured}, {os.cpu_count()} CPU cores,"
+                      f" load average {os.getloadavg()[0]:.2f} at the end.\n\n{text}")  # fmt: skip
+
+
+def table(rows: list[dict], recipes: list[str]) -> str:
+    """Medians per recipe, and reference / ours ratios of wall and CPU seconds when both ran."""
+    out = ["| recipe | runs | wall s (each) | median wall s | median CPU s | median peak RSS MB"
+           " | median MAE (pts) |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for recipe in dict.fromkeys(recipes):
         r = [x for x in rows if x["recipe"] == recipe]
 
         def med(key: str, r: list[dict] = r) -> float:
             return statistics.median(x[key] for x in r)
 
-        print(
-            f"| {recipe} | {len(r)} | {med('seconds'):.1f} | {med('cpu_s'):.1f}"
-            f" | {med('peak_mb'):.0f} | {med('mae'):.3f} |"
-        )
-
-    _ratios(rows)
-
-
-def _ratios(rows: list[dict]) -> None:
-    """Reference / ours medians of wall and CPU seconds, when both ran."""
+        each = ", ".join(f"{x['seconds']:.1f}" for x in r)
+        out.append(f"| {recipe} | {len(r)} | {each} | {med('seconds'):.1f} | {med('cpu_s'):.1f}"
+                   f" | {med('peak_mb'):.0f} | {med('mae'):.3f} |")  # fmt: skip
     ours = [x for x in rows if x["recipe"] == "ours"]
     ref = [x for x in rows if x["recipe"] == "reference"]
     if ours and ref:
+        out.append("")
         for key, name in (("seconds", "wall"), ("cpu_s", "CPU")):
             ratio = statistics.median(x[key] for x in ref) / statistics.median(x[key] for x in ours)
-            print(f"reference / ours, median {name} seconds: {ratio:.1f}x")
+            out.append(f"reference / ours, median {name} seconds: **{ratio:.1f}x**  ")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
