@@ -2,12 +2,13 @@
 (run as a script: it imports nothing heavy until it acts), started by the run
 (`flows._run.guarded`) with its stdin a pipe that the run holds.
 
-The run writes `released` when it ends. A pipe that closes unsaid means the run's process
-died without unwinding: a SIGKILL, which is how a process worker stopped by SIGTERM ends its
-flow-run process (Prefect 3.9: 0.3-0.8 s after the signal), or a `kill -9`. The guard then
-gives the home's lease back (if it is still the run's) and marks the run Crashed at once,
-where `.lease` was left behind and the run stayed Running until its missed heartbeats
-marked it (90 s).
+The run writes `released` when it ends. A pipe that closes unsaid while the lease is still
+the run's means the run's process died without unwinding: a SIGKILL (a process worker that
+kills its flow-run process on stop, or `kill -9`). The guard then gives the home's lease back
+and marks the run Crashed at once (unless it is being cancelled), where `.lease` was left
+behind and the run stayed Running until its missed heartbeats marked it. A run stopped by
+SIGTERM (a cancellation, a supervisor's stop) gives its lease back itself; the guard then
+does nothing: a cancelled run is not a crash for the rerun automation to rerun.
 """
 
 from __future__ import annotations
@@ -29,14 +30,16 @@ def main(argv: list[str]) -> int:
         return 0
     from sparseeval.pipeline.lease import give_back
 
-    give_back(lease, token)
-    if run_id:
+    # A run that stopped on a signal gave its lease back itself and ended as the signal
+    # says (a cancellation is Cancelled, not a crash to rerun): nothing more to do here.
+    if give_back(lease, token) and run_id:
         _mark_crashed(run_id)
     return 0
 
 
 def _mark_crashed(run_id: str) -> None:
-    """The run Crashed, unless it already ended (a stop that unwound said its own end)."""
+    """The run Crashed, unless it ended or is being cancelled (a stop that someone asked
+    for is not a crash: the rerun automation reruns crashes)."""
     from uuid import UUID
 
     from prefect.client.orchestration import get_client
@@ -44,7 +47,7 @@ def _mark_crashed(run_id: str) -> None:
 
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(UUID(run_id))
-        if run.state is None or not run.state.is_final():
+        if run.state is None or not (run.state.is_final() or run.state.is_cancelling()):
             client.set_flow_run_state(run.id, Crashed(message=MESSAGE), force=True)
 
 
