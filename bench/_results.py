@@ -4,6 +4,7 @@ is the one that writes it there."""
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,20 @@ def provenance() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "code outside git"
     return f"commit {sha}" + (" + uncommitted changes to sparseeval/" if dirty else "")
+
+
+def command_line(script: str, argv: list[str]) -> str:
+    """`python bench/SCRIPT ARGS` as typed, without the flags that only say where the table
+    goes (`--section`, `--results`)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--section", "--results"):
+            skip = True
+        elif not arg.startswith(("--section=", "--results=")):
+            kept.append(arg)
+    return shlex.join(["python", f"bench/{script}", *kept])
 
 
 def _git(root: Path, *args: str) -> str:

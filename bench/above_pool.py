@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import io
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -34,7 +33,7 @@ import polars as pl
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from _results import RESULTS, provenance, write_section
+from _results import RESULTS, command_line, provenance, write_section
 from accuracy import load
 
 from sparseeval import Settings
@@ -188,7 +187,7 @@ def main() -> None:
             rows.append({"data": name, "group": group} | group_row(aset, matrix, test))
             mono.append({"data": name, "group": group} | flips(aset, matrix))
             print(rows[-1], mono[-1], flush=True)
-    command = "python bench/above_pool.py " + shlex.join(sys.argv[1:])
+    command = command_line("above_pool.py", sys.argv[1:])
     body = f"`{command}` on {measured}, {os.cpu_count()} CPU cores.\n\n" + table(rows, mono)
     write_section(SECTION, body, args.results)
 

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import re
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ import polars as pl
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread: fits run side by side
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from _results import provenance, write_section
+from _results import command_line, provenance, write_section
 
 from sparseeval import ResponseMatrix, Settings, make_synthetic
 from sparseeval.method.baselines import BASELINES, AllItemsRidge
@@ -254,7 +253,7 @@ def main() -> None:
     print()
     print(summary(rows), targets(rows), sep="\n\n")
     if args.section:
-        command = "python bench/accuracy.py " + shlex.join(sys.argv[1:])
+        command = command_line("accuracy.py", sys.argv[1:])
         write_section(args.section, f"`{command}` on {measured}.\n\n{summary(rows)}")
 
 

@@ -22,7 +22,6 @@ import json
 import multiprocessing as mp
 import os
 import resource
-import shlex
 import statistics
 import sys
 import time
@@ -36,7 +35,7 @@ from sparseeval.method.metrics import evaluate
 from sparseeval.method.paper import PaperSparseEval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/reference.py, _results.py
-from _results import provenance, write_section
+from _results import command_line, provenance, write_section
 
 QUIET = {"progress": lambda s: None}
 
@@ -147,7 +146,7 @@ def main() -> None:
     text = table(rows, args.recipes.split(","))
     print("\n" + text)
     if args.section:
-        command = shlex.join(["python", "bench/speed.py", *sys.argv[1:]])
+        command = command_line("speed.py", sys.argv[1:])
         write_section(args.section, f"`{command}` on {measured}, {os.cpu_count()} CPU cores,"
                       f" load average {os.getloadavg()[0]:.2f} at the end.\n\n{text}")  # fmt: skip
 
