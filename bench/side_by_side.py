@@ -40,7 +40,24 @@ def worktree(rev: str) -> Path:
     if not path.is_dir():
         subprocess.run(["git", "worktree", "add", "--detach", str(path), sha], cwd=ROOT,
                        check=True, capture_output=True)  # fmt: skip
+    _importable(path)
     return path
+
+
+def _importable(tree: Path) -> None:
+    """Make `tree` import as the installed package does, from itself: the folders that
+    pyproject maps into the package (flows, tasks, sql) linked under `sparseeval/`, and a
+    `sitecustomize.py` that drops the editable install's finder (which maps them to this
+    tree's folders)."""
+    for name in ("flows", "tasks", "sql"):
+        link = tree / "sparseeval" / name
+        if not link.exists():
+            link.symlink_to(Path("..") / name)
+    (tree / "sitecustomize.py").write_text(
+        "import sys\n\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path\n"
+        "                    if '__editable__' not in (getattr(f, '__module__', '') or '')]\n"
+    )
 
 
 def timed(tree: Path, command: list[str], log: Path) -> float:
@@ -63,6 +80,7 @@ def main() -> None:
     ap.add_argument("--baseline", required=True, help="the earlier commit to compare with")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--results", default=None, help="RESULTS.md path ('-': print only)")
+    ap.add_argument("--note", default="", help="a sentence added under the table (why)")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -95,7 +113,7 @@ def write_row(args, command, times, loads, measured) -> None:
         "| tree | wall s (each) | median s |\n|---|---|---|\n"
         f"| baseline {args.baseline} | {each('baseline')} | {base:.1f} |\n"
         f"| ours | {each('ours')} | {ours:.1f} |\n\n"
-        f"Ratio ours / baseline (medians): **{ours / base:.2f}**."
+        f"Ratio ours / baseline (medians): **{ours / base:.2f}**. {args.note}"
     )
     path = args.results or (ROOT / "bench" / "RESULTS.md")
     if str(path) != "-" and SECTION not in Path(path).read_text():
