@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from sparseeval.consume.answers.responses import BINARY
 from sparseeval.consume.scoring.flags import KEY as POOL_KEY
 from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
 from sparseeval.consume.sets.models import MODELS_FILE, models_text
@@ -91,6 +92,8 @@ def write_suite(
             "own": reader(own, members[own], b, True),
             **about.get(b, {}),
         }
+        if (scale := getattr(suite.estimators_[b], "item_scale_", BINARY)) != BINARY:
+            described[b]["item_scale"] = scale  # said only when graded: binary sets as before
         if b in curves:
             described[b]["own"][CURVES_KEY] = curves[b].manifest_entry() | {"folder": f"items/{b}"}
     n = len(suite.benchmarks_)

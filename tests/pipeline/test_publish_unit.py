@@ -6,6 +6,7 @@ transaction and tasks (`flows.publish.PREFECT`), or the flow's suite step itself
 
 import json
 
+import numpy as np
 import pytest
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
@@ -229,3 +230,32 @@ def test_a_suite_refit_that_changes_nothing_is_not_published_again(tmp_path, mon
     monkeypatch.setattr(suite_recipe, "fit_suite", no_fit)
     again = publish_suite_in_flow(paths, settings)
     assert again == "suite: not published (this candidate was found unchanged from v1 before)"
+
+
+def test_a_suite_with_a_graded_benchmark_reads_its_graded_answers(tmp_path):
+    """A graded benchmark's member of the suite says `item_scale: graded` and its own reader
+    takes graded answers (it was read as binary: graded answers refused); a binary member's
+    reader still refuses them, and the joint readers of a mixed suite read 0/1 answers."""
+    from sparseeval.consume.answers.responses import ResponsesError
+    from sparseeval.consume.sets.suite_set import load_suite
+    from sparseeval.method.matrix import ResponseMatrix
+
+    settings = Settings(home=tmp_path, **SUITE_SETTINGS)
+    board = make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4)
+    gsm = board["gsm8k"]
+    noise = np.random.default_rng(0).uniform(0, 0.4, gsm.values.shape)
+    scores = np.where(gsm.values > 0, 1 - noise, noise)  # graded scores around the answers
+    board["gsm8k"] = ResponseMatrix.from_array(scores, gsm.model_ids, gsm.item_ids,
+                                               scores.mean(axis=1), scale="graded")  # fmt: skip
+    paths = {}
+    for b, m in board.items():
+        paths[b] = tmp_path / f"{b}.npz"
+        save_matrix(m, paths[b], fingerprint=m.fingerprint())
+    assert publish_suite_in_flow(paths, settings).startswith("suite: published v1")
+    suite = load_suite(tmp_path / "published")
+    own = suite.own["gsm8k"]
+    assert own.graded and not suite.own["arc"].graded and not suite.joint["gsm8k"].graded
+    answers = {i: 0.7 for i in own.items}
+    assert 0 <= own.predict(answers).value <= 1
+    with pytest.raises(ResponsesError, match="graded score"):
+        suite.own["arc"].predict({i: 0.7 for i in suite.own["arc"].items})

@@ -239,7 +239,7 @@ READER = table(  # its folder: `shape.reader_folder`, as the member is read
 )  # fmt: skip
 MEMBER = table(
     {"items": listing(text()), "reader": text(), "valid_mae": anything, "joint": READER,
-     "own": READER},
+     "own": READER, "item_scale": text(one_of=ITEM_SCALES)},
     ("items", "joint", "own"),
 )  # fmt: skip
 SUITE = table(

@@ -18,7 +18,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparseeval.consume.answers.responses import MergedAnswers, ResponsesError, as_pairs, printable
+from sparseeval.consume.answers.responses import (
+    BINARY,
+    MergedAnswers,
+    ResponsesError,
+    as_pairs,
+    printable,
+)
 from sparseeval.consume.scoring.estimate import Estimate
 from sparseeval.consume.scoring.flags import KEY, disagreement, widened
 from sparseeval.consume.scoring.inference import WEIGHTS_FILE, load_predictor
@@ -172,14 +178,18 @@ def load_suite(
     if not isinstance(members, dict) or not all(isinstance(m, dict) for m in members.values()):
         raise AnchorSetError(f"{printable(average.source)}: suite members are not readers")
     joint, own = {}, {}
+    scales = {m.get("item_scale", BINARY) for m in members.values()}
+    shared = scales.pop() if len(scales) == 1 else BINARY  # the joint reader reads them all
     for b, member in members.items():
-        own[b] = _member(average, b, member, "own", member["items"])
-        joint[b] = _member(average, b, member, "joint", average.items)
+        own[b] = _member(
+            average, b, member, "own", member["items"], member.get("item_scale", BINARY)
+        )
+        joint[b] = _member(average, b, member, "joint", average.items, shared)  # fmt: skip
     return SuiteAnchorSet(average, joint, own)
 
 
 def _member(
-    suite: AnchorSet, benchmark: str, member: dict, kind: str, items: list[str]
+    suite: AnchorSet, benchmark: str, member: dict, kind: str, items: list[str], scale: str
 ) -> AnchorSet:
     """One member reader (`kind`: joint or own) as an `AnchorSet` (its files were verified
     with the suite's); it says what the member estimates and where its data came from."""
@@ -197,6 +207,7 @@ def _member(
         "benchmark": benchmark,
         "version": suite.version,
         "items": items,
+        "item_scale": scale,
         "item_sources": reader.get("item_sources"),
         "interval": reader["interval"],
         "predictor": {"folder": reader["folder"], "anchor_means": reader.get("anchor_means")},
