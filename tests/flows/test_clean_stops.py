@@ -6,11 +6,13 @@ marked it, 89 s in an operator's trial.)"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -25,12 +27,13 @@ from tests.helpers import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow  # a real worker and flow-run process: the slow group
-def test_a_worker_stopped_mid_run_leaves_no_lease_and_its_run_crashed(prefect_harness,
-                                                                      tmp_path):  # fmt: skip
+@contextlib.contextmanager
+def a_run_holding_the_home(tmp_path):
+    """A process worker from another folder running `worker_stopped.holds_the_home`, once it
+    holds the home and waits in its task: (client, run, worker process, home)."""
     from prefect.settings import PREFECT_API_URL
 
-    home, marker, pool = tmp_path / "home", tmp_path / "running", f"stops-{os.getpid()}"
+    home, marker, pool = tmp_path / "home", tmp_path / "running", f"stops-{uuid.uuid4().hex[:8]}"
     with get_client(sync_client=True) as client:
         client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
         deployment = flow.from_source(
@@ -49,18 +52,45 @@ def test_a_worker_stopped_mid_run_leaves_no_lease_and_its_run_crashed(prefect_ha
             run = client.create_flow_run_from_deployment(deployment)
             assert wait_for(marker.exists, 180), "the run never reached its task"
             assert (home / LEASE_FILE).exists()
-            sent = time.monotonic()
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=60)
-            gone = wait_for(lambda: not (home / LEASE_FILE).exists(), 30)
-            state = wait_for(lambda: (s := client.read_flow_run(run.id).state).is_final() and s,
-                             30)  # fmt: skip
-            took = time.monotonic() - sent
+            yield client, run, worker, home
         finally:
             if worker.poll() is None:
                 worker.kill()
             print("worker:", worker.communicate(timeout=30)[0].decode(errors="replace")[-2000:])
+
+
+def _final_state(client, run_id):
+    return wait_for(lambda: (s := client.read_flow_run(run_id).state).is_final() and s, 30)
+
+
+@pytest.mark.slow  # a real worker and flow-run process: the slow group
+def test_a_worker_stopped_mid_run_leaves_no_lease_and_its_run_crashed(prefect_harness,
+                                                                      tmp_path):  # fmt: skip
+    with a_run_holding_the_home(tmp_path) as (client, run, worker, home):
+        sent = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+        gone = wait_for(lambda: not (home / LEASE_FILE).exists(), 30)
+        state = _final_state(client, run.id)
+        took = time.monotonic() - sent
     print(f"{took:.1f} s after the worker's SIGTERM: lease gone {bool(gone)}, run {state}")
     assert gone, "the worker's stop left the home's lease behind"
     assert state and state.is_crashed() and state.message == _guard.MESSAGE, state
     assert took < 30
+
+
+@pytest.mark.slow
+def test_a_cancelled_run_is_cancelled_not_crashed(prefect_harness, tmp_path):
+    """`prefect flow-run cancel`: the worker stops the run with SIGTERM; the run gives its
+    lease back and ends Cancelled. The guard marked it Crashed (and the automation reran it:
+    an operator's trial) before it left a run stopped on a signal alone."""
+    from prefect.states import Cancelling
+
+    with a_run_holding_the_home(tmp_path) as (client, run, _worker, home):
+        client.set_flow_run_state(run.id, Cancelling())
+        state = _final_state(client, run.id)
+        gone = wait_for(lambda: not (home / LEASE_FILE).exists(), 30)
+        time.sleep(3)  # the guard, had it acted, would have by now
+        states = [s.type.value for s in client.read_flow_run_states(run.id)]
+    assert gone and state and state.is_cancelled(), state
+    assert "CRASHED" not in states, states
