@@ -52,8 +52,8 @@ def test_a_query_interrupted_by_sigterm_mid_ingest_is_a_stop_not_a_bad_file(tmp_
     inbox = inbox_with_a_good_file(tmp_path)
     real_load = ingestion._load
 
-    def interrupted(con, unit, params):
-        real_load(con, unit, params)  # the rows are staged and merged, not yet committed
+    def interrupted(con, unit, params, *rest):
+        real_load(con, unit, params, *rest)  # the rows are staged and merged, not yet committed
         stopping.note_signal(signal.SIGTERM)  # the handler ran inside DuckDB's query...
         raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")  # ...and this came up
 
