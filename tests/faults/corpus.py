@@ -420,7 +420,7 @@ def _(d, w):
     shutil.rmtree(home / "published")
     r = w.cli("refresh", "--home", home, *settings_args(), cwd=d, timeout=400)
     v = succeeded(r, "published")
-    if not v.other and not (home / "published" / "arc" / "latest").is_file():
+    if not v.other and not (_set(home / "published", "arc") / "latest").is_file():
         v.other, v.why = True, "nothing published again"
     return v
 
@@ -583,7 +583,7 @@ def _(d, w):
 )
 def _(d, w):
     root = copy_published(w, d)
-    v1 = root / "arc" / f"v{_live(root, 'arc')}"
+    v1 = _set(root, "arc") / f"v{_live(root, 'arc')}"
     weights = v1 / "predictor" / "weights.npz"
     with np.load(weights) as npz:
         arrays = {k: npz[k] for k in npz.files}
@@ -639,7 +639,7 @@ def _(d, w):
 @case(4, "manifest.json is a FIFO", "published manifest replaced by a FIFO: refused at once")
 def _(d, w):
     root = copy_published(w, d)
-    m = root / "arc" / f"v{_live(root, 'arc')}" / "manifest.json"
+    m = _set(root, "arc") / f"v{_live(root, 'arc')}" / "manifest.json"
     m.unlink()
     os.mkfifo(m)
     return refused(predict(w, d, root, answers_csv(d / "a.csv", w.arc_items, 1)))
@@ -648,8 +648,8 @@ def _(d, w):
 @case(4, "latest is a FIFO", "published latest replaced by a FIFO: refused at once")
 def _(d, w):
     root = copy_published(w, d)
-    (root / "arc" / "latest").unlink()
-    os.mkfifo(root / "arc" / "latest")
+    (_set(root, "arc") / "latest").unlink()
+    os.mkfifo(_set(root, "arc") / "latest")
     return refused(predict(w, d, root, answers_csv(d / "a.csv", w.arc_items, 1)))
 
 
@@ -825,14 +825,21 @@ def _(d, w):
 # -- 7 damaged published files -----------------------------------------------------------
 
 
+def _set(root: Path, bench: str) -> Path:
+    """The folder of the set readers load (`{bench}/k{K}`, the one published layout)."""
+    from sparseeval.consume.sets.layout import live_budget, set_dir
+
+    return set_dir(root, bench, live_budget(root, bench))
+
+
 def _live(root: Path, bench: str) -> int:
-    return json.loads((root / bench / "latest").read_text())["version"]
+    return json.loads((_set(root, bench) / "latest").read_text())["version"]
 
 
 def _damage(fn: Callable[[Path], None], words: tuple[str, ...] = (), bench: str = "arc"):
     def run(d, w):
         root = copy_published(w, d)
-        fn(root / bench / f"v{_live(root, bench)}")
+        fn(_set(root, bench) / f"v{_live(root, bench)}")
         files = [answers_csv(d / "a.csv", w.arc_items, 1)]
         if bench == "suite":
             rows = [f"{b}/{i}" for b, items in w.suite_items.items() for i in items]

@@ -109,8 +109,10 @@ def _adaptive(edges, floor=0.02):
 def _field_case(change: Callable[[dict], None], word: str):
     def run(d, w):
         root = copy_published(w, d)
-        reseal(root / "arc" / f"v{json.loads((root / 'arc' / 'latest').read_text())['version']}",
-               change)  # fmt: skip
+        from sparseeval.consume.sets.layout import latest_version, live_budget, set_dir
+
+        k = live_budget(root, "arc")
+        reseal(set_dir(root, "arc", k) / f"v{latest_version(root, 'arc', k)}", change)
         answers = d / "a.csv"
         answers.write_text("item,correct\n" + "".join(f"{i},1\n" for i in w.arc_items))
         return refused(predict(w, d, root, answers), "manifest field", word)
@@ -631,8 +633,10 @@ def _(d, w):
               f"wide:hellaswag={p}", *settings_args(), cwd=d, timeout=400)  # fmt: skip
     v = succeeded(r, "winogrande: published v1", "hellaswag: published v1")
     pub = home / "published"
-    got = {b: layout.list_versions(pub, b) for b in ("arc", "winogrande", "hellaswag")}
-    before = layout.list_versions(w.home / "published", "arc")
+    got = {b: layout.list_versions(pub, b, layout.live_budget(pub, b))
+           for b in ("arc", "winogrande", "hellaswag")}  # fmt: skip
+    old = w.home / "published"
+    before = layout.list_versions(old, "arc", layout.live_budget(old, "arc"))
     if got != {"arc": before, "winogrande": [1], "hellaswag": [1]}:
         v.wrong, v.why = True, f"versions {got} (arc had {before})"
     return v
