@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sparseeval.consume.sets.anchorset import load_anchor_set
-from sparseeval.consume.sets.layout import TOMBSTONE, list_versions
+from sparseeval.consume.sets.layout import TOMBSTONE, list_versions, live_budget, set_dir
 from sparseeval.consume.sets.promotion import promoted_versions
 from sparseeval.pipeline.lease import HomeLease, LeaseHeld
 from sparseeval.pipeline.versions import LEFTOVER_REASON
@@ -35,11 +35,17 @@ def published_home(prefect_harness, tmp_path):
     return home
 
 
+def _set(home: Path, b: str) -> Path:
+    """The folder of the set readers load (`{b}/k{K}`; the suite's is `suite/`)."""
+    root = home / "published"
+    return set_dir(root, b, live_budget(root, b))
+
+
 def tombstones(home: Path) -> dict[str, str]:
     """{set/vN: reason} of every tombstone under published/."""
     out = {}
     for b in SETS:
-        for p in (home / "published" / b).glob(".discarded-v*"):
+        for p in _set(home, b).glob(".discarded-v*"):
             out[f"{b}/v{TOMBSTONE.match(p.name).group(1)}"] = json.loads(p.read_text())["reason"]
     return out
 
@@ -65,11 +71,13 @@ def test_two_refreshes_at_once_never_tombstone_each_others_candidate(published_h
     leftovers = {v: why for v, why in tombstones(home).items() if why == LEFTOVER_REASON}
     assert not leftovers, (leftovers, outs)
     for b in SETS:
-        folder = home / "published" / b
+        folder = _set(home, b)
         promoted = promoted_versions(folder)
-        assert set(list_versions(home / "published", b)) <= set(promoted)  # none stranded
+        assert set(list_versions(home / "published", b, live_budget(home / "published", b))) <= set(
+            promoted
+        )
         load_anchor_set(home / "published", b)
-    assert max(promoted_versions(home / "published" / "arc")) >= 2  # new data was published
+    assert max(promoted_versions(_set(home, "arc"))) >= 2  # new data was published
 
 
 def test_a_retrain_waits_for_the_run_holding_the_home(published_home):
