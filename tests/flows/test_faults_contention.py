@@ -25,13 +25,14 @@ from tests.helpers import TINY, release, run
 ROOT = Path(__file__).resolve().parents[2]
 SETS = ("arc", "gsm8k")
 NO_SUITE = {"suite": False}  # the benchmarks' candidates are what these tests look at
+SMALL = {"n_anchors": 2, "refine_steps": 0}  # one budget (k2) for the fixture and the races
 
 
 @pytest.fixture
 def published_home(prefect_harness, tmp_path):
     """A home where release [0, 200) is published (v1 of arc and gsm8k)."""
     home = tmp_path / "home"
-    run(home, [release(tmp_path, 0, 200)], n_anchors=2, refine_steps=0, **NO_SUITE)
+    run(home, [release(tmp_path, 0, 200)], **SMALL, **NO_SUITE)
     return home
 
 
@@ -54,7 +55,7 @@ def cli_refresh(home: Path, source: str) -> subprocess.Popen:
     from prefect.settings import PREFECT_API_URL
 
     env = os.environ | {"PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(ROOT)}
-    sets = [f"--set={k}={v}" for k, v in (TINY | NO_SUITE | {"drift_mae_points": 0.01}).items()]
+    sets = [f"--set={k}={v}" for k, v in (TINY | SMALL | NO_SUITE | {"drift_mae_points": 0.01}).items()]
     argv = [sys.executable, "-m", "sparseeval", "refresh", "--home", str(home), "--source",
             source, "--set=lease_wait_seconds=240", *sets]  # fmt: skip
     return subprocess.Popen(argv, env=env, cwd=home.parent, stdout=subprocess.PIPE,
@@ -85,7 +86,7 @@ def test_a_retrain_waits_for_the_run_holding_the_home(published_home):
 
     home = published_home
     before = {b: sorted((home / "published" / b).iterdir()) for b in SETS}
-    overrides = TINY | NO_SUITE | {"lease_wait_seconds": 0.3}
+    overrides = TINY | SMALL | NO_SUITE | {"lease_wait_seconds": 0.3}
     with HomeLease(home, "refresh nightly (another process)"):
         state = retrain_benchmark("arc", home=str(home), settings_overrides=overrides,
                                   return_state=True)  # fmt: skip
