@@ -11,7 +11,11 @@ child process so its peak RSS is its own.
 
 `--wide MODELSxCOLUMNS`: a wide CSV table (`model` + one column per item) ingested into a
 fresh store, with the CPU time (user+sys, DuckDB's threads included) of each staging query
-(`db.execute` by .sql name): DuckDB's cost per column grows with the column count.
+(`db.execute` by .sql name): DuckDB's cost per column grows with the column count; and the
+ingest's peak RSS, with the store's DuckDB memory bound (`sql/session.sql`) and with DuckDB's
+own default (80% of RAM), alternately, `--repeats` times each:
+
+    python bench/ingest.py --wide 20000x2000 --repeats 3
 """
 
 from __future__ import annotations
@@ -111,8 +115,20 @@ def _timed(store: Store, data: Path, force: bool, expected: str) -> float:
     return dt
 
 
-def wide_case(n_models: int, n_items: int, work: Path) -> dict:
-    """Ingest one wide CSV; wall and CPU seconds in all and per staging query."""
+def write_wide(path: Path, n_models: int, n_items: int) -> None:
+    """A wide CSV of random 0/1 answers: `model` and one column per item."""
+    rng = np.random.default_rng(0)
+    with open(path, "w") as f:
+        f.write("model," + ",".join(f"q{j}" for j in range(n_items)) + "\n")
+        for m in range(n_models):
+            row = rng.integers(0, 2, n_items, dtype=np.int8).astype(np.uint8) + ord("0")
+            f.write(f"m{m}," + ",".join(row.tobytes().decode()) + "\n")
+
+
+def wide_case(path: Path, n_models: int, n_items: int, bound: bool) -> dict:
+    """Ingest one wide CSV into a fresh store; wall and CPU seconds in all and per staging
+    query, and the peak RSS (this process: run each case in its own). `bound`: with the
+    store's DuckDB memory bound, else DuckDB's default."""
     import resource
 
     from sparseeval.pipeline.store import WideTable
@@ -122,12 +138,6 @@ def wide_case(n_models: int, n_items: int, work: Path) -> dict:
         r = resource.getrusage(resource.RUSAGE_SELF)
         return r.ru_utime + r.ru_stime
 
-    path = work / f"wide_{n_models}x{n_items}.csv"
-    rng = np.random.default_rng(0)
-    with open(path, "w") as f:
-        f.write("model," + ",".join(f"q{j}" for j in range(n_items)) + "\n")
-        for m in range(n_models):
-            f.write(f"m{m}," + ",".join(map(str, rng.integers(0, 2, n_items))) + "\n")
     spent: dict[str, float] = {}
     execute = store_db.execute
 
@@ -145,7 +155,9 @@ def wide_case(n_models: int, n_items: int, work: Path) -> dict:
         m.execute = timed
     try:
         t, c = time.perf_counter(), cpu()
-        with Store.open(work / f"wide_{n_models}x{n_items}.duckdb") as store:
+        with Store.open(path.with_suffix(".duckdb")) as store:
+            if not bound:
+                store.con.execute("RESET memory_limit")
             (report,) = ingest(store, WideTable(path, "arc"))
         wall, total = time.perf_counter() - t, cpu() - c
     finally:
@@ -153,7 +165,8 @@ def wide_case(n_models: int, n_items: int, work: Path) -> dict:
             m.execute = execute
     assert report.status == "ok" and report.n_new == n_models * n_items, report.line()
     top = sorted(spent.items(), key=lambda kv: -kv[1])[:3]
-    return {"case": f"{n_models:,} x {n_items:,}", "wall_s": wall, "cpu_s": total, "top": top}
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"wall_s": wall, "cpu_s": total, "top": top, "peak_mb": peak}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -162,9 +175,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeats", type=int, nargs="+", default=[3, 1], help="per size")
     p.add_argument("--workdir", type=Path, default=None)
     p.add_argument("--wide", nargs="+", metavar="MxN", help="wide CSV cases instead")
+    p.add_argument("--wide-case", nargs=3, help=argparse.SUPPRESS)  # PATH MxN bound|default
     args = p.parse_args(argv)
+    if args.wide_case:
+        path, size, mode = args.wide_case
+        m, n = (int(v) for v in size.split("x"))
+        return print(json.dumps(wide_case(Path(path), m, n, mode == "bound")))
     if args.wide:
-        return main_wide(args.wide, args.workdir)
+        return main_wide(args.wide, args.workdir, args.repeats[0])
     repeats = args.repeats + [args.repeats[-1]] * (len(args.sizes) - len(args.repeats))
     if args.workdir:
         Path(args.workdir).mkdir(parents=True, exist_ok=True)
@@ -190,20 +208,43 @@ def main(argv: list[str] | None = None) -> None:
         )
 
 
-def main_wide(sizes: list[str], workdir: Path | None) -> None:
-    """The wide CSV cases' table (CPU seconds: user+sys of this process)."""
+def main_wide(sizes: list[str], workdir: Path | None, repeats: int) -> None:
+    """The wide CSV cases' table, with and without the store's memory bound, alternately,
+    each ingest in its own process (its peak RSS its own); medians of `repeats`."""
     import os
 
+    from _results import command_line, provenance, write_section
+
+    rows = ["| wide CSV (models x item columns) | DuckDB memory | runs | ingest wall s |"
+            " ingest CPU s | peak RSS MB | CPU s of the top staging queries | load |",
+            "|" + "---|" * 8]  # fmt: skip
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        print("| wide CSV (models x item columns) | ingest wall s | ingest CPU s | CPU s of the"
-              " top staging queries | load |")  # fmt: skip
-        print("|" + "---|" * 5)
         for size in sizes:
             m, n = (int(v) for v in size.split("x"))
-            r = wide_case(m, n, Path(tmp))
-            top = ", ".join(f"{k} {v:.1f}" for k, v in r["top"])
+            path = Path(tmp) / f"wide_{size}.csv"
+            write_wide(path, m, n)
+            runs: dict[str, list[dict]] = {"bound": [], "default": []}
+            for _ in range(repeats):
+                for mode in runs:
+                    path.with_suffix(".duckdb").unlink(missing_ok=True)
+                    out = subprocess.run([sys.executable, __file__, "--wide-case", str(path),
+                                          size, mode], check=True, capture_output=True,
+                                         text=True)  # fmt: skip
+                    runs[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
             load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-            print(f"| {r['case']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {top} | {load} |")
+            for mode, rs in runs.items():
+                med = {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "cpu_s",
+                                                                        "peak_mb")}  # fmt: skip
+                top = ", ".join(f"{k} {v:.1f}" for k, v in rs[-1]["top"])
+                what = "bounded (sql/session.sql)" if mode == "bound" else "DuckDB's default"
+                rows.append(f"| {m:,} x {n:,} | {what} | {len(rs)} | {med['wall_s']:.1f} |"
+                            f" {med['cpu_s']:.1f} | {med['peak_mb']:,.0f} | {top} |"
+                            f" {load} |")  # fmt: skip
+    table = "\n".join(rows)
+    print(table)
+    write_section("### Wide CSV: peak memory with and without the store's bound",
+                  f"`{command_line('ingest.py', sys.argv[1:])}` on {provenance()}.\n\n{table}\n",
+                  under="## Ingest (`python bench/ingest.py`, idle machine)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -55,7 +55,8 @@ def cli_refresh(home: Path, source: str) -> subprocess.Popen:
     from prefect.settings import PREFECT_API_URL
 
     env = os.environ | {"PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(ROOT)}
-    sets = [f"--set={k}={v}" for k, v in (TINY | SMALL | NO_SUITE | {"drift_mae_points": 0.01}).items()]
+    values = TINY | SMALL | NO_SUITE | {"drift_mae_points": 0.01}
+    sets = [f"--set={k}={v}" for k, v in values.items()]
     argv = [sys.executable, "-m", "sparseeval", "refresh", "--home", str(home), "--source",
             source, "--set=lease_wait_seconds=240", *sets]  # fmt: skip
     return subprocess.Popen(argv, env=env, cwd=home.parent, stdout=subprocess.PIPE,

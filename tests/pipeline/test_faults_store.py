@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sparseeval.consume.lm_eval.harness import LmEvalError, read_responses, read_samples_file
@@ -359,3 +360,33 @@ class _One:
 
     def units(self, store):
         yield self.unit
+
+
+def test_connections_bound_duckdbs_memory(store, tmp_path):
+    """DuckDB's default is 80% of RAM: a 20,000 x 2,000 wide CSV peaked at 8 GB. Bounded,
+    big staging queries spill next to the store (`bench/ingest.py --wide`)."""
+    limit = "SELECT current_setting('memory_limit')"
+    assert store.con.sql(limit).fetchall() == [("1.8 GiB",)]  # 2GB as DuckDB prints it
+    store.close()
+    with Store.open(tmp_path / "store.duckdb", read_only=True) as ro:
+        assert ro.con.sql(limit).fetchall() == [("1.8 GiB",)]
+
+
+def test_a_wide_table_bigger_than_the_bound_spills_and_ingests(store, tmp_path):
+    from sparseeval.pipeline.store import WideTable
+
+    path = tmp_path / "wide.csv"
+    rng = np.random.default_rng(0)
+    n_models, n_items = 3000, 300
+    with open(path, "w") as f:
+        f.write("model," + ",".join(f"q{j}" for j in range(n_items)) + "\n")
+        for m in range(n_models):
+            f.write(f"m{m}," + ",".join(map(str, rng.integers(0, 2, n_items))) + "\n")
+    store.add_benchmark("wide")
+    store.con.execute("SET memory_limit = '100MB'")  # far below what the unpivot holds
+    (report,) = ingest(store, WideTable(path, "wide"))
+    assert report.status == "ok" and report.n_new == n_models * n_items, report.line()
+    spilled = Path(f"{store.path}.tmp")  # DuckDB's spill folder; removed when the store closes
+    assert spilled.is_dir()
+    store.close()
+    assert not spilled.exists()
