@@ -210,15 +210,20 @@ def no_more_items(aset, answers: dict) -> str:
     curves = aset.curves
     if curves is None:
         return "this set has no list of the benchmark's items (published before next items)"
-    if not curves.item_mean:
+    if curves.target_map is None:
         target = aset.manifest.target.definition or "a reported score"
-        n = len(curves.items)
-        return (f"the set estimates {target}, not the mean over its {n} items: answers on more of"
-                " them do not correct it, and it reads a model from how its training models'"
-                " scores followed their answers, so it cannot place a model above its best"
-                " training models (the interval's flags say when a model is there). A set fit"
-                " on the items' mean (`fit` without --targets), or on stronger models, would"
-                " narrow it")  # fmt: skip
+        line = curves.item_map
+        why = ("published before sets recorded how the score follows the items" if line is None
+               else f"the best straight line through their mean misses the training models'"
+               f" scores by {100 * line.rmse:.1f} points (RMS): the data hold only some of the"
+               " benchmark's items, or the score weighs them another way")  # fmt: skip
+        return (f"the set estimates {target}, which does not follow the mean over its"
+                f" {len(curves.items)} items ({why}), so answers on more of them cannot correct"
+                " it; it reads a model from how its training models' scores followed their"
+                " answers, so it cannot place a model above its best training models (the"
+                " interval's flags say when a model is there). A set fit on every item of the"
+                " benchmark, on the items' mean (`fit` without --targets), or on stronger"
+                " models, would narrow it")  # fmt: skip
     if aset.items_left(answers) <= 0:
         return f"every one of the benchmark's {len(curves.items)} items is an anchor or answered"
     return "the items answered already are as many as that width takes"

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sparseeval.consume.scoring.next_items import ItemCurves
+from sparseeval.consume.scoring.next_items import ItemCurves, ItemMap
 
 RIDGE = 1.0  # penalty on (a, b): keeps items everyone (or no one) answers finite
 STEPS = 25
@@ -26,13 +26,36 @@ def training_abilities(X01: np.ndarray) -> np.ndarray:
 
 
 def fit_curves(X, item_ids: Sequence[str], item_mean: bool = True,
-               sources: Mapping[str, Any] | None = None) -> ItemCurves:  # fmt: skip
-    """The curves of every column of X (models x items, -1/+1 or 0/1) named by `item_ids`."""
+               sources: Mapping[str, Any] | None = None, targets=None) -> ItemCurves:  # fmt: skip
+    """The curves of every column of X (models x items, -1/+1 or 0/1) named by `item_ids`;
+    with the models' reported `targets` (a set whose target is not the items' mean), the
+    line that reads them from the items' mean (`item_map`)."""
     X01 = np.asarray(X, float)
     if X01.min() < 0:
         X01 = (X01 + 1) / 2
     a, b = fit_logistic(X01, training_abilities(X01))
-    return ItemCurves(tuple(map(str, item_ids)), a, b, item_mean, sources)
+    line = None if item_mean or targets is None else item_map(X01, targets)
+    return ItemCurves(tuple(map(str, item_ids)), a, b, item_mean, sources, line)
+
+
+def matrix_curves(matrix, rows, item_mean: bool = True,
+                  sources: Mapping[str, Any] | None = None) -> ItemCurves:  # fmt: skip
+    """`fit_curves` of every item of `matrix` (a `ResponseMatrix`) on its `rows`, with
+    their reported targets where it has them."""
+    sub = matrix.rows(rows)
+    return fit_curves(sub.values, [str(i) for i in sub.item_ids], item_mean, sources,
+                      sub.targets)  # fmt: skip
+
+
+def item_map(X01: np.ndarray, targets) -> ItemMap:
+    """The least-squares line `a + b * mean` of the targets on the models' mean over the
+    items (0/1 or graded scores), with its RMS miss."""
+    mean, y = np.asarray(X01, float).mean(1), np.asarray(targets, float)
+    known = np.isfinite(y)
+    mean, y = mean[known], y[known]
+    design = np.column_stack([np.ones_like(mean), mean])
+    (a, b), *_ = np.linalg.lstsq(design, y, rcond=None)
+    return ItemMap(float(a), float(b), float(np.sqrt(np.mean((design @ [a, b] - y) ** 2))))
 
 
 def fit_logistic(
@@ -79,5 +102,7 @@ __all__ = [
     "STEPS",
     "fit_curves",
     "fit_logistic",
+    "item_map",
+    "matrix_curves",
     "training_abilities",
 ]

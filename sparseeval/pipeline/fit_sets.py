@@ -65,10 +65,9 @@ def opaque_sources(items) -> dict[str, dict]:
 
 def benchmark_curves(matrix: ResponseMatrix, rows, item_mean: bool, sources=None):
     """Every item of the matrix with its curve fitted on `rows` (`method.item_curves`)."""
-    from sparseeval.method.item_curves import fit_curves
+    from sparseeval.method.item_curves import matrix_curves
 
-    ids = [str(i) for i in matrix.item_ids]
-    return fit_curves(matrix.values[rows], ids, item_mean, sources or opaque_sources(ids))
+    return matrix_curves(matrix, rows, item_mean, sources or opaque_sources(matrix.item_ids))
 
 
 def publish_fits(

@@ -458,13 +458,12 @@ def cached_fit(folder: str | Path, key: str, matrix_fingerprint: str) -> FitInfo
 
 def save_curves(folder: Path, info: FitInfo, matrix, rows) -> None:
     """Every item of the matrix and its curve (`method.item_curves`) in `folder/items/`."""
-    from sparseeval.method.item_curves import fit_curves
+    from sparseeval.method.item_curves import matrix_curves
     from sparseeval.pipeline.identity import anchor_sources
 
-    ids = [str(i) for i in matrix.item_ids]
-    sources = anchor_sources(info.matrix_path, ids, info.benchmark)
+    sources = anchor_sources(info.matrix_path, [str(i) for i in matrix.item_ids], info.benchmark)
     item_mean = (info.target or {}).get("kind") == "items"
-    fit_curves(matrix.values[rows], ids, item_mean, sources).save(folder / CURVES_DIR)
+    matrix_curves(matrix, rows, item_mean, sources).save(folder / CURVES_DIR)
 
 
 def curves_of(fit: FitInfo):

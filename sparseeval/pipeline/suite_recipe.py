@@ -98,7 +98,7 @@ def fit_suite(
     from threadpoolctl import threadpool_limits
 
     from sparseeval.method.estimator import SparseEval
-    from sparseeval.method.item_curves import fit_curves
+    from sparseeval.method.item_curves import matrix_curves
 
     if len(matrices) < MIN_BENCHMARKS:
         raise NotEnoughModels(f"suite: needs {MIN_BENCHMARKS} benchmarks, has {len(matrices)}")
@@ -140,7 +140,7 @@ def fit_suite(
         own,
         [str(m) for m in first.model_ids[split.test]],
         {name: check.to_dict() for name, check in pools.items()},
-        {b: fit_curves(m.values[split.train], m.item_ids) for b, m in aligned.items()},
+        {b: matrix_curves(m, split.train, m.targets is None) for b, m in aligned.items()},
         {role: [str(m) for m in first.model_ids[rows]] for role, rows in
          (("test", split.test), ("train", split.train), ("valid", split.valid),
           ("calibration", split.calib))},

@@ -90,9 +90,10 @@ def test_a_wide_estimate_more_items_cannot_narrow_says_why(fitted, capsys, monke
     assert suggestion(aset, {i: row[i] for i in aset.items}, est, args)["n"] > 0
     reported = replace(aset, curves=replace(aset.curves, item_mean=False))
     said = suggestion(reported, {i: row[i] for i in aset.items}, est, args)
-    assert said["n"] == 0 and f"not the mean over its {N} items" in said["line"]
+    assert said["n"] == 0 and f"does not follow the mean over its {N} items" in said["line"]
     assert "cannot place a model above its best training models" in said["line"]
-    assert "A set fit on the items' mean (`fit` without --targets)" in said["line"]
+    assert "published before sets recorded how the score follows the items" in said["line"]
+    assert "on the items' mean (`fit` without --targets)" in said["line"]
     everything = dict(row)
     said = suggestion(aset, everything, replace(est, low=0.0, high=1.0), args)
     assert said["n"] == 0 and f"every one of the benchmark's {N} items is an anchor" in said["line"]

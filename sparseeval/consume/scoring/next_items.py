@@ -35,9 +35,13 @@ while 10 items cannot yet tell). The default strategy of `next_items`
 is random: u is unbiased only over a random draw; the informative items (those the model is
 least sure of) are no random sample, and measured biased (TruthfulQA's strongest decile at
 30: +3.35 points, 78.7% coverage).
-It corrects the mean over the set's items, so a set applies it only when that mean is its
-target (`ItemCurves.item_mean`): not for a leaderboard score that is no function of these
-items (TruthfulQA's mc2, or a score over items the set does not list).
+It corrects the mean over the set's items, so a set applies it when that mean is its target
+(`ItemCurves.item_mean`) or when its reported target is a straight line of that mean
+(`ItemMap`: a leaderboard's `acc_norm` over every item of the benchmark, on whatever scale):
+the anchor estimate is read on the items' scale, corrected there and mapped back. Not for a
+reported score that is no such function of these items (TruthfulQA's mc2, a macro mean over
+subjects, or a score over items the set does not list, as metabench's reduced tables: their
+best line misses the leaderboard by 1.7-3.4 points RMS).
 NumPy only.
 """
 
@@ -69,10 +73,55 @@ PRIOR_ITEMS = 10  # the curves' guess of s2 counts as this many residuals
 # OFF_POOL_ZONE 0.3 left GSM8K's strongest decile at 2.39 with 30 items against the anchors'
 # 2.36, 0.2 and 0.15 gave 2.29 and 2.25, every other group as good)
 OFF_POOL, OFF_POOL_ZONE, OFF_POOL_FLAGGED, OFF_SCALE = 0.0, 0.2, 0.8, 4.0
+# The largest RMS miss (0-1 scale) of a reported target read as a straight line of the items'
+# mean (`ItemMap.usable`): a score computed from these items misses by rounding only.
+MAP_TOL = 0.005
 
 
 class CurvesError(SparseEvalError, ValueError):
     """Item curves that cannot serve (damaged, or not matching the set's anchors)."""
+
+
+@dataclass(frozen=True)
+class ItemMap:
+    """A reported target as a straight line of the mean over the set's items, `a + b * mean`
+    (least squares on the training models), which misses their targets by `rmse` (RMS)."""
+
+    a: float
+    b: float
+    rmse: float
+
+    @property
+    def usable(self) -> bool:
+        """Whether the target is that line (up to MAP_TOL), rising with the items' mean."""
+        return self.b > 0 and self.rmse <= MAP_TOL
+
+    def to_items(self, value: float) -> float:
+        return (value - self.a) / self.b
+
+    def on_target(self, c: Correction) -> Correction:
+        """`c`, made on the items' mean, on the target's scale (the line's miss added to
+        its standard errors)."""
+        line = lambda v: self.a + self.b * v  # noqa: E731
+        sd = lambda s: math.hypot(self.b * s, self.rmse)  # noqa: E731
+        return replace(c, value=line(c.value), shift=self.b * c.shift, sd=sd(c.sd),
+                       unbiased=line(c.unbiased), combined_sd=sd(c.combined_sd),
+                       centre=line(c.centre))  # fmt: skip
+
+    def to_dict(self) -> dict[str, float]:
+        return {"a": self.a, "b": self.b, "rmse": self.rmse}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> ItemMap | None:
+        if not isinstance(d, Mapping):
+            return None
+        try:
+            return cls(float(d["a"]), float(d["b"]), float(d["rmse"]))
+        except (KeyError, TypeError, ValueError):
+            raise CurvesError(f"items.json: item_map is not {{a, b, rmse}}: {d!r:.80}") from None
+
+
+IDENTITY = ItemMap(0.0, 1.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -84,6 +133,7 @@ class ItemCurves:
     b: np.ndarray
     item_mean: bool = True  # the set's target is the mean over these items
     sources: Mapping[str, Any] | None = None
+    item_map: ItemMap | None = None  # a reported target against the items' mean (fitted)
 
     def __post_init__(self) -> None:
         n = len(self.items)
@@ -95,15 +145,25 @@ class ItemCurves:
         if len(set(self.items)) != n:
             raise CurvesError("an item is listed twice")
 
+    @property
+    def target_map(self) -> ItemMap | None:
+        """How the set's target follows the items' mean: the identity for the mean itself,
+        a usable `item_map`, else None (more items cannot correct the target)."""
+        if self.item_mean:
+            return IDENTITY
+        return self.item_map if self.item_map is not None and self.item_map.usable else None
+
     def manifest_entry(self) -> dict[str, Any]:
-        return {"folder": CURVES_DIR, "n_items": len(self.items), "item_mean": self.item_mean}
+        return {"folder": CURVES_DIR, "n_items": len(self.items), "item_mean": self.item_mean,
+                "item_map": self.item_map and self.item_map.to_dict()}  # fmt: skip
 
     def save(self, folder: str | Path) -> list[Path]:
         """Write `items.json` and `curves.npz` (no pickles) into `folder`; the files."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         meta = {"items": list(self.items), "item_mean": self.item_mean,
-                "sources": dict(self.sources or {})}  # fmt: skip
+                "sources": dict(self.sources or {}),
+                "item_map": self.item_map and self.item_map.to_dict()}  # fmt: skip
         (folder / ITEMS_FILE).write_text(json.dumps(meta))
         np.savez(folder / CURVES_FILE, a=np.asarray(self.a, float), b=np.asarray(self.b, float))
         return [folder / ITEMS_FILE, folder / CURVES_FILE]
@@ -119,8 +179,9 @@ class ItemCurves:
             raise CurvesError(f"cannot read item curves ({e})") from None
         if not isinstance(meta, dict) or not isinstance(meta.get("items"), list):
             raise CurvesError("items.json has no list of items")
+        line = ItemMap.from_dict(meta.get("item_map"))
         return cls(tuple(map(str, meta["items"])), a, b, bool(meta.get("item_mean", True)),
-                   meta.get("sources") or None)  # fmt: skip
+                   meta.get("sources") or None, line)  # fmt: skip
 
     def probabilities(self, theta) -> np.ndarray:
         """P(correct) per model (rows, one per theta) and item."""
@@ -369,14 +430,17 @@ __all__ = [
     "CURVES_DIR",
     "CURVES_FILE",
     "DEFAULT_STRATEGY",
+    "IDENTITY",
     "ITEMS_FILE",
     "KEY",
+    "MAP_TOL",
     "MIN_RESIDUAL_VAR",
     "PRIOR_ITEMS",
     "STRATEGIES",
     "Correction",
     "CurvesError",
     "ItemCurves",
+    "ItemMap",
     "abilities",
     "anchor_spread",
     "choose",

@@ -29,6 +29,7 @@ from sparseeval.consume.scoring.flags import PoolCheck, bounds, in_top_zone, poo
 from sparseeval.consume.scoring.missing import fill_missing
 from sparseeval.consume.scoring.next_items import (
     DEFAULT_STRATEGY,
+    IDENTITY,
     ItemCurves,
     abilities,
     anchor_spread,
@@ -222,14 +223,16 @@ class AnchorSet:
         """How many more items (`next_items`) would bring the interval to `width` (0-1).
 
         Guessed from this model's curves (their p(1-p) stands for the residuals' variance);
-        None when the set has no item curves or its target is not the mean over its items.
+        None when the set has no item curves or its target does not follow the items' mean.
         """
-        if self.curves is None or not self.curves.item_mean:
+        line = self.curves and self.curves.target_map
+        if line is None:
             return None
         p = self.curves.probabilities(self._ability(responses))[0]
         rest = np.setdiff1d(np.arange(len(self.curves.items)), positions(self.curves, self.items))
         answered = len(self._extra(responses)[0])
-        total = items_for_width(self.curves, len(self.items), p[rest], answered, width, self.level)
+        total = items_for_width(self.curves, len(self.items), p[rest], answered,
+                                width / line.b, self.level)  # fmt: skip
         return None if total is None else max(total - answered, 0)
 
     def items_left(self, responses) -> int:
@@ -247,9 +250,8 @@ class AnchorSet:
         anchors = positions(
             self.curves, [i for i, a in zip(self.items, answered, strict=True) if a]
         )
-        return float(
-            abilities(self.curves, anchors, (x[answered][None, :] + 1) / 2, [est.value])[0]
-        )
+        value = (self.curves.target_map or IDENTITY).to_items(est.value)  # the items' mean
+        return float(abilities(self.curves, anchors, (x[answered][None, :] + 1) / 2, [value])[0])
 
     def _need_curves(self) -> ItemCurves:
         if self.curves is None:
@@ -291,15 +293,17 @@ class AnchorSet:
         extra, answers = self._extra(responses)
         if not len(extra):
             return est
-        if est.missing or not self.curves.item_mean:
+        line = self.curves.target_map
+        if est.missing or line is None:
             why = ("anchors are missing" if est.missing else
-                   "the set's target is not the mean over its items")  # fmt: skip
+                   "the set's target does not follow the mean over its items")  # fmt: skip
             return replace(est, note=f"{len(extra)} extra items not used: {why}")
         x = self._vector(responses)
-        spread = float(anchor_spread(est.value, est.low, est.high, self.level))
+        spread = float(anchor_spread(est.value, est.low, est.high, self.level)) / line.b
         off = misjudged(bool(est.flags), in_top_zone(self._pool, est.value)[0])
-        c = correct(self.curves, positions(self.curves, self.items), (x + 1) / 2, est.value,
-                    extra, answers, spread, float(off))  # fmt: skip
+        c = correct(self.curves, positions(self.curves, self.items), (x + 1) / 2,
+                    line.to_items(est.value), extra, answers, spread, float(off))  # fmt: skip
+        c = line.on_target(c)
         low, high = c.interval(self.level)
         c = c.within(low, high)
         check_estimate(self.source, c.value, low, high)

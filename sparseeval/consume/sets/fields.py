@@ -228,7 +228,9 @@ PREDICTOR = table(
     ("folder",),
 )  # fmt: skip
 ITEM_CURVES = table(
-    {"folder": text(), "n_items": integer(1), "item_mean": anything},
+    {"folder": text(), "n_items": integer(1), "item_mean": anything,
+     "item_map": table({"a": number(), "b": number(), "rmse": number(0)}, ("a", "b", "rmse"),
+                       null=True)},
     ("folder", "n_items"), null=True,
 )  # fmt: skip
 READER = table(  # its folder: `shape.reader_folder`, as the member is read
