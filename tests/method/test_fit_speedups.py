@@ -16,7 +16,7 @@ from sparseeval import make_synthetic, split_models
 from sparseeval.method import selection
 from sparseeval.method.predictors import ALPHAS, Adam, Dropout, _centre, _nn_ridge
 from sparseeval.method.selection import AnchorSelector
-from sparseeval.method.training import uint32_draws
+from sparseeval.method.training import MonotoneMix, uint32_draws
 
 
 def _trained(opt_class, weight_decay: float) -> list[torch.Tensor]:
@@ -48,6 +48,24 @@ def test_dropout_bits_are_rng_bytes(shape):
     expected = torch.from_numpy((bits >= round(0.1 * 65536)).astype(np.float32)) / 0.9
     assert torch.equal(out, expected)
     assert drop.rng.integers(2**62) == rng.integers(2**62)
+
+
+def test_monotone_mix_trains_with_torch_clamps_gradients_bit_for_bit():
+    """The saved-mask clamp gives what `torch.clamp` gives, forward and backward, with
+    units clipped at both ends and one exactly on a bound."""
+    mix = MonotoneMix()
+    mix(torch.zeros(1, 64))
+    low, high = mix._bounds[(64, "cpu")]
+    x = torch.randn(300, 64) * 3
+    x[0, 0], x[1, 1] = low[0], high[1]  # exactly on a bound: torch passes the gradient
+    grad = torch.randn(300, 64)
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out = mix(ours)
+    expected = torch.clamp(theirs, low, high)
+    out.backward(grad)
+    expected.backward(grad)
+    assert torch.equal(out, expected) and torch.equal(ours.grad, theirs.grad)
+    assert 0 < int((ours.grad == 0).sum()) < x.numel()  # some units clipped, some not
 
 
 def test_raw_draws_are_the_generators_uint32s_in_any_order_of_sizes():
