@@ -180,7 +180,7 @@ def speed(n_models: int = 1500, n_items: int = 1000, k: int = 100, n_extra: int 
     from sparseeval.consume.sets.anchorset import load_anchor_set
     from sparseeval.method.metrics import evaluate
     from sparseeval.pipeline.fit_sets import benchmark_curves
-    from sparseeval.pipeline.versions import set_latest, write_version
+    from sparseeval.pipeline.versions import new_version, set_latest, write_version
 
     m = make_synthetic(n_models, n_items, seed=0)
     rows = np.arange(n_models)
@@ -188,9 +188,11 @@ def speed(n_models: int = 1500, n_items: int = 1000, k: int = 100, n_extra: int 
     est.fit(m.values[rows[:-300]], m.y[rows[:-300]], X_valid=m.values[rows[-300:]],
             y_valid=m.y[rows[-300:]], item_ids=m.item_ids)  # fmt: skip
     root = tempfile.mkdtemp()
-    write_version(root, "speed", est, data_fingerprint="speed", split_sizes={"train": 1},
-                  metrics={"test": evaluate(est.predict(m.values[:50]), m.y[:50])},
-                  settings=Settings(home=root), curves=benchmark_curves(m, rows, True))  # fmt: skip
+    decided = new_version("speed", est, data_fingerprint="speed", split_sizes={"train": 1},
+                          metrics={"test": evaluate(est.predict(m.values[:50]), m.y[:50])},
+                          settings=Settings(home=root),
+                          curves=benchmark_curves(m, rows, True))  # fmt: skip
+    write_version(root, decided)
     set_latest(root, "speed", 1)
     aset = load_anchor_set(root, "speed")
     answers = dict(zip(map(str, m.item_ids), (m.values[0] > 0).astype(int).tolist(), strict=True))

@@ -6,10 +6,11 @@
 Three fitted estimators (`SparseEval(n_anchors=8, refine_steps=1, epochs=50, ensemble=1,
 predictor="ridge")` on `make_synthetic(300, 60, seed=s)`, s = 0, 1, 2) give three different
 estimates for one fixed set of answers (all 60 items). The main process publishes them in
-turn as v1, v2, ... of one benchmark (`write_version` then `set_latest`, as the pipeline's
-publish step does) while `--readers` processes loop `load_anchor_set(root, b).predict(answers)`
-and record, for every read, the version the manifest names, the version the estimate names,
-the estimate and its interval, or the exception. The expected (estimate, low, high) of each
+turn as v1, v2, ... of one benchmark (`new_version`, `write_version`, then `set_latest`, as
+the pipeline's publish step does) while `--readers` processes loop
+`load_anchor_set(root, b).predict(answers)` and record, for every read, the version the
+manifest names, the version the estimate names, the estimate and its interval, or the
+exception. The expected (estimate, low, high) of each
 fit is taken beforehand from a scratch copy, loaded the same way.
 
 A read is consistent when its estimate and interval equal those of the version it names
@@ -60,15 +61,16 @@ def publish(root: Path, fitted) -> int:
     """Write `fitted` as the next version and promote it; the version number."""
     from sparseeval.method.metrics import evaluate
     from sparseeval.pipeline.settings import Settings
-    from sparseeval.pipeline.versions import set_latest, write_version
+    from sparseeval.pipeline.versions import new_version, set_latest, write_version
 
     m, sp, est = fitted
     pred = est.predict(m.values[sp.test])
-    folder = write_version(
-        root, BENCHMARK, est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
+    decided = new_version(
+        BENCHMARK, est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
         metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings(home=root),
         report_inputs={"test_pred": pred, "test_true": m.y[sp.test]},
     )  # fmt: skip
+    folder = write_version(root, decided)
     version = int(folder.name.removeprefix("v"))
     set_latest(root, BENCHMARK, version)
     return version

@@ -29,7 +29,7 @@ def make_published(root: Path) -> Path:
     from sparseeval.method.metrics import evaluate
     from sparseeval.method.splits import split_models
     from sparseeval.method.synthetic import make_synthetic
-    from sparseeval.pipeline.versions import set_latest, write_version
+    from sparseeval.pipeline.versions import new_version, set_latest, write_version
 
     m = make_synthetic(600, 200)
     sp = split_models(m.model_ids, 100, 100)
@@ -40,9 +40,10 @@ def make_published(root: Path) -> Path:
             item_ids=m.item_ids)  # fmt: skip
     pred = est.predict(X[sp.test])
     published = root / "published"
-    write_version(published, "arc", est, data_fingerprint=m.fingerprint(),
-                  split_sizes=sp.sizes(), metrics={"test": evaluate(pred, y[sp.test])},
-                  settings={"interval_level": 0.9})  # fmt: skip
+    decided = new_version("arc", est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
+                          metrics={"test": evaluate(pred, y[sp.test])},
+                          settings={"interval_level": 0.9})  # fmt: skip
+    write_version(published, decided)
     set_latest(published, "arc", 1)
     row = X[sp.test[0]]
     cols = {str(i): j for j, i in enumerate(m.item_ids)}

@@ -10,7 +10,7 @@ from sparseeval.method.metrics import evaluate
 from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.versions import write_version
+from sparseeval.pipeline.versions import new_version, write_version
 
 
 def tiny_fit(seed: int = 0, n_test: int = 80, n_valid: int = 80, item_ids=None):
@@ -30,11 +30,13 @@ def publish_fit(root, benchmark: str, fitted, **kw):
     """Write `fitted` (from `tiny_fit`) as the next version of `benchmark` under `root`."""
     m, sp, est = fitted
     pred = est.predict(m.values[sp.test])
-    return write_version(
-        root, benchmark, est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
+    at = {k: kw.pop(k) for k in ("budget", "flat", "signing_key") if k in kw}
+    decided = new_version(
+        benchmark, est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
         metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings(home=root),
         report_inputs={"test_pred": pred, "test_true": m.y[sp.test]}, **kw,
     )  # fmt: skip
+    return write_version(root, decided, **at)
 
 
 def publish_suite_in_flow(matrices: dict, settings: Settings) -> str:

@@ -30,7 +30,7 @@ from sparseeval.pipeline.compare import Comparison
 from sparseeval.pipeline.publish import candidate, publish_unit
 from sparseeval.pipeline.records import Candidate, GateResult
 from sparseeval.pipeline.settings import PUBLISH
-from sparseeval.pipeline.versions import point_default, write_version
+from sparseeval.pipeline.versions import new_version, point_default, write_version
 
 UNGATED = GateResult(True, "local fit: not gated (no live set compared, no Hub mirror)")
 LOCAL_LINE = (
@@ -107,18 +107,19 @@ def publish_fits(
 
 def _write(out_dir, benchmark, fit, comparison, matrix, settings, extra, **kw) -> Path:
     """One budget's fit `(k, MatrixFit)` as a new, unpromoted version of `out_dir`'s k{k} set
-    (`versions.write_version`; kw: its `files`, `curves`), with its pool check and test flags."""
+    (`versions.new_version`; kw: its `files`, `curves`), with its pool check and test flags."""
     k, fit = fit
     split, est, pred, y = fit.split, fit.est, fit.pred, matrix.y
     flags = test_flags(fit.pool, matrix.values[split.test][:, est.anchors_], pred)
-    return write_version(
-        out_dir, benchmark, est, data_fingerprint=matrix.fingerprint(),
+    decided = new_version(
+        benchmark, est, data_fingerprint=matrix.fingerprint(),
         split_sizes=split.sizes(), metrics={"test": fit.test}, settings=settings,
         report_inputs={"test_pred": pred, "test_true": y[split.test], **flags,
                        "budget_rows": [r for r in comparison.rows if r["n_anchors"] == k]},
-        budget=k, extra=dict(extra) | {POOL_KEY: fit.pool.to_dict()},
+        extra=dict(extra) | {POOL_KEY: fit.pool.to_dict()},
         item_sources=opaque_sources(est.anchor_ids_), **kw,
     )  # fmt: skip
+    return write_version(out_dir, decided, budget=k)
 
 
 __all__ = [

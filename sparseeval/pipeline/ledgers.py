@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sparseeval.consume.sets.layout import MANIFEST, latest_version
+from sparseeval.consume.sets.layout import MANIFEST, REPORT_FILES, REPORT_INPUTS, latest_version
 from sparseeval.pipeline import sealed
 from sparseeval.pipeline.artifacts import artifact_path
 from sparseeval.pipeline.records import Candidate
@@ -52,7 +52,7 @@ def _note(path: Path, key: str, value: Any) -> None:
 # -- unchanged candidates -----------------------------------------------------------------
 
 # What a version's report shows (and when it was written): not what a consumer loads.
-PRESENTATION = ("report.md", "report.html", "report_inputs.json", "metrics.json", "plots/")
+PRESENTATION = (REPORT_INPUTS, *REPORT_FILES)
 SUBSTANCE_KEYS = ("items", "item_sources", "interval")  # the manifest's entries that matter
 
 

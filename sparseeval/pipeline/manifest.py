@@ -1,14 +1,18 @@
-"""What a published version's manifest says: items, sources, predictor, metrics, intervals.
+"""What a published version says and holds, decided before anything is written.
 
-`version_manifest` builds it (without the version number, time and file hashes, which
-`versions.write_folder` adds); `interval`, `anchor_means` and `derived_sources` are the
-pieces a suite's member readers reuse.
+`new_version` decides a version of a fitted estimator: its manifest (items, sources,
+predictor, metrics, and the interval, widened here when the coverage check asks for it),
+the report's inputs, and the predictors, item curves and files that go into its folder.
+`versions.write_version` then only writes it (adding the version number, time and file
+hashes), and renders the report after. `interval`, `anchor_means` and `derived_sources`
+are the pieces a suite's member readers reuse.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,11 +22,84 @@ from sparseeval.consume.answers.ids import check_benchmark_name
 from sparseeval.consume.scoring.conformal import ConformalInterval
 from sparseeval.consume.scoring.flags import KEY, PoolCheck
 from sparseeval.consume.scoring.missing import MISSING_POLICY
+from sparseeval.consume.scoring.next_items import CURVES_DIR
+from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
 from sparseeval.consume.sets.layout import KIND, PREDICTOR_DIR, SCHEMA_VERSION
 from sparseeval.pipeline.settings import recorded
 
 
-def version_manifest(
+@dataclass(frozen=True)
+class NewVersion:
+    """A version decided and not yet written (`new_version`; `versions.write_version`).
+
+    manifest: everything but the version number, time and file hashes; inputs: the
+    report's (sealed as `report_inputs.json`); predictors, curves: {folder: predictor or
+    `ItemCurves`} saved in the version folder; files: {name: text} written beside them.
+    """
+
+    manifest: dict[str, Any]
+    inputs: dict[str, Any]
+    predictors: Mapping[str, Any]
+    curves: Mapping[str, Any] = field(default_factory=dict)
+    files: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def benchmark(self) -> str:
+        return self.manifest["benchmark"]
+
+    @property
+    def n_anchors(self) -> int:
+        return self.manifest["n_anchors"]
+
+
+def new_version(
+    benchmark: str,
+    estimator,
+    *,
+    data_fingerprint: str,
+    split_sizes: Mapping[str, int],
+    metrics: Mapping[str, Mapping[str, float]],
+    settings,
+    item_sources: Mapping[str, Any] | None = None,
+    report_inputs: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    members: Mapping[str, Any] | None = None,
+    curves=None,
+    member_curves: Mapping[str, Any] | None = None,
+    files: Mapping[str, str] | None = None,
+) -> NewVersion:
+    """A fitted estimator decided as a version of `benchmark` (nothing written).
+
+    estimator: a fitted `SparseEval` (needs `anchor_ids_`, `predictor_`,
+    `calibration_residuals_`; `predictor_name_` and `valid_scores_` are recorded if present).
+    metrics: {split: {metric: value}}, e.g. {"test": {"mae": 1.2, "kendall_tau": .9}}.
+    settings: a `Settings` (or a plain dict); `interval_level` sets the interval level.
+    item_sources: optional {item id: (task, doc_id)} for the lm-eval round trip; when absent
+    and every id maps by the rules of `sparseeval.consume.lm_eval.harness` (e.g. "17",
+    "gsm8k:17"), the derived map is recorded.
+    report_inputs: optional dict for the report: `test_pred`, `test_true` (arrays on
+    the test models), `budget_rows` ([{method, n_anchors, mae, kendall_tau}]),
+    `drift_rows` ([{version, mae, n_models, ...}]); the interval's coverage check reads them.
+    extra: entries added to the manifest; members: {relative folder: predictor} saved
+    beside `predictor/` (a suite's per-benchmark readers); curves: the benchmark's items and
+    their curves (`ItemCurves`, saved in `items/` for `AnchorSet.next_items` and the
+    corrected estimate); member_curves: {relative folder: ItemCurves} more of them (a
+    suite's members'); files: {file name: text} written beside them (e.g. the set's models,
+    `consume.sets.models`).
+    """
+    manifest, inputs = _manifest(
+        benchmark, estimator, data_fingerprint=data_fingerprint, split_sizes=split_sizes,
+        metrics=metrics, settings=settings, item_sources=item_sources,
+        report_inputs=report_inputs, extra=extra,
+    )  # fmt: skip
+    if curves is not None:
+        manifest[CURVES_KEY] = curves.manifest_entry()
+    saved = ({CURVES_DIR: curves} if curves is not None else {}) | dict(member_curves or {})
+    predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
+    return NewVersion(manifest, inputs, predictors, saved, dict(files or {}))
+
+
+def _manifest(
     benchmark: str,
     estimator,
     *,
@@ -34,10 +111,7 @@ def version_manifest(
     report_inputs: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The manifest of a fitted estimator as a version of `benchmark`, and the report inputs.
-
-    Arguments as `versions.write_version`'s.
-    """
+    """The manifest of a fitted estimator as a version of `benchmark`, and the report inputs."""
     check_benchmark_name(benchmark)
     settings_dict = recorded(settings)
     items = [str(i) for i in estimator.anchor_ids_]
@@ -160,10 +234,11 @@ def jsonable(obj):
 
 
 __all__ = [
+    "NewVersion",
     "anchor_means",
     "derived_sources",
     "interval",
     "jsonable",
+    "new_version",
     "normalise_sources",
-    "version_manifest",
 ]

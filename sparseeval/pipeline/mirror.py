@@ -19,6 +19,7 @@ from sparseeval.consume.sets.layout import (
     budget_of,
     default_budget,
     read_manifest,
+    report_files,
     resolve_version_dir,
     set_dir,
     verify,
@@ -79,7 +80,7 @@ def push_to_hub(
     prefix = f"{where}/v{n}"
     ops = [
         CommitOperationAdd(path_in_repo=f"{prefix}/{rel}", path_or_fileobj=str(folder / rel))
-        for rel in [*sorted(manifest["files"]), MANIFEST]
+        for rel in [*sorted(manifest["files"]), MANIFEST, *report_files(folder)]
         + ([SIGNATURE] if (folder / SIGNATURE).is_file() else [])
     ]
     if update_latest:

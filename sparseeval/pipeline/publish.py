@@ -167,8 +167,8 @@ def write_candidate(settings: AnySettings, fit: FitInfo, budget: int | None = No
     drift_rows = drift_history(settings.artifacts_dir, set_name(fit.benchmark, budget))
     evaluation = evaluation_of(fit)
     fitted = fitted_of(fit)
-    path = versions.write_version(
-        settings.published_dir, fit.benchmark, fitted,
+    decided = versions.new_version(
+        fit.benchmark, fitted,
         data_fingerprint=fit.matrix_fingerprint, split_sizes=fit.split_sizes,
         metrics={"test": fit.test_metrics, "valid": {"mae": fit.valid_scores.get(fit.predictor)}},
         settings=recorded(settings) | {"code_version": fit.code_version},
@@ -179,12 +179,12 @@ def write_candidate(settings: AnySettings, fit: FitInfo, budget: int | None = No
             "test_recent": _recent(settings, fit.benchmark, evaluation.get("test_ids")),
             "drift_rows": list(drift_rows), "budget_rows": fit.budget_rows,
         },
-        budget=budget, extra={"target": fit.target, "provenance": fit.provenance}
-        | pool_extra(fit),
+        extra={"target": fit.target, "provenance": fit.provenance} | pool_extra(fit),
         item_sources=anchor_sources(fit.matrix_path, fitted.anchor_ids_, fit.benchmark),
         files={MODELS_FILE: models_text(split_models(evaluation))},
         curves=curves_of(fit),
     )  # fmt: skip
+    path = versions.write_version(settings.published_dir, decided, budget=budget)
     cand = candidate(path, fit.benchmark, fit.key, budget)
     built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")
     built.parent.mkdir(parents=True, exist_ok=True)

@@ -105,16 +105,14 @@ def write_suite(
         calibration_predictions_=suite.calibration_predictions_[AVERAGE],
         calibration_source_=suite.calibration_source_,
     )
-    return versions.write_version(
-        root, SUITE, average,
+    decided = versions.new_version(
+        SUITE, average,
         data_fingerprint=fit.data_fingerprint,
         split_sizes=fit.split_sizes,
         metrics={"test": metrics.evaluate(fit.test_pred[AVERAGE], fit.test_true[AVERAGE])},
         settings=settings,
         report_inputs={"test_pred": fit.test_pred[AVERAGE], "test_true": fit.test_true[AVERAGE]}
         | fit.test_flags.get(AVERAGE, {}),
-        signing_key=signing_key,
-        flat=True,
         members=members,
         member_curves={f"items/{b}": c for b, c in curves.items()},
         files={MODELS_FILE: models_text(fit.models or {"test": fit.test_ids})},
@@ -122,6 +120,7 @@ def write_suite(
                          "test_metrics": fit.test_metrics(), "matrices_key": matrices_key},
                POOL_KEY: fit.pool_checks.get(AVERAGE)} | suite_about(about, provenance),
     )  # fmt: skip
+    return versions.write_version(root, decided, flat=True, signing_key=signing_key)
 
 
 def kind(own: bool) -> str:

@@ -1,8 +1,10 @@
-"""The version store: write a fitted estimator as a new version, promote it, or discard it.
+"""The version store: write a decided version, promote it, or discard it.
 
-Publishing is three steps so that a caller (the refresh flow) can put a quality gate
-between them and roll back: `write_version` (a new folder appears whole, by rename, and
-nothing points at it yet), `set_latest` (atomic pointer swap) and, on failure,
+Publishing is four steps so that a caller (the refresh flow) can put a quality gate
+between them and roll back: `new_version` decides what the version says (its interval
+widened there when the coverage check asks), `write_version` writes it (a new folder
+appears whole, by rename, and nothing points at it yet; its report is rendered after,
+outside the sealed payload), `set_latest` (atomic pointer swap) and, on failure,
 `discard_version`. Version numbers are never reused. `set_latest` records the promotion
 in `latest` (only promoted versions load); `clean_leftovers` removes what an interrupted
 run left (temporary folders, candidates never promoted). `sign_version` (or
@@ -20,19 +22,16 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sparseeval.consume.hashing import file_sha256
-from sparseeval.consume.scoring.next_items import CURVES_DIR
-from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
 from sparseeval.consume.sets.layout import (
     DEFAULT,
     LATEST,
     MANIFEST,
-    PREDICTOR_DIR,
+    REPORT_FILES,
+    REPORT_INPUTS,
     SIGNATURE,
     TOMBSTONE,
     VERSION_DIR,
@@ -48,128 +47,86 @@ from sparseeval.consume.sets.layout import (
     verify,
 )
 from sparseeval.consume.sets.promotion import promoted_versions
-from sparseeval.pipeline.manifest import jsonable, version_manifest
+from sparseeval.pipeline.manifest import NewVersion, jsonable, new_version
 from sparseeval.pipeline.progress import PROGRESS
 
 __all__ = [
-    "clean_leftovers", "discard_version", "jsonable", "move_single_set", "point_default",
-    "set_latest", "sign_version", "write_folder", "write_version",
+    "NewVersion", "clean_leftovers", "discard_version", "jsonable", "move_single_set",
+    "new_version", "point_default", "render_report_of", "set_latest", "sign_version",
+    "write_version",
 ]  # fmt: skip
 
 
 def write_version(
     root: str | Path,
-    benchmark: str,
-    estimator,
+    version: NewVersion,
     *,
-    data_fingerprint: str,
-    split_sizes: Mapping[str, int],
-    metrics: Mapping[str, Mapping[str, float]],
-    settings,
-    item_sources: Mapping[str, Any] | None = None,
-    report_inputs: Mapping[str, Any] | None = None,
     budget: int | None = None,
-    signing_key=None,
-    members: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Any] | None = None,
-    files: Mapping[str, str] | None = None,
-    curves=None,
-    member_curves: Mapping[str, Any] | None = None,
     flat: bool = False,
+    signing_key=None,
 ) -> Path:
-    """Write a fitted estimator as `{root}/{benchmark}/k{K}/v{N}/` and return that folder.
+    """Write a decided version (`manifest.new_version`) as `{root}/{benchmark}/k{K}/v{N}/`
+    and return that folder; it only writes (the interval was decided before).
 
     The folder is built under a temporary name in the same parent and renamed into
     place, so readers never see half of it; N is the next free version number (a
-    concurrent writer that takes N first makes this one retry with N + 1). The
-    `latest` pointer is NOT moved: call `set_latest` after your quality gate.
+    concurrent writer that takes N first makes this one retry with N + 1). The report
+    (`report.html`, `report.md`, `metrics.json`, `plots/`) is rendered after, from what the
+    folder holds, outside its sealed payload (`consume.sets.layout.REPORT_FILES`); a report
+    that fails to render is said, and the set stands without it. The `latest` pointer is
+    NOT moved: call `set_latest` after your quality gate.
 
-    estimator: a fitted `SparseEval` (needs `anchor_ids_`, `predictor_`,
-    `calibration_residuals_`; `predictor_name_` and `valid_scores_` are recorded if present).
-    metrics: {split: {metric: value}}, e.g. {"test": {"mae": 1.2, "kendall_tau": .9}}.
-    settings: a `Settings` (or a plain dict); `interval_level` sets the interval level.
-    item_sources: optional {item id: (task, doc_id)} for the lm-eval round trip; when absent
-    and every id maps by the rules of `sparseeval.consume.lm_eval.harness` (e.g. "17",
-    "gsm8k:17"), the derived map is recorded.
-    report_inputs: optional dict for the report: `test_pred`, `test_true` (arrays on
-    the test models), `budget_rows` ([{method, n_anchors, mae, kendall_tau}]),
-    `drift_rows` ([{version, mae, n_models, ...}]).
-    budget: the set's budget K (default: the estimator's number of anchors); an old single
+    budget: the set's budget K (default: the version's number of anchors); an old single
     set of the benchmark is moved into its budget's folder first (`move_single_set`).
     flat: the suite's set, which has no budget of its own: `{root}/{benchmark}/v{N}/`.
     signing_key: an Ed25519 private key (PEM bytes/str, a path to a PEM file, or an
     `Ed25519PrivateKey`): the folder then appears with `manifest.sig` (see `sign_version`).
-    members: optional {relative folder: predictor} saved beside `predictor/` (a suite's
-    per-benchmark readers); extra: optional entries added to the manifest (sealed with it);
-    files: optional {file name: text} written beside it (hashed in the manifest, e.g. the
-    set's models, `consume.sets.models`).
-    curves: the benchmark's items and their curves (`consume.scoring.next_items.ItemCurves`), saved
-    in `items/` for `AnchorSet.next_items` and the corrected estimate; member_curves:
-    {relative folder: ItemCurves} more of them (a suite's members', named in `extra`).
     Folders and files are created with the process umask (0755/0644 under umask 022).
     """
     from sparseeval.consume.sets.signing import private_key
 
     key = private_key(signing_key) if signing_key is not None else None
-    manifest, inputs = version_manifest(
-        benchmark, estimator, data_fingerprint=data_fingerprint, split_sizes=split_sizes,
-        metrics=metrics, settings=settings, item_sources=item_sources,
-        report_inputs=report_inputs, extra=extra,
-    )  # fmt: skip
-    if curves is not None:
-        manifest[CURVES_KEY] = curves.manifest_entry()
-    predictors = {PREDICTOR_DIR: estimator.predictor_} | dict(members or {})
-    saved = ({CURVES_DIR: curves} if curves is not None else {}) | dict(member_curves or {})
+    benchmark = version.benchmark
     if flat:
         folder = set_dir(root, benchmark)
     else:
         move_single_set(root, benchmark)
-        folder = set_dir(root, benchmark, budget or len(estimator.anchor_ids_))
-    return write_folder(folder, predictors, manifest, inputs, key, saved, files)
+        folder = set_dir(root, benchmark, budget or version.n_anchors)
+    target = _write_next(folder, version, key)
+    render_report_of(target)
+    return target
 
 
-def write_folder(
-    bench_dir: Path, predictors: Mapping[str, Any], manifest: dict, inputs: dict, key=None,
-    curves=None,
-    files: Mapping[str, str] | None = None,
-) -> Path:  # fmt: skip
+def _write_next(bench_dir: Path, version: NewVersion, key=None) -> Path:
     """Write a version folder under the next free number of a set's folder; that folder.
 
     A concurrent writer that takes the number first makes this one retry with the next.
     """
     bench_dir.mkdir(parents=True, exist_ok=True)
     while True:
-        version = _next_version(bench_dir)
-        target = _write_folder(bench_dir, version, dict(predictors), manifest, inputs, key,
-                               curves, dict(files or {}))  # fmt: skip
+        target = _write_folder(bench_dir, _next_version(bench_dir), version, key)
         if target is not None:
             return target
 
 
-def _write_folder(
-    bench_dir: Path, version: int, predictors: dict, manifest: dict, inputs: dict, key=None,
-    curves=None,
-    files: dict | None = None,
-) -> Path | None:  # fmt: skip
-    """Build `v{version}` under a temporary name and rename it in; None if the number is taken."""
+def _write_folder(bench_dir: Path, number: int, version: NewVersion, key=None) -> Path | None:
+    """Build `v{number}` under a temporary name and rename it in; None if the number is taken."""
     from sparseeval.consume.scoring.inference import save_predictor
-    from sparseeval.pipeline.reports.anchor_report import render_report
 
-    tmp = bench_dir / f".tmp-v{version}-{uuid.uuid4().hex}"
+    tmp = bench_dir / f".tmp-v{number}-{uuid.uuid4().hex}"
     tmp.mkdir()  # honours the umask (mkdtemp would make it 0700: unreadable to others)
     try:
-        for rel, predictor in predictors.items():
+        for rel, predictor in version.predictors.items():
             save_predictor(predictor, tmp / rel)
-        for rel, item_curves in (curves or {}).items():
+        for rel, item_curves in version.curves.items():
             item_curves.save(tmp / rel)
-        for name, text in (files or {}).items():
+        for name, text in version.files.items():
             (tmp / name).write_text(text)
-        (tmp / "report_inputs.json").write_text(json.dumps(inputs, indent=1))
-        manifest = manifest | {
-            "version": version,
+        (tmp / REPORT_INPUTS).write_text(json.dumps(version.inputs, indent=1))
+        manifest = version.manifest | {
+            "version": number,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        render_report(tmp, manifest, inputs)
         files = sorted(p for p in tmp.rglob("*") if p.is_file())
         manifest["files"] = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in files}
         (tmp / MANIFEST).write_text(json.dumps(seal(manifest), indent=2, allow_nan=False))
@@ -178,7 +135,7 @@ def _write_folder(
 
             (tmp / SIGNATURE).write_bytes(signature(key, (tmp / MANIFEST).read_bytes()))
         _fsync_tree(tmp)
-        target = bench_dir / f"v{version}"
+        target = bench_dir / f"v{number}"
         try:
             os.rename(tmp, target)
         except OSError:
@@ -190,6 +147,40 @@ def _write_folder(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def render_report_of(folder: str | Path) -> bool:
+    """Render a written version's report into its folder, from its manifest and report
+    inputs; whether it did. Rendered in a temporary folder beside it (a leftover that
+    `clean_leftovers` removes) and moved in file by file, `report.html` last; a failure is
+    said on the progress log (`sparseeval report` renders it again) and leaves the set whole.
+    """
+    from sparseeval.pipeline.reports.anchor_report import render_report
+
+    folder = Path(folder)
+    tmp = folder.parent / f".tmp-{folder.name}-report-{uuid.uuid4().hex}"
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+        inputs_file = folder / REPORT_INPUTS
+        inputs = json.loads(inputs_file.read_text()) if inputs_file.is_file() else {}
+        render_report(tmp, manifest, inputs, folder)
+        for rel in sorted(REPORT_FILES, key=lambda r: r == "report.html"):
+            if (tmp / rel).exists():
+                _replace_path(tmp / rel, folder / rel)
+        return True
+    except Exception as exc:  # the report is a view of the set: the set stands without it
+        PROGRESS.warning(f"{folder}: written without its report ({type(exc).__name__}: "
+                         f"{exc}); `sparseeval report` renders it")  # fmt: skip
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _replace_path(src: Path, dst: Path) -> None:
+    """Move `src` (a file or folder) to `dst`, replacing what is there."""
+    if dst.is_dir() and not dst.is_symlink():
+        shutil.rmtree(dst)
+    os.replace(src, dst)
 
 
 def set_latest(root: str | Path, benchmark: str, version: int, budget: int | None = None) -> Path:

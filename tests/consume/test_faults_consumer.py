@@ -21,7 +21,13 @@ from sparseeval.consume.answers.responses import ResponsesError, printable, read
 from sparseeval.consume.hashing import file_sha256
 from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.consume.sets.layout import AnchorSetError, latest_version, list_versions, seal
-from sparseeval.pipeline.versions import clean_leftovers, set_latest, sign_version, write_version
+from sparseeval.pipeline.versions import (
+    clean_leftovers,
+    new_version,
+    set_latest,
+    sign_version,
+    write_version,
+)
 from tests.helpers import (
     FakeMirrorHub,
     anchor_answers,
@@ -513,8 +519,8 @@ def test_control_characters_from_files_are_escaped(set_and_answers, tmp_path, ca
 def test_write_version_refuses_a_bad_signing_key_before_writing(tmp_path, fitted):
     est = fitted[2]
     with pytest.raises(AnchorSetError, match="signing key"):
-        write_version(
-            tmp_path, B, est, data_fingerprint="x", split_sizes={}, metrics={}, settings={},
-            signing_key=b"-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n",
-        )  # fmt: skip
+        decided = new_version(B, est, data_fingerprint="x", split_sizes={}, metrics={},
+                              settings={})  # fmt: skip
+        bad_key = b"-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n"
+        write_version(tmp_path, decided, signing_key=bad_key)
     assert not (tmp_path / B).exists() or list((tmp_path / B).iterdir()) == []

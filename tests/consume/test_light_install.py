@@ -19,7 +19,7 @@ from sparseeval.method.estimator import SparseEval
 from sparseeval.method.metrics import evaluate
 from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic
-from sparseeval.pipeline.versions import set_latest, write_version
+from sparseeval.pipeline.versions import new_version, set_latest, write_version
 
 HEAVY = ("prefect", "torch", "duckdb", "polars", "scipy", "sklearn", "matplotlib")
 
@@ -41,9 +41,10 @@ def light_set(tmp_path_factory):
         item_ids=ids,
     )
     pred = est.predict(m.values[sp.test])
-    write_version(root, "arc", est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
-                  metrics={"test": evaluate(pred, m.y[sp.test])},
-                  settings={"interval_level": 0.9})  # fmt: skip
+    decided = new_version("arc", est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
+                          metrics={"test": evaluate(pred, m.y[sp.test])},
+                          settings={"interval_level": 0.9})  # fmt: skip
+    write_version(root, decided)
     set_latest(root, "arc", 1)
     files = []
     for n, row in enumerate(m.values[sp.test[:2]]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -22,7 +23,13 @@ from sparseeval.method.estimator import SparseEval
 from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.versions import discard_version, set_latest, write_version
+from sparseeval.pipeline.versions import (
+    discard_version,
+    new_version,
+    render_report_of,
+    set_latest,
+    write_version,
+)
 from tests.helpers import publish_fit, tiny_fit
 
 B = "gsm8k"
@@ -95,9 +102,10 @@ def test_failed_write_leaves_nothing(tmp_path, fitted):
                 raise RuntimeError("disk on fire")
 
     with pytest.raises(RuntimeError, match="disk on fire"):
-        write_version(
-            tmp_path, B, Broken(), data_fingerprint="x", split_sizes={}, metrics={}, settings={}
+        decided = new_version(
+            B, Broken(), data_fingerprint="x", split_sizes={}, metrics={}, settings={}
         )
+        write_version(tmp_path, decided)
     assert list((tmp_path / B / "k8").iterdir()) == []
 
 
@@ -118,15 +126,11 @@ def test_manifest_contents(tmp_path, fitted):
     assert 0.75 <= iv["test_coverage"] <= 1.0 and iv["n_test"] == 80
     assert iv["calibrated_on"] == "validation"
     assert "are optimistic" in (folder / "report.md").read_text()
-    for rel in (
-        "predictor/predictor.json",
-        "predictor/weights.npz",
-        "report.md",
-        "report.html",
-        "metrics.json",
-        "plots/predicted_vs_true.png",
-    ):
+    for rel in ("predictor/predictor.json", "predictor/weights.npz", "report_inputs.json"):
         assert len(man["files"][rel]) == 64, rel
+    # the report is rendered after the sealed payload, from it: there, and not listed
+    for rel in ("report.md", "report.html", "metrics.json", "plots/predicted_vs_true.png"):
+        assert (folder / rel).is_file() and rel not in man["files"], rel
     assert not any(str(p).endswith(".pkl") for p in folder.rglob("*"))
 
 
@@ -264,8 +268,7 @@ def test_mlp_predictor_round_trips(tmp_path):
         y_valid=m.y[sp.valid],
         item_ids=m.item_ids,
     )
-    write_version(
-        tmp_path,
+    decided = new_version(
         "arc",
         est,
         data_fingerprint=m.fingerprint(),
@@ -273,6 +276,7 @@ def test_mlp_predictor_round_trips(tmp_path):
         metrics={},
         settings=Settings(),
     )
+    write_version(tmp_path, decided)
     set_latest(tmp_path, "arc", 1)
     aset = load_anchor_set(tmp_path / "arc" / "k6" / "v1", "arc")
     X = m.values[sp.test]
@@ -289,6 +293,55 @@ def published(tmp_path, fitted):
     return tmp_path, folder
 
 
+def test_writing_a_version_writes_what_was_decided(tmp_path, fitted):
+    """`new_version` decides (the interval, its coverage check); `write_version` only writes:
+    an interval changed between the two is published as given."""
+    m, sp, est = fitted
+    pred = est.predict(m.values[sp.test])
+    decided = new_version(B, est, data_fingerprint="x", split_sizes=sp.sizes(), metrics={},
+                          settings={"interval_level": 0.9},
+                          report_inputs={"test_pred": pred, "test_true": m.y[sp.test]})  # fmt: skip
+    assert "coverage_check" in decided.manifest["interval"]  # decided before any write
+    interval = decided.manifest["interval"] | {"halfwidth": 0.123}
+    decided = dataclasses.replace(decided, manifest=decided.manifest | {"interval": interval})
+    man = json.loads((write_version(tmp_path, decided) / "manifest.json").read_text())
+    assert man["interval"] == interval
+    assert {k: man[k] for k in decided.manifest} == decided.manifest
+
+
+def test_the_report_is_rendered_after_the_set_and_its_failure_loses_nothing(
+    tmp_path, fitted, monkeypatch, caplog
+):
+    from sparseeval.pipeline.reports import anchor_report
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no fonts")
+
+    monkeypatch.setattr(anchor_report, "render_report", broken)
+    with caplog.at_level("WARNING", logger="sparseeval.progress"):
+        folder = publish(tmp_path, fitted)
+    assert "written without its report (RuntimeError: no fonts)" in caplog.text
+    assert [p.name for p in folder.parent.iterdir()] == ["v1"]  # no temporary folder left
+    assert not (folder / "report.html").exists()
+    set_latest(tmp_path, B, 1)
+    assert load_anchor_set(tmp_path, B).version == 1  # the set stands without its report
+    monkeypatch.undo()
+    assert render_report_of(folder) and (folder / "report.html").is_file()
+    assert load_anchor_set(tmp_path, B).version == 1  # and with it, unlisted
+
+
+def test_only_the_reports_own_files_may_sit_unlisted(published):
+    root, folder = published
+    (folder / "plots" / "run.sh").write_text("echo hi")
+    with pytest.raises(AnchorSetError, match=r"plots/run.sh \(not listed in the manifest\)"):
+        load_anchor_set(root, B)
+    (folder / "plots" / "run.sh").unlink()
+    (folder / "report.html").unlink()
+    (folder / "report.html").symlink_to(folder / "report.md")
+    with pytest.raises(AnchorSetError, match=r"report.html \(symlink\)"):
+        load_anchor_set(root, B)
+
+
 def test_tampered_weights_are_refused(published):
     root, folder = published
     w = folder / "predictor" / "weights.npz"
@@ -301,11 +354,12 @@ def test_tampered_weights_are_refused(published):
 
 def test_truncated_and_missing_files_are_refused(published):
     root, folder = published
-    html = folder / "report.html"
-    html.write_bytes(html.read_bytes()[:100])
+    inputs = folder / "report_inputs.json"
+    inputs.write_bytes(inputs.read_bytes()[:100])
     (folder / "predictor" / "predictor.json").unlink()
     with pytest.raises(
-        AnchorSetError, match=r"predictor.json \(missing\), report.html \(checksum mismatch\)"
+        AnchorSetError,
+        match=r"predictor.json \(missing\), report_inputs.json \(checksum mismatch\)",
     ):
         load_anchor_set(root, B)
 

@@ -66,6 +66,10 @@ LATEST = "latest"
 HOME_SETS = "published"  # where a home (`SPARSEEVAL_HOME`) keeps its published sets
 DEFAULT = "default"  # {root}/{benchmark}/default: {"budget": K or null}, the maintained set
 PREDICTOR_DIR = "predictor"
+REPORT_INPUTS = "report_inputs.json"  # what the report is made from: sealed with the set
+# The report, a view of the set rendered after it is written, outside its sealed payload:
+# these names (and PNGs directly under plots/) may sit in a version folder unlisted.
+REPORT_FILES = ("plots", "metrics.json", "report.md", "report.html")
 KIND = "sparseeval.anchor_set"
 VERSION_DIR = re.compile(r"^v(\d+)$")
 BUDGET_DIR = re.compile(r"^k(\d+)$")
@@ -281,7 +285,8 @@ def verify(folder: str | Path, manifest: dict, *, follow_file_links: bool = Fals
     """The version folder holds exactly the files its manifest lists, each with its sha256.
 
     Refuses: an empty or missing `files` list; a listed file missing or changed; a file in
-    the folder that is not listed (`manifest.json` and `manifest.sig` excepted); a listed
+    the folder that is not listed (`manifest.json`, `manifest.sig` and the report's files,
+    `REPORT_FILES`, excepted); a listed
     path or the predictor folder that is absolute or leads outside the folder; a folder
     whose name (vN) is not the manifest's version; and symlinks: the version folder, its
     set and benchmark folders, and anything inside. `follow_file_links` lets files inside
@@ -371,8 +376,21 @@ def _unlisted(folder: Path, files: dict, follow_file_links: bool):
             elif not stat.S_ISREG(mode):
                 yield rel, "not a regular file"
                 continue
-            if rel not in files and rel not in (MANIFEST, SIGNATURE):
+            if rel not in files and rel not in (MANIFEST, SIGNATURE) and not _report_file(rel):
                 yield rel, "not listed in the manifest"
+
+
+def report_files(folder: str | Path) -> list[str]:
+    """The report's files in a version folder (`REPORT_FILES`), as relative paths."""
+    folder = Path(folder)
+    found = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    return sorted(rel for rel in found if _report_file(rel))
+
+
+def _report_file(rel: str) -> bool:
+    """A file of the report rendered after the set was written (`REPORT_FILES`)."""
+    plots, *named = REPORT_FILES
+    return rel in named or re.fullmatch(rf"{plots}/[A-Za-z0-9_.-]+\.png", rel) is not None
 
 
 def _refuse_linked_folders(folder: Path, manifest: dict) -> None:
@@ -453,6 +471,8 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_POINTER_BYTES",
     "PREDICTOR_DIR",
+    "REPORT_FILES",
+    "REPORT_INPUTS",
     "SCHEMA_VERSION",
     "SIGNATURE",
     "TOMBSTONE",
@@ -470,6 +490,7 @@ __all__ = [
     "published_benchmarks",
     "read_manifest",
     "read_pointer",
+    "report_files",
     "resolve_version_dir",
     "seal",
     "set_dir",
