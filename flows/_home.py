@@ -12,9 +12,9 @@ from prefect.runtime import deployment, flow_run
 from sparseeval.flows._run import guarded, say
 
 from sparseeval.consume.errors import SparseEvalError
+from sparseeval.pipeline.artifacts import check_writable
 from sparseeval.pipeline.lease import HomeLease, LeaseHeld
 from sparseeval.pipeline.records import IngestSummary
-from sparseeval.pipeline.sealed import check_writable
 from sparseeval.pipeline.settings import Settings, SettingsError
 from sparseeval.pipeline.store.watched import SETTLE_SECONDS
 

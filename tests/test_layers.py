@@ -52,9 +52,9 @@ LAZY: dict[str, set[str]] = {
 # Every pipeline module (its first name under pipeline/) in one tier, lowest first.
 PIPELINE_TIERS = {
     "store": ("", "store", "sources", "settings", "setting_values", "config", "records",
-              "artifacts", "identity", "lease", "sealed", "alerts", "progress", "stopping"),
+              "artifacts", "identity", "lease", "alerts", "progress", "stopping"),
     "recipes": ("recipe", "compare", "drift", "suite_recipe", "suite_reuse", "reports", "gate"),
-    "publish": ("publish", "ledgers", "assess", "suite_publish", "manifest", "versions", "mirror",
+    "publish": ("publish", "assess", "suite_publish", "manifest", "versions", "mirror",
                 "fit_sets"),
 }  # fmt: skip
 TIERS = tuple(PIPELINE_TIERS)

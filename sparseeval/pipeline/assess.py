@@ -22,7 +22,7 @@ from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.suite import AVERAGE
 from sparseeval.pipeline import gate
-from sparseeval.pipeline.artifacts import matrix_of
+from sparseeval.pipeline.artifacts import already_refused, matrix_of, unchanged_before
 from sparseeval.pipeline.drift import (
     arrivals,
     drift_decision,
@@ -33,7 +33,6 @@ from sparseeval.pipeline.drift import (
     record_drift,
     same_data,
 )
-from sparseeval.pipeline.ledgers import already_refused, unchanged_before
 from sparseeval.pipeline.publish import live_anchor_set
 from sparseeval.pipeline.recipe import evaluation_of, fitted_of
 from sparseeval.pipeline.records import (

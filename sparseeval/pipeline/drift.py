@@ -18,7 +18,7 @@ from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.sets.fields import drift_row_problem
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
-from sparseeval.pipeline import gate, sealed
+from sparseeval.pipeline import artifacts, gate
 from sparseeval.pipeline.artifacts import artifact_path, load_matrix
 from sparseeval.pipeline.records import DriftDecision, FitInfo, LiveSet
 from sparseeval.pipeline.settings import AnySettings
@@ -233,7 +233,7 @@ def drift_history(artifacts_dir: str | Path, name: str) -> list[dict[str, Any]]:
         except ValueError:
             row = "damaged"
         if row is not None and drift_row_problem(row):
-            sealed.missed(path, sealed.CacheMiss(f"line {n} is not a drift check; skipped"))
+            artifacts.missed(path, artifacts.CacheMiss(f"line {n} is not a drift check; skipped"))
         elif row is not None:
             rows.append(row)
     return rows

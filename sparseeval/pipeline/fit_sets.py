@@ -4,7 +4,7 @@ The folder then loads like a published one: `sparseeval predict --anchor-set DIR
 --benchmark NAME`, `load_anchor_set(DIR, NAME)`. Each budget is a set of its own,
 `DIR/{name}/k{budget}/v{N}/`, and `DIR/{name}/default` names the largest (the layout of
 `sparseeval refresh`); fitting into the same folder again adds the next version and points
-`latest` at it (a fit that is the live set over again adds none: `ledgers.unchanged_from`;
+`latest` at it (a fit that is the live set over again adds none: `artifacts.unchanged_from`;
 an old single set there is moved into the layout first: `versions.move_single_set`). Each
 set carries the
 pool check (`consume.scoring.flags`, fitted on its training models) and lists its models

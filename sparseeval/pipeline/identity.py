@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sparseeval.consume.answers.identity import OPAQUE
 from sparseeval.consume.lm_eval.ids import LmEvalError, item_source
-from sparseeval.pipeline.sealed import put_file
+from sparseeval.pipeline.artifacts import put_file
 
 
 def identity_path(matrix_path: str | Path) -> Path:

@@ -7,7 +7,7 @@ written as a new version nobody points at (`write_candidate`, a suite's
 quality gate (`assess.assess` for a benchmark, `assess.suite_gate` for the suite) gives a
 `GateResult`. Then:
 
-    unchanged    what a consumer loads is that of the live version (`ledgers.substance`):
+    unchanged    what a consumer loads is that of the live version (`artifacts.substance`):
                  the candidate is discarded ("unchanged from vN"), nothing goes live, and
                  the set's ledger notes it, so a later run does not write it again
     refused      the candidate is discarded with `refused_reason` and the set's ledger of
@@ -37,17 +37,18 @@ from sparseeval.consume.sets.anchorset import AnchorSet, load_anchor_set
 from sparseeval.consume.sets.hub import redact
 from sparseeval.consume.sets.layout import budget_of, latest_version, live_budget, set_dir
 from sparseeval.consume.sets.models import MODELS_FILE, models_text
+from sparseeval.pipeline import artifacts, versions
 from sparseeval.pipeline import mirror as hub_mirror
-from sparseeval.pipeline import sealed, versions
-from sparseeval.pipeline.artifacts import artifact_path, read_once
-from sparseeval.pipeline.drift import drift_history
-from sparseeval.pipeline.identity import anchor_sources
-from sparseeval.pipeline.ledgers import (
+from sparseeval.pipeline.artifacts import (
+    artifact_path,
     note_refusal,
     note_unchanged,
+    read_once,
     unchanged_from,
     unchanged_reason,
 )
+from sparseeval.pipeline.drift import drift_history
+from sparseeval.pipeline.identity import anchor_sources
 from sparseeval.pipeline.recipe import (
     FLAG_ARRAYS,
     curves_of,
@@ -126,7 +127,7 @@ def live_set(
     built = artifact_path(
         artifacts_dir, "published", f"{set_name(benchmark, budget)}-v{version}.json"
     )
-    noted = sealed.read_note(built, {}) if artifacts_dir else {}
+    noted = artifacts.read_note(built, {}) if artifacts_dir else {}
     if noted.get("data_fingerprint") != man.get("data_fingerprint"):
         noted = {}  # not ours (e.g. another home published it)
     return LiveSet(

@@ -28,7 +28,7 @@ from sparseeval.consume.scoring.next_items import CURVES_DIR, ItemCurves
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.method.splits import Split, calibration_split, model_count, split_models
-from sparseeval.pipeline import sealed
+from sparseeval.pipeline import artifacts
 from sparseeval.pipeline.artifacts import (
     artifact_path,
     code_version,
@@ -87,9 +87,9 @@ def matrix_step(
 
     store_state: the benchmark's signature (`benchmark_states`); with it the matrix is
     looked up first under its key (`artifacts/matrix/{key}.json`, pointing at the npz) and
-    reused (`built=False`) when the pointer's seal holds (`sealed`: the key, the benchmark,
-    the shape and the sha256 of the npz and its identity file); else built and the pointer
-    written. A damaged entry is a logged miss, rebuilt.
+    reused (`built=False`) when the pointer's seal holds (`artifacts.check_seal`: the key,
+    the benchmark, the shape and the sha256 of the npz and its identity file); else built and
+    the pointer written. A damaged entry is a logged miss, rebuilt.
     """
     from sparseeval.pipeline.identity import save_identity
     from sparseeval.pipeline.store import Store, build_matrix
@@ -117,10 +117,12 @@ def matrix_step(
         int(last_run), summary.line(), target=target_of(summary), provenance=provenance,
     )  # fmt: skip
     if pointer is not None and key is not None:
-        entry = info.to_dict() | {"seal": sealed.seal(key, _matrix_files(info), **_facts(info))}
+        entry = info.to_dict() | {
+            "seal": artifacts.seal_entry(key, _matrix_files(info), **_facts(info))
+        }
         tmp = pointer.with_name(f"{pointer.name}.tmp{os.getpid()}.{threading.get_ident()}")
         tmp.write_text(json.dumps(entry))
-        sealed.put_file(tmp, pointer)
+        artifacts.put_file(tmp, pointer)
     return info
 
 
@@ -141,13 +143,13 @@ def _matrix_on_disk(pointer: Path, key: str, benchmark: str) -> MatrixInfo | Non
     if not pointer.exists():
         return None
     try:
-        data = sealed.read_json(pointer)
+        data = artifacts.read_json(pointer)
         info = MatrixInfo.from_dict(data | {"built": False})
         if info.benchmark != benchmark:
-            raise sealed.CacheMiss(f"it is {info.benchmark!r}'s matrix, not {benchmark!r}'s")
-        sealed.check(data.get("seal"), key, _matrix_files(info), **_facts(info))
-    except (sealed.CacheMiss, TypeError, AttributeError) as exc:
-        sealed.missed(pointer, exc)
+            raise artifacts.CacheMiss(f"it is {info.benchmark!r}'s matrix, not {benchmark!r}'s")
+        artifacts.check_seal(data.get("seal"), key, _matrix_files(info), **_facts(info))
+    except (artifacts.CacheMiss, TypeError, AttributeError) as exc:
+        artifacts.missed(pointer, exc)
         return None
     return info
 
@@ -429,7 +431,7 @@ def _save_fit(folder: Path, fit: MatrixFit, info: FitInfo, matrix, t0: float) ->
              **test_flags(fit.pool, X_test, pred), **ids)  # fmt: skip
     info = dataclasses.replace(info, seconds=round(time.perf_counter() - t0, 2))
     info.save(tmp / "summary.json")
-    sealed.seal_folder(tmp, info.key, matrix_fingerprint=info.matrix_fingerprint)
+    artifacts.seal_folder(tmp, info.key, matrix_fingerprint=info.matrix_fingerprint)
     if folder.exists():  # `force`: replace the previous fit of the same key
         shutil.rmtree(folder, ignore_errors=True)
     try:
@@ -446,12 +448,12 @@ def cached_fit(folder: str | Path, key: str, matrix_fingerprint: str) -> FitInfo
     if not folder.exists():
         return None
     try:
-        sealed.check_folder(folder, key, FIT_FILES, matrix_fingerprint=matrix_fingerprint)
+        artifacts.check_folder(folder, key, FIT_FILES, matrix_fingerprint=matrix_fingerprint)
         info = FitInfo.load(folder / "summary.json")
         if info.key != key or info.matrix_fingerprint != matrix_fingerprint:
-            raise sealed.CacheMiss("its summary.json names another fit")
-    except (sealed.CacheMiss, OSError, ValueError, TypeError) as exc:
-        sealed.missed(folder, exc)
+            raise artifacts.CacheMiss("its summary.json names another fit")
+    except (artifacts.CacheMiss, OSError, ValueError, TypeError) as exc:
+        artifacts.missed(folder, exc)
         return None
     return info
 

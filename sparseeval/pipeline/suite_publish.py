@@ -25,7 +25,7 @@ from sparseeval.consume.sets.suite_set import SUITE, joint_item
 from sparseeval.method import metrics
 from sparseeval.method.predictors import BlendPredictor
 from sparseeval.method.suite import AVERAGE
-from sparseeval.pipeline import ledgers, publish, suite_recipe, versions
+from sparseeval.pipeline import artifacts, publish, suite_recipe, versions
 from sparseeval.pipeline.artifacts import read_once
 from sparseeval.pipeline.assess import suite_gate
 from sparseeval.pipeline.identity import anchor_sources
@@ -185,9 +185,9 @@ def suite_status(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> s
     ):
         return f"suite: v{live.version} is up to date (same models, answers and settings)"
     key = suite_key(matrices, settings)
-    if why := ledgers.already_refused(settings.artifacts_dir, SUITE, key):
+    if why := artifacts.already_refused(settings.artifacts_dir, SUITE, key):
         return f"suite: not published ({why})"
-    if why := ledgers.unchanged_before(settings.artifacts_dir, SUITE, key, live and live.version):
+    if why := artifacts.unchanged_before(settings.artifacts_dir, SUITE, key, live and live.version):
         return f"suite: not published ({why})"
     return None
 

@@ -11,10 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparseeval.pipeline import sealed
-from sparseeval.pipeline.artifacts import artifact_path, load_matrix, matrix_key
+from sparseeval.pipeline import artifacts
+from sparseeval.pipeline.artifacts import (
+    artifact_path,
+    load_matrix,
+    matrix_key,
+    note_refusal,
+    refused_before,
+)
 from sparseeval.pipeline.identity import anchor_sources, identity_path
-from sparseeval.pipeline.ledgers import note_refusal, refused_before
 from sparseeval.pipeline.recipe import (
     POOL_FILE,
     benchmark_states,
@@ -161,8 +166,8 @@ def test_damaged_ledger_and_notes_are_misses_not_errors(tmp_path, text, caplog):
 def test_read_note_keeps_a_good_note(tmp_path):
     p = tmp_path / "n.json"
     p.write_text(json.dumps({"a": 1}))
-    assert sealed.read_note(p, {}) == {"a": 1}
-    assert sealed.read_note(tmp_path / "absent.json", {}) == {}
+    assert artifacts.read_note(p, {}) == {"a": 1}
+    assert artifacts.read_note(tmp_path / "absent.json", {}) == {}
 
 
 def test_the_seal_lists_every_file(tmp_path):
@@ -170,27 +175,27 @@ def test_the_seal_lists_every_file(tmp_path):
     (folder / "sub").mkdir(parents=True)
     (folder / "a.txt").write_text("a")
     (folder / "sub" / "b.npy").write_bytes(np.arange(3).tobytes())
-    sealed.seal_folder(folder, "k", matrix_fingerprint="f")
-    sealed.check_folder(folder, "k", ("a.txt",), matrix_fingerprint="f")
+    artifacts.seal_folder(folder, "k", matrix_fingerprint="f")
+    artifacts.check_folder(folder, "k", ("a.txt",), matrix_fingerprint="f")
     (folder / "sub" / "b.npy").write_bytes(b"")
-    with pytest.raises(sealed.CacheMiss, match=r"b\.npy"):
-        sealed.check_folder(folder, "k", ("a.txt",), matrix_fingerprint="f")
+    with pytest.raises(artifacts.CacheMiss, match=r"b\.npy"):
+        artifacts.check_folder(folder, "k", ("a.txt",), matrix_fingerprint="f")
 
 
 def test_an_unwritable_artifacts_folder_is_one_line(tmp_path, monkeypatch):
     blocker = tmp_path / "artifacts"
     blocker.write_text("a file where the folder should be")
-    with pytest.raises(sealed.CacheUnwritable, match=r"artifacts folder .* cannot be written"):
-        sealed.check_writable(blocker)
+    with pytest.raises(artifacts.CacheUnwritable, match=r"artifacts folder .* cannot be written"):
+        artifacts.check_writable(blocker)
 
     def read_only(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(sealed.tempfile, "mkstemp", read_only)
-    with pytest.raises(sealed.CacheUnwritable, match="Permission denied"):
-        sealed.check_writable(tmp_path / "ok")
+    monkeypatch.setattr(artifacts.tempfile, "mkstemp", read_only)
+    with pytest.raises(artifacts.CacheUnwritable, match="Permission denied"):
+        artifacts.check_writable(tmp_path / "ok")
     monkeypatch.undo()
-    sealed.check_writable(tmp_path / "ok")
+    artifacts.check_writable(tmp_path / "ok")
     assert list((tmp_path / "ok").iterdir()) == []  # no probe left behind
 
 

@@ -15,7 +15,7 @@ from prefect.transactions import get_transaction
 from sparseeval.consume.sets.layout import latest_version, list_versions, set_dir
 from sparseeval.consume.sets.suite_set import SUITE
 from sparseeval.method.synthetic import make_leaderboard
-from sparseeval.pipeline import ledgers, publish, suite_recipe
+from sparseeval.pipeline import artifacts, publish, suite_recipe
 from sparseeval.pipeline.artifacts import save_matrix
 from sparseeval.pipeline.records import GateResult
 from sparseeval.pipeline.settings import Settings
@@ -68,7 +68,7 @@ def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
     ledger = tmp_path / "artifacts" / "published" / "suite-refused.json"
     reason = json.loads(ledger.read_text())[key]  # the file `publish.note_refusal` keeps
     assert reason.startswith("refused: candidate suite-average MAE") and reason in line
-    assert ledgers.refused_before(settings.artifacts_dir, SUITE, key) == reason
+    assert artifacts.refused_before(settings.artifacts_dir, SUITE, key) == reason
     tomb = json.loads((tmp_path / "published" / SUITE / ".discarded-v2").read_text())
     assert tomb["reason"] == f"refused by the quality gate: {reason}"
 
@@ -123,7 +123,7 @@ def test_a_refused_gate_rolls_back_with_its_reason_and_notes_the_ledger(tmp_path
     assert _tomb(tmp_path) == (
         "refused by the quality gate: refused: candidate MAE 3.000 > live 2.000 points"
     )
-    assert ledgers.refused_before(settings.artifacts_dir, "arc", "fit-key-1") == (
+    assert artifacts.refused_before(settings.artifacts_dir, "arc", "fit-key-1") == (
         "refused: candidate MAE 3.000 > live 2.000 points"
     )
     from sparseeval import tasks
@@ -144,7 +144,7 @@ def test_a_failed_mirror_rolls_back_with_its_reason_and_no_refusal(tmp_path, mon
         " live set unchanged)"
     )
     assert _tomb(tmp_path) == "rolled back: mirror to acme/sets failed"
-    assert ledgers.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
+    assert artifacts.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
 
 
 def test_the_plain_unit_rolls_back_as_the_flow_does(tmp_path, monkeypatch):
@@ -160,7 +160,7 @@ def test_the_plain_unit_rolls_back_as_the_flow_does(tmp_path, monkeypatch):
         out.line == f"not published: candidate refused ({refusal.reason})" and out.gate is refusal
     )
     assert _tomb(tmp_path) == f"refused by the quality gate: {refusal.reason}"
-    assert ledgers.refused_before(settings.artifacts_dir, "arc", "fit-key-1") == refusal.reason
+    assert artifacts.refused_before(settings.artifacts_dir, "arc", "fit-key-1") == refusal.reason
 
     def crash(*a, **k):
         raise RuntimeError("injected crash while swapping latest")
@@ -189,11 +189,11 @@ def test_a_candidate_that_repeats_the_live_set_is_not_published_and_a_changed_on
     assert _tomb(tmp_path, 2) == reason
     assert latest_version(tmp_path / "published", "arc", 8) == 1
     assert list_versions(tmp_path / "published", "arc", 8) == [1]
-    assert ledgers.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
-    assert ledgers.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 1) == (
+    assert artifacts.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
+    assert artifacts.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 1) == (
         "this candidate was found unchanged from v1 before"
     )
-    assert ledgers.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 3) is None
+    assert artifacts.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 3) is None
 
     changed = _run_unit(settings, _held(tmp_path, GateResult(True, "better"), tiny_fit(seed=1)))
     assert changed.line == "published v3 (local)" and changed.unchanged_from is None
@@ -204,11 +204,11 @@ def test_substance_ignores_time_version_paths_and_code_but_not_weights(tmp_path)
     fitted = tiny_fit()
     a = publish_fit(tmp_path / "a", "arc", fitted)
     b = publish_fit(tmp_path / "b", "arc", fitted, extra={"note": "built elsewhere"})
-    assert ledgers.substance(a) == ledgers.substance(b)
-    assert "predictor/weights.npz" in ledgers.substance(a)["files"]
-    assert not any(f.startswith("report") for f in ledgers.substance(a)["files"])
+    assert artifacts.substance(a) == artifacts.substance(b)
+    assert "predictor/weights.npz" in artifacts.substance(a)["files"]
+    assert not any(f.startswith("report") for f in artifacts.substance(a)["files"])
     c = publish_fit(tmp_path / "a", "arc", tiny_fit(seed=1))
-    assert ledgers.substance(a) != ledgers.substance(c)
+    assert artifacts.substance(a) != artifacts.substance(c)
 
 
 def test_a_suite_refit_that_changes_nothing_is_not_published_again(tmp_path, monkeypatch):
