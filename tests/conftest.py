@@ -61,12 +61,17 @@ def store(tmp_path):
 @pytest.fixture(autouse=True)
 def _progress_logger_restored():
     """A command run in-process (`main(["refresh", ...])`) adds its progress handler on the
-    test's captured stream; it never outlives the test (a later test's logging would write
-    to a closed stream: `--- Logging error ---`)."""
+    test's captured stream, and Prefect's logging set up inside a test adds its console
+    handler to the root logger on it; neither outlives the test (a later test's logging
+    would write to a closed stream: `--- Logging error ---`)."""
     import logging
 
-    progress = logging.getLogger("sparseeval.progress")
+    progress, root = logging.getLogger("sparseeval.progress"), logging.getLogger()
     handlers, propagate, level = progress.handlers[:], progress.propagate, progress.level
+    root_handlers = root.handlers[:]
     yield
     progress.handlers[:], progress.propagate = handlers, propagate
     progress.setLevel(level)
+    for handler in root.handlers[:]:
+        if handler not in root_handlers and type(handler).__name__ == "PrefectConsoleHandler":
+            root.removeHandler(handler)

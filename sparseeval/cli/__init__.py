@@ -17,7 +17,14 @@ from sparseeval._version import __version__
 from sparseeval.cli.anchors import add_anchors_command
 from sparseeval.cli.automations import add_automations_command
 from sparseeval.cli.check import add_check_command
-from sparseeval.cli.common import EXIT_BUG, EXIT_USER_ERROR, UserError, report
+from sparseeval.cli.common import (
+    EXIT_BUG,
+    EXIT_USER_ERROR,
+    UserError,
+    add_settings_flags,
+    report,
+    settings_flags,
+)
 from sparseeval.cli.config import add_config_command
 from sparseeval.cli.consumer import add_consumer_commands
 from sparseeval.cli.export_inspect import add_export_inspect_command
@@ -43,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_automations_command(sub)
     add_config_command(sub)
     add_quarantine_command(sub)
+    add_settings_flags(parser)  # --home and --config: one vocabulary on every command
     return parser
 
 
@@ -56,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:  # libraries' INFO lines propagate here too
         handler.setLevel(logging.WARNING)
     try:
-        code = args.func(args)
+        with settings_flags(args):
+            code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
     except BrokenPipeError:  # `sparseeval predict ... | head`: the reader had enough

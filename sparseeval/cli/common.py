@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import shlex
@@ -54,6 +55,46 @@ def fail(command: str, message: str) -> int:
     """Print `sparseeval COMMAND: error: MESSAGE` on stderr; return the user-error exit code."""
     print(f"sparseeval {command}: error: {message}", file=sys.stderr)
     return EXIT_USER_ERROR
+
+
+# Where state and settings come from, the same two flags on every command (their
+# environment variables, set for the command's run: every settings read honours them).
+HOME_HELP = "state folder (default: SPARSEEVAL_HOME, else .sparseeval)"
+CONFIG_HELP = ("settings file (default: SPARSEEVAL_CONFIG, else the home's sparseeval.toml,"
+               " else ./sparseeval.toml)")  # fmt: skip
+SETTINGS_FLAGS = {"--home": "SPARSEEVAL_HOME", "--config": "SPARSEEVAL_CONFIG"}
+
+
+def add_settings_flags(parser: argparse.ArgumentParser) -> None:
+    """`--home` and `--config` on `parser` and on every command below it."""
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for action in subcommands:
+        for child in dict.fromkeys(action.choices.values()):
+            add_settings_flags(child)
+    if not subcommands:
+        parser.add_argument("--home", metavar="DIR", help=HOME_HELP)
+        parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
+
+
+@contextlib.contextmanager
+def settings_flags(args: argparse.Namespace):
+    """Run a command with its `--home` / `--config` as SPARSEEVAL_HOME / SPARSEEVAL_CONFIG
+    (restored after); a `--config` that is not a file is a UserError."""
+    given = {env: getattr(args, flag[2:], None) for flag, env in SETTINGS_FLAGS.items()}
+    given = {env: str(Path(value).expanduser()) for env, value in given.items() if value}
+    config = given.get("SPARSEEVAL_CONFIG")
+    if config and not Path(config).is_file():
+        raise UserError(f"--config {quoted(config)}: no such settings file")
+    before = {env: os.environ.get(env) for env in given}
+    os.environ.update(given)
+    try:
+        yield
+    finally:
+        for env, value in before.items():
+            if value is None:
+                os.environ.pop(env, None)
+            else:
+                os.environ[env] = value
 
 
 def parse_budgets(text: str) -> list[int]:
@@ -199,12 +240,16 @@ def number(low: float, high: float | None = None, *, low_open: bool = False) -> 
 
 __all__ = [
     "BUG",
+    "CONFIG_HELP",
     "EXIT_BUG",
     "EXIT_PARTIAL",
     "EXIT_USER_ERROR",
+    "HOME_HELP",
     "PIPELINE_MODULES",
     "SEED_MAX",
+    "SETTINGS_FLAGS",
     "UserError",
+    "add_settings_flags",
     "fail",
     "install_hint",
     "missing_extra",
@@ -212,6 +257,7 @@ __all__ = [
     "parse_budgets",
     "quoted",
     "report",
+    "settings_flags",
     "whole",
     "write_atomic",
     "write_folders_atomic",

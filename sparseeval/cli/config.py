@@ -26,7 +26,6 @@ def add_config_command(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--home", help="state folder (default: SPARSEEVAL_HOME or .sparseeval)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting, as `refresh --set` does")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -41,7 +41,6 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--valid", type=number(0, low_open=True),
                      help="validation models: count or fraction")  # fmt: skip
     fit.add_argument("--seed", type=whole(0, SEED_MAX), default=None)
-    fit.add_argument("--config", default="sparseeval.toml", help="settings file")
     fit.add_argument("--json", action="store_true", help="print metrics as JSON")
     fit.add_argument("--quiet", action="store_true", help="print only the table")
     fit.set_defaults(func=cmd_fit)
@@ -169,7 +168,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             "give a data file (sparseeval fit responses.csv) or --synthetic M N"
             " for the built-in demo leaderboard, e.g. --synthetic 2000 600"
         )
-    settings = Settings.load(args.config, seed=args.seed, n_test=args.test, n_valid=args.valid)
+    settings = Settings.load(seed=args.seed, n_test=args.test, n_valid=args.valid)
     say = (lambda s: None) if args.quiet or args.json else (lambda s: print(s, file=sys.stderr))
     if args.data is not None:
         matrix = read_wide(Path(args.data), Path(args.targets) if args.targets else None, say)

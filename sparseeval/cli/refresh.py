@@ -58,7 +58,6 @@ def add_refresh_command(subparsers: argparse._SubParsersAction) -> None:
                    help="anchor budget, or several (each published as its own set)")  # fmt: skip
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting, e.g. --set n_test=100 (repeatable)")  # fmt: skip
-    p.add_argument("--home", help="state folder (default: SPARSEEVAL_HOME or .sparseeval)")
     p.add_argument("--task-runner", choices=["thread", "dask"], help="where tasks run")
     p.add_argument("--no-fill", action="store_true",
                    help="do not fill an empty store from the synthetic leaderboard")  # fmt: skip

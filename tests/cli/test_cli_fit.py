@@ -103,12 +103,14 @@ def test_fit_out_twice_on_the_same_data_keeps_the_set_it_wrote(tmp_path):
     assert at[2] == 8 and latest_version(*at) == 1 and list_versions(*at) == [1]
 
 
-def test_fit_splits_a_small_pool_as_refresh_does(tmp_path, capsys):
+def test_fit_splits_a_small_pool_as_refresh_does(tmp_path, capsys, monkeypatch):
     """`fit` trains through the pipeline's recipe (`recipe.fit_matrix`): 300 models on the
     default 200 test / 200 validation used to be refused ("-100 for training") by `fit`
     while `refresh` capped each held-out set at a fifth and trained (issue [1/5], bug 1)."""
-    argv = ["fit", "--synthetic", "300", "30", "--anchors", "5", "--json",
-            "--config", str(tmp_path / "none.toml")]  # fmt: skip
+    monkeypatch.chdir(tmp_path)  # no settings file: the defaults
+    for name in ("SPARSEEVAL_CONFIG", "SPARSEEVAL_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    argv = ["fit", "--synthetic", "300", "30", "--anchors", "5", "--json"]
     assert main(argv) == 0, capsys.readouterr().err
     sizes = json.loads(capsys.readouterr().out)["split"]
     # a fifth each, as refresh splits (stable splits by id: a fifth in expectation)

@@ -34,10 +34,9 @@ def receiver():
 def cli_refresh(monkeypatch):
     """`sparseeval refresh ARGS` in this process -> exit code; the environment variables and
     the progress handler that the command sets up are undone afterwards."""
-    import argparse
     import logging
 
-    from sparseeval.cli.refresh import add_refresh_command
+    from sparseeval.cli import build_parser
 
     defaults = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false",
                 "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "ERROR"}  # fmt: skip
@@ -45,8 +44,7 @@ def cli_refresh(monkeypatch):
         monkeypatch.setenv(name, os.environ.get(name, value))
     progress = logging.getLogger("sparseeval.progress")
     saved = progress.handlers[:], progress.propagate, progress.level
-    parser = argparse.ArgumentParser(prog="sparseeval")
-    add_refresh_command(parser.add_subparsers())
+    parser = build_parser()
 
     def cli(*argv: str) -> int:
         args = parser.parse_args(["refresh", *argv])

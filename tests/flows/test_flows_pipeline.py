@@ -103,12 +103,9 @@ def test_gate_decision():
 
 
 def test_refresh_help_has_an_example(capsys):
-    import argparse
+    from sparseeval.cli import build_parser
 
-    from sparseeval.cli.refresh import add_refresh_command
-
-    parser = argparse.ArgumentParser(prog="sparseeval")
-    add_refresh_command(parser.add_subparsers())
+    parser = build_parser()
     with pytest.raises(SystemExit):
         parser.parse_args(["refresh", "--help"])
     out = capsys.readouterr().out
@@ -116,12 +113,9 @@ def test_refresh_help_has_an_example(capsys):
 
 
 def test_refresh_bad_setting_is_one_line(capsys):
-    import argparse
+    from sparseeval.cli import build_parser
 
-    from sparseeval.cli.refresh import add_refresh_command
-
-    parser = argparse.ArgumentParser(prog="sparseeval")
-    add_refresh_command(parser.add_subparsers())
+    parser = build_parser()
     args = parser.parse_args(["refresh", "--set", "colour=blue"])
     assert args.func(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
