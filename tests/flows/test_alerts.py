@@ -84,6 +84,7 @@ def test_a_refresh_that_always_crashes_is_rerun_once_and_only_its_rerun_pages(cr
     assert "next: read the run's log" in again["body"]
 
 
+@pytest.mark.slow  # a served subprocess and a real server's automations: the slow group
 def test_a_rerun_that_crashes_before_it_starts_is_not_rerun(crashing):
     """The bound holds for a rerun that never got its `rerun ...` name: one that crashed
     before its flow started (a worker that could not start it) keeps the server's name."""

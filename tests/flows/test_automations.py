@@ -67,6 +67,7 @@ def _idle() -> None:
     pass
 
 
+@pytest.mark.slow  # a real server's heartbeat timeout: the slow group
 def test_a_run_whose_heartbeats_stop_is_marked_crashed(server):
     zombie = automations.zombie_automation(after=timedelta(seconds=10))
     automations._remove(zombie.name)

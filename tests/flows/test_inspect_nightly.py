@@ -36,6 +36,7 @@ def write_models(log_dir: Path, rows: range) -> None:
                  display="none", max_tasks=8)  # fmt: skip
 
 
+@pytest.mark.slow  # real Inspect runs and two nights: the slow group
 def test_a_watched_log_folder_publishes_then_reads_only_new_logs(tmp_path, monkeypatch):
     monkeypatch.setattr(watched, "SETTLE_SECONDS", 0)  # the logs are complete
     home, logs = tmp_path / "home", tmp_path / "logs"

@@ -66,6 +66,7 @@ def _crashed_first_try(client, deployment_id):
     return client.read_flow_run(run.id)
 
 
+@pytest.mark.slow  # waits out the 15 s rerun window on a real server: the slow group
 def test_a_crashed_first_try_pages_only_when_its_rerun_does_not_start(installed):
     got, _ = installed
     with get_client(sync_client=True) as client:
