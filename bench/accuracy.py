@@ -10,6 +10,8 @@ synthetic), then validation from the training share.
     python bench/accuracy.py --data arc --budgets 50 --seeds 2
     python bench/accuracy.py --train-sizes 90,300,1000,all --budgets 50
     python bench/accuracy.py --methods sparseeval,sparseeval-1mlp   # the ensemble's worth
+    python bench/accuracy.py --methods sparseeval,sparseeval-fullbatch --budgets 50 --seeds 3 \
+        --data arc,gsm8k,mmlu,truthfulqa,winogrande   # mini-batches against full-batch steps
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ def methods(k: int, seed: int, names: list[str], data: str | None = None) -> dic
         # our defaults with one MLP instead of the ensemble of 3 (a third of the MLP training)
         "sparseeval-1mlp": lambda: SparseEval.from_settings(
             pipeline, n_anchors=k, seed=seed, ensemble=1, **QUIET
+        ),
+        # our defaults with full-batch MLP steps and patience 50 (the defaults until
+        # mini-batches: the same error, about twice the time)
+        "sparseeval-fullbatch": lambda: SparseEval.from_settings(
+            pipeline, n_anchors=k, seed=seed, batch_size=0, patience=50, **QUIET
         ),
         # the released code starts MMLU and Winogrande from random items, the others k-means
         "paper": lambda: PaperSparseEval(k, seed=seed, benchmark=data, **QUIET),

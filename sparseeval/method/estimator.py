@@ -63,8 +63,11 @@ class SparseEval(AnchorEstimator):
         MLP learning rate.
     epochs : int, default=2000
         Maximum MLP training epochs.
-    patience : int, default=50
+    patience : int, default=20
         MLP early-stopping patience, in epochs.
+    batch_size : int or None, default=512
+        MLP training rows per Adam step (each epoch a shuffled pass); None: every
+        training row at each step (the paper's full batch); 0 as None.
     weight_decay : float, default=0.0
         MLP weight decay.
     dropout : float, default=0.1
@@ -128,7 +131,8 @@ class SparseEval(AnchorEstimator):
         refit: bool = True,
         lr: float = 3e-3,
         epochs: int = 2000,
-        patience: int = 50,
+        patience: int = 20,
+        batch_size: int | None = 512,
         weight_decay: float = 0.0,
         dropout: float = 0.1,
         ensemble: int = 3,
@@ -151,6 +155,7 @@ class SparseEval(AnchorEstimator):
         self.lr = lr
         self.epochs = epochs
         self.patience = patience
+        self.batch_size = batch_size
         self.weight_decay = weight_decay
         self.dropout = dropout
         self.ensemble = ensemble
@@ -347,6 +352,7 @@ class SparseEval(AnchorEstimator):
                 lr=self.lr,
                 epochs=self.epochs,
                 patience=self.patience,
+                batch_size=self.batch_size,
                 weight_decay=self.weight_decay,
                 dropout=self.dropout,
                 seed=self.seed + i,

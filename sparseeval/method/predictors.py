@@ -194,8 +194,10 @@ def fit_all(predictors: list, X, y, n_jobs: int = 1) -> list:
 class MLPPredictor:
     """The paper's MLP: k -> 128 -> 64 -> 32 -> 1, dropout, sigmoid, Adam, MSE.
 
-    Full-batch training that stops early on validation error (a held-out share of the
-    training rows when no validation set is given) and keeps the best weights.
+    Adam on shuffled mini-batches of `batch_size` rows (None: the whole training set at
+    each step, as the paper) that stops early on validation error, checked once an epoch
+    (a held-out share of the training rows when no validation set is given), and keeps the
+    best weights.
     `hidden=()` gives a linear-in-inputs predictor trained the same way.
     `monotone=True` (the default): every weight >= 0 (started at |init| / sqrt(fan-in),
     projected back after each Adam step) and `MonotoneMix` between layers, so answering one
@@ -221,8 +223,10 @@ class MLPPredictor:
         monotone: bool = True,
         device: str = "cpu",
         activation: str | None = None,
+        batch_size: int | None = None,
     ) -> None:
         self.hidden, self.dropout, self.lr = tuple(hidden), dropout, lr
+        self.batch_size = batch_size
         self.epochs, self.patience, self.weight_decay = epochs, patience, weight_decay
         self.holdout, self.sigmoid, self.seed = holdout, sigmoid, seed
         self.monotone = monotone
@@ -272,6 +276,8 @@ class MLPPredictor:
                 patience=self.patience,
                 weight_decay=self.weight_decay,
                 project=_non_negative if self.monotone else None,
+                batch_size=self.batch_size,
+                seed=self.seed,
             )
         self.net_.cpu()  # predicts, and is published, on the CPU
         return self
@@ -371,20 +377,24 @@ def _non_negative(net: nn.Module) -> None:
 
 
 def _train(
-    net, x, y, xv, yv, lr, epochs, patience, weight_decay, project=None
+    net, x, y, xv, yv, lr, epochs, patience, weight_decay, project=None, batch_size=None, seed=0
 ) -> tuple[int, float]:
-    """Full-batch Adam on MSE with early stopping; restores the best weights. `project(net)`
-    runs after each step (a constraint on the weights)."""
+    """Adam on MSE with early stopping; restores the best weights. Each epoch is one step on
+    all rows, or steps on shuffled batches of `batch_size` rows (the order drawn from `seed`).
+    `project(net)` runs after each step (a constraint on the weights)."""
     opt = Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
+    batches = _batches(len(y), batch_size, seed, x.device)
     best, best_state, best_epoch = float("inf"), None, 0
     for epoch in range(epochs):
         net.train()
-        opt.zero_grad()
-        loss = ((net(x).reshape(y.shape) - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        if project is not None:
-            project(net)
+        for rows in next(batches):
+            xb, yb = (x, y) if rows is None else (x[rows], y[rows])
+            opt.zero_grad()
+            loss = ((net(xb).reshape(yb.shape) - yb) ** 2).mean()
+            loss.backward()
+            opt.step()
+            if project is not None:
+                project(net)
         net.eval()
         with torch.no_grad():
             valid = float(((net(xv).reshape(yv.shape) - yv) ** 2).mean())
@@ -395,6 +405,20 @@ def _train(
             break
     net.load_state_dict(best_state)
     return best_epoch + 1, best
+
+
+def _batches(n: int, batch_size: int | None, seed: int, device):
+    """Each epoch's row batches: a shuffled split into batches of `batch_size` (a last
+    batch under half of it joins the one before; the order drawn from `seed`), or [None]
+    (all rows, in order) when that is one batch or `batch_size` is None or 0."""
+    cuts = list(range(batch_size, n - batch_size // 2, batch_size)) if batch_size else []
+    if not cuts:
+        while True:
+            yield [None]
+    generator = torch.Generator().manual_seed(seed)
+    while True:
+        order = torch.randperm(n, generator=generator).to(device)
+        yield torch.tensor_split(order, cuts)
 
 
 class BlendPredictor:

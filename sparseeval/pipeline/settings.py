@@ -96,7 +96,10 @@ class Settings(_Derived):
     ensemble: int = _in("predictor", 3)
     lr: float = _in("predictor", 3e-3)
     epochs: int = _in("predictor", 2000)
-    patience: int = _in("predictor", 50)
+    patience: int = _in("predictor", 20)
+    # MLP training rows per Adam step (each epoch one shuffled pass); 0: all rows at each
+    # step (the paper's full batch)
+    batch_size: int = _in("predictor", 512)
     weight_decay: float = _in("predictor", 0.0)
     dropout: float = _in("predictor", 0.1)
     # the torch device the MLPs train on: "cpu", or "cuda" / "cuda:N" (a GPU: the same
@@ -181,6 +184,7 @@ class Settings(_Derived):
             ("ensemble", "at least 1", self.ensemble >= 1),
             ("epochs", "at least 1", self.epochs >= 1),
             ("patience", "at least 1", self.patience >= 1),
+            ("batch_size", "0 (all rows) or more", self.batch_size >= 0),
             ("lr", "above 0", self.lr > 0),
             ("dropout", "in [0, 1)", 0 <= self.dropout < 1),
             ("weight_decay", "0 or more", self.weight_decay >= 0),

@@ -3,7 +3,7 @@
 Each test pins one replacement against the original computation: our Adam against
 `torch.optim.Adam`, the dropout bits against `rng.bytes`, the reduced nnridge solve against
 nnls of the stacked problem, the side-by-side swap trials against one at a time, the raw
-uint32 draws against `rng.integers`.
+uint32 draws against `rng.integers`; the mini-batches (issue 47) cover every row once an epoch.
 """
 
 import numpy as np
@@ -14,7 +14,15 @@ from torch import nn
 
 from sparseeval import make_synthetic, split_models
 from sparseeval.method import selection
-from sparseeval.method.predictors import ALPHAS, Adam, Dropout, _centre, _nn_ridge
+from sparseeval.method.predictors import (
+    ALPHAS,
+    Adam,
+    Dropout,
+    MLPPredictor,
+    _batches,
+    _centre,
+    _nn_ridge,
+)
 from sparseeval.method.selection import AnchorSelector
 from sparseeval.method.training import MonotoneMix, uint32_draws
 
@@ -115,3 +123,34 @@ def test_side_by_side_swap_trials_change_nothing(monkeypatch):
     one_at_a_time = select()
     np.testing.assert_array_equal(side_by_side.anchors_, one_at_a_time.anchors_)
     assert side_by_side.history_ == one_at_a_time.history_
+
+
+@pytest.mark.parametrize("n", [1000, 1100, 1600, 5000])
+def test_mini_batches_cover_every_row_once_an_epoch(n):
+    epochs = _batches(n, 512, seed=4, device="cpu")
+    first, second = next(epochs), next(epochs)
+    for batches in (first, second):
+        assert torch.equal(torch.cat(batches).sort().values, torch.arange(n))
+        assert all(256 <= len(b) < 768 for b in batches)  # a short last batch joins the one before
+    assert not torch.equal(torch.cat(first), torch.cat(second))  # shuffled again each epoch
+    assert torch.equal(torch.cat(next(_batches(n, 512, 4, "cpu"))), torch.cat(first))  # seeded
+
+
+@pytest.mark.parametrize("batch_size", [None, 0, 600, 1000])
+def test_one_batch_is_every_row_in_order(batch_size):
+    assert next(_batches(600, batch_size, seed=0, device="cpu")) == [None]
+
+
+def test_mini_batch_fits_are_reproducible_and_every_full_batch_spelling_is_one_fit():
+    m = make_synthetic(400, 12, seed=1)
+    X, y = m.values.astype(np.float32), m.y
+
+    def weights(batch_size):
+        fit = MLPPredictor(hidden=(8,), epochs=6, patience=6, batch_size=batch_size).fit(X, y)
+        return [p.detach().clone() for p in fit.net_.parameters()]
+
+    same = lambda a, b: all(torch.equal(p, q) for p, q in zip(a, b, strict=True))  # noqa: E731
+    assert same(weights(64), weights(64))
+    full = weights(None)
+    assert same(full, weights(0)) and same(full, weights(400))
+    assert not same(full, weights(64))  # six epochs of 64-row steps train another net
