@@ -26,7 +26,8 @@ def add_anchor_set_args(p, many: bool = False) -> None:
     p.add_argument("--budget", type=whole(1), metavar="K",
                    help="which budget when several are published (default: largest)")  # fmt: skip
     p.add_argument("--public-key", metavar="PEM",
-                   help="refuse the set unless manifest.sig verifies with this key")  # fmt: skip
+                   help="refuse the set unless manifest.sig (and the latest pointer it is"
+                        " found by) verifies with this key")  # fmt: skip
 
 
 def add_next_options(p) -> None:

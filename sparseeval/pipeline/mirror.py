@@ -56,6 +56,7 @@ def push_to_hub(
     commit_message: str | None = None,
     parent_commit: str | None = None,
     budget: int | None = None,
+    signing_key=None,
 ):
     """Mirror one version to a Hub dataset repo in ONE commit (all files or none).
 
@@ -66,8 +67,9 @@ def push_to_hub(
     head sha this push was prepared against, e.g. from `head_revision`) the Hub refuses the
     commit if the repo moved meanwhile: `MirrorConflictError`, nothing written. A
     `manifest.sig` goes along (consumers check it with `load_anchor_set(...,
-    public_key=...)`). Returns the commit info; its `oid` is the new revision, to pin
-    consumers to (`load_anchor_set(repo_id, benchmark, revision=oid)`).
+    public_key=...)`); with `signing_key` the `latest` pushed is signed (`set_latest`'s).
+    Returns the commit info; its `oid` is the new revision, to pin consumers to
+    (`load_anchor_set(repo_id, benchmark, revision=oid)`).
     """
     from huggingface_hub import CommitOperationAdd
 
@@ -85,6 +87,10 @@ def push_to_hub(
     ]
     if update_latest:
         pointer = {"version": n, "path": f"v{n}", "manifest_sha256": manifest["manifest_sha256"]}
+        if signing_key is not None:
+            from sparseeval.consume.sets.signing import signed_pointer
+
+            pointer = signed_pointer(pointer, signing_key)
         ops.append(
             CommitOperationAdd(
                 path_in_repo=f"{where}/{LATEST}",
@@ -118,7 +124,7 @@ def push_to_hub(
 
 def mirror_version(
     root: str | Path, benchmark: str, version: int, repo_id: str, budget: int | None = None,
-    client=None,
+    client=None, signing_key=None,
 ) -> str:  # fmt: skip
     """Push one version (and its `latest`) on top of the repo's current head; the new sha.
 
@@ -126,7 +132,7 @@ def mirror_version(
     """
     head = head_revision(repo_id, client)
     info = push_to_hub(root, benchmark, version, repo_id, client, parent_commit=head,
-                       budget=budget)  # fmt: skip
+                       budget=budget, signing_key=signing_key)  # fmt: skip
     return str(info.oid)
 
 

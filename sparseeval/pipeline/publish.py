@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -246,10 +246,18 @@ def promote_rollback_reason(cand: Candidate, hub_repo: str | None, sha: str | No
     return f"rolled back: promoting v{cand.version} failed{hub}"
 
 
+def sign(cand: Candidate, signing_key: str | Path) -> Candidate:
+    """Sign the candidate's manifest (`manifest.sig`); the candidate, whose pointers (the
+    Hub's and the local `latest`) are then signed with the same key."""
+    versions.sign_version(cand.path, signing_key)
+    return replace(cand, signing_key=str(signing_key))
+
+
 def mirror(cand: Candidate, hub_repo: str, client=None) -> str:
     """Push the candidate (and its `latest`) to the Hub repo in one commit; the commit sha."""
     return hub_mirror.mirror_version(cand.published_dir, cand.benchmark, cand.version, hub_repo,
-                                     budget=cand.set_budget, client=client)  # fmt: skip
+                                     budget=cand.set_budget, client=client,
+                                     signing_key=cand.signing_key)  # fmt: skip
 
 
 def mirror_failed(hub_repo: str | None, exc: BaseException) -> MirrorFailed:
@@ -260,7 +268,8 @@ def mirror_failed(hub_repo: str | None, exc: BaseException) -> MirrorFailed:
 
 def promote(cand: Candidate) -> None:
     """Make the candidate the live version (`latest`, atomically)."""
-    versions.set_latest(cand.published_dir, cand.benchmark, cand.version, cand.set_budget)
+    versions.set_latest(cand.published_dir, cand.benchmark, cand.version, cand.set_budget,
+                        signing_key=cand.signing_key)  # fmt: skip
 
 
 def discard(cand: Candidate, reason: str) -> None:
@@ -376,7 +385,8 @@ def publish_unit(
     (`reason`; `refusal` for a refused gate). A candidate that repeats the live version
     (`unchanged_from`), a refusal and a failed mirror are outcomes (the candidate
     discarded; the refusal, or the unchanged key, in the set's ledger); a crash propagates
-    after the rollback. `settings.hub_repo` set: mirrored before it goes live.
+    after the rollback. `settings.signing_key` set: signed once the gate accepts it (its
+    manifest and both pointers). `settings.hub_repo` set: mirrored before it goes live.
     """
     hub_repo, gate, sha = settings.hub_repo, None, None
     try:
@@ -391,6 +401,8 @@ def publish_unit(
                 txn.set("reason", refused_reason(gate))
                 txn.set("refusal", gate.reason)
                 raise Refused(gate)
+            if settings.signing_key:
+                cand = sign(cand, settings.signing_key)
             if hub_repo:
                 txn.set("reason", mirror_rollback_reason(hub_repo))
                 try:

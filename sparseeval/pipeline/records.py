@@ -246,6 +246,7 @@ class Candidate(Record):
     version: int
     budget: int | None = None  # the run's budget when it has several (names it: `set_name`)
     key: str = ""
+    signing_key: str | None = None  # the PEM file it was signed with (its pointers are too)
 
     @property
     def name(self) -> str:

@@ -66,6 +66,9 @@ class Settings(_Derived):
     artifacts_dir: Path | None = field(default=None, metadata=_PATHS)
     published_dir: Path | None = field(default=None, metadata=_PATHS)
     reports_dir: Path | None = field(default=None, metadata=_PATHS)
+    # an Ed25519 private key (unencrypted PEM file) that signs every published set and its
+    # `latest` pointer: consumers pass the public key (`--public-key`) and follow no rewrite
+    signing_key: Path | None = field(default=None, metadata=_PATHS)
     # what the nightly job pulls when no sources are passed (specs: pipeline.sources)
     sources: tuple[str, ...] = _in("sources", ())
     # new Hub details repos read per run; the rest wait for the next
@@ -161,6 +164,8 @@ class Settings(_Derived):
         ):
             value = getattr(self, name)
             object.__setattr__(self, name, Path(value).expanduser() if value else self.home / sub)
+        if self.signing_key:
+            object.__setattr__(self, "signing_key", Path(self.signing_key).expanduser())
         self.check()
 
     def check(self) -> None:
@@ -190,6 +195,8 @@ class Settings(_Derived):
             ("weight_decay", "0 or more", self.weight_decay >= 0),
             ("device", "'cpu', 'cuda' or 'cuda:N'",
              re.fullmatch(r"cpu|cuda(:\d+)?", str(self.device)) is not None),
+            ("signing_key", "a PEM file (an Ed25519 private key)",
+             not self.signing_key or Path(self.signing_key).is_file()),
             ("interval_level", "in (0, 1), e.g. 0.9", 0 < self.interval_level < 1),
             ("max_missing_model_frac", "in [0, 1]", 0 <= self.max_missing_model_frac <= 1),
             ("target", "one of auto, reported, items", self.target in TARGETS),

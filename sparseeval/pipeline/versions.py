@@ -183,12 +183,16 @@ def _replace_path(src: Path, dst: Path) -> None:
     os.replace(src, dst)
 
 
-def set_latest(root: str | Path, benchmark: str, version: int, budget: int | None = None) -> Path:
+def set_latest(
+    root: str | Path, benchmark: str, version: int, budget: int | None = None, signing_key=None
+) -> Path:
     """Promote `v{version}`: point its set's `latest` at it (verifies it first).
 
     budget: the set (default: the one set that holds `v{version}`, `_holding`).
     The pointer also records every version ever promoted with its manifest seal
     (`"promoted": {"1": sha, ...}`), in the same atomic replace: only those load.
+    signing_key (as `write_version`'s): the pointer carries its Ed25519 signature, so a
+    consumer with the public key follows no rewritten pointer (`signing.verify_pointer`).
     Call it while holding the publishing lock (two concurrent promotions of one set can
     lose a record, as they would race for `latest` itself).
     """
@@ -206,6 +210,10 @@ def set_latest(root: str | Path, benchmark: str, version: int, budget: int | Non
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         "promoted": {str(v): promoted[v] for v in sorted(promoted)},
     }
+    if signing_key is not None:
+        from sparseeval.consume.sets.signing import signed_pointer
+
+        pointer = signed_pointer(pointer, signing_key)
     return _replace_json(bench_dir / LATEST, pointer)
 
 

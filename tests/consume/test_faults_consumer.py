@@ -247,7 +247,7 @@ def test_signed_sets_verify_and_tampering_is_refused(tmp_path, fitted):
     key_file = tmp_path / "signer.pub"
     key_file.write_bytes(public)
     folder = publish_fit(root, B, fitted, signing_key=pem.decode())
-    set_latest(root, B, 1)
+    set_latest(root, B, 1, signing_key=pem)
     assert (folder / "manifest.sig").is_file()
     for key in (public, public.decode(), key_file, str(key_file)):
         assert load_anchor_set(root, B, public_key=key).version == 1
@@ -255,7 +255,7 @@ def test_signed_sets_verify_and_tampering_is_refused(tmp_path, fitted):
         load_anchor_set(root, B, public_key=other_public)
     # sign_version signs an existing (unsigned) version
     publish_fit(root, B, fitted)
-    set_latest(root, B, 2)
+    set_latest(root, B, 2, signing_key=pem)
     with pytest.raises(AnchorSetError, match=r"no manifest\.sig"):
         load_anchor_set(root, B, public_key=public)
     sign_version(root / B / "k8" / "v2", pem)
@@ -264,7 +264,7 @@ def test_signed_sets_verify_and_tampering_is_refused(tmp_path, fitted):
     rewrite(root, zero_weights, version=2)
     assert load_anchor_set(root, B).version == 2  # accepted without a key (documented)
     with pytest.raises(AnchorSetError, match="does not verify"):
-        load_anchor_set(root, B, public_key=public)
+        load_anchor_set(root, B, version=2, public_key=public)
     (root / B / "k8" / "v1" / "manifest.sig").write_text("not base64!\n")
     with pytest.raises(AnchorSetError, match="does not verify"):
         load_anchor_set(root, B, version=1, public_key=public)
@@ -279,12 +279,48 @@ def test_signature_travels_through_the_hub(tmp_path, fitted, monkeypatch):
     root = tmp_path / "published"
     pem, public = signing_keys()
     publish_fit(root, B, fitted, signing_key=pem)
-    set_latest(root, B, 1)
+    set_latest(root, B, 1, signing_key=pem)
     hub = FakeMirrorHub(tmp_path / "hub")
-    push_to_hub(root, B, "latest", "acme/sets", hub)
+    push_to_hub(root, B, "latest", "acme/sets", hub, signing_key=pem)
     assert load_anchor_set("acme/sets", B, hub_client=hub, public_key=public).version == 1
     with pytest.raises(AnchorSetError, match="does not verify"):
         load_anchor_set("acme/sets", B, hub_client=hub, public_key=signing_keys()[1])
+    # a newer version pushed with an unsigned `latest`: followed by no one holding the key
+    publish_fit(root, B, fitted, signing_key=pem)
+    set_latest(root, B, 2, signing_key=pem)
+    push_to_hub(root, B, "latest", "acme/sets", hub)
+    with pytest.raises(AnchorSetError, match="latest pointer is not signed"):
+        load_anchor_set("acme/sets", B, hub_client=hub, public_key=public)
+    assert load_anchor_set("acme/sets", B, version=2, hub_client=hub, public_key=public)
+
+
+def test_a_signed_latest_cannot_be_pointed_back_at_an_older_signed_version(tmp_path, fitted):
+    """[4/5]: `latest` was covered by no signature, so rewriting it to an older signed
+    version rolled consumers back silently."""
+    root = tmp_path / "published"
+    pem, public = signing_keys()
+    for v in (1, 2):
+        publish_fit(root, B, fitted, signing_key=pem)
+        set_latest(root, B, v, signing_key=pem)
+    assert load_anchor_set(root, B, public_key=public).version == 2
+    pointer = root / B / "k8" / "latest"
+    signed = json.loads(pointer.read_text())
+    assert signed["version"] == 2 and "signature" in signed
+    # the attack: `latest` rewritten to v1 (a version with a valid manifest signature)
+    old = signed | {"version": 1, "path": "v1", "manifest_sha256": signed["promoted"]["1"]}
+    pointer.write_text(json.dumps(old))
+    assert load_anchor_set(root, B).version == 1  # without a key: followed (documented)
+    with pytest.raises(AnchorSetError, match="latest pointer's signature does not verify"):
+        load_anchor_set(root, B, public_key=public)
+    for unsigned in ({k: v for k, v in old.items() if k != "signature"}, old | {"signature": 7}):
+        pointer.write_text(json.dumps(unsigned))
+        with pytest.raises(AnchorSetError, match="latest pointer is not signed"):
+            load_anchor_set(root, B, public_key=public)
+    # a version named by number is checked against the (rewritten) pointer's record too
+    with pytest.raises(AnchorSetError, match="latest pointer is not signed"):
+        load_anchor_set(root, B, version=2, public_key=public)
+    set_latest(root, B, 2, signing_key=pem)  # the publisher promotes again: followed
+    assert load_anchor_set(root, B, public_key=public).version == 2
 
 
 def test_consumer_path_without_a_key_imports_no_cryptography(set_and_answers):

@@ -190,3 +190,28 @@ def test_a_new_benchmark_the_operator_allows_is_published_the_first_night(tmp_pa
     assert anchorset.load_anchor_set(home / "published", "arc_easy2").manifest["benchmark"] == (
         "arc_easy2"
     )
+
+
+def test_a_signing_key_signs_every_published_set_and_its_pointers(tmp_path, monkeypatch):
+    from sparseeval.consume.sets.suite_set import load_suite
+    from tests.helpers import signing_keys
+    from tests.hub_standin import serve_hub
+
+    pem, public = signing_keys()
+    key = tmp_path / "publisher.pem"
+    key.write_bytes(pem)
+    home, repo = tmp_path / "home", "acme/anchor-sets"
+    with serve_hub(monkeypatch, tmp_path) as hub:
+        hub.create_repo(repo)
+        out = run(home, [release(tmp_path, 0, 200)], hub_repo=repo, signing_key=str(key))
+        assert out.n_published == 2 and out.suite.startswith("suite: published v1")
+        published = home / "published"
+        for benchmark in ("arc", "gsm8k"):
+            assert anchorset.load_anchor_set(published, benchmark, public_key=public).version == 1
+            on_hub = anchorset.load_anchor_set(repo, benchmark, public_key=public)
+            assert on_hub.items == anchorset.load_anchor_set(published, benchmark).items
+        assert load_suite(published, public_key=public).version == 1
+        pointer = json.loads((layout.set_dir(published, "arc", 8) / "latest").read_text())
+        assert isinstance(pointer["signature"], str)
+        with pytest.raises(anchorset.AnchorSetError, match="does not verify"):
+            anchorset.load_anchor_set(published, "arc", public_key=signing_keys()[1])

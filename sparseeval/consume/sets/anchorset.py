@@ -67,14 +67,17 @@ def load_anchor_set(
     refused. Locally, only a promoted version loads (one `latest` points or pointed to).
     `budget` picks one of several published budgets (default: the largest); `revision`
     pins a Hub commit. `public_key` (Ed25519, PEM bytes/str or a path to a PEM file):
-    refuse the set unless its `manifest.sig` verifies with it (needs `cryptography`).
+    refuse the set unless its `manifest.sig` verifies with it, and follow `latest` only when
+    the pointer verifies too (a rewritten pointer would roll you back); needs `cryptography`.
     Trust model: `sparseeval.consume.sets.layout`.
     """
     try:
         check_benchmark_name(benchmark)
     except IdError as exc:
         raise AnchorSetError(str(exc)) from None
-    folder, source, hub = fetch(path_or_repo, benchmark, version, hub_client, revision, budget)
+    folder, source, hub = fetch(
+        path_or_repo, benchmark, version, hub_client, revision, budget, public_key
+    )
     manifest = checked_manifest(folder, benchmark, hub, public_key)
     aset = AnchorSet(manifest=manifest, predictor=load_predictor(folder, manifest), source=source,
                      folder=folder, curves=load_curves(folder, manifest))  # fmt: skip

@@ -18,12 +18,14 @@ from sparseeval.consume.scoring.next_items import KEY as CURVES_KEY
 from sparseeval.consume.scoring.next_items import CurvesError, ItemCurves, positions
 from sparseeval.consume.sets.fields import Manifest
 from sparseeval.consume.sets.layout import (
+    LATEST,
     AnchorSetError,
     read_manifest,
+    read_pointer,
     resolve_version_dir,
     verify,
 )
-from sparseeval.consume.sets.promotion import check_promoted
+from sparseeval.consume.sets.promotion import check_promoted, set_of
 from sparseeval.consume.sets.shape import check_arrays, check_manifest, reader_folder
 
 # The most a published set's .npz (predictor weights, item curves) may inflate to, in bytes.
@@ -45,6 +47,7 @@ def fetch(
     hub_client,
     revision: str | None,
     budget: int | None,
+    public_key=None,
 ) -> tuple[Path, str, bool]:
     """(version folder, where it came from, from the Hub?): a local folder, or a download."""
     p = Path(path_or_repo)
@@ -52,7 +55,8 @@ def fetch(
     if hub:
         from sparseeval.consume.sets.hub import download_version
 
-        folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget)
+        folder = download_version(hub.group(1), benchmark, version, hub_client, revision, budget,
+                                  public_key)  # fmt: skip
         return folder, f"hf://datasets/{hub.group(1)}", True
     if not p.exists():
         raise AnchorSetError(
@@ -77,12 +81,21 @@ def checked_manifest(folder: Path, benchmark: str, hub: bool, public_key) -> Man
         check_promoted(folder, manifest)
     verify(folder, manifest, follow_file_links=hub)  # the Hub cache links to blobs
     if public_key is not None:
-        from sparseeval.consume.sets.signing import verify_signature
-
-        verify_signature(folder, manifest, public_key)
+        _check_signed(folder, manifest, public_key, hub)
     _check_items(folder, manifest.get("items"))
     check_manifest(folder, manifest)
     return Manifest.read(folder, manifest, checked=True)
+
+
+def _check_signed(folder: Path, manifest: dict, public_key, hub: bool) -> None:
+    """The manifest's signature, and locally its set's `latest` pointer's (`set_of`), verify
+    with `public_key` (a Hub download's pointer is checked as it is read: `download_version`)."""
+    from sparseeval.consume.sets.signing import verify_pointer, verify_signature
+
+    verify_signature(folder, manifest, public_key)
+    set_folder = None if hub else set_of(folder, manifest)
+    if set_folder is not None and (pointer := read_pointer(set_folder)) is not None:
+        verify_pointer(set_folder / LATEST, pointer, public_key)
 
 
 def _check_items(folder: Path, items: object) -> None:

@@ -73,14 +73,21 @@ def _download(client, repo_id: str, pattern: list[str], kw: dict) -> Path:
 
 
 def download_version(
-    repo_id: str, benchmark: str, version, client=None, revision=None, budget: int | None = None
+    repo_id: str,
+    benchmark: str,
+    version,
+    client=None,
+    revision=None,
+    budget: int | None = None,
+    public_key=None,
 ) -> Path:
     """Fetch one version folder from a Hub dataset repo; returns the local version folder.
 
     `revision` pins a commit sha (or branch); by default the repo's main branch. `budget`
     picks a budget's set (`{benchmark}/k{budget}/` in the repo); by default the one its
     pointers name (`layout.live_budget`: `default`, else the largest live budget, else an
-    old single set's `{benchmark}/latest`).
+    old single set's `{benchmark}/latest`). `public_key`: `latest` is followed only when it
+    is signed by it (`signing.verify_pointer`).
     """
     client = hub_client(client)
     kw = {"repo_type": "dataset", "revision": revision}
@@ -99,7 +106,7 @@ def download_version(
                 raise AnchorSetError(
                     f"hub repo {repo_id} has no published {benchmark!r} anchor set"
                 )
-            version = json.loads(pointer.read_text())["version"]
+            version = _followed(pointer, public_key)
         n = parse_version(version)
         pattern = [f"{where}/v{n}/*"]
         local = _download(client, repo_id, pattern, kw)
@@ -112,6 +119,16 @@ def download_version(
     if not (folder / MANIFEST).is_file():
         raise AnchorSetError(f"hub repo {repo_id} has no {benchmark} v{n}")
     return folder
+
+
+def _followed(pointer: Path, public_key) -> object:
+    """The version a downloaded `latest` names, once its signature verifies (with a key)."""
+    data = json.loads(pointer.read_text())
+    if public_key is not None:
+        from sparseeval.consume.sets.signing import verify_pointer
+
+        verify_pointer(pointer, data, public_key)
+    return data["version"]
 
 
 __all__ = [

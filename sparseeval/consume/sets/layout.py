@@ -41,7 +41,11 @@ rewritten too. For sets that pass through hands you do not trust, sign them
 (`write_version(signing_key=...)` or `versions.sign_version`, Ed25519, over the exact bytes
 of manifest.json, which pins every file's hash) and pass the publisher's public key:
 `load_anchor_set(..., public_key=...)` then refuses a set whose `manifest.sig` is missing
-or does not verify. Signatures need the `cryptography` package, imported only then.
+or does not verify; a set's `latest` promoted with the key (`set_latest(signing_key=...)`)
+carries its signature, and with a public key only a verifying pointer is followed (a
+pointer rewritten to an older signed version is refused; an older signed pointer put back
+whole is not detected: pin a version). Signatures need the `cryptography` package,
+imported only then.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from sparseeval.consume.hashing import file_sha256
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 SIGNATURE = "manifest.sig"
+POINTER_SIGNATURE = "signature"  # a signed `latest` holds its Ed25519 signature under this key
 LATEST = "latest"
 HOME_SETS = "published"  # where a home (`SPARSEEVAL_HOME`) keeps its published sets
 DEFAULT = "default"  # {root}/{benchmark}/default: {"budget": K or null}, the maintained set
@@ -470,6 +475,7 @@ __all__ = [
     "MANIFEST",
     "MAX_MANIFEST_BYTES",
     "MAX_POINTER_BYTES",
+    "POINTER_SIGNATURE",
     "PREDICTOR_DIR",
     "REPORT_FILES",
     "REPORT_INPUTS",

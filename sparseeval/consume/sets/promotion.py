@@ -34,21 +34,25 @@ def promoted_versions(set_folder: str | Path) -> dict[int, str | None]:
     return out
 
 
-def check_promoted(folder: str | Path, manifest: dict) -> None:
-    """Refuse a version folder (`.../vN` in a set) that was never promoted or was discarded.
-
-    The set is the folder above: `{benchmark}` or `{benchmark}/k{budget}`. A version folder
-    elsewhere (a copy you made, e.g. `mine/v3` or `mine/arc-set`) has no set to ask.
-    """
+def set_of(folder: str | Path, manifest: dict) -> Path | None:
+    """The set a version folder (`.../vN`) is in: `{benchmark}` or `{benchmark}/k{budget}`
+    above it; None for a version folder elsewhere (a copy you made, e.g. `mine/v3`)."""
     folder = Path(folder)
-    m = VERSION_DIR.match(folder.name)
-    n, set_folder = int(m.group(1)) if m else 0, folder.parent
-    bench = manifest.get("benchmark")
+    set_folder, bench = folder.parent, manifest.get("benchmark")
     in_set = set_folder.name == bench or (
         BUDGET_DIR.match(set_folder.name) is not None and set_folder.parent.name == bench
     )
-    if not m or not in_set:
+    return set_folder if VERSION_DIR.match(folder.name) and in_set else None
+
+
+def check_promoted(folder: str | Path, manifest: dict) -> None:
+    """Refuse a version folder (`.../vN` in a set, `set_of`) that was never promoted or was
+    discarded. A version folder elsewhere has no set to ask."""
+    folder = Path(folder)
+    set_folder = set_of(folder, manifest)
+    if set_folder is None:
         return
+    n = int(VERSION_DIR.match(folder.name).group(1))
     label = str(manifest.get("benchmark", set_folder.name))
     if BUDGET_DIR.match(set_folder.name):
         label += f" {set_folder.name}"
@@ -79,4 +83,5 @@ def check_promoted(folder: str | Path, manifest: dict) -> None:
 __all__ = [
     "check_promoted",
     "promoted_versions",
+    "set_of",
 ]

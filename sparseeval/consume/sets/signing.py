@@ -1,5 +1,6 @@
-"""Ed25519 signatures over a published version's manifest (optional; see the trust model
-in `sparseeval.consume.sets.layout`). `cryptography` is imported only when a key is used.
+"""Ed25519 signatures over a published version's manifest and over its set's `latest`
+pointer (optional; see the trust model in `sparseeval.consume.sets.layout`).
+`cryptography` is imported only when a key is used.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from sparseeval.consume.answers.responses import printable
 from sparseeval.consume.sets.layout import (
     MANIFEST,
+    POINTER_SIGNATURE,
     SIGNATURE,
     AnchorSetError,
     read_manifest,
@@ -52,17 +54,7 @@ def verify_signature(folder: str | Path, manifest: dict, public_key) -> None:
 
     public_key: PEM bytes/str, a path to a PEM file, or an `Ed25519PublicKey`.
     """
-    InvalidSignature, ed25519, load_pem_public_key = _crypto()
-    folder = Path(folder)
-    if isinstance(public_key, ed25519.Ed25519PublicKey):
-        key = public_key
-    else:
-        try:
-            key = load_pem_public_key(pem_bytes(public_key, "public key"))
-        except (ValueError, TypeError) as e:
-            raise AnchorSetError(f"public key: not a PEM public key ({printable(e)})") from None
-        if not isinstance(key, ed25519.Ed25519PublicKey):
-            raise AnchorSetError("public key: not an Ed25519 key")
+    key, folder = _public_key(public_key), Path(folder)
     sig_path = folder / SIGNATURE
     if not sig_path.is_file():
         raise AnchorSetError(
@@ -70,25 +62,77 @@ def verify_signature(folder: str | Path, manifest: dict, public_key) -> None:
             "signed with its private key is accepted"
         )
     body = (folder / MANIFEST).read_bytes()
-    try:
-        sig = base64.b64decode(sig_path.read_bytes().strip(), validate=True)
-    except (binascii.Error, ValueError):
-        sig = b""
-    try:
-        if len(sig) != 64:
-            raise InvalidSignature
-        key.verify(sig, body)
-    except InvalidSignature:
+    if not _verifies(key, sig_path.read_bytes(), body):
         raise AnchorSetError(
             f"{printable(folder)}: {SIGNATURE} does not verify with the public key given "
             "(not signed by that key, or the manifest changed); refusing it"
-        ) from None
+        )
     try:
         same = json.loads(body) == manifest
     except (ValueError, UnicodeDecodeError):
         same = False
     if not same:
         raise AnchorSetError(f"{printable(folder)}: manifest changed while it was being read")
+
+
+def signed_pointer(pointer: dict, private_key_pem) -> dict:
+    """`pointer` (a set's `latest`) with its `signature`: Ed25519 over `pointer_body`."""
+    key = private_key(private_key_pem)
+    body = pointer_body(pointer)
+    return pointer | {POINTER_SIGNATURE: signature(key, body).decode().strip()}
+
+
+def verify_pointer(path: str | Path, pointer: dict, public_key) -> None:
+    """The `latest` pointer at `path` (read as `pointer`) is signed by `public_key`: a
+    pointer rewritten to another version, or with another promotion record, is refused."""
+    key = _public_key(public_key)
+    sig = pointer.get(POINTER_SIGNATURE)
+    if not isinstance(sig, str):
+        raise AnchorSetError(
+            f"{printable(path)}: the latest pointer is not signed; a public key was given, so"
+            " only a pointer its private key signed is followed (pin a version, or sign the"
+            " promotion: versions.set_latest(..., signing_key=...))"
+        )
+    if not _verifies(key, sig.encode(), pointer_body(pointer)):
+        raise AnchorSetError(
+            f"{printable(path)}: the latest pointer's signature does not verify with the public"
+            " key given (rewritten, e.g. to an older version, or signed by another key);"
+            " refusing it"
+        )
+
+
+def pointer_body(pointer: dict) -> bytes:
+    """The bytes a pointer's signature covers: its JSON, keys sorted, without the signature."""
+    rest = {k: v for k, v in pointer.items() if k != POINTER_SIGNATURE}
+    return json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _public_key(public_key):
+    """An `Ed25519PublicKey` from PEM bytes/str, a PEM file path, or a key object."""
+    _, ed25519, load_pem_public_key = _crypto()
+    if isinstance(public_key, ed25519.Ed25519PublicKey):
+        return public_key
+    try:
+        key = load_pem_public_key(pem_bytes(public_key, "public key"))
+    except (ValueError, TypeError) as e:
+        raise AnchorSetError(f"public key: not a PEM public key ({printable(e)})") from None
+    if not isinstance(key, ed25519.Ed25519PublicKey):
+        raise AnchorSetError("public key: not an Ed25519 key")
+    return key
+
+
+def _verifies(key, encoded: bytes, body: bytes) -> bool:
+    """Whether base64 `encoded` is the key's Ed25519 signature of `body`."""
+    InvalidSignature, _, _ = _crypto()
+    try:
+        sig = base64.b64decode(encoded.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    try:
+        key.verify(sig, body)
+    except (InvalidSignature, ValueError):
+        return False
+    return len(sig) == 64
 
 
 def sign_version(folder: str | Path, private_key_pem) -> Path:
@@ -143,8 +187,11 @@ def signature(key, body: bytes) -> bytes:
 
 __all__ = [
     "pem_bytes",
+    "pointer_body",
     "private_key",
     "sign_version",
     "signature",
+    "signed_pointer",
+    "verify_pointer",
     "verify_signature",
 ]
