@@ -104,6 +104,10 @@ def test_predict_checks_the_publishers_signature(published, tmp_path, capsys):
     (tmp_path / "other.pem").write_bytes(other)
     base = ["predict", "--anchor-set", str(root), "--benchmark", "arc", "--responses",
             str(answers)]  # fmt: skip
+    # a signed manifest found through an unsigned `latest`: the pointer could be a rollback
+    assert main([*base, "--public-key", str(tmp_path / "pub.pem")]) == 2
+    assert "the latest pointer is not signed" in one_error(capsys)
+    set_latest(root, "arc", 1, budget=8, signing_key=private)  # promoted with the key
     assert main([*base, "--public-key", str(tmp_path / "pub.pem")]) == 0
     capsys.readouterr()
     assert main([*base, "--public-key", str(tmp_path / "other.pem")]) == 2
