@@ -372,8 +372,7 @@ def _linear(net: nn.Module) -> list[nn.Linear]:
 def _non_negative(net: nn.Module) -> None:
     """Project every Linear layer's weights onto >= 0 (biases are free)."""
     with torch.no_grad():
-        for layer in _linear(net):
-            layer.weight.clamp_(min=0.0)
+        torch._foreach_clamp_min_([layer.weight for layer in _linear(net)], 0.0)
 
 
 def _train(
@@ -383,12 +382,11 @@ def _train(
     all rows, or steps on shuffled batches of `batch_size` rows (the order drawn from `seed`).
     `project(net)` runs after each step (a constraint on the weights)."""
     opt = Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
-    batches = _batches(len(y), batch_size, seed, x.device)
+    batches = _batches(x, y, batch_size, seed)
     best, best_state, best_epoch = float("inf"), None, 0
     for epoch in range(epochs):
         net.train()
-        for rows in next(batches):
-            xb, yb = (x, y) if rows is None else (x[rows], y[rows])
+        for xb, yb in next(batches):
             opt.zero_grad()
             loss = ((net(xb).reshape(yb.shape) - yb) ** 2).mean()
             loss.backward()
@@ -407,18 +405,21 @@ def _train(
     return best_epoch + 1, best
 
 
-def _batches(n: int, batch_size: int | None, seed: int, device):
-    """Each epoch's row batches: a shuffled split into batches of `batch_size` (a last
-    batch under half of it joins the one before; the order drawn from `seed`), or [None]
-    (all rows, in order) when that is one batch or `batch_size` is None or 0."""
+def _batches(x: torch.Tensor, y: torch.Tensor, batch_size: int | None, seed: int):
+    """Each epoch's (x, y) batches: the rows shuffled (the order drawn from `seed`) and cut
+    into batches of `batch_size` (a last batch under half of it joins the one before), or
+    [(x, y)] (all rows, in order) when that is one batch or `batch_size` is None or 0.
+    The rows are gathered once an epoch; the batches are views of them."""
+    n = len(y)
     cuts = list(range(batch_size, n - batch_size // 2, batch_size)) if batch_size else []
     if not cuts:
         while True:
-            yield [None]
+            yield [(x, y)]
     generator = torch.Generator().manual_seed(seed)
     while True:
-        order = torch.randperm(n, generator=generator).to(device)
-        yield torch.tensor_split(order, cuts)
+        order = torch.randperm(n, generator=generator).to(x.device)
+        xs, ys = x.index_select(0, order), y.index_select(0, order)
+        yield list(zip(torch.tensor_split(xs, cuts), torch.tensor_split(ys, cuts), strict=True))
 
 
 class BlendPredictor:

@@ -162,12 +162,18 @@ class Adam:
         step = float(self.steps)  # torch keeps the count in a float32 tensor, read with .item()
         step_size = self.lr / (1 - beta1**step)
         bias_correction2_sqrt = (1 - beta2**step) ** 0.5
-        for p, exp_avg, exp_avg_sq in zip(self.params, self.exp_avg, self.exp_avg_sq, strict=True):
-            grad = p.grad if self.weight_decay == 0 else p.grad.add(p, alpha=self.weight_decay)
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(self.eps)
-            p.addcdiv_(exp_avg, denom, value=-step_size)
+        grads = [p.grad for p in self.params]
+        if self.weight_decay != 0:
+            grads = torch._foreach_add(grads, self.params, alpha=self.weight_decay)
+        # One call per op over every tensor (each the same per-tensor kernel on a CPU):
+        # a tenth of a mini-batch step went to dispatching these ops one tensor at a time.
+        torch._foreach_lerp_(self.exp_avg, grads, 1 - beta1)
+        torch._foreach_mul_(self.exp_avg_sq, beta2)
+        torch._foreach_addcmul_(self.exp_avg_sq, grads, grads, value=1 - beta2)
+        denom = torch._foreach_sqrt(self.exp_avg_sq)
+        torch._foreach_div_(denom, bias_correction2_sqrt)
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(self.params, self.exp_avg, denom, value=-step_size)
 
 
 __all__ = [
