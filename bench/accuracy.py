@@ -12,6 +12,8 @@ synthetic), then validation from the training share.
     python bench/accuracy.py --methods sparseeval,sparseeval-1mlp   # the ensemble's worth
     python bench/accuracy.py --methods sparseeval,sparseeval-fullbatch --budgets 50 --seeds 3 \
         --data arc,gsm8k,mmlu,truthfulqa,winogrande   # mini-batches against full-batch steps
+    python bench/accuracy.py --methods sparseeval,sparseeval-norefit --budgets 50 --seeds 3 \
+        --data arc,gsm8k,mmlu,truthfulqa,winogrande   # the refit's worth
 """
 
 from __future__ import annotations
@@ -89,6 +91,11 @@ def methods(k: int, seed: int, names: list[str], data: str | None = None) -> dic
         # mini-batches: the same error, about twice the time)
         "sparseeval-fullbatch": lambda: SparseEval.from_settings(
             pipeline, n_anchors=k, seed=seed, batch_size=0, patience=50, **QUIET
+        ),
+        # our defaults without the refit on training and validation models (the chosen
+        # predictor as validation chose it): the refit's worth against its time
+        "sparseeval-norefit": lambda: SparseEval.from_settings(
+            pipeline, n_anchors=k, seed=seed, refit=False, **QUIET
         ),
         # the released code starts MMLU and Winogrande from random items, the others k-means
         "paper": lambda: PaperSparseEval(k, seed=seed, benchmark=data, **QUIET),
