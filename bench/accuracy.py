@@ -256,6 +256,9 @@ def main() -> None:
     if args.summarize:
         rows = read_rows(args.summarize)
         print(summary(rows), targets(rows), sep="\n\n")
+        if args.section:  # the tables of runs measured earlier, under the given heading
+            files = " ".join(args.summarize)
+            write_section(args.section, f"Rows of {files} (`--summarize`).\n\n{summary(rows)}")
         return
     args.data = args.data.split(",")
     args.budgets = [int(k) for k in args.budgets.split(",")]

@@ -218,11 +218,12 @@ class SuiteSparseEval(BaseEstimator):
     def _refits(self, both, y, yv, names: dict, say) -> tuple[list | None, dict]:
         """(shared, {benchmark: joint MLP}) refitted on training and validation models
         (`both`), side by side: a benchmark's MLP unless it kept "own", the shared reader
-        when some benchmark kept it (else None). Nothing without `refit`."""
-        joint = [b for b in self.benchmarks_ if names[b] != "own" and self.estimators_[b].refit]
-        shared = self.estimators_[self.benchmarks_[0]].refit and any(
-            "shared" in name for name in names.values()
-        )
+        when some benchmark kept it (else None). Nothing where `refits` says no."""
+        n_valid = len(next(iter(yv.values())))
+        refits = {b: self.estimators_[b].refits(len(both) - n_valid, n_valid)
+                  for b in self.benchmarks_}  # fmt: skip
+        joint = [b for b in self.benchmarks_ if names[b] != "own" and refits[b]]
+        shared = refits[self.benchmarks_[0]] and any("shared" in name for name in names.values())
         tasks = []  # the longest first: the shared reader's members are the widest nets
         if shared:
             say("refitting the shared reader on training and validation models")

@@ -76,6 +76,7 @@ _KINDS: dict[str, tuple[str, Any]] = {
     "str": ("text", lambda v: isinstance(v, str)),
     "str | None": ("text", lambda v: v is None or isinstance(v, str)),
     "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "bool | str": ('true, false or "auto"', lambda v: isinstance(v, bool) or v == "auto"),
     "int": ("a whole number", lambda v: _whole(v)),
     "float": ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
     "tuple[str, ...]": ("a list of text", lambda v: _list_of(v, str)),
@@ -108,13 +109,15 @@ def converted(name: str, kind: str, value: Any) -> Any:
     """A string from the environment or the CLI as a value of the annotation `kind`."""
     if "tuple" in kind:
         return _as_tuple(name, value, int if "int" in kind else str)
-    if not isinstance(value, str) or "Path" in kind or "str" in kind:
+    if not isinstance(value, str) or "Path" in kind or kind in ("str", "str | None"):
         return value
     text = value.strip()
-    if kind == "bool":
+    if kind == "bool | str" and text.lower() == "auto":
+        return "auto"
+    if kind.startswith("bool"):
         if text.lower() not in _BOOLS:
             raise SettingsError(
-                f"{name} must be true or false (or 1/0, yes/no, on/off), got {value!r}"
+                f"{name} must be {_KINDS[kind][0]} (or 1/0, yes/no, on/off), got {value!r}"
             )
         return _BOOLS[text.lower()]
     try:

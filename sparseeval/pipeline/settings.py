@@ -95,7 +95,9 @@ class Settings(_Derived):
     max_anchor_share: float = _in("selection", 1 / 3)
     # predictor
     predictor: str = _in("predictor", "auto")
-    refit: bool = _in("predictor", True)
+    # retrain the chosen predictor on training and validation models: true, false, or "auto"
+    # (when the validation models are at least a tenth as many as the training models)
+    refit: bool | str = _in("predictor", "auto")
     ensemble: int = _in("predictor", 3)
     lr: float = _in("predictor", 3e-3)
     epochs: int = _in("predictor", 2000)

@@ -3,7 +3,8 @@
 Each test pins one replacement against the original computation: our Adam against
 `torch.optim.Adam`, the dropout bits against `rng.bytes`, the reduced nnridge solve against
 nnls of the stacked problem, the side-by-side swap trials against one at a time, the raw
-uint32 draws against `rng.integers`; the mini-batches (issue 47) cover every row once an epoch.
+uint32 draws against `rng.integers`; the mini-batches (issue 47) cover every row once an epoch;
+`refit = "auto"` skips only the refits that would add under a tenth more rows.
 """
 
 import numpy as np
@@ -14,6 +15,7 @@ from torch import nn
 
 from sparseeval import make_synthetic, split_models
 from sparseeval.method import selection
+from sparseeval.method.estimator import SparseEval
 from sparseeval.method.predictors import (
     ALPHAS,
     Adam,
@@ -162,3 +164,24 @@ def test_mini_batch_fits_are_reproducible_and_every_full_batch_spelling_is_one_f
     full = weights(None)
     assert same(full, weights(0)) and same(full, weights(400))
     assert not same(full, weights(64))  # six epochs of 64-row steps train another net
+
+
+@pytest.mark.parametrize(("n_valid", "refits"), [(20, False), (40, True)])
+def test_refit_auto_skips_a_refit_that_adds_under_a_tenth_more_rows(n_valid, refits):
+    m = make_synthetic(420, 40, seed=2)
+    X, y = m.values.astype(np.float32), m.y
+    Xt, yt, Xv, yv = X[:380], y[:380], X[380 : 380 + n_valid], y[380 : 380 + n_valid]
+
+    def fit(refit) -> tuple[np.ndarray, list[str]]:
+        said: list[str] = []
+        est = SparseEval(6, refine_steps=1, predictor="nnridge", refit=refit, progress=said.append)
+        est.fit(Xt, yt, X_valid=Xv, y_valid=yv)
+        return est.predict(X[:50]), [line for line in said if line.startswith(("refit", "kept"))]
+
+    (auto, said), (same, _), (other, _) = fit("auto"), fit(refits), fit(not refits)
+    assert np.array_equal(auto, same) and not np.array_equal(auto, other)
+    assert said == (
+        [f"refitting nnridge on {380 + n_valid} training and validation models"] if refits else
+        [f"kept nnridge as trained: {n_valid} validation models would add 5% to 380 training "
+         "models (refit = auto)"]
+    )  # fmt: skip

@@ -133,6 +133,20 @@ def test_booleans_accept_the_usual_words_in_any_case(word):
     assert Settings.load(None, env={"SPARSEEVAL_SUITE": word}).suite is expected
 
 
+@pytest.mark.parametrize(
+    ("file", "env", "expected"),
+    [("", {}, "auto"), ("refit = false\n", {}, False), ("refit = 'auto'\n", {}, "auto"),
+     ("", {"SPARSEEVAL_REFIT": "Yes"}, True),
+     ("", {"SPARSEEVAL_PREDICTOR__REFIT": "AUTO"}, "auto")],
+)  # fmt: skip
+def test_refit_is_true_false_or_auto(tmp_path, file, env, expected):
+    toml = tmp_path / "s.toml"
+    toml.write_text(file)
+    assert Settings.load(toml, env=env).refit == expected
+    with pytest.raises(SettingsError, match=re.escape('refit must be true, false or "auto"')):
+        Settings.load(None, env={"SPARSEEVAL_REFIT": "sometimes"})
+
+
 def test_sparseeval_config_groups_by_section_and_refuses_a_bad_boolean(folders, capsys):
     assert main(["config", "--set", "selection.init=random"]) == 0
     out = capsys.readouterr().out.splitlines()
