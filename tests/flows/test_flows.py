@@ -169,6 +169,7 @@ def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
     assert aset.manifest["version"] == 1
 
 
+@pytest.mark.slow  # a Dask cluster: the slow group
 def test_dask_runner_two_workers(tmp_path):
     pytest.importorskip("prefect_dask")
     from sparseeval.flows.refresh import refresh

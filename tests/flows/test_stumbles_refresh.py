@@ -69,7 +69,7 @@ def _failing_benchmarks(tmp_path) -> list[str]:
             "--source", str(disjoint)]  # fmt: skip
 
 
-@pytest.mark.parametrize("runner", ["thread", "dask"])
+@pytest.mark.parametrize("runner", ["thread", pytest.param("dask", marks=pytest.mark.slow)])
 def test_failed_benchmarks_say_one_line_not_prefects(tmp_path, capfd, cli_refresh, runner):
     """The console of a refresh where benchmarks fail: the progress lines and the CLI's one
     error line; Prefect's traceback and "Finished in state" lines stay in the run's log,
