@@ -209,6 +209,8 @@ class SparseEval(AnchorEstimator):
             raise SettingsError(
                 f"predictor must be one of {PREDICTOR_CHOICES}, got {self.predictor!r}"
             )
+        if not (isinstance(self.refit, bool) or self.refit == "auto"):
+            raise SettingsError(f'refit must be True, False or "auto", got {self.refit!r}')
         scale = self.item_scale
         X, y, X_valid, y_valid = validation_split(X, y, X_valid, y_valid, self.seed, scale)
         X_train, y_train, X_valid, y_valid = self._check_fit_input(

@@ -185,3 +185,11 @@ def test_refit_auto_skips_a_refit_that_adds_under_a_tenth_more_rows(n_valid, ref
         [f"kept nnridge as trained: {n_valid} validation models would add 5% to 380 training "
          "models (refit = auto)"]
     )  # fmt: skip
+
+
+def test_refit_other_than_true_false_or_auto_is_refused_in_one_line():
+    from sparseeval.consume.errors import SettingsError
+
+    m = make_synthetic(120, 20, seed=2)
+    with pytest.raises(SettingsError, match="refit must be True, False or \"auto\", got 'yes'"):
+        SparseEval(4, refit="yes").fit(m.values, m.y)
