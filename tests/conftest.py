@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +19,14 @@ def prefect_harness(tmp_path_factory):
         "PREFECT_LOGGING_TO_API_ENABLED": "false",
         "HF_HUB_OFFLINE": "1",
     }
+    # The harness's API is plain http on 127.0.0.1, yet each Prefect client (one per task
+    # run) builds an SSL context from certifi's whole bundle, about 40 ms; one certificate
+    # of it builds in about 1 ms. A client of an https server would still verify against it.
+    env["PREFECT_API_SSL_CERT_FILE"] = str(_one_certificate(root / "ca.pem"))
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     from prefect.settings import (
+        PREFECT_API_SSL_CERT_FILE,
         PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
         PREFECT_HOME,
         PREFECT_RESULTS_LOCAL_STORAGE_PATH,
@@ -35,6 +41,7 @@ def prefect_harness(tmp_path_factory):
                 PREFECT_HOME: env["PREFECT_HOME"],
                 PREFECT_RESULTS_LOCAL_STORAGE_PATH: env["PREFECT_RESULTS_LOCAL_STORAGE_PATH"],
                 PREFECT_SERVER_ANALYTICS_ENABLED: False,
+                PREFECT_API_SSL_CERT_FILE: env["PREFECT_API_SSL_CERT_FILE"],
                 # no heartbeat thread: Prefect joins it at each flow run's end, up to 1 s
                 PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,
             }
@@ -47,6 +54,18 @@ def prefect_harness(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+def _one_certificate(path):
+    """The first certificate of certifi's bundle, alone in `path`."""
+    import certifi
+
+    end = "-----END CERTIFICATE-----"
+    bundle = Path(certifi.where()).read_text(encoding="ascii")
+    path.write_text(
+        bundle[bundle.index("-----BEGIN CERTIFICATE-----") : bundle.index(end)] + end + "\n"
+    )
+    return path
 
 
 @pytest.fixture

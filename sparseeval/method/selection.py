@@ -8,7 +8,6 @@ swaps) or leave-one-out MAE of ridge over training and validation rows together.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from sklearn.cluster import KMeans
 from sparseeval.consume.errors import SettingsError
 from sparseeval.method.anchor_estimator import check_item_ids
 from sparseeval.method.matrix import MatrixError
+from sparseeval.method.parallel import usable_cpus
 from sparseeval.method.predictors import MLPPredictor, RidgePredictor
 
 log = logging.getLogger("sparseeval")
@@ -231,7 +231,7 @@ class AnchorSelector:
         if self.judge == "loo" and self.init == "adaptive":
             names = [n for n in names if n != "greedy"]
         self._items = np.ascontiguousarray(X.T)  # item-major, for `_columns`
-        workers = min(self.swap_candidates, os.cpu_count() or 1)
+        workers = min(self.swap_candidates, usable_cpus())
         # A refinement step's swap trials are independent fits: side by side in threads
         # (NumPy's BLAS and torch free the GIL), taken in the same order.
         with ThreadPoolExecutor(max_workers=max(1, workers)) as self._pool:

@@ -22,6 +22,7 @@ def fresh_results(tmp_path):
         yield path
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_home_rebuilt_from_scratch_refreshes_with_another_budget(tmp_path):
     home = tmp_path / "home"
     src = release(tmp_path, 0, 200, ["arc"])
@@ -36,6 +37,7 @@ def test_home_rebuilt_from_scratch_refreshes_with_another_budget(tmp_path):
     assert not other.failed
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_a_new_result_storage_reuses_every_fit(tmp_path, fresh_results):
     from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
 
@@ -48,6 +50,7 @@ def test_a_new_result_storage_reuses_every_fit(tmp_path, fresh_results):
     assert all(r.matrix_cached and r.fit_cached for r in second.results)
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_no_task_result_is_a_pickle(tmp_path, fresh_results):
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200)])
@@ -69,6 +72,7 @@ def test_a_matrix_whose_file_is_gone_is_rebuilt(tmp_path):
     assert r.fit_cached and not second.failed  # the fit's artifact is still there
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_two_benchmarks_with_the_same_answers_are_each_published_as_themselves(tmp_path):
     """The same answers under two names (one file ingested as arc and as winogrande) share
     no cache entry: winogrande's fit is its own, published as winogrande (it was arc's,

@@ -68,6 +68,7 @@ def test_refresh_then_cached_then_incremental(tmp_path):
     assert load_suite(home / "published").benchmarks == list(ITEMS)  # the live suite stays
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
     import importlib
 
@@ -125,6 +126,7 @@ def test_drift_publishes_a_better_version(tmp_path, monkeypatch):
 WORSE = {"refine_steps": 0, "predictor": "mlp", "epochs": 1}
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_worse_candidate_is_refused(tmp_path):
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200, ["arc"])])
@@ -142,6 +144,7 @@ def test_worse_candidate_is_refused(tmp_path):
     assert "refused" in Path(out.report_path).read_text()
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_crash_in_publish_leaves_the_live_version(tmp_path, monkeypatch):
     from sparseeval.flows.refresh import refresh
 
@@ -195,6 +198,7 @@ def test_cli_refresh(tmp_path, capsys, cli_refresh):
     assert "everything was cached" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_a_refresh_that_refits_the_same_suite_publishes_nothing_and_says_so(
     tmp_path, capsys, cli_refresh, monkeypatch
 ):

@@ -25,6 +25,7 @@ def events(monkeypatch):
     return seen
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_refresh_reads_the_watched_sources_and_says_what_arrived(tmp_path, monkeypatch):
     home, inbox = tmp_path / "home", tmp_path / "inbox"
     inbox.mkdir()
@@ -70,6 +71,7 @@ def test_several_budgets_are_published_as_sets_of_their_own(tmp_path):
     assert {line.split("|")[2].strip() for line in rows} == {"4", "8"}  # every budget shown
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_readers_load_the_set_the_nightly_maintains_after_budgets_change(tmp_path):
     """One budget, then `--anchors 4,8`: the k4 and k8 sets are published and readers load
     k8 (the benchmark's `default`), not the one-budget set left behind, which the nightly no
@@ -102,6 +104,7 @@ def test_a_new_budget_is_published_on_the_same_data(tmp_path):
     assert len(anchorset.load_anchor_set(root, "arc").items) == 4
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_a_refused_candidate_is_visible_everywhere(tmp_path, events):
     home = tmp_path / "home"
     run(home, [release(tmp_path, 0, 200, ["arc"])])
@@ -144,6 +147,7 @@ def test_retrain_one_retrains_but_never_republishes_the_live_sets_data(tmp_path)
     assert layout.list_versions(*maintained(home / "published", "arc")) == [1]
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_publish_mirrors_to_the_hub_and_a_race_leaves_both_live_sets(tmp_path, monkeypatch):
     from sparseeval.pipeline import mirror as hub_mirror
     from tests.hub_standin import serve_hub

@@ -9,6 +9,7 @@ import os
 import socket
 import time
 
+import pytest
 from sparseeval.flows import _home
 from sparseeval.flows.refresh import refresh
 
@@ -60,6 +61,7 @@ def test_a_home_that_is_a_file_fails_at_once(prefect_harness, tmp_path):
     assert time.monotonic() - start < 30  # no retries with back-off
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_a_failed_source_fails_the_run_and_is_in_the_summary(prefect_harness, tmp_path):
 
     home = tmp_path / "home"
@@ -74,6 +76,7 @@ def test_a_failed_source_fails_the_run_and_is_in_the_summary(prefect_harness, tm
     )
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_the_manifest_says_what_it_estimates_and_where_the_data_came_from(
     prefect_harness, tmp_path
 ):

@@ -31,6 +31,7 @@ def _night(home, inbox):
                    settings_overrides=TINY | {"sources": [f"inbox:{inbox}"]})  # fmt: skip
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 def test_a_bad_inbox_file_fails_one_night_then_is_set_aside(tmp_path):
     home, inbox = tmp_path / "home", tmp_path / "inbox"
     inbox.mkdir()

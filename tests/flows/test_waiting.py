@@ -80,6 +80,7 @@ def test_a_waiting_benchmark_is_a_completed_task(tmp_path, logged):
     assert state.is_completed() and isinstance(state.result(), Waiting)
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_400_model_benchmark_trains_with_default_splits(tmp_path):
     home = tmp_path / "home"

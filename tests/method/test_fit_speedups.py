@@ -119,9 +119,9 @@ def test_side_by_side_swap_trials_change_nothing(monkeypatch):
                               progress=lambda s: None).fit(X[s.train], y[s.train], X[s.valid],
                                                            y[s.valid])  # fmt: skip
 
-    monkeypatch.setattr(selection.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(selection, "usable_cpus", lambda: 3)
     side_by_side = select()
-    monkeypatch.setattr(selection.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(selection, "usable_cpus", lambda: 1)
     one_at_a_time = select()
     np.testing.assert_array_equal(side_by_side.anchors_, one_at_a_time.anchors_)
     assert side_by_side.history_ == one_at_a_time.history_

@@ -66,6 +66,7 @@ def test_suite_gate_paired_tolerates_noise_strict_does_not(monkeypatch):
     assert not clearly.accept and "worse" in clearly.reason
 
 
+@pytest.mark.slow  # whole nights, 7 s or more on a worker: the slow group (README)
 @pytest.mark.usefixtures("prefect_harness")
 def test_repeated_refusal_escalates_to_persistent_drift(tmp_path, monkeypatch):
     module = importlib.import_module("sparseeval.flows._results")  # where events are emitted

@@ -57,7 +57,7 @@ def plot_pred_vs_true(out: Path, pred, true, conf: ConformalInterval, bounds=Non
     )
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
-    return _save(fig, out / PLOTS / "predicted_vs_true.png")
+    return _save(fig, out / PLOTS / "predicted_vs_true.png", _ONE_AXES)
 
 
 def plot_bands(out: Path, rows: list[dict], level: float) -> Path:
@@ -78,7 +78,7 @@ def plot_bands(out: Path, rows: list[dict], level: float) -> Path:
         ax.set_xlabel("third of the estimate")
         ax.grid(alpha=0.3, axis="y")
     fig.suptitle("test models by estimate band: coverage and interval width")
-    return _save(fig, out / PLOTS / "bands.png")
+    return _save(fig, out / PLOTS / "bands.png", _TWO_AXES)
 
 
 def plot_budget(out: Path, rows, n_anchors) -> Path:
@@ -102,7 +102,7 @@ def plot_budget(out: Path, rows, n_anchors) -> Path:
             )
     axes[0].legend(fontsize=8)
     fig.suptitle("error and rank agreement against anchor budget (test models)")
-    return _save(fig, out / PLOTS / "budget.png")
+    return _save(fig, out / PLOTS / "budget.png", _TWO_AXES)
 
 
 def plot_drift(out: Path, rows, threshold) -> Path:
@@ -129,11 +129,17 @@ def plot_drift(out: Path, rows, threshold) -> Path:
     ax.set(ylabel="MAE on newer models (points)", title="drift history")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    return _save(fig, out / PLOTS / "drift.png")
+    return _save(fig, out / PLOTS / "drift.png", _ONE_AXES | {"bottom": 0.2})
 
 
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
+# Fixed margins (fractions of the figure) that fit each plot's labels: `tight_layout` would
+# measure them with an extra draw, about 40% of a plot's time.
+_ONE_AXES = {"left": 0.12, "right": 0.97, "bottom": 0.1, "top": 0.93}
+_TWO_AXES = {"left": 0.08, "right": 0.98, "bottom": 0.17, "top": 0.88, "wspace": 0.25}
+
+
+def _save(fig, path: Path, margins: dict[str, float]) -> Path:
+    fig.subplots_adjust(**margins)
     fig.savefig(path, format="png", metadata={"Software": None})
     _figure().close(fig)
     return path
