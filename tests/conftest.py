@@ -8,6 +8,19 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _consumer_state(tmp_path_factory):
+    """The signed pointers a test follows are remembered in a temporary folder
+    (`signing.pointer_memory`), not in the home of whoever runs the tests; subprocesses too."""
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = saved
+
+
 @pytest.fixture(scope="session")
 def prefect_harness(tmp_path_factory):
     """A temporary Prefect server and home (results, state) for the whole session."""

@@ -18,7 +18,9 @@ from sparseeval.consume.sets.layout import (
     SIGNATURE,
     budget_of,
     default_budget,
+    pointer_serial,
     read_manifest,
+    read_pointer,
     report_files,
     resolve_version_dir,
     set_dir,
@@ -86,7 +88,12 @@ def push_to_hub(
         + ([SIGNATURE] if (folder / SIGNATURE).is_file() else [])
     ]
     if update_latest:
-        pointer = {"version": n, "path": f"v{n}", "manifest_sha256": manifest["manifest_sha256"]}
+        pointer = {
+            "version": n,
+            "path": f"v{n}",
+            "manifest_sha256": manifest["manifest_sha256"],
+            "serial": pointer_serial(read_pointer(folder.parent)) + 1,  # the local count, + 1
+        }
         if signing_key is not None:
             from sparseeval.consume.sets.signing import signed_pointer
 

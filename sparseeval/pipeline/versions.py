@@ -40,6 +40,7 @@ from sparseeval.consume.sets.layout import (
     latest_version,
     list_budgets,
     list_versions,
+    pointer_serial,
     read_manifest,
     read_pointer,
     seal,
@@ -190,7 +191,8 @@ def set_latest(
 
     budget: the set (default: the one set that holds `v{version}`, `_holding`).
     The pointer also records every version ever promoted with its manifest seal
-    (`"promoted": {"1": sha, ...}`), in the same atomic replace: only those load.
+    (`"promoted": {"1": sha, ...}`), in the same atomic replace: only those load. Its
+    `serial` counts promotions, so a signed pointer put back is told from a newer one.
     signing_key (as `write_version`'s): the pointer carries its Ed25519 signature, so a
     consumer with the public key follows no rewritten pointer (`signing.verify_pointer`).
     Call it while holding the publishing lock (two concurrent promotions of one set can
@@ -207,6 +209,7 @@ def set_latest(
         "version": version,
         "path": f"v{version}",
         "manifest_sha256": manifest["manifest_sha256"],
+        "serial": pointer_serial(read_pointer(bench_dir)) + 1,
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         "promoted": {str(v): promoted[v] for v in sorted(promoted)},
     }

@@ -323,6 +323,68 @@ def test_a_signed_latest_cannot_be_pointed_back_at_an_older_signed_version(tmp_p
     assert load_anchor_set(root, B, public_key=public).version == 2
 
 
+def test_an_older_signed_latest_put_back_whole_is_refused_where_a_newer_was_followed(
+    tmp_path, fitted, monkeypatch
+):
+    """[4/5]: a copy of an older signed `latest` put back whole verified, and rolled a
+    consumer back silently. Each promotion's pointer now carries a signed `serial`, and the
+    consumer remembers the newest it followed per set and key (`signing.pointer_memory`),
+    as TUF clients remember the newest metadata version they saw."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root, pointer = tmp_path / "published", tmp_path / "published" / B / "k8" / "latest"
+    pem, public = signing_keys()
+    publish_fit(root, B, fitted, signing_key=pem)
+    set_latest(root, B, 1, signing_key=pem)
+    assert load_anchor_set(root, B, public_key=public).version == 1
+    old = pointer.read_bytes()
+    publish_fit(root, B, fitted, signing_key=pem)
+    set_latest(root, B, 2, signing_key=pem)
+    assert json.loads(pointer.read_text())["serial"] == 2
+    assert load_anchor_set(root, B, public_key=public).version == 2
+    genuine = pointer.read_bytes()
+    pointer.write_bytes(old)  # the attack: the whole signed pointer of v1 put back
+    with pytest.raises(AnchorSetError, match=r"older than one followed here before \(promot"):
+        load_anchor_set(root, B, public_key=public)
+    with pytest.raises(AnchorSetError, match="older than one followed here"):
+        load_anchor_set(root, B, version=1, public_key=public)  # the set's state is the replay
+    # a machine that never followed the newer pointer cannot tell (said in the docs)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "another-machine"))
+    assert load_anchor_set(root, B, public_key=public).version == 1
+    # the publisher's own move back to v1 is a new promotion: followed everywhere
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    pointer.write_bytes(genuine)
+    set_latest(root, B, 1, signing_key=pem)
+    assert json.loads(pointer.read_text())["serial"] == 3
+    assert load_anchor_set(root, B, public_key=public).version == 1
+    memory = json.loads((tmp_path / "state" / "sparseeval" / "pointers.json").read_text())
+    assert list(memory.values()) == [3]
+
+
+def test_an_older_signed_hub_latest_is_refused_unless_a_revision_is_pinned(
+    tmp_path, fitted, monkeypatch
+):
+    """[4/5] on the Hub mirror: the pushed `latest` carries the serial too."""
+    from sparseeval.pipeline.mirror import push_to_hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root, hub = tmp_path / "published", FakeMirrorHub(tmp_path / "hub")
+    on_hub = tmp_path / "hub" / "acme" / "sets" / B / "k8" / "latest"
+    pem, public = signing_keys()
+    for v in (1, 2):
+        publish_fit(root, B, fitted, signing_key=pem)
+        push_to_hub(root, B, v, "acme/sets", hub, signing_key=pem)
+        set_latest(root, B, v, signing_key=pem)
+        if v == 1:
+            old = on_hub.read_bytes()
+        assert load_anchor_set("acme/sets", B, hub_client=hub, public_key=public).version == v
+    on_hub.write_bytes(old)
+    with pytest.raises(AnchorSetError, match="older than one followed here before"):
+        load_anchor_set("acme/sets", B, hub_client=hub, public_key=public)
+    pinned = load_anchor_set("acme/sets", B, hub_client=hub, public_key=public, revision="c0ffee")
+    assert pinned.version == 1  # a pinned revision is loaded as it is
+
+
 def test_consumer_path_without_a_key_imports_no_cryptography(set_and_answers):
     root, answers = set_and_answers
     code = (

@@ -95,7 +95,7 @@ def _check_signed(folder: Path, manifest: dict, public_key, hub: bool) -> None:
     verify_signature(folder, manifest, public_key)
     set_folder = None if hub else set_of(folder, manifest)
     if set_folder is not None and (pointer := read_pointer(set_folder)) is not None:
-        verify_pointer(set_folder / LATEST, pointer, public_key)
+        verify_pointer(set_folder / LATEST, pointer, public_key, str(set_folder.resolve()))
 
 
 def _check_items(folder: Path, items: object) -> None:

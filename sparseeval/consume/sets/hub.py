@@ -87,7 +87,8 @@ def download_version(
     picks a budget's set (`{benchmark}/k{budget}/` in the repo); by default the one its
     pointers name (`layout.live_budget`: `default`, else the largest live budget, else an
     old single set's `{benchmark}/latest`). `public_key`: `latest` is followed only when it
-    is signed by it (`signing.verify_pointer`).
+    is signed by it (`signing.verify_pointer`) and, unless `revision` pins one, no older than
+    one this machine followed there before.
     """
     client = hub_client(client)
     kw = {"repo_type": "dataset", "revision": revision}
@@ -106,7 +107,9 @@ def download_version(
                 raise AnchorSetError(
                     f"hub repo {repo_id} has no published {benchmark!r} anchor set"
                 )
-            version = _followed(pointer, public_key)
+            endpoint = getattr(client, "endpoint", None) or "hub"
+            place = None if revision else f"{endpoint} datasets/{repo_id}/{where}"  # pinned: as is
+            version = _followed(pointer, public_key, place)
         n = parse_version(version)
         pattern = [f"{where}/v{n}/*"]
         local = _download(client, repo_id, pattern, kw)
@@ -121,13 +124,14 @@ def download_version(
     return folder
 
 
-def _followed(pointer: Path, public_key) -> object:
-    """The version a downloaded `latest` names, once its signature verifies (with a key)."""
+def _followed(pointer: Path, public_key, place: str | None) -> object:
+    """The version a downloaded `latest` names, once its signature verifies (with a key;
+    at `place`, no older than the one followed there before: `signing.verify_pointer`)."""
     data = json.loads(pointer.read_text())
     if public_key is not None:
         from sparseeval.consume.sets.signing import verify_pointer
 
-        verify_pointer(pointer, data, public_key)
+        verify_pointer(pointer, data, public_key, place)
     return data["version"]
 
 

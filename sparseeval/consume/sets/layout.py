@@ -6,7 +6,7 @@ One layout whatever the number of budgets: each budget's set is a folder of its 
     {root}/{benchmark}/k{K}/v{N}/manifest.sig     optional Ed25519 signature of manifest.json
     {root}/{benchmark}/k{K}/v{N}/predictor/       predictor.json + weights.npz (no pickle)
     {root}/{benchmark}/k{K}/v{N}/report.md|.html  evaluation report (plots under plots/)
-    {root}/{benchmark}/k{K}/latest                {"version": N, "promoted": {...}, ...}
+    {root}/{benchmark}/k{K}/latest                {"version": N, "serial": S, "promoted": {...}}
                                                   (replaced atomically)
     {root}/{benchmark}/default                    {"budget": K}: the set the publisher maintains
 
@@ -44,8 +44,8 @@ of manifest.json, which pins every file's hash) and pass the publisher's public 
 or does not verify; a set's `latest` promoted with the key (`set_latest(signing_key=...)`)
 carries its signature, and with a public key only a verifying pointer is followed (a
 pointer rewritten to an older signed version is refused; an older signed pointer put back
-whole is not detected: pin a version). Signatures need the `cryptography` package,
-imported only then.
+whole is refused where this machine followed a newer one, by its signed `serial`:
+`signing.pointer_memory`). Signatures need the `cryptography` package, imported only then.
 """
 
 from __future__ import annotations
@@ -436,12 +436,24 @@ def _pointer_problem(data: object) -> str | None:
     if not positive_int(data.get("version")):
         got = printable(repr(data.get("version")))[:40]
         return f"version must be a positive integer, got {got}"
+    if "serial" in data and not positive_int(data["serial"]):
+        return f"serial must be a positive integer, got {printable(repr(data['serial']))[:40]}"
     record = data.get("promoted")
     if record is not None and not (
         isinstance(record, dict) and all(k.isdigit() and k.isascii() for k in record)
     ):
         return "its promoted record is not {version: seal}"
     return None
+
+
+def pointer_serial(pointer: dict | None) -> int:
+    """How many promotions a `latest` pointer follows (its `serial`; 0 for none): each
+    `set_latest` writes one more. Pointers written before serials count their record."""
+    if pointer is None:
+        return 0
+    if "serial" in pointer:
+        return int(pointer["serial"])
+    return len(pointer.get("promoted") or {}) or int(pointer["version"])
 
 
 def positive_int(value: object) -> bool:
@@ -492,6 +504,7 @@ __all__ = [
     "live_budget",
     "manifest_digest",
     "parse_version",
+    "pointer_serial",
     "positive_int",
     "published_benchmarks",
     "read_manifest",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
 import json
 import os
 import uuid
@@ -19,9 +20,13 @@ from sparseeval.consume.sets.layout import (
     POINTER_SIGNATURE,
     SIGNATURE,
     AnchorSetError,
+    pointer_serial,
     read_manifest,
     verify,
 )
+
+POINTER_MEMORY = "pointers.json"
+MAX_MEMORY_BYTES = 4 << 20  # a machine's memory of the sets it follows: kilobytes
 
 
 def pem_bytes(key: str | bytes | Path, what: str) -> bytes:
@@ -82,9 +87,13 @@ def signed_pointer(pointer: dict, private_key_pem) -> dict:
     return pointer | {POINTER_SIGNATURE: signature(key, body).decode().strip()}
 
 
-def verify_pointer(path: str | Path, pointer: dict, public_key) -> None:
+def verify_pointer(path: str | Path, pointer: dict, public_key, where: str | None = None) -> None:
     """The `latest` pointer at `path` (read as `pointer`) is signed by `public_key`: a
-    pointer rewritten to another version, or with another promotion record, is refused."""
+    pointer rewritten to another version, or with another promotion record, is refused.
+
+    where: the set's place (a folder, a Hub repo and path); then a signed pointer older
+    than one followed there before on this machine is refused too (`pointer_memory`).
+    """
     key = _public_key(public_key)
     sig = pointer.get(POINTER_SIGNATURE)
     if not isinstance(sig, str):
@@ -99,6 +108,64 @@ def verify_pointer(path: str | Path, pointer: dict, public_key) -> None:
             " key given (rewritten, e.g. to an older version, or signed by another key);"
             " refusing it"
         )
+    if where is not None:
+        _check_fresh(path, pointer, key, where)
+
+
+def pointer_memory() -> Path:
+    """Where this machine remembers the newest signed `latest` it followed in each set (by
+    the signing key and the set's place): `$XDG_STATE_HOME/sparseeval/pointers.json`,
+    `~/.local/state/...` by default. Delete it to accept an older pointer put back on
+    purpose (a publisher's restore from backup)."""
+    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(state) / "sparseeval" / POINTER_MEMORY
+
+
+def _check_fresh(path, pointer: dict, key, where: str) -> None:
+    """Refuse a signed pointer whose `serial` is below the one followed at `where` before;
+    remember a newer one (best effort: a read-only home loads, unprotected)."""
+    if "serial" not in pointer:
+        return  # signed before pointers had serials: nothing to compare
+    serial, memory = pointer_serial(pointer), pointer_memory()
+    seen = _read_memory(memory)
+    slot = f"{_fingerprint(key)} {where}"
+    before = seen.get(slot)
+    if type(before) is int and serial < before:
+        raise AnchorSetError(
+            f"{printable(path)}: this signed latest pointer (promotion {serial}) is older than"
+            f" one followed here before (promotion {before}): an old copy put back? refusing"
+            f" it (if the publisher restored it on purpose, delete {printable(memory)})"
+        )
+    if before != serial:
+        with contextlib.suppress(OSError):
+            _replace_memory(memory, seen | {slot: serial})
+
+
+def _read_memory(memory: Path) -> dict:
+    try:
+        with open(memory, "rb") as f:
+            seen = json.loads(f.read(MAX_MEMORY_BYTES))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return seen if isinstance(seen, dict) else {}
+
+
+def _replace_memory(memory: Path, seen: dict) -> None:
+    memory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = memory.with_name(f".{memory.name}-{uuid.uuid4().hex}.tmp")
+    try:
+        tmp.write_text(json.dumps(seen, indent=1, sort_keys=True))
+        os.replace(tmp, memory)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _fingerprint(key) -> str:
+    """The first 16 hex digits of the sha256 of an Ed25519 public key's raw bytes."""
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return hashlib.sha256(key.public_bytes(Encoding.Raw, PublicFormat.Raw)).hexdigest()[:16]
 
 
 def pointer_body(pointer: dict) -> bytes:
@@ -188,6 +255,7 @@ def signature(key, body: bytes) -> bytes:
 __all__ = [
     "pem_bytes",
     "pointer_body",
+    "pointer_memory",
     "private_key",
     "sign_version",
     "signature",
