@@ -27,7 +27,8 @@ def add_anchor_set_args(p, many: bool = False) -> None:
                    help="which budget when several are published (default: largest)")  # fmt: skip
     p.add_argument("--public-key", metavar="PEM",
                    help="refuse the set unless manifest.sig (and the latest pointer it is"
-                        " found by) verifies with this key")  # fmt: skip
+                        " found by) verifies with this key, and that pointer is no older than"
+                        " one followed on this machine before")  # fmt: skip
 
 
 def add_next_options(p) -> None:
