@@ -10,7 +10,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from sparseeval._ast_guard import guard as _guard_ast_parse
 from sparseeval._version import __version__
+
+_guard_ast_parse()  # threads parse safely (NumPy headers, signatures): see _ast_guard
 
 _EXPORTS = {
     "AnchorSet": "consume.sets.anchorset",

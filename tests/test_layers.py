@@ -3,12 +3,14 @@
 strings for a dynamic import (the package root's `_EXPORTS`, the predictor registry's
 "module:Class", a deployment's "flows/file.py:flow").
 
-    base (_version)  <  consume  <  method  <  pipeline  <  tasks  <  flows  <  cli  <  deployments
+    base  <  consume  <  method  <  pipeline  <  tasks  <  flows  <  cli  <  deployments
+
+(the base: `_version` and `_ast_guard`, standard library only)
 
 Each layer imports only itself and the layers before it, and only the third-party packages
 its allowlist names (`THIRD_PARTY`; `LAZY`: optional ones, inside a function only). Inside
 `pipeline/` the same holds for its tiers: store < recipes < publish (`PIPELINE_TIERS`).
-The package root `sparseeval/__init__.py` imports only `_version` at the top and the library
+The package root `sparseeval/__init__.py` imports only the base at the top and the library
 layers lazily; nothing imports it. No module imports itself back through others (no loops).
 `test_each_forbidden_import_kind_is_caught` proves the checks by mutation.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+BASE = ("sparseeval._version", "sparseeval._ast_guard")  # standard library only
 LAYERS = ("base", "consume", "method", "pipeline", "tasks", "flows", "cli", "deployments")
 FOLDERS = {
     "sparseeval": ROOT / "sparseeval",
@@ -173,7 +176,7 @@ def layer(module: str) -> str | None:
         return "deployments"
     if module == "sparseeval":
         return "root"
-    if module == "sparseeval._version":
+    if module in BASE:
         return "base"
     if module == "sparseeval.__main__":
         return "cli"
@@ -208,7 +211,7 @@ def _layer_violations(imports: dict[str, list[Import]]) -> list[str]:
                 wrong.append(f"{line}: nothing imports the package root")
             elif here == "root":
                 if there != "base" and not (imp.lazy and there in LAYERS[1:4]):
-                    wrong.append(f"{line}: the root imports `_version`, the library lazily")
+                    wrong.append(f"{line}: the root imports the base, the library lazily")
             elif LAYERS.index(there) > LAYERS.index(here):
                 wrong.append(line)
     return wrong
