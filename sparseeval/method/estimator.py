@@ -266,7 +266,8 @@ class SparseEval(AnchorEstimator):
             self.predictor_ = self._candidates(*both, wanted=(name,))[name]
         elif self.refit == "auto":
             say(f"kept {name} as trained: {len(yv):,} validation models would add "
-                f"{len(yv) / len(y):.0%} to {len(y):,} training models (refit = auto)")  # fmt: skip
+                f"{len(yv) / len(y):.1%} to {len(y):,} training models (refit = auto refits "
+                f"from {REFIT_MIN_SHARE:.0%})")  # fmt: skip
 
     def refits(self, n_train: int, n_valid: int) -> bool:
         """Whether the chosen predictor is trained again on training and validation rows."""

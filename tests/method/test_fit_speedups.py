@@ -182,8 +182,8 @@ def test_refit_auto_skips_a_refit_that_adds_under_a_tenth_more_rows(n_valid, ref
     assert np.array_equal(auto, same) and not np.array_equal(auto, other)
     assert said == (
         [f"refitting nnridge on {380 + n_valid} training and validation models"] if refits else
-        [f"kept nnridge as trained: {n_valid} validation models would add 5% to 380 training "
-         "models (refit = auto)"]
+        [f"kept nnridge as trained: {n_valid} validation models would add {n_valid / 380:.1%} "
+         "to 380 training models (refit = auto refits from 10%)"]
     )  # fmt: skip
 
 
