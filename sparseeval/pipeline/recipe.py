@@ -115,6 +115,7 @@ def matrix_step(
     info = MatrixInfo(
         benchmark, str(path), summary.fingerprint, int(built.shape[0]), int(built.shape[1]),
         int(last_run), summary.line(), target=target_of(summary), provenance=provenance,
+        set_aside=summary.set_aside_line() if summary.rows_set_aside else "",
     )  # fmt: skip
     if pointer is not None and key is not None:
         entry = info.to_dict() | {

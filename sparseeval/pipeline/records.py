@@ -160,6 +160,7 @@ class MatrixInfo(Record):
     # what the targets are and where the results came from (published in the manifest)
     target: dict[str, str] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+    set_aside: str = ""  # results the build left out (`BuildSummary.set_aside_line`), or ""
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
 """One bad row never stops a benchmark (issue 46), a whole night against a real Prefect test
 server: a stray row for an item no other model has, and a file of an unknown benchmark, lie
 in the inbox beside a good release. Both benchmarks train and publish; the stray result is
-set aside and said in the matrix line, the unknown file is quarantined once, named in the
-ingest line and report, and moved aside; the next night stores nothing again."""
+set aside and said in the matrix line and the run report, the unknown file is quarantined
+once, named in the ingest line and report, and moved aside; the next night stores nothing
+again."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from sparseeval.flows.refresh import refresh
@@ -40,6 +42,9 @@ def test_a_stray_row_and_an_unknown_benchmark_do_not_stop_the_night(tmp_path):
     (arc,) = [r for r in run.results if r.benchmark == "arc"]
     assert "set aside 1 result(s) of 1 item(s)" in arc.matrix.summary
     assert "stray.csv (1)" in arc.matrix.summary
+    report = Path(run.report_path).read_text()  # where the operator looks
+    assert f"- **arc**: {arc.outcome}\n  - set aside 1 result(s) of 1 item(s)" in report
+    assert "stray.csv (1)); the matrix is built from the rest" in report
     assert "9 quarantined (unknown.csv: 9 unknown benchmark: nosuch)" in run.ingest.line()
     assert f"- {inbox / 'unknown.csv'}: 9 (9 unknown benchmark: nosuch)" in run.ingest.markdown()
     assert (inbox / "failed" / "unknown.csv").is_file()

@@ -71,6 +71,8 @@ def render_report(run: RunSummary) -> str:
     lines += ["", "## What arrived", "", run.ingest.markdown().rstrip(), "", "## Decisions", ""]
     for r in run.results:
         lines.append(f"- **{r.label}**: {r.outcome}")
+        if r.matrix and r.matrix.set_aside:  # trained on the rest: the operator decides
+            lines.append(f"  - {r.matrix.set_aside}")
         if r.decision and "window: " in r.decision.reason:  # the window drift was judged on
             lines.append(f"  - drift check: {r.decision.reason}")
         if r.gate and r.gate.reason:
