@@ -8,7 +8,8 @@
   zombie flows".
 - rerun-crashed-refresh: a crashed refresh run of a deployment is run again once (the
   refresh is idempotent: a rerun cleans what the crash left and resumes from the cache).
-  The rerun gets `rerun_of` (the crashed run's id) and is named `rerun ...` when it starts.
+  The rerun gets `rerun_of` (the crashed run's id), is scheduled `RERUN_AFTER` after the
+  crash (not for a worker that is being stopped) and is named `rerun ...` when it starts.
   Only a first try is rerun: a run the flow itself named `refresh ...` when it started
   (`FIRST_TRIES`). A rerun is never one, whether it crashed after it started (named
   `rerun ...`) or before (it still has the name the server gave it at creation), so a
@@ -63,6 +64,10 @@ REFRESH_FLOW = ResourceSpecification(
 )
 RERUN_STARTED = "sparseeval.rerun.started"  # a rerun's first step (`flows._run.rerun_started`)
 RERUN_START_WITHIN = timedelta(minutes=10)  # a rerun not started by then pages
+# A rerun is scheduled this long after the crash: a worker being stopped (SIGTERM, then
+# SIGKILL after a supervisor's timeout: 15 s in deployments/systemd) keeps polling until it
+# exits, and a rerun it took would die with it (an operator's trial saw that page).
+RERUN_AFTER = timedelta(seconds=60)
 CRASHED_SUBJECT = (
     "SparseEval run {{ flow_run.name }} is Crashed"
     "{% if flow_run.parameters.rerun_of %}: the automatic rerun crashed too, not rerun again"
@@ -77,10 +82,11 @@ NEXT_CRASHED = (
     " down), then run it again: {{ rerun_command }}"
 )
 NEXT_NOT_STARTED = (
-    "next: no worker has picked the rerun up (a host down, a worker stopped): start one,"
-    " `prefect worker start --pool {{ flow_run.work_pool_name or 'POOL' }}`, from the"
-    " checkout `prefect deploy` ran in; the rerun then runs (or cancel it and run"
-    " {{ rerun_command }} later)"
+    "next: no worker has picked the rerun up (a host down, a worker stopped): start one"
+    " where sparseeval is installed, `prefect worker start --pool"
+    " {{ flow_run.work_pool_name or 'POOL' }}` (from any folder: a run moves to the checkout"
+    " `prefect deploy` ran in); the rerun then runs (or cancel it and run {{ rerun_command }}"
+    " later)"
 )
 RERUN_COMMAND = (
     "{% if deployment %}`prefect deployment run '{{ flow.name }}/{{ deployment.name }}'`"
@@ -133,8 +139,8 @@ def zombie_automation(after: timedelta = ZOMBIE_AFTER) -> Automation:
     )
 
 
-def rerun_automation() -> Automation:
-    """Run a deployment's refresh again once when its first try crashed (`FIRST_TRIES`);
+def rerun_automation(after: timedelta = RERUN_AFTER) -> Automation:
+    """Run a deployment's refresh again once, `after` its first try crashed (`FIRST_TRIES`);
     never a rerun, crashed before or after it started."""
     rerun_of = {"__prefect_kind": "jinja", "template": "{{ flow_run.id }}"}
     return Automation(
@@ -148,7 +154,8 @@ def rerun_automation() -> Automation:
             threshold=1,
             within=timedelta(0),
         ),
-        actions=[RunDeployment(source="inferred", parameters={"rerun_of": rerun_of})],
+        actions=[RunDeployment(source="inferred", parameters={"rerun_of": rerun_of},
+                               schedule_after=after)],
     )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,9 @@ def crashing(prefect_harness, receiver):
 
     url, got = receiver
     automations.install(url)
+    now = automations.rerun_automation(after=timedelta(0))  # not a minute after each crash
+    automations._remove(now.name)
+    now.create()
     env = os.environ | {"PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(ROOT),
                         "PREFECT_RUNNER_POLL_FREQUENCY": "1"}  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-m", "tests.flows.crashing"], env=env, cwd=ROOT,

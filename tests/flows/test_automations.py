@@ -42,6 +42,9 @@ def test_install_creates_every_automation_once_and_alerts_reach_the_webhook(serv
     url, got = receiver
     assert automations.install(url) and automations.install(url)  # twice: replaced, not doubled
     assert automations.installed() == ALL
+    with get_client(sync_client=True) as client:
+        (rerun,) = client.read_automations_by_name(automations.PREFIX + "rerun-crashed-refresh")
+    assert rerun.actions[0].schedule_after == timedelta(seconds=60)  # past a stopping worker
     emit_event(
         event="sparseeval.drift.persistent",
         resource={
