@@ -44,8 +44,10 @@ def retrain_benchmark(
     """Rebuild and really refit one benchmark (no cache), then publish through the gate.
 
     No drift is needed, but the quality gate applies and a set fit on the data the live
-    set was fit on is never published. One result per budget. Holds the home's lease, as a
-    refresh does (one writer per home).
+    set was fit on is never published. One result per budget. `n_anchors` is for this run
+    only: its sets are published, but readers keep loading the benchmark's default (the set
+    the nightly maintains) unless it has none. Holds the home's lease, as a refresh does
+    (one writer per home).
     """
     settings = resolve_settings(home, n_anchors, settings_overrides)
     with hold_home(settings):  # a refresh starting now must not take our candidate for a leftover
@@ -55,20 +57,25 @@ def retrain_benchmark(
             raise SettingsError(f"no results for benchmark {benchmark!r} (have: {have})")
         try:
             fitted = fit_batch(settings, [benchmark], states, True)
-            return [_retrained(settings, r, publish) for r in fitted]
+            return [_retrained(settings, r, publish, n_anchors is not None) for r in fitted]
         finally:
             forget_loaded()  # the matrices and models this run read
 
 
-def _retrained(settings: Settings, r: BenchmarkResult, publish: bool) -> BenchmarkResult:
+def _retrained(
+    settings: Settings, r: BenchmarkResult, publish: bool, one_off: bool
+) -> BenchmarkResult:
     """One retrained budget, published through the gate when asked; a failed one raises."""
     if r.error:
         raise RuntimeError(f"{r.label}: {r.error}")
     if r.fit is None:  # too few models yet
         raise NotEnoughModels(f"{r.label}: {r.outcome}")
     if publish:
-        r = assess_and_publish(settings, r, "retrain requested")
-    print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}")
+        r = assess_and_publish(settings, r, "retrain requested", one_off)
+    once = (f" (a budget for this run only: readers load it by default only where the benchmark"
+            f" had no default set; `--budget {r.fit.n_anchors}` loads it)")  # fmt: skip
+    went = one_off and r.published_version is not None
+    print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}{once if went else ''}")
     return r
 
 

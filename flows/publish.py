@@ -55,18 +55,19 @@ def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult
                    hub_commit=out.hub_commit, outcome=out.line)  # fmt: skip
 
 
-def point_default(settings: Settings, r: BenchmarkResult) -> None:
+def point_default(settings: Settings, r: BenchmarkResult, replace: bool = True) -> None:
     """Readers of the benchmark load the set this run maintains (`versions.point_default`):
     its largest budget's, whether published tonight or kept; with one budget, the set of its
     fit's number of anchors (`{benchmark}/k{K}`) when tonight's candidate went live there or
-    repeated its live version (else the default stays)."""
+    repeated its live version (else the default stays). Not `replace`: a one-off budget,
+    the default only for a benchmark that has none."""
     if len(settings.budgets) > 1:
         budget = r.budget if r.budget == max(settings.budgets) else None
     else:
         went = r.published_version is not None or r.unchanged_from is not None
         budget = r.fit.n_anchors if went and r.fit is not None else None
     if budget is not None:
-        tasks.point_default(settings.sections("paths"), r.benchmark, budget)
+        tasks.point_default(settings.sections("paths"), r.benchmark, budget, replace)
 
 
 def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:

@@ -117,9 +117,10 @@ def fit_batch(
 
 
 def assess_and_publish(
-    settings: Settings, r: BenchmarkResult, requested: str | None = None
+    settings: Settings, r: BenchmarkResult, requested: str | None = None, one_off: bool = False
 ) -> BenchmarkResult:
-    """Drift of the live set on fresh models, then the publish unit when it calls for one."""
+    """Drift of the live set on fresh models, then the publish unit when it calls for one.
+    `one_off`: a budget given for this run only, which never moves an existing default."""
     live = tasks.live_set(settings.section("paths"), r.benchmark, r.budget)
     fresh = tasks.fresh_models(settings.section("paths"), r.benchmark, live)
     decision, gate = tasks.assess(
@@ -133,7 +134,7 @@ def assess_and_publish(
         r = replace(r, outcome=f"not published ({decision.reason})")
     else:
         r = publish_benchmark(settings, r)
-    point_default(settings, r)
+    point_default(settings, r, replace=not one_off)
     alert_persistent_drift(settings, r)
     return r
 

@@ -91,11 +91,11 @@ def promote(candidate: Candidate) -> None:
 
 
 @task(name="point-default", cache_policy=NO_CACHE, task_run_name="point-default-{benchmark}")
-def point_default(paths: Sections, benchmark: str, budget: int) -> None:
+def point_default(paths: Sections, benchmark: str, budget: int, replace: bool = True) -> None:
     """Point the benchmark's `default` at the set this run maintains (`versions.point_default`)."""
     from sparseeval.pipeline.versions import point_default as point
 
-    point(paths.published_dir, benchmark, budget)
+    point(paths.published_dir, benchmark, budget, replace)
 
 
 __all__ = [

@@ -24,7 +24,8 @@ def add_anchor_set_args(p, many: bool = False) -> None:
         p.add_argument("--benchmark", required=True, metavar="B")
     p.add_argument("--version", default="latest", help="latest (default), N or vN")
     p.add_argument("--budget", type=whole(1), metavar="K",
-                   help="which budget when several are published (default: largest)")  # fmt: skip
+                   help="which budget when several are published (default: the one the"
+                        " publisher maintains, else the largest)")  # fmt: skip
     p.add_argument("--public-key", metavar="PEM",
                    help="refuse the set unless manifest.sig (and the latest pointer it is"
                         " found by) verifies with this key, and that pointer is no older than"

@@ -220,11 +220,15 @@ def set_latest(
     return _replace_json(bench_dir / LATEST, pointer)
 
 
-def point_default(root: str | Path, benchmark: str, budget: int) -> Path | None:
+def point_default(
+    root: str | Path, benchmark: str, budget: int, replace: bool = True
+) -> Path | None:
     """Point `{root}/{benchmark}/default` at the set the publisher maintains (budget
     `budget`), so readers load it (`layout.live_budget`). Nothing is written while that set
-    has no live version."""
+    has no live version, nor over an existing pointer unless `replace`."""
     if latest_version(root, benchmark, int(budget)) is None:
+        return None
+    if not replace and default_budget(root, benchmark) is not None:
         return None
     return _replace_json(set_dir(root, benchmark) / DEFAULT, {"budget": int(budget)})
 

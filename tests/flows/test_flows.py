@@ -267,11 +267,23 @@ def test_the_console_leaves_out_input_errors_only_while_the_flow_runs(capsys):
 def test_stage_flows(tmp_path):
     from sparseeval.flows.manual import evaluate_published, ingest_only, retrain_benchmark
 
+    from sparseeval.consume.sets.anchorset import load_anchor_set
+    from sparseeval.consume.sets.layout import live_budget
+
     home = tmp_path / "home"
     out = ingest_only(sources=[release(tmp_path, 0, 200, ["arc"])], home=str(home))
     assert out.new == 200 * ITEMS["arc"]
     (r,) = retrain_benchmark("arc", home=str(home), settings_overrides=TINY)
     assert r.published_version == 1
+    maintained = r.fit.n_anchors
+    # a budget given for one retrain is published, and readers keep the maintained set (an
+    # operator's `-p n_anchors=5` had moved every reader to a 5-anchor set)
+    (once,) = retrain_benchmark("arc", n_anchors=4, home=str(home), settings_overrides=TINY)
+    assert once.published_version == 1 and once.fit.n_anchors == 4
+    published = home / "published"
+    assert live_budget(published, "arc") == maintained
+    assert len(load_anchor_set(published, "arc").items) == maintained
+    assert len(load_anchor_set(published, "arc", budget=4).items) == 4
     ingest_only(sources=[release(tmp_path, 200, 230, ["arc"])], home=str(home))
     scores = evaluate_published("arc", home=str(home))
     assert scores["n"] == 30 and scores["mae"] < 20
