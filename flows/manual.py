@@ -72,10 +72,12 @@ def _retrained(
         raise NotEnoughModels(f"{r.label}: {r.outcome}")
     if publish:
         r = assess_and_publish(settings, r, "retrain requested", one_off)
-    once = (f" (a budget for this run only: readers load it by default only where the benchmark"
-            f" had no default set; `--budget {r.fit.n_anchors}` loads it)")  # fmt: skip
-    went = one_off and r.published_version is not None
-    print(f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}{once if went else ''}")
+    line = f"{r.label}: test MAE {r.fit.test_metrics['mae']:.3f}; {r.outcome}"
+    if one_off and r.published_version is not None:
+        line += (" (a budget for this run only: readers load it by default only where the"
+                 " benchmark had no default set;"
+                 f" `--budget {r.fit.n_anchors}` loads it)")  # fmt: skip
+    print(line)
     return r
 
 
