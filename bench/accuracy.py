@@ -80,22 +80,24 @@ def load(name: str) -> ResponseMatrix:
 
 
 def methods(k: int, seed: int, names: list[str], data: str | None = None) -> dict:
-    pipeline = Settings()
+    pipeline = Settings.of()
     factories = {
-        "sparseeval": lambda: SparseEval.from_settings(pipeline, n_anchors=k, seed=seed, **QUIET),
+        "sparseeval": lambda: SparseEval.from_config(
+            pipeline.values(), n_anchors=k, seed=seed, **QUIET
+        ),
         # our defaults with one MLP instead of the ensemble of 3 (a third of the MLP training)
-        "sparseeval-1mlp": lambda: SparseEval.from_settings(
-            pipeline, n_anchors=k, seed=seed, ensemble=1, **QUIET
+        "sparseeval-1mlp": lambda: SparseEval.from_config(
+            pipeline.values(), n_anchors=k, seed=seed, ensemble=1, **QUIET
         ),
         # our defaults with full-batch MLP steps and patience 50 (the defaults until
         # mini-batches: the same error, about twice the time)
-        "sparseeval-fullbatch": lambda: SparseEval.from_settings(
-            pipeline, n_anchors=k, seed=seed, batch_size=0, patience=50, **QUIET
+        "sparseeval-fullbatch": lambda: SparseEval.from_config(
+            pipeline.values(), n_anchors=k, seed=seed, batch_size=0, patience=50, **QUIET
         ),
         # our defaults without the refit on training and validation models (the chosen
         # predictor as validation chose it): the refit's worth against its time
-        "sparseeval-norefit": lambda: SparseEval.from_settings(
-            pipeline, n_anchors=k, seed=seed, refit=False, **QUIET
+        "sparseeval-norefit": lambda: SparseEval.from_config(
+            pipeline.values(), n_anchors=k, seed=seed, refit=False, **QUIET
         ),
         # the released code starts MMLU and Winogrande from random items, the others k-means
         "paper": lambda: PaperSparseEval(k, seed=seed, benchmark=data, **QUIET),

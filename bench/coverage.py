@@ -11,7 +11,7 @@ Two kinds of data, each fitted per seed exactly as the pipeline fits it:
   reader and the suite average;
 * the built-in demo leaderboard (`demo`, or `demo:arc+gsm8k`): the synthetic 1,000-model
   leaderboard that `sparseeval refresh` fills an empty store with, split and fitted by the
-  pipeline's own steps (`recipe.split_step` and `recipe.select_step`), `Settings(seed=seed)`.
+  pipeline's own steps (`recipe.split_step` and `recipe.select_step`), `Settings.of(seed=seed)`.
 
 Each fit is saved (`--cache`, one .npz per data, k and seed: the predictions and true
 scores of the calibration, validation and test models), so the intervals are evaluated
@@ -73,7 +73,7 @@ def metabench_seed(X, y, k: int, seed: int) -> dict:
     test, valid = order[:N_TEST], order[N_TEST : N_TEST + N_VALID]
     calib = order[N_TEST + N_VALID : N_TEST + N_VALID + N_CALIB]
     train = order[N_TEST + N_VALID + N_CALIB :]
-    est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, **QUIET)
+    est = SparseEval.from_config(Settings.of().values(), n_anchors=k, seed=seed, **QUIET)
     est.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
     return _arrays(est, X, y, calib, valid, test)
 
@@ -81,7 +81,7 @@ def metabench_seed(X, y, k: int, seed: int) -> dict:
 def demo_seed(matrix, k: int, seed: int) -> dict:
     from sparseeval.pipeline.recipe import select_step, split_step
 
-    settings = Settings(seed=seed, n_anchors=k)
+    settings = Settings.of(seed=seed, n_anchors=k)
     split = split_step(matrix, settings, "demo")
     est = select_step(matrix, split, settings, lambda s: None)
     return _arrays(est, matrix.values, matrix.y, split.calib, split.valid, split.test)

@@ -39,7 +39,9 @@ def main(k: int) -> None:
     for seed in range(5):
         tr, va, te = split(len(y), 200, 90, seed)
         for name, kw in VARIANTS.items():
-            est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, **QUIET, **kw)
+            est = SparseEval.from_config(
+                Settings.of().values(), n_anchors=k, seed=seed, **QUIET, **kw
+            )
             est.fit(X[tr], y[tr], X_valid=X[va], y_valid=y[va])
             res[name].append(mae_points(est.predict(X[te]), y[te]))
         greedy = GreedyRidge(n_anchors=k, seed=seed).fit(X[tr], y[tr], X[va], y[va])

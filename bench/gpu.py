@@ -94,8 +94,8 @@ def ours(b: Bench, device: str) -> SparseEval:
     X, y = b.part("train")
     Xv, yv = b.part("valid")
     extra = QUICK_OURS if b.args.quick else {}
-    est = SparseEval.from_settings(
-        Settings(device=device), n_anchors=b.args.anchors, seed=0, **extra, **QUIET
+    est = SparseEval.from_config(
+        Settings.of(device=device).values(), n_anchors=b.args.anchors, seed=0, **extra, **QUIET
     )
     return est.fit(X, y, X_valid=Xv, y_valid=yv)
 

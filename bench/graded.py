@@ -82,8 +82,8 @@ def fit_mae(X, y, rows, k: int, seed: int, predictor: str) -> tuple[dict, float]
     """Test metrics of one fit on the ±1 values X (graded or binary), and its seconds."""
     train, valid, test = rows
     start = time.perf_counter()
-    est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, predictor=predictor,
-                                   **QUIET)  # fmt: skip
+    defaults = Settings.of().values()
+    est = SparseEval.from_config(defaults, n_anchors=k, seed=seed, predictor=predictor, **QUIET)
     est.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
     return evaluate(est.predict(X[test]), y[test]), time.perf_counter() - start
 

@@ -111,7 +111,7 @@ def fit_group(X, y, test: np.ndarray, k: int, seed: int, level: float, cache: st
         order[N_VALID : N_VALID + N_CALIB],
         order[N_VALID + N_CALIB :],
     )
-    est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, **QUIET)
+    est = SparseEval.from_config(Settings.of().values(), n_anchors=k, seed=seed, **QUIET)
     est.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
     est.calibrate(X[calib], y[calib])
     ci = ConformalInterval.fit(est.calibration_residuals_, level)

@@ -95,7 +95,9 @@ def fit(X, y, test, seed: int, k: int, path: str, predictor: str, level: float) 
         order[N_VALID : N_VALID + N_CALIB],
         order[N_VALID + N_CALIB :],
     )
-    est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, predictor=predictor, **QUIET)
+    est = SparseEval.from_config(
+        Settings.of().values(), n_anchors=k, seed=seed, predictor=predictor, **QUIET
+    )
     t = time.perf_counter()
     est.fit(X[train] * 2 - 1, y[train], X_valid=X[valid] * 2 - 1, y_valid=y[valid]).calibrate(
         X[calib] * 2 - 1, y[calib]
@@ -190,7 +192,7 @@ def speed(n_models: int = 1500, n_items: int = 1000, k: int = 100, n_extra: int 
     root = tempfile.mkdtemp()
     decided = new_version("speed", est, data_fingerprint="speed", split_sizes={"train": 1},
                           metrics={"test": evaluate(est.predict(m.values[:50]), m.y[:50])},
-                          settings=Settings(home=root),
+                          settings=Settings.of(home=root),
                           curves=benchmark_curves(m, rows, True))  # fmt: skip
     write_version(root, decided)
     set_latest(root, "speed", 1)

@@ -57,7 +57,9 @@ def fit(X, y, test, seed: int, k: int, path: str, predictor: str):
     order = np.random.default_rng(1000 + seed).permutation(rest)
     valid, calib, train = (order[:N_VALID], order[N_VALID : N_VALID + N_CALIB],
                            order[N_VALID + N_CALIB :])  # fmt: skip
-    est = SparseEval.from_settings(Settings(), n_anchors=k, seed=seed, predictor=predictor, **QUIET)
+    est = SparseEval.from_config(
+        Settings.of().values(), n_anchors=k, seed=seed, predictor=predictor, **QUIET
+    )
     est.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid]).calibrate(X[calib], y[calib])
     est.progress = est.selector_ = None  # lambdas: not picklable (not needed to predict)
     out = (est, train, calib)

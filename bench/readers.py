@@ -67,7 +67,7 @@ def publish(root: Path, fitted) -> int:
     pred = est.predict(m.values[sp.test])
     decided = new_version(
         BENCHMARK, est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
-        metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings(home=root),
+        metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings.of(home=root),
         report_inputs={"test_pred": pred, "test_true": m.y[sp.test]},
     )  # fmt: skip
     folder = write_version(root, decided)

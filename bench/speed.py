@@ -50,7 +50,9 @@ def one_fit(
         queue.put(_reference_fit(reference, X, s, seed))
         return
     est = (
-        SparseEval.from_settings(Settings(**(overrides or {})), n_anchors=100, seed=seed, **QUIET)
+        SparseEval.from_config(
+            Settings.of(**(overrides or {})).values(), n_anchors=100, seed=seed, **QUIET
+        )
         if recipe == "ours"
         else PaperSparseEval(100, seed=seed, **QUIET)
     )
@@ -98,7 +100,7 @@ def profile(n_models: int, k: int, overrides: dict, top: int = 30) -> None:
     m = make_synthetic(n_models, 1319, seed=0)
     s = split_models(m.model_ids, 200, 200, seed=0)
     X, y = m.values.astype(np.float32), m.y
-    est = SparseEval.from_settings(Settings(**overrides), n_anchors=k, seed=0, **QUIET)
+    est = SparseEval.from_config(Settings.of(**overrides).values(), n_anchors=k, seed=0, **QUIET)
     prof = cProfile.Profile()
     start = time.perf_counter()
     prof.runcall(est.fit, X[s.train], y[s.train], X_valid=X[s.valid], y_valid=y[s.valid])

@@ -51,13 +51,13 @@ def cache_benchmark_fits(aligned: dict, settings: Settings) -> float:
     """Each aligned matrix's own fit in the artifacts cache, as `recipe.fit_step` saves it."""
     start = time.perf_counter()
     for b, m in aligned.items():
-        path = save_matrix(m, Path(settings.artifacts_dir) / "matrix" / f"{b}.npz")
+        path = save_matrix(m, Path(settings.paths.artifacts_dir) / "matrix" / f"{b}.npz")
         fit_step(suite_recipe.matrix_info(b, path), settings, timed(start))
     return time.perf_counter() - start
 
 
 def run(name: str, aligned: dict, home: Path, overrides: dict) -> dict:
-    settings = Settings(home=home, **overrides)
+    settings = Settings.of(home=home, **overrides)
     before = cache_benchmark_fits(aligned, settings) if name == "reuse" else 0.0
     print(f"{name}: suite fit (load {load_average()})", flush=True)
     start = time.perf_counter()

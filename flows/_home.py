@@ -62,12 +62,15 @@ def check_not_empty(ingested: IngestSummary, settings: Settings) -> None:
     """An empty store after ingest (no sources, no demo fill) is a failed run, in one line;
     one where a unit failed fails as that unit's failure (the flow says it)."""
     if not ingested.failed:
-        raise SettingsError(NO_SOURCES.format(home=settings.home))
+        raise SettingsError(NO_SOURCES.format(home=settings.paths.home))
 
 
 def check_no_demo(specs: list[str], settings: Settings) -> None:
     """A deployment reads the built-in synthetic demo only with `allow_demo = true`."""
-    if any(s.split(":", 1)[0].strip() == "synthetic" for s in specs) and not settings.allow_demo:
+    if (
+        any(s.split(":", 1)[0].strip() == "synthetic" for s in specs)
+        and not settings.sources.allow_demo
+    ):
         raise SettingsError(NO_DEMO)
 
 
@@ -77,18 +80,20 @@ def hold_home(settings: Settings, skip_if_held: bool = False) -> Iterator[str]:
     `skip_if_held`, a home another run holds (after `lease_wait_seconds`) yields the line
     that says this run is skipped, instead of failing; else it yields ""."""
     holder = f"{flow_run.get_name() or 'refresh'} (flow run {flow_run.get_id()})"
-    lease = HomeLease(settings.home, holder, wait=settings.lease_wait_seconds, say=say)
+    lease = HomeLease(settings.paths.home, holder, wait=settings.runner.lease_wait_seconds, say=say)
     try:
         lease.acquire()
     except (FileExistsError, NotADirectoryError) as exc:
-        raise SettingsError(f"home {settings.home} is not a folder ({exc.strerror})") from None
+        raise SettingsError(
+            f"home {settings.paths.home} is not a folder ({exc.strerror})"
+        ) from None
     except LeaseHeld as exc:
         if not skip_if_held:
             raise
         yield f"skipped: {exc} (another run holds this home; one schedule per home)"
         return
     try:
-        check_writable(settings.artifacts_dir)  # a read-only cache: one line, before any work
+        check_writable(settings.paths.artifacts_dir)  # a read-only cache: one line, before any work
     except SparseEvalError:
         lease.release()
         raise

@@ -45,21 +45,21 @@ def resolve_settings(
 
 
 def task_runner_for(settings: Settings, dask_processes: bool = True):
-    """The task runner named by `settings.task_runner`: threads here, or a Dask cluster."""
-    if settings.task_runner == "thread":
-        return ThreadPoolTaskRunner(max_workers=max(1, settings.workers))
-    if settings.task_runner == "dask":
+    """The task runner named by `settings.runner.task_runner`: threads here, or a Dask cluster."""
+    if settings.runner.task_runner == "thread":
+        return ThreadPoolTaskRunner(max_workers=max(1, settings.runner.workers))
+    if settings.runner.task_runner == "dask":
         try:
             from prefect_dask import DaskTaskRunner
         except ImportError as exc:  # the `dask` extra
             raise SettingsError(
                 "task_runner = 'dask' needs prefect-dask: pip install 'sparseeval[dask]'"
             ) from exc
-        if settings.dask_address:
-            return DaskTaskRunner(address=settings.dask_address)
+        if settings.runner.dask_address:
+            return DaskTaskRunner(address=settings.runner.dask_address)
         return DaskTaskRunner(
             cluster_kwargs={
-                "n_workers": settings.workers,
+                "n_workers": settings.runner.workers,
                 "threads_per_worker": 1,
                 "processes": dask_processes,
                 "dashboard_address": None,
@@ -69,7 +69,9 @@ def task_runner_for(settings: Settings, dask_processes: bool = True):
                 "preload": [console.PRELOAD],  # its console as the CLI's (`flows._console`)
             }
         )
-    raise SettingsError(f"task_runner must be 'thread' or 'dask', got {settings.task_runner!r}")
+    raise SettingsError(
+        f"task_runner must be 'thread' or 'dask', got {settings.runner.task_runner!r}"
+    )
 
 
 def crashed_run_parameters(rerun_of: str, names: tuple[str, ...]) -> dict[str, Any]:
@@ -149,8 +151,8 @@ def alert_on_failure(settings: Settings, in_deployment: bool) -> Iterator[None]:
         yield
     except Exception as exc:
         reraise_stop(exc)  # a stop signal (DuckDB's "Query interrupted") pages no one
-        if settings.alert_webhook and not in_deployment and not isinstance(exc, LeaseHeld):
-            send_alert(settings.alert_webhook, f"{type(exc).__name__}: {exc}")
+        if settings.runner.alert_webhook and not in_deployment and not isinstance(exc, LeaseHeld):
+            send_alert(settings.runner.alert_webhook, f"{type(exc).__name__}: {exc}")
         raise
 
 

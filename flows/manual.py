@@ -26,8 +26,8 @@ def ingest_only(
     """Ingest sources (default: the watched `sources` setting); nothing is trained or published."""
     settings = resolve_settings(home)
     with hold_home(settings):  # one writer per home, as a refresh
-        specs = list(sources or settings.sources)
-        out = tasks.ingest(settings.section("paths"), settings.section("sources"), specs,
+        specs = list(sources or settings.sources.sources)
+        out = tasks.ingest(settings.paths, settings.sources, specs,
                            fill_if_empty)  # fmt: skip
     print(f"ingested {out.units} unit(s): {out.new:,} new results")
     return out
@@ -51,7 +51,7 @@ def retrain_benchmark(
     """
     settings = resolve_settings(home, n_anchors, settings_overrides)
     with hold_home(settings):  # a refresh starting now must not take our candidate for a leftover
-        states = tasks.store_state(settings.section("paths"))
+        states = tasks.store_state(settings.paths)
         if benchmark not in states:
             have = ", ".join(states)
             raise SettingsError(f"no results for benchmark {benchmark!r} (have: {have})")
@@ -95,15 +95,17 @@ def evaluate_published(
     neither: the models that arrived after the set was published.
     """
     settings = resolve_settings(home)
-    paths = settings.section("paths")
+    paths = settings.paths
     live = tasks.live_set(paths, benchmark)
     if live is None:
-        raise AnchorSetError(f"nothing published for {benchmark!r} under {settings.published_dir}")
+        raise AnchorSetError(
+            f"nothing published for {benchmark!r} under {settings.paths.published_dir}"
+        )
     if models is None:
         since_live = replace(live, created=since, last_run=None) if since else live
         models = tasks.fresh_models(paths, benchmark, since_live)
     states = tasks.store_state(paths)
-    matrix = tasks.build_matrix(paths, settings.section("matrix"), benchmark, states[benchmark])
+    matrix = tasks.build_matrix(paths, settings.matrix, benchmark, states[benchmark])
     scores = tasks.evaluate_published(paths, matrix, models, version)
     rows = [{"benchmark": benchmark, "version": version, **scores}]
     create_table_artifact(rows, key="sparseeval-evaluation", description="published set on models")

@@ -19,7 +19,7 @@ from sparseeval.flows._run import say
 from sparseeval import tasks
 from sparseeval.pipeline import publish
 from sparseeval.pipeline.records import BenchmarkResult, MatrixInfo
-from sparseeval.pipeline.settings import FIT, PUBLISH, TRAINING, Settings
+from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.suite_publish import suite_line
 
 # The publish unit's unit of work and steps in the refresh flow.
@@ -32,7 +32,12 @@ def alert_persistent_drift(settings: Settings, r: BenchmarkResult) -> None:
     tonight) after `drift_alert_nights` checks in a row in drift."""
     d = r.decision
     nights = d.figures.get("drift_nights", 0) if d else 0
-    if d and d.drift and r.published_version is None and nights >= settings.drift_alert_nights:
+    if (
+        d
+        and d.drift
+        and r.published_version is None
+        and nights >= settings.drift.drift_alert_nights
+    ):
         say(f"{r.label}: in drift for {nights} nights in a row", logging.WARNING)
         why = f"{d.figures.get('drift_reason', d.reason)}; {r.outcome}"
         event("drift.persistent", r, {"nights": nights, "reason": why})
@@ -40,9 +45,8 @@ def alert_persistent_drift(settings: Settings, r: BenchmarkResult) -> None:
 
 def publish_benchmark(settings: Settings, r: BenchmarkResult) -> BenchmarkResult:
     """The publish unit of one benchmark's (and budget's) gated candidate."""
-    paths = settings.sections("paths")
-    write = lambda: (tasks.write_candidate(paths, r.fit, r.budget), r.gate)  # noqa: E731
-    out = publish.publish_unit(settings.sections(*PUBLISH), write, PREFECT)
+    write = lambda: (tasks.write_candidate(settings, r.fit, r.budget), r.gate)  # noqa: E731
+    out = publish.publish_unit(settings, write, PREFECT)
     if out.version is None:
         if not r.gate.accept:
             event("publish.refused", r, {"reason": r.gate.reason, **r.gate.figures})
@@ -61,22 +65,22 @@ def point_default(settings: Settings, r: BenchmarkResult, replace: bool = True) 
     fit's number of anchors (`{benchmark}/k{K}`) when tonight's candidate went live there or
     repeated its live version (else the default stays). Not `replace`: a one-off budget,
     the default only for a benchmark that has none."""
-    if len(settings.budgets) > 1:
-        budget = r.budget if r.budget == max(settings.budgets) else None
+    if len(settings.selection.budgets) > 1:
+        budget = r.budget if r.budget == max(settings.selection.budgets) else None
     else:
         went = r.published_version is not None or r.unchanged_from is not None
         budget = r.fit.n_anchors if went and r.fit is not None else None
     if budget is not None:
-        tasks.point_default(settings.sections("paths"), r.benchmark, budget, replace)
+        tasks.point_default(settings.paths, r.benchmark, budget, replace)
 
 
 def publish_suite(settings: Settings, matrices: dict[str, MatrixInfo]) -> str:
     """Fit and publish the suite through the same unit, unless up to date or refused before."""
     say(f"suite: {', '.join(matrices)} read together")
-    if line := tasks.suite_status(settings.sections("paths", *TRAINING), matrices):
+    if line := tasks.suite_status(settings, matrices):
         return line
-    write = lambda: tasks.write_suite_candidate(settings.sections(*FIT), matrices)  # noqa: E731
-    out = publish.publish_unit(settings.sections(*PUBLISH), write, PREFECT)
+    write = lambda: tasks.write_suite_candidate(settings, matrices)  # noqa: E731
+    out = publish.publish_unit(settings, write, PREFECT)
     suite, gate = BenchmarkResult("suite"), out.gate
     if out.version is not None:
         where = {"version": out.version, "path": out.path, "hub_commit": out.hub_commit}

@@ -52,7 +52,7 @@ from sparseeval.pipeline.artifacts import artifact_path, forget_loaded
 from sparseeval.pipeline.lease import guarding_stops
 from sparseeval.pipeline.recipe import NothingRan, PipelineError
 from sparseeval.pipeline.records import BenchmarkResult, RunSummary
-from sparseeval.pipeline.settings import FIT, Settings
+from sparseeval.pipeline.settings import Settings
 
 
 def _batch(batch: str) -> tuple[list[str], dict[str, str]]:
@@ -81,17 +81,18 @@ def fit_benchmarks(settings: Settings, batch: str, force: bool = False) -> list[
 
 def _fit_each(settings: Settings, batch: str, force: bool) -> list[BenchmarkResult]:
     benchmarks, store_states = _batch(batch)
-    paths, matrix = settings.section("paths"), settings.section("matrix")
-    fit = settings.sections(*FIT)
-    mats = {b: tasks.build_matrix.submit(paths, matrix, b, store_states[b]) for b in benchmarks}
-    fits = {(b, k): tasks.fit_benchmark.submit(fit, mats[b], k, force)
-            for b in benchmarks for k in settings.budgets}  # fmt: skip
+    mats = {b: tasks.build_matrix.submit(settings.paths, settings.matrix, b, store_states[b])
+            for b in benchmarks}  # fmt: skip
+    fits = {(b, k): tasks.fit_benchmark.submit(settings, mats[b], k, force)
+            for b in benchmarks for k in settings.selection.budgets}  # fmt: skip
     out = []
     for i, ((b, k), state) in enumerate(fits.items(), 1):
         state.wait()  # the final states with their data (nothing is in result storage)
         mats[b].wait()
-        r = collect(b, mats[b].state, state.state, None if len(settings.budgets) == 1 else k)
-        say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r, k, settings.max_anchor_share)}")
+        r = collect(
+            b, mats[b].state, state.state, None if len(settings.selection.budgets) == 1 else k
+        )
+        say(f"[{i}/{len(fits)}] {r.label}: {fit_said(r, k, settings.selection.max_anchor_share)}")
         out.append(r)
     return out
 
@@ -106,7 +107,7 @@ def fit_batch(
     """`fit_benchmarks` of `names`, passed by reference: a batch file under
     `artifacts/batches/` (Prefect refuses flow parameters over 512 KiB, which thousands of
     benchmarks with their store states passed by value would pass), removed afterwards."""
-    path = artifact_path(settings.artifacts_dir, "batches", f"{uuid.uuid4().hex}.json")
+    path = artifact_path(settings.paths.artifacts_dir, "batches", f"{uuid.uuid4().hex}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"names": list(names), "states": {b: states[b] for b in names}}))
     run = fit_benchmarks.with_options(task_runner=runner) if runner is not None else fit_benchmarks
@@ -121,11 +122,9 @@ def assess_and_publish(
 ) -> BenchmarkResult:
     """Drift of the live set on fresh models, then the publish unit when it calls for one.
     `one_off`: a budget given for this run only, which never moves an existing default."""
-    live = tasks.live_set(settings.section("paths"), r.benchmark, r.budget)
-    fresh = tasks.fresh_models(settings.section("paths"), r.benchmark, live)
-    decision, gate = tasks.assess(
-        settings.sections("paths", "drift"), r.matrix, r.fit, live, fresh, requested, r.budget
-    )
+    live = tasks.live_set(settings.paths, r.benchmark, r.budget)
+    fresh = tasks.fresh_models(settings.paths, r.benchmark, live)
+    decision, gate = tasks.assess(settings, r.matrix, r.fit, live, fresh, requested, r.budget)
     r = replace(r, live=live, decision=decision, gate=gate, n_fresh=len(fresh))
     if decision.drift:
         event("drift.detected", r, {"reason": decision.reason, **decision.figures,
@@ -181,7 +180,7 @@ def night(
     run is a skipped (Completed) run: one schedule per home, and the loser never pages."""
     started = datetime.now(UTC).isoformat(timespec="seconds")
     fill = not in_deployment and fill_if_empty  # a deployment never fills the demo
-    specs = list(sources or settings.sources)
+    specs = list(sources or settings.sources.sources)
     if in_deployment:
         check_no_demo(specs, settings)
     with (
@@ -193,8 +192,8 @@ def night(
             return Completed(message=skipped)
         none = "ingest: no --source given and no `sources` setting"
         say(f"ingest: reading {len(specs)} source(s)" if specs else none)
-        paths = settings.section("paths")
-        ingested = tasks.ingest(paths, settings.section("sources"), specs, fill)
+        paths = settings.paths
+        ingested = tasks.ingest(paths, settings.sources, specs, fill)
         say(f"ingest: {ingested.line()} in {ingested.seconds:.1f}s")
         states = tasks.store_state(paths)
         results, suite, runner = [], "", ""
@@ -228,10 +227,12 @@ def fit_and_publish(
     settings: Settings, names: list[str], states: dict[str, str], dask_processes: bool
 ) -> tuple[list[BenchmarkResult], str, str]:
     """Clean leftovers, fit the benchmarks, assess and publish each, then the suite."""
-    sets = [*names, "suite"] if settings.suite else names  # a crashed suite step leaves one too
-    if cleaned := tasks.clean_leftovers(settings.section("paths"), sets):
+    sets = (
+        [*names, "suite"] if settings.drift.suite else names
+    )  # a crashed suite step leaves one too
+    if cleaned := tasks.clean_leftovers(settings.paths, sets):
         say(f"cleaned up {len(cleaned)} leftover(s) of interrupted runs", logging.WARNING)
-    say(f"fit: {len(names)} benchmark(s) ({', '.join(names)}), {settings.workers} at a time")
+    say(f"fit: {len(names)} benchmark(s) ({', '.join(names)}), {settings.runner.workers} at a time")
     runner = task_runner_for(settings, dask_processes)
     try:
         fitted = fit_batch(settings, names, states, runner=runner)
@@ -255,7 +256,7 @@ def publish_step(settings: Settings, r: BenchmarkResult) -> BenchmarkResult:
 
 def suite_step(settings: Settings, results: list[BenchmarkResult], left_out: list[str]) -> str:
     """The suite over every benchmark fitted this run (at least two), or why not."""
-    if not settings.suite:
+    if not settings.drift.suite:
         return ""
     if left_out:  # the suite reads every benchmark
         ran = ", ".join(dict.fromkeys(r.benchmark for r in results))

@@ -7,10 +7,9 @@ publish  write_candidate, write_suite_candidate, suite_status, mirror_to_hub, pr
          point_default
 report   report
 
-A task takes the sections of the run's settings it uses, never the whole `Settings`: one
-(`Settings.section`: `paths`, `sources`, `matrix`), or several read as one object where its
-step needs them (`Settings.sections`: the fit and the suite `settings.FIT`, assess `paths` and
-`drift`, a candidate `paths` with every setting for its manifest). Expensive tasks cache
+A task takes the one section of the run's settings it uses, as its type (`PathsSection`,
+`SourcesSection`, `MatrixSection`), or the whole `Settings` where its step reads several
+(a fit, the suite, assess, a candidate whose manifest records every setting). Expensive tasks cache
 on content, and the cache is the artifacts on disk, `artifacts/{kind}/{key}`: the key is
 the fingerprint of their inputs (store content signature or matrix fingerprint) plus the
 settings that matter plus the code version. No task result is persisted to Prefect's result storage

@@ -14,11 +14,13 @@ from prefect.cache_policies import NO_CACHE
 from sparseeval.pipeline import recipe
 from sparseeval.pipeline.progress import PROGRESS, saying, throttled
 from sparseeval.pipeline.records import FitInfo, MatrixInfo, Waiting
-from sparseeval.pipeline.settings import Section, Sections
+from sparseeval.pipeline.settings import MatrixSection, PathsSection, Settings
 
 
 @task(name="build-matrix", cache_policy=NO_CACHE, task_run_name="build-matrix-{benchmark}")
-def build_matrix(paths: Section, matrix: Section, benchmark: str, store_state: str) -> MatrixInfo:
+def build_matrix(
+    paths: PathsSection, matrix: MatrixSection, benchmark: str, store_state: str
+) -> MatrixInfo:
     """The benchmark's ±1 matrix as `artifacts/matrix/{benchmark}.{fingerprint}.npz` (reused if
     there); it depends on the `matrix` section alone (its cache key: `artifacts.matrix_key`)."""
     out = recipe.matrix_step(paths, matrix, benchmark, store_state)
@@ -28,17 +30,17 @@ def build_matrix(paths: Section, matrix: Section, benchmark: str, store_state: s
 
 @task(name="fit-benchmark", cache_policy=NO_CACHE, task_run_name="fit-{matrix.benchmark}-k{budget}")
 def fit_benchmark(
-    fit: Sections, matrix: MatrixInfo, budget: int, force: bool = False
+    settings: Settings, matrix: MatrixInfo, budget: int, force: bool = False
 ) -> FitInfo | Waiting:
     """Split -> adaptive init -> AIS/CIS refinement -> final predictor -> test metrics.
 
-    `fit`: the sections a fit reads (`settings.FIT`); `budget` is the number of anchors;
+    `budget` is the number of anchors;
     `force` retrains even when the artifact exists.
     Too few models is no failure: a `Waiting` result says how many there are and how many
     it takes (the task completes).
     """
     log = get_run_logger()
-    label = fit_label(matrix, budget, fit.max_anchor_share)
+    label = fit_label(matrix, budget, settings.selection.max_anchor_share)
     # every line to the run's log; to the console a fit's lines once it has run 15 s, then
     # its selection's lines one per 15 s at most (a quick fit says nothing there)
     console = throttled(PROGRESS.info, at_once=False, thin=("",))
@@ -49,7 +51,7 @@ def fit_benchmark(
 
     try:  # a phase that runs long is said again (the MLP's training says nothing itself)
         with saying(emit, "splitting the models") as say:
-            out = recipe.fit_step(matrix, fit.replace(n_anchors=budget), say, force)
+            out = recipe.fit_step(matrix, settings.replace(n_anchors=budget), say, force)
     except recipe.NotEnoughModels as exc:
         log.info("waiting for more models (%s)", exc)
         return Waiting(matrix.benchmark, str(exc))

@@ -8,7 +8,7 @@ from sparseeval.tasks.policies import transient
 
 from sparseeval.pipeline import recipe, versions
 from sparseeval.pipeline.records import IngestSummary
-from sparseeval.pipeline.settings import Section
+from sparseeval.pipeline.settings import PathsSection, SourcesSection
 from sparseeval.pipeline.sources import ingest_sources
 
 
@@ -21,7 +21,7 @@ from sparseeval.pipeline.sources import ingest_sources
     cache_policy=NO_CACHE,
 )
 def ingest(
-    paths: Section, sources: Section, specs: list[str], fill_if_empty: bool = True
+    paths: PathsSection, sources: SourcesSection, specs: list[str], fill_if_empty: bool = True
 ) -> IngestSummary:
     """Ingest new results; each source's failure is a row of the summary, not an error.
 
@@ -36,13 +36,13 @@ def ingest(
 
 
 @task(name="store-state", cache_policy=NO_CACHE)
-def store_state(paths: Section) -> dict[str, str]:
+def store_state(paths: PathsSection) -> dict[str, str]:
     """A content signature per benchmark (changes whenever its results change)."""
     return recipe.benchmark_states(paths.store_path)
 
 
 @task(name="clean-leftovers", cache_policy=NO_CACHE)
-def clean_leftovers(paths: Section, sets: list[str]) -> list[str]:
+def clean_leftovers(paths: PathsSection, sets: list[str]) -> list[str]:
     """Remove what interrupted runs left in these sets (temp folders, unpromoted candidates)."""
     clean = versions.clean_leftovers
     done = [x for b in sets for x in clean(paths.published_dir, b, all_unpromoted=True)]

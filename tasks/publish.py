@@ -17,27 +17,26 @@ from sparseeval.tasks.policies import transient
 from sparseeval.pipeline import publish, suite_publish
 from sparseeval.pipeline.progress import PROGRESS, saying
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, MatrixInfo
-from sparseeval.pipeline.settings import Section, Sections
+from sparseeval.pipeline.settings import PathsSection, Settings, SourcesSection
 
 
 @task(
     name="write-candidate", cache_policy=NO_CACHE, task_run_name="write-candidate-{fit.benchmark}"
 )
-def write_candidate(paths: Sections, fit: FitInfo, budget: int | None = None) -> Candidate:
+def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None) -> Candidate:
     """Write the new version's folder (not live yet); rolled back if the unit of work fails.
 
-    `paths`: the paths section, with every setting for the manifest (`Sections.recorded`)."""
-    out = publish.write_candidate(paths, fit, budget)
+    `settings`: where the set goes (`paths`) and every setting, for its manifest."""
+    out = publish.write_candidate(settings, fit, budget)
     get_run_logger().info("%s: wrote candidate v%s at %s", fit.benchmark, out.version, out.path)
     return out
 
 
 @task(name="write-suite-candidate", cache_policy=NO_CACHE)
 def write_suite_candidate(
-    fit: Sections, matrices: dict[str, MatrixInfo]
+    settings: Settings, matrices: dict[str, MatrixInfo]
 ) -> tuple[Candidate, GateResult]:
-    """Fit the suite over every benchmark and write it as a candidate; its gate (`fit`: the
-    sections a fit reads, `settings.FIT`, with every setting for the manifest)."""
+    """Fit the suite over every benchmark and write it as a candidate; its gate."""
     log = get_run_logger()
 
     def emit(line: str) -> None:  # the run's log and the console (`sparseeval.progress`)
@@ -45,16 +44,15 @@ def write_suite_candidate(
         PROGRESS.info("suite: %s", line)
 
     with saying(emit, "fitting the suite") as say:  # a long refit is said again every 15 s
-        cand, gate = suite_publish.suite_candidate(matrices, fit, say)
+        cand, gate = suite_publish.suite_candidate(matrices, settings, say)
     log.info("suite: wrote candidate v%s; gate: %s", cand.version, gate.reason)
     return cand, gate
 
 
 @task(name="suite-status", cache_policy=NO_CACHE)
-def suite_status(trained: Sections, matrices: dict[str, MatrixInfo]) -> str | None:
-    """Why the suite needs no fit tonight (up to date, or refused before), or None
-    (`trained`: the paths and training sections, `settings.TRAINING`)."""
-    return suite_publish.suite_status(matrices, trained)
+def suite_status(settings: Settings, matrices: dict[str, MatrixInfo]) -> str | None:
+    """Why the suite needs no fit tonight (up to date, or refused before), or None."""
+    return suite_publish.suite_status(matrices, settings)
 
 
 @write_candidate.on_rollback
@@ -75,7 +73,7 @@ def discard_candidate(txn: Transaction) -> None:
     cache_policy=NO_CACHE,
     task_run_name="mirror-to-hub-{candidate.benchmark}",
 )
-def mirror_to_hub(sources: Section, candidate: Candidate) -> str:
+def mirror_to_hub(sources: SourcesSection, candidate: Candidate) -> str:
     """Mirror the candidate to the `hub_repo` dataset repo in one commit; the commit sha."""
     sha = publish.mirror(candidate, sources.hub_repo)
     get_run_logger().info("%s: mirrored v%s to %s at %s", candidate.benchmark, candidate.version,
@@ -91,7 +89,7 @@ def promote(candidate: Candidate) -> None:
 
 
 @task(name="point-default", cache_policy=NO_CACHE, task_run_name="point-default-{benchmark}")
-def point_default(paths: Sections, benchmark: str, budget: int, replace: bool = True) -> None:
+def point_default(paths: PathsSection, benchmark: str, budget: int, replace: bool = True) -> None:
     """Point the benchmark's `default` at the set this run maintains (`versions.point_default`)."""
     from sparseeval.pipeline.versions import point_default as point
 

@@ -10,11 +10,11 @@ from prefect.cache_policies import NO_CACHE
 
 from sparseeval.pipeline.records import RunSummary
 from sparseeval.pipeline.reports import run_report as runreport
-from sparseeval.pipeline.settings import Section
+from sparseeval.pipeline.settings import PathsSection
 
 
 @task(name="report", cache_policy=NO_CACHE)
-def report(paths: Section, run: RunSummary) -> RunSummary:
+def report(paths: PathsSection, run: RunSummary) -> RunSummary:
     """Write `reports/` and the run's artifacts (report, ingest, metrics, published paths)."""
     markdown = runreport.render_report(run)
     run = replace(run, report_path=str(runreport.write_report(paths.reports_dir, markdown)))

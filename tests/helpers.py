@@ -33,7 +33,7 @@ def publish_fit(root, benchmark: str, fitted, **kw):
     at = {k: kw.pop(k) for k in ("budget", "flat", "signing_key") if k in kw}
     decided = new_version(
         benchmark, est, data_fingerprint=m.fingerprint(), split_sizes=sp.sizes(),
-        metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings(home=root),
+        metrics={"test": evaluate(pred, m.y[sp.test])}, settings=Settings.of(home=root),
         report_inputs={"test_pred": pred, "test_true": m.y[sp.test]}, **kw,
     )  # fmt: skip
     return write_version(root, decided, **at)

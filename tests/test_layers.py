@@ -54,9 +54,9 @@ LAZY: dict[str, set[str]] = {
 }
 # Every pipeline module (its first name under pipeline/) in one tier, lowest first.
 PIPELINE_TIERS = {
-    "store": ("", "store", "sources", "settings", "setting_values", "config", "records",
+    "store": ("", "store", "sources", "settings", "records",
               "artifacts", "identity", "lease", "alerts", "progress", "stopping"),
-    "recipes": ("recipe", "compare", "drift", "suite_recipe", "suite_reuse", "reports", "gate"),
+    "recipes": ("recipe", "compare", "drift", "suite_recipe", "reports", "gate"),
     "publish": ("publish", "assess", "suite_publish", "manifest", "versions", "mirror",
                 "fit_sets"),
 }  # fmt: skip

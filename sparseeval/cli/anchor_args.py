@@ -97,7 +97,7 @@ def anchor_set_root(args) -> str:
         return args.anchor_set
     from sparseeval.pipeline.settings import Settings
 
-    return str(Settings.load().published_dir)
+    return str(Settings.load().paths.published_dir)
 
 
 __all__ = [

@@ -90,7 +90,7 @@ def _stored_answers(args, scores: dict) -> dict[str, dict]:
     except ImportError:
         raise UserError("give --responses FILE.csv (reading the store needs the pipeline"
                         " install: pip install '.[pipeline]')") from None  # fmt: skip
-    path = Settings.load().store_path
+    path = Settings.load().paths.store_path
     if not path.exists():
         raise UserError(f"no store at {path}: give --responses FILE.csv")
     with Store.open(path, read_only=True) as store:

@@ -336,7 +336,7 @@ def cmd_report(args) -> int:
     else:
         from sparseeval.pipeline.settings import Settings
 
-        out = Path(Settings.load().reports_dir) / aset.benchmark / f"v{aset.version}"
+        out = Path(Settings.load().paths.reports_dir) / aset.benchmark / f"v{aset.version}"
     paths = render_report(out, aset.manifest, inputs, aset.folder)
     print(f"report: {paths['html']}")
     print(f"        {paths['md']} ({len(paths['plots'])} plots)")

@@ -178,9 +178,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
             raise UserError(f"--synthetic {m} {n}: {m * n:,} answers is more than the demo makes"
                             f" ({MAX_SYNTHETIC_CELLS:,}); ingest real data for more")  # fmt: skip
         say(f"the built-in synthetic leaderboard: {m} models x {n} items")
-        matrix = make_synthetic(m, n, seed=settings.seed)
+        matrix = make_synthetic(m, n, seed=settings.splits.seed)
     say(f"matrix: {matrix.shape[0]:,} models x {matrix.shape[1]:,} items")
-    if note := clamp_note(budgets, matrix.shape[1], settings.max_anchor_share):
+    if note := clamp_note(budgets, matrix.shape[1], settings.selection.max_anchor_share):
         say(note)
     result = compare_methods(matrix, budgets, settings, progress=say, paper=args.paper,
                              benchmark=_set_name(args))  # fmt: skip

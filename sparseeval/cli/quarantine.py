@@ -67,7 +67,7 @@ def run_quarantine(args: argparse.Namespace) -> int:
     store = args.store
     try:
         settings = Settings.load()
-        store = args.store or settings.store_path
+        store = args.store or settings.paths.store_path
         if args.action == "list":
             return _list(args, settings, store)
         print(_change(args, settings, store))
@@ -85,7 +85,7 @@ def _list(args: argparse.Namespace, settings: Any, store_path: Path) -> int:
     if Path(store_path).is_file():
         with Store.open(store_path, read_only=True, wait_s=args.wait) as store:
             rows = q.held_rows(store)
-            results = q.set_aside(store, settings.max_missing_model_frac)
+            results = q.set_aside(store, settings.matrix.max_missing_model_frac)
     files = q.aside_files(_inboxes(args, settings))
     if args.json:
         print(json.dumps({"rows": rows, "results": results, "files": files}, indent=2))
@@ -115,7 +115,7 @@ def _change(args: argparse.Namespace, settings: Any, store_path: Path) -> str:
 
     if args.action == "drop" and args.benchmark:
         with Store.open(store_path, wait_s=args.wait) as store:
-            n = q.drop_set_aside(store, args.benchmark, settings.max_missing_model_frac)
+            n = q.drop_set_aside(store, args.benchmark, settings.matrix.max_missing_model_frac)
         return f"dropped {n:,} result(s) that {args.benchmark} set aside"
     if not args.target:
         raise UserError(f"quarantine {args.action} needs a file (or --benchmark NAME to drop)")
@@ -132,7 +132,11 @@ def _change(args: argparse.Namespace, settings: Any, store_path: Path) -> str:
 
 def _inboxes(args: argparse.Namespace, settings: Any) -> list[Path]:
     given = list(args.inbox)
-    given += [Path(s.partition(":")[2].strip()) for s in settings.sources if s.startswith("inbox:")]
+    given += [
+        Path(s.partition(":")[2].strip())
+        for s in settings.sources.sources
+        if s.startswith("inbox:")
+    ]
     return given
 
 

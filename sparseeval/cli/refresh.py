@@ -180,7 +180,7 @@ def _next_steps(run, settings) -> str:
     """Where the reports are (HTML first) and what a user does next."""
     from sparseeval.consume.sets.layout import AnchorSetError, resolve_version_dir
 
-    pub = settings.published_dir.resolve()
+    pub = settings.paths.published_dir.resolve()
     html = []
     sets = [(r.benchmark, r.budget) for r in run.results] + ([("suite", None)] if run.suite else [])
     for benchmark, budget in sets:
@@ -195,7 +195,7 @@ def _next_steps(run, settings) -> str:
     lines.append(f"run summary: {Path(run.report_path).resolve()}")
     if html:
         b = run.results[0].benchmark
-        home = settings.home.resolve()  # git-ignored: the filled files stay out of a checkout
+        home = settings.paths.home.resolve()  # git-ignored: the filled files stay out of a checkout
         b, answers, every = quoted(b), quoted(home / "answers.csv"), quoted(home / "all.csv")
         at = quoted(pub)  # a home with spaces or `$(...)` in its path pastes as it is
         lines += [

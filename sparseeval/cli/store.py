@@ -133,7 +133,7 @@ def _ingest_all(store, sources: list, force: bool) -> list:
     from sparseeval.pipeline.store import SourceError
 
     contain = (SourceError, SparseEvalError, OSError)  # anything else is a bug: it surfaces
-    accept = Settings.load().new_benchmarks
+    accept = Settings.load().sources.new_benchmarks
     done = ingest_each(store, sources, force, contain=contain, new_benchmarks=accept)
     return [r for _, _, reports in done for r in reports]
 
@@ -158,7 +158,7 @@ def _sources(args: argparse.Namespace) -> list:
 
         names = "*" if args.hub_all else ",".join(args.hub_models)
         spec = f"hub:{args.hub}:{names}@{args.hub_org}"
-        return [parse_source(spec, hub_max_repos=Settings.load().hub_max_repos)]
+        return [parse_source(spec, hub_max_repos=Settings.load().sources.hub_max_repos)]
     if not args.sources:
         raise UserError("give files or folders to ingest, or --hub v1|v2")
     return [_parse(p, args) for p in args.sources]
@@ -174,8 +174,14 @@ def run_matrix(args: argparse.Namespace) -> int:
         with Store.open(_store_path(args, settings), read_only=True, wait_s=args.wait) as store:
             if not args.benchmark:
                 return _print_benchmarks(store, args.json)
-            frac = settings.max_missing_model_frac if args.max_missing is None else args.max_missing
-            matrix, summary = build_matrix(store, args.benchmark, frac, target=settings.target)
+            frac = (
+                settings.matrix.max_missing_model_frac
+                if args.max_missing is None
+                else args.max_missing
+            )
+            matrix, summary = build_matrix(
+                store, args.benchmark, frac, target=settings.matrix.target
+            )
         if args.export:
             export_matrix(matrix, args.export, summary.fingerprint)
     except user_errors() as exc:
@@ -222,7 +228,7 @@ def export_matrix(matrix: Any, path: Path, fingerprint: str) -> None:
 def _store_path(args: argparse.Namespace, settings=None) -> Path:
     from sparseeval.pipeline.settings import Settings
 
-    return args.store or (settings or Settings.load()).store_path
+    return args.store or (settings or Settings.load()).paths.store_path
 
 
 def store_failure(exc: BaseException, store: Path | None = None) -> int:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -173,12 +174,11 @@ class SparseEval(AnchorEstimator):
         self.item_scale = item_scale
 
     @classmethod
-    def from_settings(cls, settings, **overrides) -> SparseEval:
-        """The estimator the pipeline runs: every constructor parameter that `settings` (a
-        `Settings`, or the sections handed to a task) holds by the same name, then
-        `overrides`."""
-        names = [n for n in cls._get_param_names() if hasattr(settings, n)]
-        return cls(**({n: getattr(settings, n) for n in names} | overrides))
+    def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> SparseEval:
+        """The estimator with every constructor parameter `config` names (the pipeline passes
+        `Settings.values()`), then `overrides`."""
+        names = [n for n in cls._get_param_names() if n in config]
+        return cls(**({n: config[n] for n in names} | overrides))
 
     def fit(self, X, y, *, X_valid=None, y_valid=None, item_ids=None) -> SparseEval:
         """Select anchors on training rows and choose the predictor on validation rows.

@@ -42,13 +42,13 @@ from sparseeval.consume.hashing import file_sha256, fingerprint
 from sparseeval.consume.sets.layout import MANIFEST, REPORT_FILES, REPORT_INPUTS, latest_version
 from sparseeval.method.matrix import ResponseMatrix, item_scale
 from sparseeval.pipeline.records import Candidate, MatrixInfo
-from sparseeval.pipeline.settings import AnySettings, Section, Settings
+from sparseeval.pipeline.settings import MatrixSection, Settings, fields_of
 
 # -- keys and paths -----------------------------------------------------------------------
 
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
-MATRIX_FIELDS = Settings.fields_of("matrix")
-TRAINING_FIELDS = Settings.fields_of("selection", "predictor", "splits")
+MATRIX_FIELDS = fields_of("matrix")
+TRAINING_FIELDS = fields_of("selection", "predictor", "splits")
 # What a cached result depends on: the whole method package (and the NumPy readers it
 # uses), plus the pipeline modules that turn a store into a matrix and a fit into files.
 CODE_PACKAGES = ("method", "consume")
@@ -80,7 +80,7 @@ def _sources(folder) -> list:
     return files
 
 
-def settings_subset(settings: AnySettings, names: Sequence[str]) -> dict[str, Any]:
+def settings_subset(settings: Settings, names: Sequence[str]) -> dict[str, Any]:
     full = settings.to_dict()
     return {n: full[n] for n in names}
 
@@ -92,7 +92,9 @@ def artifact_path(artifacts_dir: str | Path, kind: str, key: str) -> Path:
     return Path(artifacts_dir) / kind / key
 
 
-def matrix_key(benchmark: str, store_state: str, matrix: Section, artifacts_dir: str | Path) -> str:
+def matrix_key(
+    benchmark: str, store_state: str, matrix: MatrixSection, artifacts_dir: str | Path
+) -> str:
     """Key of a benchmark's matrix: its store content signature, the `matrix` section of
     the settings and the code (the same key as when it took every setting).
 
@@ -105,12 +107,12 @@ def matrix_key(benchmark: str, store_state: str, matrix: Section, artifacts_dir:
     )  # fmt: skip
 
 
-def fit_key(benchmark: str, matrix_fingerprint: str, settings: AnySettings) -> str:
+def fit_key(benchmark: str, matrix_fingerprint: str, settings: Settings) -> str:
     """Key of a fitted model: the benchmark, its matrix content, the training settings and the
     code (two benchmarks with the same answers have two fits: each is published as its own)."""
     return fingerprint(
         "fit", benchmark, matrix_fingerprint, settings_subset(settings, TRAINING_FIELDS),
-        str(Path(settings.artifacts_dir).resolve()), code_version(),
+        str(Path(settings.paths.artifacts_dir).resolve()), code_version(),
     )  # fmt: skip
 
 

@@ -43,7 +43,7 @@ from sparseeval.pipeline.records import (
     MatrixInfo,
     set_name,
 )
-from sparseeval.pipeline.settings import AnySettings
+from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.suite_recipe import SuiteFit
 
 
@@ -90,7 +90,7 @@ def compare_candidate(
 
 
 def assess(
-    settings: AnySettings,
+    settings: Settings,
     matrix_info: MatrixInfo,
     fit: FitInfo,
     live: LiveSet | None,
@@ -108,16 +108,18 @@ def assess(
     """
     bench, name = matrix_info.benchmark, set_name(matrix_info.benchmark, budget)
     matrix = matrix_of(matrix_info)
-    aset = live_anchor_set(settings.published_dir, bench, live.version, budget) if live else None
+    aset = (
+        live_anchor_set(settings.paths.published_dir, bench, live.version, budget) if live else None
+    )
     figures = {}
     if aset is not None and fresh:
-        figures = drift_figures(aset, matrix, fresh[-settings.drift_window :])
+        figures = drift_figures(aset, matrix, fresh[-settings.drift.drift_window :])
         figures["n_new_since"] = len(set(map(str, fresh)) & set(map(str, matrix.model_ids)))
-        order = arrivals(settings.store_path, bench)
-        figures |= paired_window(aset, fit, matrix, order, settings.drift_paired_models)
+        order = arrivals(settings.paths.store_path, bench)
+        figures |= paired_window(aset, fit, matrix, order, settings.drift.drift_paired_models)
     decision = drift_decision(bench, live, figures, settings)
-    if record_drift(settings.artifacts_dir, name, live, figures, decision.drift):
-        figures["drift_nights"] = drift_nights(settings.artifacts_dir, name, live.version)
+    if record_drift(settings.paths.artifacts_dir, name, live, figures, decision.drift):
+        figures["drift_nights"] = drift_nights(settings.paths.artifacts_dir, name, live.version)
     if decision.drift:
         figures["drift_reason"] = decision.reason  # kept when a refusal becomes the reason
     if (changed := new_budget(live, fit)) and not requested:
@@ -130,13 +132,13 @@ def assess(
         return decision, GateResult(True, f"{changed}: not compared with the live set", figures)
     if why := same_data(live, fit):
         return DriftDecision(bench, decision.drift, False, why, figures), None
-    if why := already_refused(settings.artifacts_dir, name, fit.key):
+    if why := already_refused(settings.paths.artifacts_dir, name, fit.key):
         if nights := figures.get("drift_nights"):
             why += f" (refused {nights} nights in a row)"
         return DriftDecision(bench, decision.drift, False, why, figures), None
-    if why := unchanged_before(settings.artifacts_dir, name, fit.key, live and live.version):
+    if why := unchanged_before(settings.paths.artifacts_dir, name, fit.key, live and live.version):
         return DriftDecision(bench, decision.drift, False, why, figures), None
-    return decision, compare_candidate(aset, fit, matrix, fresh, settings.gate)
+    return decision, compare_candidate(aset, fit, matrix, fresh, settings.drift.gate)
 
 
 def new_budget(live: LiveSet | None, fit: FitInfo) -> str | None:

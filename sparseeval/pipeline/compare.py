@@ -69,7 +69,7 @@ def compare_methods(
     X, y = matrix.values.astype(np.float32), matrix.y
     tr, va, te = split.train, split.valid, split.test
     out = Comparison(split=split)
-    for k in budgets_for(budgets, matrix.shape[1], settings.max_anchor_share):
+    for k in budgets_for(budgets, matrix.shape[1], settings.selection.max_anchor_share):
         progress(f"[{k} anchors] fitting sparseeval")
         start = time.perf_counter()
         fit = fit_matrix(matrix, settings.replace(n_anchors=k), benchmark, progress, split,
@@ -77,7 +77,9 @@ def compare_methods(
         out.rows.append({"method": "sparseeval", "n_anchors": k} | fit.test
                         | {"seconds": time.perf_counter() - start})  # fmt: skip
         out.fitted[k] = fit
-        for name, method in _baselines(k, settings.seed, baselines, paper, out.rows, progress):
+        for name, method in _baselines(
+            k, settings.splits.seed, baselines, paper, out.rows, progress
+        ):
             start = time.perf_counter()
             progress(f"[{k} anchors] fitting {name}")
             method.fit(X[tr], y[tr], X_valid=X[va], y_valid=y[va])

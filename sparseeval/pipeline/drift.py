@@ -21,7 +21,7 @@ from sparseeval.method.matrix import ResponseMatrix
 from sparseeval.pipeline import artifacts, gate
 from sparseeval.pipeline.artifacts import artifact_path, load_matrix
 from sparseeval.pipeline.records import DriftDecision, FitInfo, LiveSet
-from sparseeval.pipeline.settings import AnySettings
+from sparseeval.pipeline.settings import Settings
 
 
 def fresh_models(store_path: str | Path, benchmark: str, live: LiveSet) -> list[str]:
@@ -142,7 +142,7 @@ def _paired_reason(figures: dict[str, Any]) -> str | None:
 
 
 def drift_decision(
-    benchmark: str, live: LiveSet | None, figures: dict[str, Any], settings: AnySettings
+    benchmark: str, live: LiveSet | None, figures: dict[str, Any], settings: Settings
 ) -> DriftDecision:
     """Pure: should a new version be published? (No set yet, or drift on fresh models.)
 
@@ -153,7 +153,7 @@ def drift_decision(
     night's candidate beats it beyond noise on the newest `drift_paired_models` held-out
     models (`paired_window`). A threshold <= 0 turns its criterion off.
     """
-    s = settings
+    s = settings.drift
     if live is None:
         return DriftDecision(benchmark, False, True, "no published anchor set yet", figures)
     n = int(figures.get("n_fresh", 0))

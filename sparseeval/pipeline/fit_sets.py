@@ -29,7 +29,6 @@ from sparseeval.method.pool import test_flags
 from sparseeval.pipeline.compare import Comparison
 from sparseeval.pipeline.publish import candidate, publish_unit
 from sparseeval.pipeline.records import Candidate, GateResult
-from sparseeval.pipeline.settings import PUBLISH
 from sparseeval.pipeline.versions import new_version, point_default, write_version
 
 UNGATED = GateResult(True, "local fit: not gated (no live set compared, no Hub mirror)")
@@ -100,7 +99,7 @@ def publish_fits(
                             files=files, curves=curves)  # fmt: skip
             return candidate(folder, benchmark, "", k if several else None), UNGATED
 
-        folders.append(Path(publish_unit(local.sections(*PUBLISH), write).path))
+        folders.append(Path(publish_unit(local, write).path))
     point_default(out_dir, benchmark, max(comparison.fitted))
     return folders
 

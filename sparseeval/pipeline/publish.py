@@ -57,7 +57,7 @@ from sparseeval.pipeline.recipe import (
     pool_check_of,
 )
 from sparseeval.pipeline.records import Candidate, FitInfo, GateResult, LiveSet, set_name
-from sparseeval.pipeline.settings import AnySettings, Section, recorded
+from sparseeval.pipeline.settings import Settings, SourcesSection, recorded
 
 
 class Refused(SparseEvalError):
@@ -160,12 +160,12 @@ def candidate(folder: str | Path, benchmark: str, key: str, budget: int | None =
     return Candidate(benchmark, str(root), str(folder), int(folder.name[1:]), budget, key)
 
 
-def write_candidate(settings: AnySettings, fit: FitInfo, budget: int | None = None) -> Candidate:
+def write_candidate(settings: Settings, fit: FitInfo, budget: int | None = None) -> Candidate:
     """Write the fitted model as a new (not yet live) version; note what it was built from.
 
     Its report shows the set's drift checks so far (`drift.drift_history`).
     """
-    drift_rows = drift_history(settings.artifacts_dir, set_name(fit.benchmark, budget))
+    drift_rows = drift_history(settings.paths.artifacts_dir, set_name(fit.benchmark, budget))
     evaluation = evaluation_of(fit)
     fitted = fitted_of(fit)
     decided = versions.new_version(
@@ -185,9 +185,11 @@ def write_candidate(settings: AnySettings, fit: FitInfo, budget: int | None = No
         files={MODELS_FILE: models_text(split_models(evaluation))},
         curves=curves_of(fit),
     )  # fmt: skip
-    path = versions.write_version(settings.published_dir, decided, budget=budget)
+    path = versions.write_version(settings.paths.published_dir, decided, budget=budget)
     cand = candidate(path, fit.benchmark, fit.key, budget)
-    built = artifact_path(settings.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json")
+    built = artifact_path(
+        settings.paths.artifacts_dir, "published", f"{cand.name}-v{cand.version}.json"
+    )
     built.parent.mkdir(parents=True, exist_ok=True)
     built.write_text(
         json.dumps({"data_fingerprint": fit.matrix_fingerprint, "last_run": fit.last_run})
@@ -195,12 +197,12 @@ def write_candidate(settings: AnySettings, fit: FitInfo, budget: int | None = No
     return cand
 
 
-def _recent(settings: AnySettings, benchmark: str, test_ids) -> list[bool] | None:
+def _recent(settings: Settings, benchmark: str, test_ids) -> list[bool] | None:
     """Which test models arrived last in the store (`reports.arrivals`; None: no order)."""
     from sparseeval.pipeline.reports.arrivals import recent_flags
     from sparseeval.pipeline.store import Store
 
-    path = Path(settings.store_path)
+    path = Path(settings.paths.store_path)
     if test_ids is None or not path.exists():
         return None
     with Store.open(path, read_only=True) as store:
@@ -353,7 +355,7 @@ class LocalTransaction:
         return False
 
 
-def mirror_step(sources: Section, cand: Candidate) -> str:
+def mirror_step(sources: SourcesSection, cand: Candidate) -> str:
     """Mirror the candidate to the `sources` section's `hub_repo`; the commit sha."""
     return mirror(cand, sources.hub_repo)
 
@@ -367,7 +369,7 @@ class Steps:
     """
 
     transaction: Callable[[], AbstractContextManager[UnitOfWork]] = LocalTransaction
-    mirror: Callable[[Section, Candidate], str] = mirror_step
+    mirror: Callable[[SourcesSection, Candidate], str] = mirror_step
     promote: Callable[[Candidate], None] = promote
 
 
@@ -375,7 +377,7 @@ LOCAL = Steps()
 
 
 def publish_unit(
-    settings: AnySettings,
+    settings: Settings,
     write: Callable[[], tuple[Candidate, GateResult]],
     steps: Steps = LOCAL,
 ) -> Outcome:
@@ -385,15 +387,15 @@ def publish_unit(
     (`reason`; `refusal` for a refused gate). A candidate that repeats the live version
     (`unchanged_from`), a refusal and a failed mirror are outcomes (the candidate
     discarded; the refusal, or the unchanged key, in the set's ledger); a crash propagates
-    after the rollback. `settings.signing_key` set: signed once the gate accepts it (its
-    manifest and both pointers). `settings.hub_repo` set: mirrored before it goes live.
+    after the rollback. `settings.paths.signing_key` set: signed once the gate accepts it (its
+    manifest and both pointers). `settings.sources.hub_repo` set: mirrored before it goes live.
     """
-    hub_repo, gate, sha = settings.hub_repo, None, None
+    hub_repo, gate, sha = settings.sources.hub_repo, None, None
     try:
         with steps.transaction() as txn:
             cand, gate = write()
             txn.set("candidate", cand)
-            txn.set("artifacts_dir", str(settings.artifacts_dir))
+            txn.set("artifacts_dir", str(settings.paths.artifacts_dir))
             if (same := unchanged_from(cand)) is not None:
                 txn.set("reason", unchanged_reason(same))
                 raise Unchanged(same)
@@ -401,19 +403,19 @@ def publish_unit(
                 txn.set("reason", refused_reason(gate))
                 txn.set("refusal", gate.reason)
                 raise Refused(gate)
-            if settings.signing_key:
-                cand = sign(cand, settings.signing_key)
+            if settings.paths.signing_key:
+                cand = sign(cand, settings.paths.signing_key)
             if hub_repo:
                 txn.set("reason", mirror_rollback_reason(hub_repo))
                 try:
-                    sha = steps.mirror(settings.section("sources"), cand)
+                    sha = steps.mirror(settings.sources, cand)
                 except Exception as exc:
                     raise mirror_failed(hub_repo, exc) from exc
             txn.set("reason", promote_rollback_reason(cand, hub_repo, sha))
             steps.promote(cand)
     except Unchanged as exc:
         if cand.key:  # a candidate with no key (`fit --out`'s) is never looked up
-            note_unchanged(settings.artifacts_dir, cand.name, cand.key, exc.version)
+            note_unchanged(settings.paths.artifacts_dir, cand.name, cand.key, exc.version)
         return unchanged(cand, exc.version, gate)
     except Refused:
         return refused(gate)

@@ -40,7 +40,7 @@ from sparseeval.pipeline.artifacts import (
     save_matrix,
 )
 from sparseeval.pipeline.records import FitInfo, MatrixInfo
-from sparseeval.pipeline.settings import AnySettings, Section
+from sparseeval.pipeline.settings import MatrixSection, PathsSection, Settings
 
 log = logging.getLogger("sparseeval.pipeline.recipe")
 EVALUATION_FILE = "evaluation.npz"
@@ -77,7 +77,7 @@ def benchmark_states(store_path: str | Path) -> dict[str, str]:
 
 
 def matrix_step(
-    paths: Section, matrix: Section, benchmark: str, store_state: str | None = None
+    paths: PathsSection, matrix: MatrixSection, benchmark: str, store_state: str | None = None
 ) -> MatrixInfo:
     """Build one benchmark's ±1 matrix from the store into
     `artifacts/matrix/{benchmark}.{fingerprint}.npz` (the benchmark's own: two benchmarks with
@@ -198,7 +198,7 @@ MIN_MODELS = 100  # fewer models: the benchmark waits for more
 HELDOUT_FRACTION = 0.2  # test and validation each take at most this share of the models
 
 
-def heldout_sizes(n_models: int, settings: AnySettings) -> tuple[int, int]:
+def heldout_sizes(n_models: int, settings: Settings) -> tuple[int, int]:
     """Test and validation sizes: `n_test` / `n_valid` (counts, or fractions when < 1), each
     at most `HELDOUT_FRACTION` of the models, so a small benchmark still trains.
 
@@ -206,17 +206,17 @@ def heldout_sizes(n_models: int, settings: AnySettings) -> tuple[int, int]:
     as models arrive, so with stable splits a test model never moves into training.
     """
     cap = round(HELDOUT_FRACTION * n_models)
-    return (min(model_count(settings.n_test, n_models), cap),
-            min(model_count(settings.n_valid, n_models), cap))  # fmt: skip
+    return (min(model_count(settings.splits.n_test, n_models), cap),
+            min(model_count(settings.splits.n_valid, n_models), cap))  # fmt: skip
 
 
-def split_step(matrix: ResponseMatrix, settings: AnySettings, benchmark: str) -> FitSplit:
+def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> FitSplit:
     """Train / validation / test by model id (`heldout_sizes`), then up to `n_calib`
     calibration models (at most a fifth of the training ones)."""
-    s, m = settings, matrix.shape[0]
+    s, m = settings.splits, matrix.shape[0]
     if m < MIN_MODELS:
         raise NotEnoughModels(f"{benchmark}: {m:,} models, needs at least {MIN_MODELS} to train")
-    n_test, n_valid = heldout_sizes(m, s)
+    n_test, n_valid = heldout_sizes(m, settings)
     split = split_models(matrix.model_ids, n_test, n_valid, s.seed, s.stable_split)
     if len(split.test) == 0 or len(split.valid) == 0:
         raise NotEnoughModels(
@@ -227,7 +227,7 @@ def split_step(matrix: ResponseMatrix, settings: AnySettings, benchmark: str) ->
     return FitSplit(train, split.valid, calib, split.test)
 
 
-def select_step(matrix: ResponseMatrix, split: FitSplit, settings: AnySettings, say: Callable):
+def select_step(matrix: ResponseMatrix, split: FitSplit, settings: Settings, say: Callable):
     """Anchors and predictor from training and validation models; intervals from the
     calibration models, or cross-fitted when there are none (`calibration = "cross"`)."""
     from threadpoolctl import threadpool_limits
@@ -236,17 +236,17 @@ def select_step(matrix: ResponseMatrix, split: FitSplit, settings: AnySettings, 
 
     X, y = matrix.values, matrix.y
     # Benchmarks are fitted side by side: one BLAS thread each, and one MLP at a time.
-    n_jobs = 1 if settings.workers > 1 else None
+    n_jobs = 1 if settings.runner.workers > 1 else None
     with threadpool_limits(limits=1):
-        est = SparseEval.from_settings(
-            settings, progress=say, n_jobs=n_jobs, item_scale=matrix.scale
+        est = SparseEval.from_config(
+            settings.values(), progress=say, n_jobs=n_jobs, item_scale=matrix.scale
         ).fit(
             X[split.train], y[split.train], X_valid=X[split.valid], y_valid=y[split.valid],
             item_ids=matrix.item_ids,
         )  # fmt: skip
     if len(split.calib):
         est.calibrate(X[split.calib], y[split.calib])
-    elif settings.calibration == "cross" or min(len(split.train), len(split.valid)) >= 5:
+    elif settings.splits.calibration == "cross" or min(len(split.train), len(split.valid)) >= 5:
         # no calibration models: cross-fitted residuals, never the validation ones (which
         # chose the anchors, so under-cover)
         with threadpool_limits(limits=1):
@@ -308,13 +308,13 @@ class MatrixFit:
 
 def fit_matrix(
     matrix: ResponseMatrix,
-    settings: AnySettings,
+    settings: Settings,
     benchmark: str,
     say: Callable[[str], None],
     split: FitSplit | None = None,
     curve: bool = True,
 ) -> MatrixFit:
-    """The training recipe on one matrix at `settings.n_anchors`: split (`split_step`, unless
+    """The training recipe on one matrix at its `n_anchors`: split (`split_step`, unless
     given), select and calibrate (`select_step`), test (`test_step`), pool check.
 
     `sparseeval refresh` (`fit_step`) and `sparseeval fit` (`compare.compare_methods`) both
@@ -324,10 +324,10 @@ def fit_matrix(
 
     split = split or split_step(matrix, settings, benchmark)
     est = select_step(matrix, split, settings, say)
-    pred, test, rows = test_step(est, matrix, split, settings.seed, curve)
+    pred, test, rows = test_step(est, matrix, split, settings.splits.seed, curve)
     X, train = matrix.values, split.train
     pool = estimator_pool_check(est, X[train], X[split.calib], matrix.y[train],
-                                settings.interval_level)  # fmt: skip
+                                settings.drift.interval_level)  # fmt: skip
     return MatrixFit(est, split, pred, test, rows, pool)
 
 
@@ -363,21 +363,21 @@ def clamp_note(budgets: Sequence[int], n_items: int, share: float = 1.0) -> str:
     return f"{which} not fit {n_items:,} items: fitting {k} anchors ({cap_reason(share)})"
 
 
-def settings_that_fit(settings: AnySettings, matrix_info: MatrixInfo) -> AnySettings:
+def settings_that_fit(settings: Settings, matrix_info: MatrixInfo) -> Settings:
     """`settings` with its one budget capped to the benchmark's pool (`budget_that_fits`):
     100 anchors on 100 items fit 33 (at most a third, by default). A pool under 2 items is
     a PipelineError."""
     try:
-        k = budget_that_fits(int(settings.n_anchors), matrix_info.n_items,
-                             settings.max_anchor_share)  # fmt: skip
+        k = budget_that_fits(int(settings.selection.n_anchors), matrix_info.n_items,
+                             settings.selection.max_anchor_share)  # fmt: skip
     except ValueError as exc:
         raise PipelineError(f"{matrix_info.benchmark}: {exc}") from None
-    return settings if k == settings.n_anchors else settings.replace(n_anchors=k)
+    return settings if k == settings.selection.n_anchors else settings.replace(n_anchors=k)
 
 
 def fit_step(
     matrix_info: MatrixInfo,
-    settings: AnySettings,
+    settings: Settings,
     progress: Callable[[str], None] | None = None,
     force: bool = False,
 ) -> FitInfo:
@@ -391,7 +391,7 @@ def fit_step(
     """
     settings = settings_that_fit(settings, matrix_info)
     key = fit_key(matrix_info.benchmark, matrix_info.fingerprint, settings)
-    folder = artifact_path(settings.artifacts_dir, "model", key)
+    folder = artifact_path(settings.paths.artifacts_dir, "model", key)
     if not force and (done := cached_fit(folder, key, matrix_info.fingerprint)):
         return done
     bench = matrix_info.benchmark

@@ -31,14 +31,14 @@ from sparseeval.pipeline.assess import suite_gate
 from sparseeval.pipeline.identity import anchor_sources
 from sparseeval.pipeline.manifest import anchor_means, derived_sources, interval
 from sparseeval.pipeline.records import Candidate, GateResult, MatrixInfo
-from sparseeval.pipeline.settings import AnySettings
+from sparseeval.pipeline.settings import Settings
 from sparseeval.pipeline.suite_recipe import SuiteFit, aligned_matrices, matrices_key, suite_key
 
 
 def write_suite(
     root: str | Path,
     fit: SuiteFit,
-    settings: AnySettings,
+    settings: Settings,
     signing_key=None,
     matrices_key: str = "",
     matrix_paths: Mapping[str, str] | None = None,
@@ -59,7 +59,7 @@ def write_suite(
     about = dict(about or {})
     suite = fit.suite
     items = [joint_item(b, i) for b in suite.benchmarks_ for i in suite.estimators_[b].anchor_ids_]
-    level = {"interval_level": settings.interval_level}
+    level = {"interval_level": settings.drift.interval_level}
 
     def reader(folder: str, predictor, b: str, own: bool) -> dict:
         pred, name = (fit.own_test_pred if own else fit.test_pred)[b], f"{b}/{kind(own)}"
@@ -171,13 +171,13 @@ def suite_about(
             "provenance": dict(provenance or {"synthetic": synthetic, "kinds": kinds})}  # fmt: skip
 
 
-def suite_status(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> str | None:
+def suite_status(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str | None:
     """Why nothing is to be fitted (the live suite is up to date, this one was refused, or it
     repeated the live suite).
 
     Unchanged matrices are recognised without reading them (the live suite's `matrices_key`).
     """
-    live = _live_suite(settings.published_dir)
+    live = _live_suite(settings.paths.published_dir)
     manifest = live.average.manifest.to_dict() if live is not None else {}
     same = (manifest.get("suite") or {}).get("matrices_key") == matrices_key(matrices, settings)
     if live is not None and (
@@ -185,16 +185,18 @@ def suite_status(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> s
     ):
         return f"suite: v{live.version} is up to date (same models, answers and settings)"
     key = suite_key(matrices, settings)
-    if why := artifacts.already_refused(settings.artifacts_dir, SUITE, key):
+    if why := artifacts.already_refused(settings.paths.artifacts_dir, SUITE, key):
         return f"suite: not published ({why})"
-    if why := artifacts.unchanged_before(settings.artifacts_dir, SUITE, key, live and live.version):
+    if why := artifacts.unchanged_before(
+        settings.paths.artifacts_dir, SUITE, key, live and live.version
+    ):
         return f"suite: not published ({why})"
     return None
 
 
 def suite_candidate(
     matrices: Mapping[str, MatrixInfo],
-    settings: AnySettings,
+    settings: Settings,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[Candidate, GateResult]:
     """Fit the suite and write it as a candidate; its gate against the live suite.
@@ -204,22 +206,22 @@ def suite_candidate(
     """
     key, aligned = suite_key(matrices, settings), aligned_matrices(matrices, settings)
     fit = suite_recipe.fit_suite(aligned, settings, progress, data_fingerprint=key)
-    folder = write_suite(settings.published_dir, fit, settings,
+    folder = write_suite(settings.paths.published_dir, fit, settings,
                          matrices_key=matrices_key(matrices, settings),
                          matrix_paths={b: m.path for b, m in matrices.items()},
                          about=members_about(matrices),
                          provenance=suite_provenance(matrices, settings))  # fmt: skip
-    gate = suite_gate(_live_suite(settings.published_dir), aligned, fit, settings.gate)
+    gate = suite_gate(_live_suite(settings.paths.published_dir), aligned, fit, settings.drift.gate)
     return publish.candidate(folder, SUITE, key), with_member_checks(gate, folder)
 
 
-def suite_provenance(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> dict | None:
+def suite_provenance(matrices: Mapping[str, MatrixInfo], settings: Settings) -> dict | None:
     """Where the suite's results came from, from the store (None without one)."""
     from sparseeval.pipeline.store import Store
 
-    if not Path(settings.store_path).exists():
+    if not Path(settings.paths.store_path).exists():
         return None
-    with Store.open(settings.store_path, read_only=True) as store:
+    with Store.open(settings.paths.store_path, read_only=True) as store:
         return store.provenance(*matrices)
 
 

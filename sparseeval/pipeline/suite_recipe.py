@@ -32,10 +32,9 @@ from sparseeval.pipeline.artifacts import (
     settings_subset,
 )
 from sparseeval.pipeline.progress import throttled
-from sparseeval.pipeline.recipe import NotEnoughModels, split_step
+from sparseeval.pipeline.recipe import FitSplit, NotEnoughModels, split_step
 from sparseeval.pipeline.records import MatrixInfo
-from sparseeval.pipeline.settings import AnySettings
-from sparseeval.pipeline.suite_reuse import reusable_fits
+from sparseeval.pipeline.settings import Settings
 
 MIN_BENCHMARKS = 2
 
@@ -83,7 +82,7 @@ def common_models(matrices: Mapping[str, ResponseMatrix]) -> dict[str, ResponseM
 
 def fit_suite(
     matrices: Mapping[str, ResponseMatrix],
-    settings: AnySettings,
+    settings: Settings,
     progress: Callable[[str], None] | None = None,
     data_fingerprint: str | None = None,
     benchmark_fits: Mapping[str, str | Path] | None = None,
@@ -93,7 +92,7 @@ def fit_suite(
     A benchmark's own fit (`recipe.fit_step`) is reused instead of selecting its anchors
     again when it saw exactly the suite's inputs for that benchmark (`same_fit_inputs`):
     the same result, bit for bit. benchmark_fits: {benchmark: its fit's model folder};
-    None looks each up in `settings.artifacts_dir` by its fit key.
+    None looks each up in `settings.paths.artifacts_dir` by its fit key.
     """
     from threadpoolctl import threadpool_limits
 
@@ -110,9 +109,10 @@ def fit_suite(
     steps = throttled(say)  # a selection's init and refinement lines: one every 15 s at most
     rows = lambda r: ({b: m.values[r] for b, m in aligned.items()},  # noqa: E731
                       {b: m.y[r] for b, m in aligned.items()})  # fmt: skip
-    k = max(settings.budgets)
-    suite = SuiteSparseEval(k, SparseEval.from_settings(settings, n_anchors=k, progress=steps),
-                            progress=say, max_anchor_share=settings.max_anchor_share)  # fmt: skip
+    k = max(settings.selection.budgets)
+    one = SparseEval.from_config(settings.values(), n_anchors=k, progress=steps)
+    share = settings.selection.max_anchor_share
+    suite = SuiteSparseEval(k, one, progress=say, max_anchor_share=share)
     prints = {b: m.fingerprint() for b, m in aligned.items()}
     fitted = reusable_fits(matrices, aligned, prints, split, settings, suite, benchmark_fits)
     item_ids = {b: m.item_ids for b, m in aligned.items()}
@@ -126,7 +126,7 @@ def fit_suite(
         "fitting the readers' pool checks and top edges (each reader refitted without the"
         " strongest models)"
     )
-    pools = suite_pool_checks(suite, X_train, X_calib, y_train, settings.interval_level)
+    pools = suite_pool_checks(suite, X_train, X_calib, y_train, settings.drift.interval_level)
     X_test, y_test = rows(split.test)
     pred = suite.predict(X_test)
     own = {b: suite.estimators_[b].predict(X_test[b]) for b in suite.benchmarks_}
@@ -160,7 +160,7 @@ def reader_test_flags(suite, pools, X_test, pred, own) -> dict[str, dict[str, np
     return out
 
 
-def matrices_key(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> str:
+def matrices_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
     """Every benchmark's matrix (by fingerprint), the training settings and the code."""
     return fingerprint(
         *(f"{b}:{m.fingerprint}" for b, m in sorted(matrices.items())),
@@ -170,15 +170,15 @@ def matrices_key(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> s
 
 
 def aligned_matrices(
-    matrices: Mapping[str, MatrixInfo], settings: AnySettings
+    matrices: Mapping[str, MatrixInfo], settings: Settings
 ) -> dict[str, ResponseMatrix]:
     """The matrices over the models every benchmark has (`common_models`), made once a run."""
     key = matrices_key(matrices, settings)
     load = lambda: common_models({b: matrix_of(m) for b, m in matrices.items()})  # noqa: E731
-    return read_once("suite-aligned", settings.artifacts_dir, key, load)
+    return read_once("suite-aligned", settings.paths.artifacts_dir, key, load)
 
 
-def suite_key(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> str:
+def suite_key(matrices: Mapping[str, MatrixInfo], settings: Settings) -> str:
     """What a suite is built from: the models every benchmark has, their answers, settings, code.
 
     New models in one benchmark only leave it unchanged. Keys the ledger of refusals.
@@ -189,7 +189,7 @@ def suite_key(matrices: Mapping[str, MatrixInfo], settings: AnySettings) -> str:
         *(f"{b}:{m.fingerprint()}" for b, m in sorted(aligned().items())),
         str(settings_subset(settings, TRAINING_FIELDS)), code_version(),
     )  # fmt: skip
-    return read_once("suite-key", settings.artifacts_dir, key, make)
+    return read_once("suite-key", settings.paths.artifacts_dir, key, make)
 
 
 def matrix_info(benchmark: str, path: str | Path) -> MatrixInfo:
@@ -197,6 +197,71 @@ def matrix_info(benchmark: str, path: str | Path) -> MatrixInfo:
     with np.load(path, allow_pickle=False) as npz:
         fp, (n_models, n_items) = str(npz["fingerprint"]), npz["values"].shape
     return MatrixInfo(benchmark, str(path), fp, int(n_models), int(n_items), 0, "")
+
+
+# -- reusing each benchmark's own fit when it saw the very same inputs (bit for bit) ----
+
+
+def reusable_fits(
+    matrices: Mapping[str, ResponseMatrix],
+    aligned: Mapping[str, ResponseMatrix],
+    prints: Mapping[str, str],
+    split: FitSplit,
+    settings: Settings,
+    suite: SuiteSparseEval,
+    folders: Mapping[str, str | Path] | None = None,
+) -> dict:
+    """{benchmark: its own saved fit as an estimator} for those whose inputs are the suite's.
+
+    prints: the aligned matrices' fingerprints. A fit saved without the state a reuse
+    needs, or with other estimator parameters, is not reused (`model_files.load_estimator`).
+    """
+    from sparseeval.method.model_files import load_estimator
+
+    out = {}
+    for b, m in aligned.items():
+        if folders is not None:
+            folder = folders.get(b)
+        elif m is matrices[b]:  # aligned unchanged: the benchmark's own matrix, maybe fitted
+            folder = _own_fit_folder(b, prints[b], settings)
+        else:
+            folder = None  # other models than the benchmark's own fit saw
+        if folder is None or not same_fit_inputs(folder, m, prints[b], split):
+            continue
+        est = load_estimator(folder, suite.benchmark_template(m.shape[1], m.scale))
+        if est is not None:
+            out[b] = est
+    return out
+
+
+def _own_fit_folder(benchmark: str, matrix_fingerprint: str, settings: Settings) -> Path | None:
+    """Where `recipe.fit_step` saved this matrix's fit at the suite's budget, if it did (and
+    its seal holds: `recipe.cached_fit`)."""
+    from sparseeval.pipeline.artifacts import artifact_path, fit_key
+    from sparseeval.pipeline.recipe import cached_fit
+
+    key = fit_key(
+        benchmark, matrix_fingerprint, settings.replace(n_anchors=max(settings.selection.budgets))
+    )
+    folder = artifact_path(settings.paths.artifacts_dir, "model", key)
+    return folder if cached_fit(folder, key, matrix_fingerprint) else None
+
+
+def same_fit_inputs(folder: str | Path, matrix: ResponseMatrix, matrix_fingerprint: str,
+                    split: FitSplit) -> bool:  # fmt: skip
+    """Whether the fit in `folder` saw this matrix (same fingerprint: ids, answers, targets)
+    with these training and validation models (model ids compared in order)."""
+    from sparseeval.pipeline.recipe import load_evaluation
+    from sparseeval.pipeline.records import FitInfo
+
+    folder = Path(folder)
+    if FitInfo.load(folder / "summary.json").matrix_fingerprint != matrix_fingerprint:
+        return False
+    saved = load_evaluation(folder)
+    return all(
+        np.array_equal(saved[f"{part}_ids"], np.asarray(matrix.model_ids[rows], dtype=str))
+        for part, rows in (("train", split.train), ("valid", split.valid))
+    )
 
 
 __all__ = [
@@ -208,5 +273,7 @@ __all__ = [
     "matrices_key",
     "matrix_info",
     "reader_test_flags",
+    "reusable_fits",
+    "same_fit_inputs",
     "suite_key",
 ]

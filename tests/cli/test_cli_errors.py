@@ -13,7 +13,7 @@ import sparseeval
 from sparseeval.cli import EXIT_BUG, main
 from sparseeval.cli.common import BUG
 from sparseeval.consume.errors import SparseEvalError
-from sparseeval.pipeline import config, settings
+from sparseeval.pipeline import settings
 
 
 def broadcast_bug(*args, **kwargs):
@@ -35,7 +35,7 @@ def here(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command", ["config", "refresh"])
 def test_an_injected_bug_keeps_its_traceback_and_says_it_is_a_bug(monkeypatch, capsys, command):
-    monkeypatch.setattr(config, "config_path", broadcast_bug)
+    monkeypatch.setattr(settings, "config_path", broadcast_bug)
     rc, err = run(capsys, command)
     assert rc == EXIT_BUG == 3
     assert "Traceback (most recent call last)" in err and "broadcast_bug" in err

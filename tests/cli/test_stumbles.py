@@ -97,7 +97,7 @@ def suite_root(tmp_path_factory):
     from sparseeval.pipeline.suite_recipe import fit_suite
 
     root = tmp_path_factory.mktemp("suite")
-    settings = Settings(home=root, n_anchors=6, n_test=40, n_valid=40, n_calib=40,
+    settings = Settings.of(home=root, n_anchors=6, n_test=40, n_valid=40, n_calib=40,
                         refine_steps=1, epochs=40, patience=5, ensemble=1)  # fmt: skip
     lb = make_leaderboard(240, {"arc": 30, "gsm8k": 30, "mmlu": 30}, seed=4)
     write_suite(root, fit_suite(lb, settings), settings)

@@ -145,7 +145,7 @@ def test_fit_comparison_calibrates_on_models_no_method_trained_on():
     fast = dict(refine_steps=1, ensemble=1, predictor="ridge", epochs=20, n_anchors=5,
                 stable_split=False)  # fmt: skip
     m = make_synthetic(300, 40, seed=1)
-    s = Settings(n_test=60, n_valid=60, **fast)
+    s = Settings.of(n_test=60, n_valid=60, **fast)
     out = compare_methods(m, [5], s, baselines=("random",), progress=lambda x: None)
     calib = out.split.calib
     used = np.concatenate([out.split.train, out.split.valid, out.split.test])
@@ -155,7 +155,7 @@ def test_fit_comparison_calibrates_on_models_no_method_trained_on():
     assert est.calibration_source_ == "calibration" and len(est.calibration_residuals_) == 36
     # too few models for a calibration split: cross-fitted residuals, not validation ones
     few = compare_methods(
-        make_synthetic(120, 40, seed=2), [5], Settings(n_test=10, n_valid=15, n_calib=5, **fast),
+        make_synthetic(120, 40, seed=2), [5], Settings.of(n_test=10, n_valid=15, n_calib=5, **fast),
         baselines=(), progress=lambda x: None,
     )  # fmt: skip
     est = few.fitted[5].est

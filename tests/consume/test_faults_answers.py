@@ -158,7 +158,7 @@ def suite_root(tmp_path_factory):
     from sparseeval.pipeline.suite_recipe import fit_suite
 
     root = tmp_path_factory.mktemp("suite")
-    settings = Settings(home=root, n_anchors=8, n_test=60, n_valid=60, n_calib=60,
+    settings = Settings.of(home=root, n_anchors=8, n_test=60, n_valid=60, n_calib=60,
                         refine_steps=2, epochs=60, patience=10, ensemble=1)  # fmt: skip
     lb = make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4)
     write_suite(root, fit_suite(lb, settings), settings)

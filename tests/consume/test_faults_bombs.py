@@ -102,7 +102,7 @@ def test_a_plain_answers_file_for_the_suite_says_its_ids_are_not_the_suites(tmp_
     from sparseeval.pipeline.suite_recipe import fit_suite
     from sparseeval.pipeline.versions import set_latest
 
-    settings = Settings(home=tmp_path, n_anchors=4, n_test=40, n_valid=40, n_calib=40,
+    settings = Settings.of(home=tmp_path, n_anchors=4, n_test=40, n_valid=40, n_calib=40,
                         refine_steps=0, epochs=20, patience=5, ensemble=1)  # fmt: skip
     lb = make_leaderboard(240, {"arc": 30, "gsm8k": 25}, seed=4)
     write_suite(tmp_path, fit_suite(lb, settings), settings)

@@ -136,7 +136,7 @@ def suite_master(tmp_path_factory):
     from sparseeval.pipeline.suite_recipe import fit_suite
 
     root = tmp_path_factory.mktemp("suite")
-    settings = Settings(home=root, n_anchors=4, n_test=40, n_valid=40, n_calib=40,
+    settings = Settings.of(home=root, n_anchors=4, n_test=40, n_valid=40, n_calib=40,
                         refine_steps=0, epochs=20, patience=5, ensemble=1)  # fmt: skip
     lb = make_leaderboard(240, {"arc": 30, "gsm8k": 25}, seed=4)
     write_suite(root, fit_suite(lb, settings), settings)

@@ -63,7 +63,7 @@ def _publish_suite(root):
     from sparseeval.pipeline.suite_publish import write_suite
     from sparseeval.pipeline.suite_recipe import fit_suite
 
-    settings = Settings(n_anchors=6, n_test=40, n_valid=40, n_calib=40, refine_steps=1,
+    settings = Settings.of(n_anchors=6, n_test=40, n_valid=40, n_calib=40, refine_steps=1,
                         epochs=40, ensemble=1)  # fmt: skip
     fit = fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1), settings)
     write_suite(root, fit, settings)

@@ -154,7 +154,7 @@ def benchmark_sets(tmp_path_factory):
         b: ResponseMatrix(m.values, m.model_ids, ITEMS[b])
         for b, m in make_leaderboard(360, {"mmlu": 60, "gsm8k": 60}, seed=4).items()
     }
-    settings = Settings(
+    settings = Settings.of(
         home=root,
         n_anchors=8,
         n_test=60,

@@ -35,7 +35,7 @@ def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("suite")
     lb = {b: ResponseMatrix(m.values, m.model_ids, ITEMS[b])
           for b, m in make_leaderboard(360, {"mmlu": 60, "gsm8k": 50}, seed=4).items()}  # fmt: skip
-    settings = Settings(home=root, n_anchors=8, n_test=60, n_valid=60, n_calib=60,
+    settings = Settings.of(home=root, n_anchors=8, n_test=60, n_valid=60, n_calib=60,
                         refine_steps=2, epochs=60, patience=10, ensemble=1)  # fmt: skip
     write_suite(root, fit_suite(lb, settings), settings)
     set_latest(root, "suite", 1)

@@ -314,7 +314,7 @@ def test_thousands_of_benchmarks_reach_the_fit_flow_by_reference(tmp_path):
     real = module.fit_benchmarks
     module.fit_benchmarks = fake
     try:
-        home = Settings(home=str(tmp_path / "home"))
+        home = Settings.of(home=str(tmp_path / "home"))
         assert module.fit_batch(home, names, states) == []
     finally:
         module.fit_benchmarks = real

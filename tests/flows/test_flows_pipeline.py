@@ -129,7 +129,7 @@ def test_calibration_models_are_set_aside_from_training(tmp_path):
     fit_rows, calib = calibration_split(ids, train, 100)
     assert 60 < len(calib) < 140 and not set(fit_rows) & set(calib)
     assert sorted(np.r_[fit_rows, calib]) == list(train)
-    assert len(calibration_split(ids, train[:40], s.n_calib)[1]) == 0  # too few: none
+    assert len(calibration_split(ids, train[:40], s.splits.n_calib)[1]) == 0  # too few: none
 
 
 def test_interrupted_first_fill_completes_on_the_next_run(tmp_path, monkeypatch):

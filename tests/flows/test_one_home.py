@@ -47,6 +47,6 @@ def test_a_deployment_refuses_the_synthetic_demo_unless_allowed(monkeypatch, tmp
     exc = state.result(raise_on_failure=False)
     assert state.is_failed() and str(exc) == _home.NO_DEMO
     assert not (home / "published").exists()
-    _home.check_no_demo(["synthetic:n_models=300"], Settings(allow_demo=True))  # allowed
+    _home.check_no_demo(["synthetic:n_models=300"], Settings.of(allow_demo=True))  # allowed
     with pytest.raises(SettingsError):
-        _home.check_no_demo(["synthetic:n_models=300"], Settings())
+        _home.check_no_demo(["synthetic:n_models=300"], Settings.of())

@@ -32,7 +32,7 @@ def test_a_rerun_does_the_crashed_runs_work_with_its_parameters(tmp_path, monkey
     refresh(rerun_of=str(run.id))
     s = seen["settings"]
     assert (seen["sources"], seen["benchmarks"], seen["fill"]) == (["new.parquet"], ["arc"], False)
-    assert (s.n_anchors, s.epochs, s.home) == (50, 300, tmp_path / "home")
+    assert (s.selection.n_anchors, s.predictor.epochs, s.paths.home) == (50, 300, tmp_path / "home")
 
 
 @pytest.mark.usefixtures("prefect_harness")
@@ -40,5 +40,5 @@ def test_a_rerun_whose_crashed_run_is_unknown_runs_with_its_own_parameters(monke
     seen = {}
     monkeypatch.setattr(refresh_flow, "night", lambda settings, *a: seen.setdefault("s", settings))
     refresh(rerun_of="00000000-0000-0000-0000-000000000000", n_anchors=30)
-    assert seen["s"].n_anchors == 30
+    assert seen["s"].selection.n_anchors == 30
     assert "its parameters could not be read" in caplog.text

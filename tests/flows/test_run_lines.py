@@ -30,7 +30,7 @@ def test_a_long_phase_of_a_fit_repeats_what_it_is_doing(monkeypatch, caplog, tmp
     from sparseeval.tasks import fit as fit_tasks
 
     from sparseeval.pipeline import progress, recipe
-    from sparseeval.pipeline.settings import FIT, Settings
+    from sparseeval.pipeline.settings import Settings
 
     def slow_fit(matrix, settings, say, force):
         say("training the final predictor (mlp) on 120 models")
@@ -41,7 +41,7 @@ def test_a_long_phase_of_a_fit_repeats_what_it_is_doing(monkeypatch, caplog, tmp
     monkeypatch.setattr(fit_tasks, "get_run_logger", lambda: logging.getLogger("test.fit"))
     monkeypatch.setattr(recipe, "fit_step", slow_fit)
     caplog.set_level(logging.INFO, logger="test.fit")
-    fit = Settings(home=tmp_path).sections(*FIT)
+    fit = Settings.of(home=tmp_path)
     matrix = SimpleNamespace(benchmark="arc", n_items=200)
     fit_tasks.fit_benchmark.fn(fit, matrix, 8)
     said = [r.getMessage() for r in caplog.records if r.name == "test.fit"]
@@ -72,7 +72,7 @@ def test_a_fit_whose_pool_caps_the_budget_says_how_many_anchors_it_fits(monkeypa
     for n_items, share, label in cases:
         caplog.clear()
         matrix = SimpleNamespace(benchmark="arc", n_items=n_items)
-        fit_tasks.fit_benchmark.fn(Settings(max_anchor_share=share), matrix, 100)
+        fit_tasks.fit_benchmark.fn(Settings.of(max_anchor_share=share), matrix, 100)
         said = [r.getMessage() for r in caplog.records if r.name == "test.fit"]
         assert f"{label}: selecting anchors" in said, said
 
@@ -97,7 +97,7 @@ def test_a_long_refit_of_the_suite_repeats_what_it_is_doing(monkeypatch, caplog,
     monkeypatch.setattr(suite_publish, "suite_candidate", slow_suite)
     caplog.set_level(logging.INFO, logger="test.suite")
     with contextlib.suppress(AttributeError):  # the fake candidate has no version
-        publish_tasks.write_suite_candidate.fn(Settings(home=tmp_path), {})
+        publish_tasks.write_suite_candidate.fn(Settings.of(home=tmp_path), {})
     said = [r.getMessage() for r in caplog.records if r.name == "test.suite"]
     still = [s for s in said if s.startswith("suite: still refitting the shared reader")]
     assert len(still) >= 2 and still[0].endswith("s so far)"), said

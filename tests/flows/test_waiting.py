@@ -11,12 +11,12 @@ from sparseeval.method.splits import split_models
 from sparseeval.method.synthetic import make_synthetic
 from sparseeval.pipeline import recipe
 from sparseeval.pipeline.records import MatrixInfo, Waiting
-from sparseeval.pipeline.settings import FIT, Settings
+from sparseeval.pipeline.settings import Settings
 from tests.helpers import release, run
 
 
 def test_split_sizes_scale_down_for_small_benchmarks(tmp_path):
-    s = Settings(home=tmp_path)  # n_test = n_valid = n_calib = 200
+    s = Settings.of(home=tmp_path)  # n_test = n_valid = n_calib = 200
     assert recipe.heldout_sizes(400, s) == (80, 80)
     assert recipe.heldout_sizes(100, s) == (20, 20)
     assert recipe.heldout_sizes(1000, s) == (200, 200)
@@ -28,16 +28,16 @@ def test_split_sizes_scale_down_for_small_benchmarks(tmp_path):
 
 
 def test_large_benchmarks_split_as_before(tmp_path):
-    s = Settings(home=tmp_path)
+    s = Settings.of(home=tmp_path)
     m = make_synthetic(1200, 20, seed=1)
     split = recipe.split_step(m, s, "arc")
-    before = split_models(m.model_ids, 200, 200, s.seed, s.stable_split)
+    before = split_models(m.model_ids, 200, 200, s.splits.seed, s.splits.stable_split)
     assert np.array_equal(split.test, before.test) and np.array_equal(split.valid, before.valid)
 
 
 def test_too_few_models_wait_with_one_line(tmp_path):
     with pytest.raises(recipe.NotEnoughModels, match=r"arc: 60 models, needs at least 100"):
-        recipe.split_step(make_synthetic(60, 20, seed=0), Settings(home=tmp_path), "arc")
+        recipe.split_step(make_synthetic(60, 20, seed=0), Settings.of(home=tmp_path), "arc")
 
 
 class _Records(logging.Handler):
@@ -75,7 +75,7 @@ def test_a_waiting_benchmark_is_a_completed_task(tmp_path, logged):
     assert not [x for x in logged if x.exc_info]  # no traceback
 
     matrix: MatrixInfo = r.matrix
-    fit = Settings(home=home).sections(*FIT)
+    fit = Settings.of(home=home)
     state = tasks.fit_benchmark(fit, matrix, 8, return_state=True)
     assert state.is_completed() and isinstance(state.result(), Waiting)
 

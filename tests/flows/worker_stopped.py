@@ -28,5 +28,5 @@ def waits_on_a_task(marker: str) -> None:
 
 @flow(name="refresh-like")
 def holds_the_home(home: str, marker: str) -> None:
-    with hold_home(Settings(home=home)):
+    with hold_home(Settings.of(home=home)):
         waits_on_a_task(marker)

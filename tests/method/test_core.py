@@ -333,8 +333,8 @@ def test_sparseeval_without_validation_models_is_a_clear_error(small):
 
 def test_estimator_defaults_are_the_pipeline_settings():
     defaults = inspect.signature(SparseEval).parameters
-    for name in [n for n in SparseEval._get_param_names() if hasattr(Settings(), n)]:
-        assert defaults[name].default == getattr(Settings(), name), name
+    for name in [n for n in SparseEval._get_param_names() if hasattr(Settings.of(), n)]:
+        assert defaults[name].default == Settings.of().values()[name], name
 
 
 def test_sparseeval_end_to_end_beats_random_mean(small):
@@ -423,7 +423,7 @@ def test_cross_calibration_setting_sets_no_models_aside_and_cross_fits():
     from sparseeval.pipeline.recipe import select_step, split_step
 
     m = make_synthetic(300, 40, seed=6)
-    s = Settings(n_anchors=6, n_test=60, n_valid=60, refine_steps=1, epochs=30, ensemble=1,
+    s = Settings.of(n_anchors=6, n_test=60, n_valid=60, refine_steps=1, epochs=30, ensemble=1,
                  calibration="cross")  # fmt: skip
     split = split_step(m, s, "demo")
     assert len(split.calib) == 0
@@ -433,7 +433,7 @@ def test_cross_calibration_setting_sets_no_models_aside_and_cross_fits():
     truth = np.concatenate([m.y[split.train], m.y[split.valid]])
     assert np.allclose(est.calibration_predictions_ - truth, est.calibration_residuals_)
     with pytest.raises(ValueError, match="calibration must be 'split' or 'cross'"):
-        Settings(calibration="both").check()
+        Settings.of(calibration="both").check()
 
 
 def test_calibration_estimates_are_saved_and_read_back(tmp_path):
@@ -462,7 +462,7 @@ def test_one_set_of_selection_defaults():
 
     selector = inspect.signature(AnchorSelector).parameters
     estimator = inspect.signature(SparseEval).parameters
-    settings = Settings()
+    settings = Settings.of()
     for name in ("n_anchors", "init", "refine_steps", "acceptance", "swap_candidates",
                  "proxy", "judge"):  # fmt: skip
-        assert selector[name].default == estimator[name].default == getattr(settings, name)
+        assert selector[name].default == estimator[name].default == settings.values()[name]

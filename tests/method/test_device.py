@@ -25,8 +25,11 @@ def data():
 
 def test_device_setting_reaches_every_mlp_of_the_fit(data):
     X, y = data
-    assert Settings().device == "cpu" and Settings(device="cuda:1").device == "cuda:1"
-    est = SparseEval.from_settings(Settings(device="cpu"), ensemble=2, epochs=5, **QUIET)
+    assert (
+        Settings.of().predictor.device == "cpu"
+        and Settings.of(device="cuda:1").predictor.device == "cuda:1"
+    )
+    est = SparseEval.from_config(Settings.of(device="cpu").values(), ensemble=2, epochs=5, **QUIET)
     assert est.device == "cpu" and est.get_params()["device"] == "cpu"
     members = est.fit_mlp_members(X, y)
     assert [m.device for m in members] == ["cpu", "cpu"]
@@ -40,7 +43,7 @@ def test_device_setting_reaches_every_mlp_of_the_fit(data):
 @pytest.mark.parametrize("device", ["gpu", "cuda:x", ""])
 def test_a_mistyped_device_is_one_clear_line(device):
     with pytest.raises(SettingsError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
-        Settings(device=device)
+        Settings.of(device=device)
 
 
 def test_mask_generator_is_numpy_on_the_cpu_and_torch_elsewhere():

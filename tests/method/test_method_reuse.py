@@ -16,8 +16,7 @@ from sparseeval.pipeline.artifacts import load_matrix, save_matrix
 from sparseeval.pipeline.recipe import fit_step, split_step
 from sparseeval.pipeline.records import MatrixInfo
 from sparseeval.pipeline.settings import Settings
-from sparseeval.pipeline.suite_recipe import fit_suite
-from sparseeval.pipeline.suite_reuse import same_fit_inputs
+from sparseeval.pipeline.suite_recipe import fit_suite, same_fit_inputs
 
 ITEMS = {"arc": 40, "gsm8k": 30, "mmlu": 50}
 SETTINGS = dict(n_anchors=6, n_test=50, n_valid=50, n_calib=50, refine_steps=2, epochs=40,
@@ -102,7 +101,7 @@ def benchmark_fits(lb: dict, settings: Settings) -> dict:
     for b, m in lb.items():
         m = m.rows(np.argsort(m.model_ids.astype(str)))
         fp = m.fingerprint()
-        path = save_matrix(m, settings.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
+        path = save_matrix(m, settings.paths.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
         info = MatrixInfo(b, str(path), fp, m.shape[0], m.shape[1], 1, "")
         fit_step(info, settings, progress=lambda s: None)
         loaded[b] = load_matrix(path)
@@ -122,7 +121,7 @@ def fit_arrays(fit) -> dict[str, np.ndarray]:
 
 
 def test_fit_suite_reuses_the_benchmark_fits_bit_for_bit(tmp_path, selections):
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings.of(home=tmp_path, **SETTINGS)
     loaded = benchmark_fits(make_leaderboard(260, ITEMS, seed=6), settings)
     del selections[:]
     reused = fit_suite(loaded, settings)  # finds each benchmark's fit by its key
@@ -136,7 +135,7 @@ def test_fit_suite_reuses_the_benchmark_fits_bit_for_bit(tmp_path, selections):
 
 
 def test_a_fit_of_other_inputs_or_without_the_state_is_not_reused(tmp_path, selections):
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings.of(home=tmp_path, **SETTINGS)
     loaded = benchmark_fits(make_leaderboard(260, ITEMS, seed=6), settings)
     folders = {
         p.parent.name: p.parent for p in (tmp_path / "artifacts/model").glob("*/anchors.json")
@@ -157,6 +156,6 @@ def test_a_fit_of_other_inputs_or_without_the_state_is_not_reused(tmp_path, sele
         meta = json.loads((folder / "anchors.json").read_text())
         meta.pop("valid_residuals")
         (folder / "anchors.json").write_text(json.dumps(meta))
-        template = SparseEval.from_settings(settings)
+        template = SparseEval.from_config(settings.values())
         assert load_estimator(folder, template) is None
     assert fit_suite(loaded, settings).suite.reused_ == []

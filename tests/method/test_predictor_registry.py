@@ -43,9 +43,9 @@ def test_every_registered_predictor_publishes_a_kind_a_numpy_reader_reads():
 def test_settings_accept_exactly_the_registered_names():
     assert ("auto", *PREDICTORS) == PREDICTOR_CHOICES
     for name in PREDICTOR_CHOICES:
-        assert Settings(predictor=name).predictor == name
+        assert Settings.of(predictor=name).predictor.predictor == name
     with pytest.raises(ValueError, match="predictor must be one of auto, ridge, nnridge, mlp"):
-        Settings(predictor="forest")
+        Settings.of(predictor="forest")
 
 
 @pytest.mark.parametrize("name", list(PREDICTORS))

@@ -23,7 +23,7 @@ def test_a_fit_says_when_it_trains_and_refits_the_final_predictor():
 
 
 def test_the_suite_says_each_benchmarks_reader(tmp_path):
-    settings = Settings(home=tmp_path, n_test=50, n_valid=50, n_calib=50, **TINY)
+    settings = Settings.of(home=tmp_path, n_test=50, n_valid=50, n_calib=50, **TINY)
     lines: list[str] = []
     fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1), settings, lines.append)
     assert "arc: training its reader of every anchor (1/2)" in lines

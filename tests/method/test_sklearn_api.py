@@ -119,7 +119,7 @@ def test_progress_none_logs_and_callable_is_called(data, caplog):
     assert any("final predictor" in s for s in said)
 
 
-def test_paper_and_from_settings_still_work():
+def test_paper_and_from_config_still_work():
     paper = PaperSparseEval(7, seed=2, progress=quiet)
     assert isinstance(paper, SparseEval) and isinstance(paper, PaperSparseEval)
     assert paper.get_params()["n_anchors"] == 7 and paper.init == "auto"
@@ -129,12 +129,12 @@ def test_paper_and_from_settings_still_work():
     assert PaperSparseEval(7, benchmark="mmlu")._init_name() == "random"
     assert PaperSparseEval(7, benchmark="arc")._init_name() == "kmeans"
     assert PaperSparseEval(7, init="random")._init_name() == "random"
-    settings = Settings()
-    est = SparseEval.from_settings(settings, n_anchors=9)
+    settings = Settings.of()
+    est = SparseEval.from_config(settings.values(), n_anchors=9)
     params = est.get_params()
     assert params["n_anchors"] == 9
     for name in {n for n in SparseEval._get_param_names() if hasattr(settings, n)} - {"n_anchors"}:
-        assert params[name] == getattr(settings, name), name
+        assert params[name] == settings.values()[name], name
 
 
 def test_cross_val_score_and_grid_search_fit_without_validation_rows():

@@ -106,7 +106,7 @@ def test_widened_reader_is_exact(predictor, tmp_path):
 def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
     lb = {b: m.rows(np.arange(360 - 15 * i)) for i, (b, m) in enumerate(leaderboard.items())}
     assert len(common_models(lb)["arc"].model_ids) == 330  # models every benchmark has
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings.of(home=tmp_path, **SETTINGS)
     fit = fit_suite(lb, settings)
     folder = write_suite(tmp_path, fit, settings)
     with pytest.raises(AnchorSetError):  # not promoted yet: nothing loads
@@ -156,7 +156,7 @@ def test_publish_load_and_predict_like_the_estimator(leaderboard, tmp_path):
 def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
     from sparseeval.pipeline.artifacts import save_matrix
 
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings.of(home=tmp_path, **SETTINGS)
     paths = {}
     for b, m in leaderboard.items():
         paths[b] = tmp_path / f"{b}.npz"
@@ -165,7 +165,7 @@ def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
     first = publish_suite_in_flow(paths, settings)
     assert first.startswith("suite: published v1, 3 benchmarks")
     assert publish_suite_in_flow(paths, settings).startswith("suite: v1 is up to date")
-    worse = Settings(home=tmp_path, **(SETTINGS | {"n_anchors": 2}))  # two anchors: worse
+    worse = Settings.of(home=tmp_path, **(SETTINGS | {"n_anchors": 2}))  # two anchors: worse
     third = publish_suite_in_flow(paths, worse)
     assert "refused: candidate suite-average MAE" in third, third
     again = publish_suite_in_flow(paths, worse)  # the same candidate is not fitted again
@@ -174,7 +174,7 @@ def test_refresh_publishes_once_then_reuses_then_gates(leaderboard, tmp_path):
 
 
 def test_cli_predict_suite(leaderboard, tmp_path, capsys):
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings.of(home=tmp_path, **SETTINGS)
     write_suite(tmp_path, fit_suite(leaderboard, settings), settings)
     set_latest(tmp_path, SUITE, 1)
     suite = load_suite(tmp_path)
@@ -242,7 +242,7 @@ def test_refresh_mirrors_the_suite_before_it_goes_live_and_a_failed_mirror_keeps
         paths[b] = tmp_path / f"{b}.npz"
         save_matrix(m, paths[b], fingerprint=m.fingerprint())
     pub = tmp_path / "published"
-    settings = Settings(home=tmp_path, hub_repo="acme/sets", **SETTINGS)
+    settings = Settings.of(home=tmp_path, hub_repo="acme/sets", **SETTINGS)
 
     def broken(cand, hub_repo, client=None):
         raise ValueError("hub unreachable")

@@ -33,7 +33,7 @@ def publish_suite(tmp_path, provenance: dict):
         save_matrix(m, path, fingerprint=m.fingerprint())
         target = {"kind": "reported", "definition": f"the leaderboard's reported {b} score"}
         infos[b] = replace(matrix_info(b, path), target=target, provenance=provenance)
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings.of(home=tmp_path, **SETTINGS)
     line = suite_line(publish_unit(settings, lambda: suite_candidate(infos, settings)))
     assert line.startswith("suite: published v1"), line
     root = tmp_path / "published"
@@ -95,7 +95,7 @@ def test_suite_progress_names_each_benchmark_and_throttles_refinement(tmp_path):
 
     lines: list[str] = []
     fit_suite(make_leaderboard(240, {"arc": 40, "gsm8k": 30}, seed=1),
-              Settings(home=tmp_path, **SETTINGS), progress=lines.append)  # fmt: skip
+              Settings.of(home=tmp_path, **SETTINGS), progress=lines.append)  # fmt: skip
     assert any("arc" in line for line in lines) and any("gsm8k" in line for line in lines)
     steps = [line for line in lines if line.split(": ", 1)[-1].startswith(("refine", "init"))]
     assert len(steps) <= 1  # fast: one at most, named: "arc: init kmeans ..."
@@ -132,8 +132,8 @@ def test_a_source_holding_every_member_counts_once_in_the_suites_data(tmp_path):
             for item, v in zip(m.item_ids, row, strict=True)]  # fmt: skip
     results = tmp_path / "results.csv"
     results.write_text("model,benchmark,item,correct\n" + "\n".join(rows) + "\n")
-    settings = Settings(home=tmp_path, **SETTINGS)
-    with Store.open(settings.store_path) as store:
+    settings = Settings.of(home=tmp_path, **SETTINGS)
+    with Store.open(settings.paths.store_path) as store:
         ingest(store, source_from_spec(str(results)))
         member = store.provenance("arc")
         both = store.provenance("arc", "gsm8k")

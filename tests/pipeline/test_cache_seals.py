@@ -37,21 +37,21 @@ from tests.helpers import TINY, release
 def home(tmp_path_factory):
     """A store with arc and gsm8k (200 models each); settings of a tiny fit."""
     root = tmp_path_factory.mktemp("cache")
-    settings = Settings(home=root).replace(**TINY)
-    with Store.open(settings.store_path) as s:
+    settings = Settings.of(home=root).replace(**TINY)
+    with Store.open(settings.paths.store_path) as s:
         ingest(s, LongTable(release(root, 0, 200)))
     return settings
 
 
 def _matrix(settings, bench="arc"):
-    state = benchmark_states(settings.store_path)[bench]
-    return matrix_step(settings.section("paths"), settings.section("matrix"), bench, state)
+    state = benchmark_states(settings.paths.store_path)[bench]
+    return matrix_step(settings.paths, settings.matrix, bench, state)
 
 
 def _pointer(settings, bench="arc") -> Path:
-    state = benchmark_states(settings.store_path)[bench]
-    key = matrix_key(bench, state, settings.section("matrix"), settings.artifacts_dir)
-    return artifact_path(settings.artifacts_dir, "matrix", key + ".json")
+    state = benchmark_states(settings.paths.store_path)[bench]
+    key = matrix_key(bench, state, settings.matrix, settings.paths.artifacts_dir)
+    return artifact_path(settings.paths.artifacts_dir, "matrix", key + ".json")
 
 
 def test_a_sealed_matrix_is_reused(home):

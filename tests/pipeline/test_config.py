@@ -1,4 +1,4 @@
-"""Where settings come from (`pipeline.config`, `Settings.explain`, `sparseeval config`)."""
+"""Where settings come from (`Settings.explain`, `sparseeval config`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import re
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.pipeline.config import config_path
-from sparseeval.pipeline.settings import Settings, SettingsError
+from sparseeval.pipeline.settings import Settings, SettingsError, config_path
 
 
 @pytest.fixture
@@ -33,9 +32,11 @@ def test_the_file_is_sparseeval_config_then_the_homes_then_the_working_directory
     assert config_path({}).resolve() == (work / "sparseeval.toml").resolve()
     assert config_path({"SPARSEEVAL_HOME": str(home)}) == home / "sparseeval.toml"
     assert config_path({"SPARSEEVAL_CONFIG": str(other), "SPARSEEVAL_HOME": str(home)}) == other
-    assert Settings.load(env={"SPARSEEVAL_HOME": str(home)}).n_anchors == 50
-    assert Settings.load(env={}, home=str(home)).n_anchors == 50  # a flow's `home` parameter
-    assert Settings.load(env={"SPARSEEVAL_CONFIG": str(other)}).n_anchors == 70
+    assert Settings.load(env={"SPARSEEVAL_HOME": str(home)}).selection.n_anchors == 50
+    assert (
+        Settings.load(env={}, home=str(home)).selection.n_anchors == 50
+    )  # a flow's `home` parameter
+    assert Settings.load(env={"SPARSEEVAL_CONFIG": str(other)}).selection.n_anchors == 70
     with pytest.raises(
         ValueError, match=r"SPARSEEVAL_CONFIG names .*nope\.toml, which is not a file"
     ):
@@ -44,7 +45,7 @@ def test_the_file_is_sparseeval_config_then_the_homes_then_the_working_directory
 
 def test_an_empty_variable_is_unset_as_a_deployment_passes_one(folders):
     s = Settings.load(env={"SPARSEEVAL_HOME": "", "SPARSEEVAL_CONFIG": "", "SPARSEEVAL_SEED": " "})
-    assert str(s.home) == ".sparseeval" and s.n_anchors == 30 and s.seed == 0
+    assert str(s.paths.home) == ".sparseeval" and s.selection.n_anchors == 30 and s.splits.seed == 0
 
 
 def test_explain_says_where_each_value_came_from(folders):
@@ -52,7 +53,7 @@ def test_explain_says_where_each_value_came_from(folders):
     env = {"SPARSEEVAL_HOME": str(home), "SPARSEEVAL_SEED": "9"}
     settings, rows, file = Settings.explain(env=env, lr=0.01)
     origin = {name: o for name, _, o in rows}
-    assert file == home / "sparseeval.toml" and settings.seed == 9
+    assert file == home / "sparseeval.toml" and settings.splits.seed == 9
     assert origin["n_anchors"] == f"file {home / 'sparseeval.toml'}"
     assert origin["seed"] == "env SPARSEEVAL_SEED"  # the environment beats the file
     assert origin["lr"] == "override" and origin["epochs"] == "default"
@@ -80,14 +81,18 @@ def test_a_section_table_and_a_sectioned_variable_set_what_the_flat_names_set(tm
                     '[sources]\nsources = ["inbox:/in"]\n')  # fmt: skip
     env = {"SPARSEEVAL_DRIFT__SUITE": "off", "SPARSEEVAL_SEED": "3"}
     s, rows, _ = Settings.explain(toml, env=env, **{"splits.n_test": "70"})
-    assert (s.n_anchors, s.predictor, s.sources) == (50, "ridge", ("inbox:/in",))
-    assert (s.suite, s.seed, s.n_test) == (False, 3, 70.0)
+    assert (s.selection.n_anchors, s.predictor.predictor, s.sources.sources) == (
+        50,
+        "ridge",
+        ("inbox:/in",),
+    )
+    assert (s.drift.suite, s.splits.seed, s.splits.n_test) == (False, 3, 70.0)
     origin = {name: o for name, _, o in rows}
     assert (
         origin["n_anchors"] == f"file {toml}" and origin["suite"] == "env SPARSEEVAL_DRIFT__SUITE"
     )
-    assert s.section("matrix").to_dict() == {"max_missing_model_frac": 0.0, "target": "auto"}
-    assert s.section("selection").n_anchors == 50
+    assert s.matrix.to_dict() == {"max_missing_model_frac": 0.0, "target": "auto"}
+    assert s.selection.n_anchors == 50
 
 
 @pytest.mark.parametrize(
@@ -130,7 +135,7 @@ def test_a_bad_variable_is_one_line_naming_it(env, message):
 @pytest.mark.parametrize("word", ["1", "TRUE", "yes", "On", "0", "false", "NO", "off"])
 def test_booleans_accept_the_usual_words_in_any_case(word):
     expected = word.lower() in {"1", "true", "yes", "on"}
-    assert Settings.load(None, env={"SPARSEEVAL_SUITE": word}).suite is expected
+    assert Settings.load(None, env={"SPARSEEVAL_SUITE": word}).drift.suite is expected
 
 
 @pytest.mark.parametrize(
@@ -142,7 +147,7 @@ def test_booleans_accept_the_usual_words_in_any_case(word):
 def test_refit_is_true_false_or_auto(tmp_path, file, env, expected):
     toml = tmp_path / "s.toml"
     toml.write_text(file)
-    assert Settings.load(toml, env=env).refit == expected
+    assert Settings.load(toml, env=env).predictor.refit == expected
     with pytest.raises(SettingsError, match=re.escape('refit must be true, false or "auto"')):
         Settings.load(None, env={"SPARSEEVAL_REFIT": "sometimes"})
 
@@ -164,52 +169,57 @@ def test_the_matrix_key_depends_on_the_matrix_section_alone_and_is_unchanged(tmp
     from sparseeval.consume.hashing import fingerprint
     from sparseeval.pipeline.artifacts import MATRIX_FIELDS, code_version, matrix_key
 
-    s = Settings(home=tmp_path)
-    key = matrix_key("arc", "state", s.section("matrix"), s.artifacts_dir)
+    s = Settings.of(home=tmp_path)
+    key = matrix_key("arc", "state", s.matrix, s.paths.artifacts_dir)
     flat = {n: s.to_dict()[n] for n in MATRIX_FIELDS}  # the key's input when it took Settings
     old = fingerprint(
-        "matrix", "arc", "state", flat, str(s.artifacts_dir.resolve()), code_version()
+        "matrix", "arc", "state", flat, str(s.paths.artifacts_dir.resolve()), code_version()
     )
     assert key == old
-    other = s.replace(drift_mae_points=9.0, seed=5, workers=7).section("matrix")
-    assert matrix_key("arc", "state", other, s.artifacts_dir) == key
-    items = s.replace(target="items").section("matrix")
-    assert matrix_key("arc", "state", items, s.artifacts_dir) != key
+    other = s.replace(drift_mae_points=9.0, seed=5, workers=7).matrix
+    assert matrix_key("arc", "state", other, s.paths.artifacts_dir) == key
+    items = s.replace(target="items").matrix
+    assert matrix_key("arc", "state", items, s.paths.artifacts_dir) != key
 
 
-def test_a_task_handed_some_sections_reads_those_and_is_refused_the_rest(tmp_path):
+def test_sections_are_real_types_and_the_fit_key_is_unchanged(tmp_path):
     import pickle
 
     from sparseeval.pipeline.artifacts import TRAINING_FIELDS, fit_key, settings_subset
-    from sparseeval.pipeline.settings import FIT
+    from sparseeval.pipeline.settings import SelectionSection, SplitsSection
 
-    s = Settings(home=tmp_path, n_anchors=(20, 40), alert_webhook="https://hooks.example/t0ken")
-    fit = s.sections(*FIT)
-    assert (fit.seed, fit.budgets, fit.interval_level, fit.artifacts_dir) == (
-        0, (20, 40), 0.9, s.artifacts_dir)  # fmt: skip
-    assert fit.calibration_args() == s.calibration_args()
-    with pytest.raises(AttributeError, match="'hub_repo' is not a setting of the sections "
-                       r"handed here \(paths, selection.*\): it is in 'sources'"):  # fmt: skip
-        _ = fit.hub_repo
-    one = fit.replace(n_anchors=20)
-    # the fit's cache key is the one it had when it took the whole Settings
-    assert fit_key("arc", "f", one) == fit_key("arc", "f", s.replace(n_anchors=20))
-    assert settings_subset(one, TRAINING_FIELDS) == settings_subset(s.replace(n_anchors=20),
-                                                                    TRAINING_FIELDS)  # fmt: skip
-    # what a manifest records is still every setting, the webhook only as set
-    assert one.recorded == s.replace(n_anchors=20).to_dict()
-    assert one.recorded["alert_webhook"] == "(set)"
+    s = Settings.of(home=tmp_path, n_anchors=(20, 40), alert_webhook="https://hooks.example/t0ken")
+    assert isinstance(s.selection, SelectionSection) and isinstance(s.splits, SplitsSection)
+    assert (s.splits.seed, s.selection.budgets, s.drift.interval_level) == (0, (20, 40), 0.9)
+    assert s.paths.artifacts_dir == tmp_path / "artifacts"
+    assert s.splits.calibration_args() == {"n_calib": 200, "calibration": "split", "seed": 0,
+                                           "stable": True}  # fmt: skip
+    one = s.replace(n_anchors=20)
+    assert one.selection.n_anchors == 20 and one.paths == s.paths  # the rest unchanged
+    # the fit's cache key reads the training sections by name, as when settings were flat
+    flat = {n: one.to_dict()[n] for n in TRAINING_FIELDS}
+    assert settings_subset(one, TRAINING_FIELDS) == flat
+    assert fit_key("arc", "f", one) != fit_key("arc", "f", s.replace(n_anchors=30))
+    assert fit_key("arc", "f", one) == fit_key("arc", "f", one.replace(workers=7, gate="strict"))
+    # what a manifest records is every setting by name, the webhook only as set
+    assert one.to_dict()["alert_webhook"] == "(set)" and one.to_dict()["n_anchors"] == 20
     assert pickle.loads(pickle.dumps(one)) == one  # a Dask worker unpickles it
-    with pytest.raises(SettingsError, match="not in the sections handed here: hub_repo"):
-        fit.replace(hub_repo="me/sets")
+    with pytest.raises(SettingsError, match="unknown setting 'hub_rep'"):
+        one.replace(hub_rep="me/sets")
 
 
-def test_no_task_takes_the_whole_settings():
+def test_a_task_takes_the_one_section_it_reads_and_settings_only_where_it_reads_several():
     import inspect
 
     from sparseeval import tasks
+    from sparseeval.pipeline import settings
 
-    takes = {name: [p for p, v in inspect.signature(getattr(tasks, name).fn).parameters.items()
-                    if "Settings" in str(v.annotation)]
+    kinds = {*settings.SECTION_TYPES.values(), settings.Settings}
+    takes = {name: {p: v.annotation for p, v in inspect.signature(getattr(tasks, name).fn)
+                    .parameters.items() if v.annotation in {k.__name__ for k in kinds}}
              for name in tasks.__all__ if hasattr(getattr(tasks, name), "fn")}  # fmt: skip
-    assert takes and not {n: p for n, p in takes.items() if p}, takes
+    whole = {name for name, params in takes.items() if "Settings" in params.values()}
+    assert whole == {"fit_benchmark", "assess", "write_candidate", "write_suite_candidate",
+                     "suite_status"}, takes  # fmt: skip
+    assert takes["build_matrix"] == {"paths": "PathsSection", "matrix": "MatrixSection"}
+    assert takes["ingest"] == {"paths": "PathsSection", "sources": "SourcesSection"}

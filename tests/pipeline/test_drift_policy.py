@@ -19,12 +19,12 @@ def _live(version: int) -> LiveSet:
 
 
 def test_gate_settings_are_checked(tmp_path):
-    assert Settings(home=tmp_path).gate == "paired"
-    assert Settings(home=tmp_path).drift_alert_nights == 3
+    assert Settings.of(home=tmp_path).drift.gate == "paired"
+    assert Settings.of(home=tmp_path).drift.drift_alert_nights == 3
     with pytest.raises(ValueError, match="gate must be 'paired' or 'strict'"):
-        Settings(home=tmp_path, gate="lenient")
+        Settings.of(home=tmp_path, gate="lenient")
     with pytest.raises(ValueError, match="drift_alert_nights must be at least 1"):
-        Settings(home=tmp_path, drift_alert_nights=0)
+        Settings.of(home=tmp_path, drift_alert_nights=0)
 
 
 def test_drift_nights_counts_the_live_versions_run_of_drift(tmp_path):
@@ -95,7 +95,7 @@ def test_repeated_refusal_escalates_to_persistent_drift(tmp_path, monkeypatch):
 
 
 def test_drift_is_judged_on_the_newest_arrivals_with_a_paired_test(tmp_path):
-    s = Settings(home=tmp_path)
+    s = Settings.of(home=tmp_path)
     quiet = {"n_fresh": 150, "n_new_since": 900, "fresh_mae": 2.7, "out_of_range_frac": 0.0}
     paired = {"paired_n": 30, "paired_live_mae": 2.7, "paired_candidate_mae": 2.1,
               "paired_arrivals": 320, "paired_noise": 0.3}  # fmt: skip
@@ -109,7 +109,7 @@ def test_drift_is_judged_on_the_newest_arrivals_with_a_paired_test(tmp_path):
     assert better.drift and better.publish
     assert "live MAE 2.70 vs candidate 2.10 on the newest 30 held-out models" in better.reason
     with pytest.raises(ValueError, match="drift_paired_models must be 0 or at least 3"):
-        Settings(home=tmp_path, drift_paired_models=2)
+        Settings.of(home=tmp_path, drift_paired_models=2)
 
 
 @pytest.mark.usefixtures("prefect_harness")

@@ -135,7 +135,7 @@ def test_settings_file_not_utf8_or_not_toml_is_one_line_naming_it(tmp_path, monk
     with pytest.raises(ValueError, match=r"^sparseeval\.toml: line 2, column \d+: not valid TOML"):
         Settings.load("sparseeval.toml", env={})
     write(tmp_path / "sparseeval.toml", BOM + "seed = 7\n")
-    assert Settings.load("sparseeval.toml", env={}).seed == 7
+    assert Settings.load("sparseeval.toml", env={}).splits.seed == 7
 
 
 def test_fit_latin1_file_is_one_line_naming_file_and_line(tmp_path):

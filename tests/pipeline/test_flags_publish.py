@@ -19,10 +19,10 @@ SETTINGS = dict(n_anchors=6, n_test=40, n_valid=40, n_calib=40, refine_steps=0, 
 
 
 def test_fit_saves_the_pool_check_and_the_candidate_publishes_it(tmp_path):
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings.of(home=tmp_path, **SETTINGS)
     m = make_synthetic(200, 30, seed=4)
     fp = m.fingerprint()
-    path = save_matrix(m, settings.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
+    path = save_matrix(m, settings.paths.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
     fit = fit_step(MatrixInfo("arc", str(path), fp, *m.shape, 1, ""), settings, lambda s: None)
     saved = pool_check_of(fit)
     check = PoolCheck.from_dict(saved)
@@ -47,10 +47,10 @@ def test_a_refresh_candidate_lists_its_models_and_reports_the_newest(tmp_path):
     from sparseeval.consume.sets.models import read_models
     from sparseeval.pipeline.reports.arrivals import recent_blocks, recent_flags, recent_summary
 
-    settings = Settings(home=tmp_path, **SETTINGS)
+    settings = Settings.of(home=tmp_path, **SETTINGS)
     m = make_synthetic(200, 30, seed=5)
     fp = m.fingerprint()
-    path = save_matrix(m, settings.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
+    path = save_matrix(m, settings.paths.artifacts_dir / "matrix" / f"{fp}.npz", fingerprint=fp)
     fit = fit_step(MatrixInfo("arc", str(path), fp, *m.shape, 1, ""), settings, lambda s: None)
     cand = write_candidate(settings, fit)
     models = read_models(cand.path)
@@ -79,8 +79,8 @@ def test_the_newest_test_models_come_from_the_stores_first_appearance(tmp_path):
     from sparseeval.pipeline.store import Store, ingest
     from sparseeval.pipeline.store.kinds import source_from_spec
 
-    settings = Settings(home=tmp_path, **SETTINGS)
-    with Store.open(settings.store_path) as store:
+    settings = Settings.of(home=tmp_path, **SETTINGS)
+    with Store.open(settings.paths.store_path) as store:
         for batch in ("old", "new"):
             rows = "".join(f"{batch}{i},1,0\n" for i in range(5))
             (tmp_path / f"{batch}.csv").write_text("model,q1,q2\n" + rows)

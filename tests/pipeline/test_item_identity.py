@@ -122,18 +122,18 @@ def published(tmp_path_factory):
     """A store with one lm-eval run (doc hashes) and a long table; its matrix; an ARC set
     published with the identity the matrix step wrote."""
     home = tmp_path_factory.mktemp("home")
-    settings = Settings(home=home)
-    with Store.open(settings.store_path) as s:
+    settings = Settings.of(home=home)
+    with Store.open(settings.paths.store_path) as s:
         ingest(s, LmEvalRun(lm_eval_run(home / "run", "org/lm-eval-model")))
         ingest(s, LongTable(long_table(home / "long.parquet")))
-    info = matrix_step(settings.section("paths"), settings.section("matrix"), "arc")
+    info = matrix_step(settings.paths, settings.matrix, "arc")
     every = [str(d) for d in range(N_DOCS)]
     fitted = tiny_fit(seed=2, item_ids=every)
     anchors = [str(a) for a in fitted[2].anchor_ids_]
     curves = fit_curves(fitted[0].values, every, True, anchor_sources(info.path, every, "arc"))
-    publish_fit(settings.published_dir, "arc", fitted, curves=curves,
+    publish_fit(settings.paths.published_dir, "arc", fitted, curves=curves,
                 item_sources=anchor_sources(info.path, anchors, "arc"))  # fmt: skip
-    set_latest(settings.published_dir, "arc", 1)
+    set_latest(settings.paths.published_dir, "arc", 1)
     return settings, info, anchors
 
 
@@ -141,7 +141,7 @@ def test_the_matrix_step_writes_the_identity_and_the_set_carries_it(published):
     settings, info, anchors = published
     stored = json.loads(identity_path(info.path).read_text())
     assert len(stored) == N_DOCS
-    aset = load_anchor_set(settings.published_dir, "arc")
+    aset = load_anchor_set(settings.paths.published_dir, "arc")
     a = anchors[0]
     assert aset.item_sources[a] == {"task": "arc_challenge", "doc_id": int(a),
                                     "hash": f"doc_hash:{doc_hash(int(a))}",
@@ -153,7 +153,7 @@ def test_predict_refuses_answers_to_other_questions_unless_told(published, tmp_p
     bad = {int(anchors[0]), int(anchors[1])}
     other = lambda d: doc_hash(d + 1000 * (d in bad))  # noqa: E731
     run_dir = lm_eval_run(tmp_path / "new", "org/new", hashes=other, docs=map(int, anchors))
-    argv = ["predict", "--anchor-set", settings.published_dir, "--benchmark", "arc",
+    argv = ["predict", "--anchor-set", settings.paths.published_dir, "--benchmark", "arc",
             "--responses", run_dir]  # fmt: skip
     rc, out, err = run_cli(argv, capsys)
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
@@ -172,7 +172,7 @@ def test_answers_to_next_items_are_checked_as_the_anchors_are(published, tmp_pat
     other = lambda d: doc_hash(d + 1000 * (d == extra))  # noqa: E731
     docs = [*map(int, anchors), extra]
     run = lm_eval_run(tmp_path / "new", "org/new", hashes=other, docs=docs)
-    argv = ["predict", "--anchor-set", settings.published_dir, "--benchmark", "arc",
+    argv = ["predict", "--anchor-set", settings.paths.published_dir, "--benchmark", "arc",
             "--responses", run]  # fmt: skip
     rc, out, err = run_cli(argv, capsys)
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
@@ -231,7 +231,7 @@ def test_suite_members_carry_the_identity_of_their_matrices(tmp_path, capsys):
     from sparseeval.pipeline.suite_recipe import fit_suite
 
     lb = make_leaderboard(300, {"arc": 40, "gsm8k": 30}, seed=1)
-    settings = Settings(home=tmp_path, n_anchors=6, n_test=50, n_valid=50, n_calib=50,
+    settings = Settings.of(home=tmp_path, n_anchors=6, n_test=50, n_valid=50, n_calib=50,
                         refine_steps=1, epochs=40, patience=5, ensemble=1)  # fmt: skip
     paths = {b: str(tmp_path / f"{b}.npz") for b in lb}
     kinds = {"arc": ids.OPAQUE, "gsm8k": ids.ROW_INDEX}

@@ -69,6 +69,6 @@ def test_a_home_under_tilde_is_the_users_home_not_a_folder_named_tilde(monkeypat
     from sparseeval.pipeline.settings import Settings
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    s = Settings(home="~/x", published_dir="~/pub")
-    assert s.home == tmp_path / "x" and s.store_path == tmp_path / "x" / "store.duckdb"
-    assert s.published_dir == tmp_path / "pub"
+    s = Settings.of(home="~/x", published_dir="~/pub")
+    assert s.paths.home == tmp_path / "x" and s.paths.store_path == tmp_path / "x" / "store.duckdb"
+    assert s.paths.published_dir == tmp_path / "pub"

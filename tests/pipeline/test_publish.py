@@ -274,7 +274,7 @@ def test_mlp_predictor_round_trips(tmp_path):
         data_fingerprint=m.fingerprint(),
         split_sizes=sp.sizes(),
         metrics={},
-        settings=Settings(),
+        settings=Settings.of(),
     )
     write_version(tmp_path, decided)
     set_latest(tmp_path, "arc", 1)

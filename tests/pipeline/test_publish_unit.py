@@ -29,12 +29,13 @@ SUITE_SETTINGS = dict(n_anchors=8, n_test=60, n_valid=60, n_calib=60, refine_ste
 
 def test_settings_sections_name_the_cache_fields():
     from sparseeval.pipeline.artifacts import MATRIX_FIELDS, TRAINING_FIELDS
+    from sparseeval.pipeline.settings import fields_of
 
     assert MATRIX_FIELDS == ("max_missing_model_frac", "target")
     assert TRAINING_FIELDS[:3] == ("n_anchors", "init", "refine_steps")
     assert TRAINING_FIELDS[-3:] == ("calibration", "stable_split", "seed")
     assert "drift_mae_points" not in TRAINING_FIELDS and "home" not in TRAINING_FIELDS
-    assert Settings.fields_of("runner") == (
+    assert fields_of("runner") == (
         "task_runner",
         "dask_address",
         "lease_wait_seconds",
@@ -42,12 +43,12 @@ def test_settings_sections_name_the_cache_fields():
         "alert_webhook",
     )
     with pytest.raises(ValueError, match="unknown settings section"):
-        Settings.fields_of("nope")
+        fields_of("nope")
 
 
 def _suite_published(tmp_path):
     """Settings of a tiny suite and its two matrix files, the suite published as v1."""
-    settings = Settings(home=tmp_path, **SUITE_SETTINGS)
+    settings = Settings.of(home=tmp_path, **SUITE_SETTINGS)
     paths = {}
     for b, m in make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4).items():
         paths[b] = tmp_path / f"{b}.npz"
@@ -68,7 +69,7 @@ def test_a_refused_suite_is_in_the_ledger_a_benchmark_uses_and_is_not_refitted(
     ledger = tmp_path / "artifacts" / "published" / "suite-refused.json"
     reason = json.loads(ledger.read_text())[key]  # the file `publish.note_refusal` keeps
     assert reason.startswith("refused: candidate suite-average MAE") and reason in line
-    assert artifacts.refused_before(settings.artifacts_dir, SUITE, key) == reason
+    assert artifacts.refused_before(settings.paths.artifacts_dir, SUITE, key) == reason
     tomb = json.loads((tmp_path / "published" / SUITE / ".discarded-v2").read_text())
     assert tomb["reason"] == f"refused by the quality gate: {reason}"
 
@@ -113,7 +114,7 @@ def _tomb(tmp_path, version: int = 1) -> str:
 
 
 def test_a_refused_gate_rolls_back_with_its_reason_and_notes_the_ledger(tmp_path):
-    settings = Settings(home=tmp_path)
+    settings = Settings.of(home=tmp_path)
     write = _held(tmp_path, GateResult(False, "refused: candidate MAE 3.000 > live 2.000 points"))
     out = _run_unit(settings, write)
     assert (
@@ -123,7 +124,7 @@ def test_a_refused_gate_rolls_back_with_its_reason_and_notes_the_ledger(tmp_path
     assert _tomb(tmp_path) == (
         "refused by the quality gate: refused: candidate MAE 3.000 > live 2.000 points"
     )
-    assert artifacts.refused_before(settings.artifacts_dir, "arc", "fit-key-1") == (
+    assert artifacts.refused_before(settings.paths.artifacts_dir, "arc", "fit-key-1") == (
         "refused: candidate MAE 3.000 > live 2.000 points"
     )
     from sparseeval import tasks
@@ -136,7 +137,7 @@ def test_a_failed_mirror_rolls_back_with_its_reason_and_no_refusal(tmp_path, mon
         raise ValueError("hub unreachable")
 
     monkeypatch.setattr(publish, "mirror", unreachable)
-    settings = Settings(home=tmp_path, hub_repo="acme/sets")
+    settings = Settings.of(home=tmp_path, hub_repo="acme/sets")
     write = _held(tmp_path, GateResult(True, "no live set to compare with"))
     out = _run_unit(settings, write)
     assert out.version is None and out.line == (
@@ -144,14 +145,14 @@ def test_a_failed_mirror_rolls_back_with_its_reason_and_no_refusal(tmp_path, mon
         " live set unchanged)"
     )
     assert _tomb(tmp_path) == "rolled back: mirror to acme/sets failed"
-    assert artifacts.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
+    assert artifacts.refused_before(settings.paths.artifacts_dir, "arc", "fit-key-1") is None
 
 
 def test_the_plain_unit_rolls_back_as_the_flow_does(tmp_path, monkeypatch):
     """`publish_unit` with its default steps (`fit --out`'s path): the same reasons and ledger."""
     from sparseeval.pipeline import versions
 
-    settings = Settings(home=tmp_path)
+    settings = Settings.of(home=tmp_path)
     folder = publish_fit(tmp_path / "published", "arc", tiny_fit())
     cand = publish.candidate(folder, "arc", "fit-key-1")
     refusal = GateResult(False, "refused: candidate MAE 3.000 > live 2.000 points")
@@ -160,7 +161,9 @@ def test_the_plain_unit_rolls_back_as_the_flow_does(tmp_path, monkeypatch):
         out.line == f"not published: candidate refused ({refusal.reason})" and out.gate is refusal
     )
     assert _tomb(tmp_path) == f"refused by the quality gate: {refusal.reason}"
-    assert artifacts.refused_before(settings.artifacts_dir, "arc", "fit-key-1") == refusal.reason
+    assert (
+        artifacts.refused_before(settings.paths.artifacts_dir, "arc", "fit-key-1") == refusal.reason
+    )
 
     def crash(*a, **k):
         raise RuntimeError("injected crash while swapping latest")
@@ -178,7 +181,7 @@ def test_a_candidate_that_repeats_the_live_set_is_not_published_and_a_changed_on
     """The suite published v3 identical to v2: a candidate whose weights, items, curves and
     models are the live version's is discarded, saying "unchanged from vN"; nothing new goes
     live. A really changed candidate still publishes."""
-    settings = Settings(home=tmp_path)
+    settings = Settings.of(home=tmp_path)
     fitted = tiny_fit()
     live = publish_fit(tmp_path / "published", "arc", fitted)
     publish.promote(publish.candidate(live, "arc", "fit-key-0"))
@@ -189,11 +192,11 @@ def test_a_candidate_that_repeats_the_live_set_is_not_published_and_a_changed_on
     assert _tomb(tmp_path, 2) == reason
     assert latest_version(tmp_path / "published", "arc", 8) == 1
     assert list_versions(tmp_path / "published", "arc", 8) == [1]
-    assert artifacts.refused_before(settings.artifacts_dir, "arc", "fit-key-1") is None
-    assert artifacts.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 1) == (
+    assert artifacts.refused_before(settings.paths.artifacts_dir, "arc", "fit-key-1") is None
+    assert artifacts.unchanged_before(settings.paths.artifacts_dir, "arc", "fit-key-1", 1) == (
         "this candidate was found unchanged from v1 before"
     )
-    assert artifacts.unchanged_before(settings.artifacts_dir, "arc", "fit-key-1", 3) is None
+    assert artifacts.unchanged_before(settings.paths.artifacts_dir, "arc", "fit-key-1", 3) is None
 
     changed = _run_unit(settings, _held(tmp_path, GateResult(True, "better"), tiny_fit(seed=1)))
     assert changed.line == "published v3 (local)" and changed.unchanged_from is None
@@ -240,7 +243,7 @@ def test_a_suite_with_a_graded_benchmark_reads_its_graded_answers(tmp_path):
     from sparseeval.consume.sets.suite_set import load_suite
     from sparseeval.method.matrix import ResponseMatrix
 
-    settings = Settings(home=tmp_path, **SUITE_SETTINGS)
+    settings = Settings.of(home=tmp_path, **SUITE_SETTINGS)
     board = make_leaderboard(360, {"arc": 60, "gsm8k": 50}, seed=4)
     gsm = board["gsm8k"]
     noise = np.random.default_rng(0).uniform(0, 0.4, gsm.values.shape)

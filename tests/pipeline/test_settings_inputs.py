@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sparseeval.consume.errors import SettingsError
-from sparseeval.pipeline.setting_values import MAXIMA
-from sparseeval.pipeline.settings import Settings
+from sparseeval.pipeline.settings import MAXIMA, Settings
 
 
 def test_a_mistyped_environment_variable_names_the_closest_setting(tmp_path):
@@ -22,7 +21,7 @@ def test_a_mistyped_environment_variable_names_the_closest_setting(tmp_path):
 def test_variables_that_are_not_settings_are_left_alone(tmp_path):
     env = {"SPARSEEVAL_HOME": str(tmp_path), "SPARSEEVAL_CRON": "0 3 * * *",
            "SPARSEEVAL_CONSOLE_ONE_LINE": "1", "SPARSEEVAL_SOMETHING_ELSE": "x"}  # fmt: skip
-    assert Settings.load(env=env).home == tmp_path
+    assert Settings.load(env=env).paths.home == tmp_path
 
 
 def test_a_settings_file_that_is_a_folder_is_refused(tmp_path):
@@ -50,5 +49,5 @@ def test_a_negative_seed_is_refused_before_any_work(tmp_path):
 def test_the_defaults_are_within_the_maxima(tmp_path):
     settings = Settings.load(env={"SPARSEEVAL_HOME": str(tmp_path)})
     for name, most in MAXIMA.items():
-        value = getattr(settings, name)
+        value = settings.values()[name]
         assert max(value if isinstance(value, tuple) else (value,)) <= most, name

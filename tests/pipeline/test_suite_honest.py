@@ -26,7 +26,7 @@ SETTINGS = dict(n_anchors=8, n_test=60, n_valid=60, n_calib=60, refine_steps=2, 
 def published(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("suite-honest")
     lb = make_leaderboard(360, ITEMS, seed=4)
-    settings = Settings(home=tmp, **SETTINGS)
+    settings = Settings.of(home=tmp, **SETTINGS)
     fit = fit_suite(lb, settings)
     folder = write_suite(tmp, fit, settings)
     set_latest(tmp, SUITE, 1)

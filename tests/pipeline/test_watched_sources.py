@@ -205,16 +205,16 @@ def test_settings_sources_round_trip_into_parse_source(store_path, tmp_path):
     toml = tmp_path / "sparseeval.toml"
     toml.write_text(f'sources = ["inbox:{inbox}", "lm-eval:{tmp_path}/runs/*/*"]\n')
     from_toml = Settings.load(path=toml, env={})
-    assert from_toml.sources == (f"inbox:{inbox}", f"lm-eval:{tmp_path}/runs/*/*")
-    parsed = [parse_source(s) for s in from_toml.sources]
+    assert from_toml.sources.sources == (f"inbox:{inbox}", f"lm-eval:{tmp_path}/runs/*/*")
+    parsed = [parse_source(s) for s in from_toml.sources.sources]
     assert parsed == [Inbox(inbox), LmEvalGlob(f"{tmp_path}/runs/*/*")]
 
-    as_json = {"SPARSEEVAL_SOURCES": json.dumps(list(from_toml.sources))}
-    as_list = {"SPARSEEVAL_SOURCES": ";".join(from_toml.sources)}
+    as_json = {"SPARSEEVAL_SOURCES": json.dumps(list(from_toml.sources.sources))}
+    as_list = {"SPARSEEVAL_SOURCES": ";".join(from_toml.sources.sources)}
     for env in (as_json, as_list):
-        assert Settings.load(path=toml, env=env).sources == from_toml.sources
+        assert Settings.load(path=toml, env=env).sources.sources == from_toml.sources.sources
 
-    summary = night(store_path, *from_toml.sources)
+    summary = night(store_path, *from_toml.sources.sources)
     assert [r["new"] for r in summary.sources] == [4, 0]
     assert [r["failed"] for r in summary.sources] == [0, 1]  # no runs/ folder yet
     assert summary.to_dict()["sources"][0]["source"] == f"inbox:{inbox}"
