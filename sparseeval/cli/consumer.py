@@ -41,8 +41,10 @@ def _add_predict(subparsers) -> None:
         epilog=textwrap.dedent(
             """\
             responses: CSV (columns item,correct), JSONL ({"item": ..., "correct": ...} per
-            line), JSON ({item: correct}), or lm-eval --log_samples output
-            (samples_{task}_{timestamp}.jsonl files, or the folder holding them).
+            line), JSON ({item: correct}), lm-eval --log_samples output
+            (samples_{task}_{timestamp}.jsonl files, or the folder holding them), an
+            Inspect AI log (.eval, .json), an Every Eval Ever {uuid}_samples.jsonl, or one
+            model's HELM run folders (a run folder, or a folder of them).
             correct may be 0/1, true/false or -1/+1. Answers on items that are not anchors:
             where the set lists the benchmark's other items (`--next`) and estimates their
             mean, they correct the anchors' estimate (the output says how many and by how

@@ -3,7 +3,8 @@
 Forms: {item: correct}, a DataFrame with columns `item` and `correct`, or a sequence in
 anchor order. Files: CSV (`item,correct`), JSONL (`{"item", "correct"}` per line), JSON
 (`{item: correct}` or a list of such objects), lm-eval `--log_samples` output and Inspect AI
-logs (`.eval`, `.json`; `inspect_answers`) and Every Eval Ever `{uuid}_samples.jsonl` files.
+logs (`.eval`, `.json`; `inspect_answers`), Every Eval Ever `{uuid}_samples.jsonl` files and
+HELM run folders (one model's; `helm_answers`).
 `correct` is 0/1, true/false or -1/+1; empty, None and NaN mean "not answered". A set of
 graded items (its manifest's `item_scale`) also takes a score strictly between 0 and 1, read
 as 2*score - 1 (0/1 are its ends, so a binary answer is a graded one too); a binary set
@@ -143,9 +144,12 @@ def read_responses_files(
     lm_eval_options: `metric`, `filter`, `task` for lm-eval output (see `consume.lm_eval.harness`).
     """
     from sparseeval.consume.answers.eee_answers import eee_answers, is_eee_samples
+    from sparseeval.consume.answers.helm_answers import helm_answers, is_helm_run
     from sparseeval.consume.answers.inspect_answers import inspect_answers, is_inspect_log
     from sparseeval.consume.lm_eval.harness import is_samples_file
 
+    native = ((is_eee_samples, eee_answers), (is_helm_run, helm_answers),
+              (is_inspect_log, inspect_answers))  # fmt: skip
     merged = MergedAnswers(set(getattr(anchor_set, "known_items", anchor_set.items)))
     lm_eval_paths = []
     for f in map(Path, files):
@@ -153,9 +157,9 @@ def read_responses_files(
             raise ResponsesError(f"{printable(f)}: no such file or folder")
         if not (f.is_file() or f.is_dir()):
             raise ResponsesError(f"{printable(f)}: not a regular file or folder (a pipe?)")
-        if (eee := is_eee_samples(f)) or is_inspect_log(f):  # inspect_answers, eee_answers
+        read = next((read for test, read in native if test(f)), None)
+        if read is not None:
             ignore = bool((lm_eval_options or {}).get("ignore_hash_mismatch"))
-            read = eee_answers if eee else inspect_answers
             for item, value, where in read(f, anchor_set, ignore):
                 merged.add(item, value, where)
             continue
