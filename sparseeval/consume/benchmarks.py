@@ -10,7 +10,7 @@ at call time, so adding a benchmark with full leaderboard and lm-eval support is
 one record to `BENCHMARKS` (the order is the store's benchmark order). Pure Python.
 
 Readers: `taskmap` (task names, metrics, item ids), `benchmarks.find_spec` and
-`lm_eval.task` (generated tasks), `pipeline.store.leaderboard_scores` and `score_files`
+`lm_eval.task` (generated tasks), `pipeline.store.scores` and `score_files`
 (reported scores), `pipeline.store.db` (the benchmarks every store knows).
 """
 

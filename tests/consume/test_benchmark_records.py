@@ -64,9 +64,8 @@ def test_the_lm_eval_writer_reads_a_registered_record(toy, tmp_path):
 
 
 def test_the_leaderboard_readers_read_a_registered_record(toy, tmp_path):
-    from sparseeval.pipeline.store.leaderboard_scores import v1_file_scores, v2_file_scores
     from sparseeval.pipeline.store.score_files import read_scores_csv
-    from sparseeval.pipeline.store.scores import v1_definitions
+    from sparseeval.pipeline.store.scores import v1_definitions, v1_file_scores, v2_file_scores
 
     assert v1_file_scores({"results": {"harness|toyqa|3": {"acc": 0.5}}}) == {"toyqa": 0.5}
     got = v2_file_scores({"leaderboard_toyqa": {"acc_norm,none": 0.625}}, {})

@@ -286,7 +286,7 @@ def _unit_scores(fn: Callable[[], dict], check: Callable[[dict], str]):
 
 def _v1_mmlu(values: dict[str, object]):
     from sparseeval.consume.benchmarks import MMLU_SUBJECTS
-    from sparseeval.pipeline.store.leaderboard_scores import v1_file_scores
+    from sparseeval.pipeline.store.scores import v1_file_scores
 
     accs = {s: values.get(s, 0.5) for s in sorted(MMLU_SUBJECTS) if values.get(s, 0.5) != "-"}
     results = {f"harness|hendrycksTest-{s}|5": {"acc": a} for s, a in accs.items()}
@@ -294,14 +294,14 @@ def _v1_mmlu(values: dict[str, object]):
 
 
 def _v2(tasks: dict[str, object]):
-    from sparseeval.pipeline.store.leaderboard_scores import v2_file_scores
+    from sparseeval.pipeline.store.scores import v2_file_scores
 
     results = {t: {"acc_norm,none": v} for t, v in tasks.items()}
     return lambda: v2_file_scores(results, dict.fromkeys(results, 2))
 
 
 def _refused(bench: str):
-    from sparseeval.pipeline.store.leaderboard_scores import Refusal
+    from sparseeval.pipeline.store.scores import Refusal
 
     return lambda got: "" if isinstance(got.get(bench), Refusal) else f"{bench}: {got.get(bench)}"
 
@@ -317,7 +317,7 @@ for _name, _fn, _b in [
                                  "leaderboard_musr_object_placements": 0.5,
                                  "leaderboard_musr_team_allocation": 0.5}), "musr"),
     ("v2 GPQA group -2.0", lambda: __import__(
-        "sparseeval.pipeline.store.leaderboard_scores", fromlist=["x"]).v2_file_scores(
+        "sparseeval.pipeline.store.scores", fromlist=["x"]).v2_file_scores(
         {"leaderboard_gpqa": {"acc_norm,none": -2.0}}, {}), "gpqa"),
 ]:  # fmt: skip
     case(SCORES, _name, "a part out of range or a partial group: refused, not a score")(
@@ -329,7 +329,7 @@ for _name, _fn, _b in [
 def _(d, w):
     import json as _json
 
-    from sparseeval.pipeline.store.leaderboard_scores import v1_scores
+    from sparseeval.pipeline.store.scores import v1_scores
 
     bad, good = d / "results_2024-01-01T00-00-00.json", d / "results_2024-02-01T00-00-00.json"
     bad.write_text('{"results": ' + "[" * 100_000)

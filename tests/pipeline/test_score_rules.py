@@ -15,7 +15,7 @@ import pytest
 from sparseeval.consume.benchmarks import BBH_SUBTASKS, MUSR_SUBTASKS
 from sparseeval.pipeline.store import Store, ingest, reported_scores
 from sparseeval.pipeline.store.kinds import source_from_spec
-from sparseeval.pipeline.store.leaderboard_scores import (
+from sparseeval.pipeline.store.scores import (
     Refusal,
     v1_file_scores,
     v1_scores,

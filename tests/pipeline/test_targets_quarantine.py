@@ -11,7 +11,7 @@ import pytest
 from sparseeval.pipeline.store import Store, ingest, reported_scores
 from sparseeval.pipeline.store.contradiction import MIN_PAIRS, contradicted
 from sparseeval.pipeline.store.kinds import source_from_spec
-from sparseeval.pipeline.store.leaderboard_scores import Refusal, v1_file_scores, v1_scores
+from sparseeval.pipeline.store.scores import Refusal, v1_file_scores, v1_scores
 from tests.leaderboard_layouts import mmlu_accs, v1_results
 
 

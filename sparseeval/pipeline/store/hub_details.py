@@ -22,14 +22,14 @@ from sparseeval.consume.lm_eval.samples import newest_samples, samples_task
 from sparseeval.consume.lm_eval.taskmap import TaskMap, map_lm_eval_task, map_v1_config
 from sparseeval.pipeline.store.db import fetch
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, stage_hashes
-from sparseeval.pipeline.store.leaderboard_scores import (
+from sparseeval.pipeline.store.lm_eval_run import read_samples
+from sparseeval.pipeline.store.scores import (
     n_choices,
     results_files,
+    stage_scores,
     v1_scores,
     v2_scores,
 )
-from sparseeval.pipeline.store.lm_eval_run import read_samples
-from sparseeval.pipeline.store.scores import stage_scores
 from sparseeval.pipeline.store.unit import (
     BAD_SCHEMA,
     SourceError,

@@ -31,8 +31,7 @@ from sparseeval.consume.lm_eval.samples import (
 from sparseeval.consume.lm_eval.taskmap import TaskMap, map_lm_eval_task
 from sparseeval.pipeline.store.db import Store
 from sparseeval.pipeline.store.item_identity import HASHED_SCHEMA, ITEM_HASH_FRAME, stage_hashes
-from sparseeval.pipeline.store.lm_eval_scores import results_scores
-from sparseeval.pipeline.store.scores import SCORE_FRAME, stage_scores
+from sparseeval.pipeline.store.scores import SCORE_FRAME, results_scores, stage_scores
 from sparseeval.pipeline.store.tables import SAVE_AS_UTF8, not_utf8
 from sparseeval.pipeline.store.unit import (
     BAD_SCHEMA,
