@@ -48,7 +48,7 @@ from sparseeval.pipeline.settings import MatrixSection, Settings, fields_of
 
 # Settings each stage depends on (others, e.g. paths or drift thresholds, do not change it).
 MATRIX_FIELDS = fields_of("matrix")
-TRAINING_FIELDS = fields_of("selection", "predictor", "splits")
+TRAINING_FIELDS = fields_of("selection", "predictor", "splits", "pool")
 # What a cached result depends on: the whole method package (and the NumPy readers it
 # uses), plus the pipeline modules that turn a store into a matrix and a fit into files.
 CODE_PACKAGES = ("method", "consume")

@@ -194,18 +194,14 @@ class FitSplit:
         }
 
 
-MIN_MODELS = 100  # fewer models: the benchmark waits for more
-HELDOUT_FRACTION = 0.2  # test and validation each take at most this share of the models
-
-
 def heldout_sizes(n_models: int, settings: Settings) -> tuple[int, int]:
     """Test and validation sizes: `n_test` / `n_valid` (counts, or fractions when < 1), each
-    at most `HELDOUT_FRACTION` of the models, so a small benchmark still trains.
+    at most `heldout_fraction` of the models (`pool` settings), so a small benchmark trains.
 
     From 1,000 models on the defaults (200, 200) apply unchanged. The share only falls
     as models arrive, so with stable splits a test model never moves into training.
     """
-    cap = round(HELDOUT_FRACTION * n_models)
+    cap = round(settings.pool.heldout_fraction * n_models)
     return (min(model_count(settings.splits.n_test, n_models), cap),
             min(model_count(settings.splits.n_valid, n_models), cap))  # fmt: skip
 
@@ -214,8 +210,8 @@ def split_step(matrix: ResponseMatrix, settings: Settings, benchmark: str) -> Fi
     """Train / validation / test by model id (`heldout_sizes`), then up to `n_calib`
     calibration models (at most a fifth of the training ones)."""
     s, m = settings.splits, matrix.shape[0]
-    if m < MIN_MODELS:
-        raise NotEnoughModels(f"{benchmark}: {m:,} models, needs at least {MIN_MODELS} to train")
+    if m < (least := settings.pool.min_models):
+        raise NotEnoughModels(f"{benchmark}: {m:,} models, needs at least {least} to train")
     n_test, n_valid = heldout_sizes(m, settings)
     split = split_models(matrix.model_ids, n_test, n_valid, s.seed, s.stable_split)
     if len(split.test) == 0 or len(split.valid) == 0:
@@ -326,8 +322,10 @@ def fit_matrix(
     est = select_step(matrix, split, settings, say)
     pred, test, rows = test_step(est, matrix, split, settings.splits.seed, curve)
     X, train = matrix.values, split.train
+    p = settings.pool
     pool = estimator_pool_check(est, X[train], X[split.calib], matrix.y[train],
-                                settings.drift.interval_level)  # fmt: skip
+                                settings.drift.interval_level, p.edge_tail, p.edge_ramp,
+                                rate=p.flag_rate, widen=p.widen)  # fmt: skip
     return MatrixFit(est, split, pred, test, rows, pool)
 
 
@@ -504,8 +502,6 @@ __all__ = [
     "EVALUATION_FILE",
     "FIT_FILES",
     "FLAG_ARRAYS",
-    "HELDOUT_FRACTION",
-    "MIN_MODELS",
     "POOL_FILE",
     "FitSplit",
     "MatrixFit",

@@ -1,4 +1,4 @@
-"""Every knob of the pipeline: eight sections of typed settings, and the one loader.
+"""Every knob of the pipeline: nine sections of typed settings, and the one loader.
 
     defaults < settings file < SPARSEEVAL_* environment < explicit overrides (flow, CLI)
 
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from sparseeval.consume.errors import SettingsError
+from sparseeval.method.pool import DEFAULT_RATE, DEFAULT_WIDEN, EDGE_RAMP, EDGE_TAIL
 from sparseeval.method.registry import PREDICTOR_CHOICES
 
 CONFIG_ENV = "SPARSEEVAL_CONFIG"
@@ -58,6 +59,7 @@ MAXIMA: dict[str, int | float] = {
     "swap_candidates": 1_000, "n_anchors": 100_000, "workers": 256, "hub_max_repos": 100_000,
     "lease_wait_seconds": 86_400.0, "min_new_models": 1_000_000, "drift_window": 1_000_000,
     "drift_paired_models": 1_000_000, "drift_alert_nights": 366, "seed": 2**32 - 1,
+    "min_models": 10_000_000,
 }  # fmt: skip
 
 # (rule in words, whether the value keeps it) per setting: what `_Section.__post_init__` checks
@@ -249,6 +251,41 @@ class SplitsSection(_Section):
 
 
 @dataclass(frozen=True)
+class PoolSection(_Section):
+    """When a benchmark trains, and how its set tells and widens estimates beyond its pool.
+
+    The defaults were measured on metabench (`method.pool` says how; bench/RESULTS.md):
+    change them with a measurement of your own (`bench/newcomers.py`, `bench/off_pool.py`).
+    The suite's readers keep their own widening and edge (`method.pool.SUITE_WIDEN`).
+    """
+
+    name = "pool"
+    # fewer models in a benchmark's matrix: it waits for more (and `fit` refuses)
+    min_models: int = 100
+    # test and validation each take at most this share of the models (a small benchmark trains)
+    heldout_fraction: float = 0.2
+    # the share of training and calibration models whose answer pattern is flagged
+    flag_rate: float = DEFAULT_RATE
+    # a flagged estimate's interval half-width, in multiples of the conformal one
+    widen: float = DEFAULT_WIDEN
+    # the pool's top share by score, held out to fit the top edge (where estimates of stronger
+    # models than the pool's stop rising: their intervals open upward there)
+    edge_tail: float = EDGE_TAIL
+    # the share of the edge's zone over which its upper half-width grows (0: a step)
+    edge_ramp: float = EDGE_RAMP
+
+    def _rules(self) -> list[_Rule]:
+        return [
+            ("min_models", "at least 10", self.min_models >= 10),
+            ("heldout_fraction", "above 0 and below 0.5", 0 < self.heldout_fraction < 0.5),
+            ("flag_rate", "above 0 and below 1", 0 < self.flag_rate < 1),
+            ("widen", "at least 1", self.widen >= 1),
+            ("edge_tail", "above 0 and below 1", 0 < self.edge_tail < 1),
+            ("edge_ramp", "in [0, 1]", 0 <= self.edge_ramp <= 1),
+        ]
+
+
+@dataclass(frozen=True)
 class MatrixSection(_Section):
     """How a benchmark's ±1 matrix is built from the store."""
 
@@ -326,7 +363,7 @@ class RunnerSection(_Section):
 
 SECTION_TYPES: dict[str, type[_Section]] = {kind.name: kind for kind in (
     PathsSection, SourcesSection, SelectionSection, PredictorSection, SplitsSection,
-    MatrixSection, DriftSection, RunnerSection,
+    PoolSection, MatrixSection, DriftSection, RunnerSection,
 )}  # fmt: skip
 SECTIONS = tuple(SECTION_TYPES)
 SECTION_OF: dict[str, str] = {f.name: s for s, kind in SECTION_TYPES.items() for f in fields(kind)}
@@ -352,6 +389,7 @@ class Settings:
     selection: SelectionSection = field(default_factory=SelectionSection)
     predictor: PredictorSection = field(default_factory=PredictorSection)
     splits: SplitsSection = field(default_factory=SplitsSection)
+    pool: PoolSection = field(default_factory=PoolSection)
     matrix: MatrixSection = field(default_factory=MatrixSection)
     drift: DriftSection = field(default_factory=DriftSection)
     runner: RunnerSection = field(default_factory=RunnerSection)
@@ -723,6 +761,7 @@ __all__ = [
     "DriftSection",
     "MatrixSection",
     "PathsSection",
+    "PoolSection",
     "PredictorSection",
     "RunnerSection",
     "SelectionSection",

@@ -126,7 +126,15 @@ def fit_suite(
         "fitting the readers' pool checks and top edges (each reader refitted without the"
         " strongest models)"
     )
-    pools = suite_pool_checks(suite, X_train, X_calib, y_train, settings.drift.interval_level)
+    pools = suite_pool_checks(
+        suite,
+        X_train,
+        X_calib,
+        y_train,
+        settings.drift.interval_level,
+        settings.pool.edge_tail,
+        rate=settings.pool.flag_rate,
+    )
     X_test, y_test = rows(split.test)
     pred = suite.predict(X_test)
     own = {b: suite.estimators_[b].predict(X_test[b]) for b in suite.benchmarks_}

@@ -223,3 +223,21 @@ def test_a_task_takes_the_one_section_it_reads_and_settings_only_where_it_reads_
                      "suite_status"}, takes  # fmt: skip
     assert takes["build_matrix"] == {"paths": "PathsSection", "matrix": "MatrixSection"}
     assert takes["ingest"] == {"paths": "PathsSection", "sources": "SourcesSection"}
+
+
+def test_the_pool_section_reaches_the_split_and_the_published_pool_check(tmp_path):
+    """`[pool]`: when a benchmark trains, its held-out share, and the check's flag rate,
+    widening and top edge, as a refresh's fit writes them."""
+    from sparseeval.method.synthetic import make_synthetic
+    from sparseeval.pipeline.recipe import NotEnoughModels, fit_matrix, split_step
+    from tests.helpers import TINY
+
+    matrix = make_synthetic(80, 20, seed=3)
+    with pytest.raises(NotEnoughModels, match="80 models, needs at least 100 to train"):
+        split_step(matrix, Settings.of(), "arc")
+    s = Settings.of(home=tmp_path, **TINY, min_models=50, heldout_fraction=0.1, flag_rate=0.05,
+                    widen=2, edge_ramp=0)  # fmt: skip
+    assert split_step(matrix, s, "arc").sizes()["test"] == 8  # 10% of 80, not 20%
+    pool = fit_matrix(make_synthetic(300, 20, seed=3), s, "arc", lambda line: None).pool
+    assert (pool.rate, pool.widen) == (0.05, 2.0)
+    assert pool.top is not None and pool.top.full is None  # a ramp of 0: a step, no ramp

@@ -33,7 +33,7 @@ def test_settings_sections_name_the_cache_fields():
 
     assert MATRIX_FIELDS == ("max_missing_model_frac", "target")
     assert TRAINING_FIELDS[:3] == ("n_anchors", "init", "refine_steps")
-    assert TRAINING_FIELDS[-3:] == ("calibration", "stable_split", "seed")
+    assert TRAINING_FIELDS[-3:] == ("widen", "edge_tail", "edge_ramp")  # the pool section
     assert "drift_mae_points" not in TRAINING_FIELDS and "home" not in TRAINING_FIELDS
     assert fields_of("runner") == (
         "task_runner",
