@@ -247,6 +247,18 @@ def read_results(path: Path) -> dict | Refusal:
     return data
 
 
+def _readable(
+    files: list[tuple[Path, int]], broken: list[tuple[int, Refusal]]
+) -> Iterable[tuple[int, dict]]:
+    """(ref_no, data) of each results file that reads; each other's refusal goes to `broken`."""
+    for path, ref_no in files:
+        data = read_results(path)
+        if isinstance(data, Refusal):
+            broken.append((ref_no, data))
+        else:
+            yield ref_no, data
+
+
 def scores_frame(
     rows: Mapping[str, dict[str, Any]], model: str, broken: Iterable[tuple[int, Refusal]] = ()
 ) -> pl.DataFrame:
@@ -275,11 +287,7 @@ def v1_scores(files: list[tuple[Path, int]], model: str) -> pl.DataFrame:
     rows: dict[str, dict[str, Any]] = {}
     broken: list[tuple[int, Refusal]] = []
     definitions = {b.name: b.v1.definition for b in records() if b.v1}
-    for path, ref_no in files:
-        data = read_results(path)
-        if isinstance(data, Refusal):
-            broken.append((ref_no, data))
-            continue
+    for ref_no, data in _readable(files, broken):
         for bench, score in v1_file_scores(data).items():
             _entry(rows, bench, score, definitions[bench], ref_no)
     return scores_frame(rows, model, broken)
@@ -373,11 +381,7 @@ def v2_scores(
     rows: dict[str, dict[str, Any]] = {}
     broken: list[tuple[int, Refusal]] = []
     names = {b.name: b.v2.name for b in records() if b.v2}
-    for path, ref_no in files:
-        data = read_results(path)
-        if isinstance(data, Refusal):
-            broken.append((ref_no, data))
-            continue
+    for ref_no, data in _readable(files, broken):
         for bench, found in v2_file_scores(data["results"], choices).items():
             score, how = (found, "") if isinstance(found, Refusal) else found
             _entry(rows, bench, score, f"Open LLM Leaderboard v2 {names[bench]}: {how}", ref_no)
