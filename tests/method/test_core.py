@@ -333,8 +333,11 @@ def test_sparseeval_without_validation_models_is_a_clear_error(small):
 
 def test_estimator_defaults_are_the_pipeline_settings():
     defaults = inspect.signature(SparseEval).parameters
-    for name in [n for n in SparseEval._get_param_names() if hasattr(Settings.of(), n)]:
-        assert defaults[name].default == Settings.of().values()[name], name
+    settings = Settings.of().values()
+    shared = [n for n in SparseEval._get_param_names() if n in settings]
+    assert len(shared) >= 15, shared  # every selection and predictor knob
+    for name in shared:
+        assert defaults[name].default == settings[name], name
 
 
 def test_sparseeval_end_to_end_beats_random_mean(small):

@@ -133,7 +133,9 @@ def test_paper_and_from_config_still_work():
     est = SparseEval.from_config(settings.values(), n_anchors=9)
     params = est.get_params()
     assert params["n_anchors"] == 9
-    for name in {n for n in SparseEval._get_param_names() if hasattr(settings, n)} - {"n_anchors"}:
+    shared = {n for n in SparseEval._get_param_names() if n in settings.values()}
+    assert {"init", "proxy", "judge", "lr", "epochs", "seed", "device"} <= shared
+    for name in shared - {"n_anchors"}:
         assert params[name] == settings.values()[name], name
 
 
