@@ -34,10 +34,13 @@ def add_check_command(subparsers) -> None:
             --scores: CSV of model,score (percent or fractions), model,benchmark,score, or a
             leaderboard table with a column named after the benchmark.
             --responses: CSV of the models' answers, wide (a model column, one column per
-            item) or long (model,item,correct); without it, the answers stored in the local
-            store (SPARSEEVAL_HOME). Models the set was fit, calibrated or tested on (its
-            models.json) are refused and named; when no model is left to score (a set fit
-            on all your data saw every model), it says how to hold models out and exits 2.
+            item) or long (model,item,correct); or the models' own results: Inspect AI logs,
+            Every Eval Ever samples files, HELM run folders, or folders holding them (each
+            model named as its results name it, as the scores must); without it, the answers
+            stored in the local store (SPARSEEVAL_HOME). Models the set was fit, calibrated
+            or tested on (its models.json) are refused and named; when no model is left to
+            score (a set fit on all your data saw every model), it says how to hold models
+            out and exits 2.
 
             examples:
               sparseeval check --benchmark arc --scores new_scores.csv --responses new.csv
@@ -48,7 +51,12 @@ def add_check_command(subparsers) -> None:
     )
     add_anchor_set_args(p)
     p.add_argument("--scores", required=True, metavar="FILE.csv", help="reported scores")
-    p.add_argument("--responses", metavar="FILE.csv", help="answers table (wide or long)")
+    p.add_argument("--responses", nargs="+", metavar="PATH",
+                   help="answers table (wide or long CSV), or Inspect logs, EEE samples files,"
+                        " HELM runs, or folders of them")  # fmt: skip
+    p.add_argument("--ignore-hash-mismatch", action="store_true",
+                   help="score native results whose questions' content differs from the set's"
+                        " under the same ids (off: refused)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print a JSON object for machines")
     p.add_argument(
         "--extra-items",
@@ -61,7 +69,7 @@ def add_check_command(subparsers) -> None:
 
 def cmd_check(args) -> int:
     from sparseeval.consume.scales import mixed_scale_message
-    from sparseeval.consume.scoring.check import check_models, read_answers, read_scores
+    from sparseeval.consume.scoring.check import check_models, read_scores
     from sparseeval.consume.sets.anchorset import load_anchor_set
     from sparseeval.consume.sets.models import pool, read_models
 
@@ -70,7 +78,7 @@ def cmd_check(args) -> int:
     raw = [v * 100 if "percent" in scale else v for v in scores.values()]  # as the file has them
     if mixed := mixed_scale_message(f"{args.scores} ({aset.benchmark})", raw, list(scores)):
         raise UserError(mixed)
-    answers = read_answers(args.responses) if args.responses else _stored_answers(args, scores)
+    answers = _given_answers(args, aset) if args.responses else _stored_answers(args, scores)
     models = read_models(aset.folder)
     known = pool(models) if models is not None else None
     result = check_models(aset, answers, scores, known, extra_items=args.extra_items)
@@ -80,6 +88,22 @@ def cmd_check(args) -> int:
     else:
         print("\n".join(result.lines()))
     return 0 if result.n else 2  # nothing checked: the lines say why and what to do
+
+
+def _given_answers(args, aset) -> dict[str, dict]:
+    """{model: {item: answer}} of `--responses`: one CSV table, or models' native results."""
+    from sparseeval.consume.answers.responses import read_models_answers
+    from sparseeval.consume.scoring.check import read_answers
+
+    tables = [p for p in args.responses if p.lower().endswith(".csv")]
+    if tables and len(args.responses) > 1:
+        raise UserError("--responses takes one CSV table, or native results (logs, samples"
+                        f" files, runs), not both: {', '.join(tables)}")  # fmt: skip
+    if tables:
+        return read_answers(tables[0])
+    return read_models_answers(
+        args.responses, aset, {"ignore_hash_mismatch": args.ignore_hash_mismatch}
+    )
 
 
 def _stored_answers(args, scores: dict) -> dict[str, dict]:

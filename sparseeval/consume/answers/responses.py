@@ -186,6 +186,45 @@ def read_responses_files(
     return merged.values
 
 
+def read_models_answers(
+    paths: Iterable[str | Path], anchor_set: Any, options: Mapping | None = None
+) -> dict[str, dict[str, object]]:
+    """{model: {item: correct}} of several models' native results, for `check`: Inspect logs,
+    Every Eval Ever samples files and HELM run folders, given as files or as folders holding
+    them. Each model's logs, files or runs are read together as `predict` reads one model's
+    (`read_responses_files`: conflicts and other questions under the set's ids refused)."""
+    by_model: dict[str, list[Path]] = {}
+    for path in map(Path, paths):
+        units = list(_native_units(path))
+        if not units:
+            raise ResponsesError(
+                f"{printable(path)}: no Inspect log, Every Eval Ever samples file or HELM run"
+                " in it (a table of answers is a .csv)"
+            )
+        for unit, model in units:
+            by_model.setdefault(model, []).append(unit)
+    return {m: read_responses_files(units, anchor_set, options) for m, units in by_model.items()}
+
+
+def _native_units(path: Path) -> Iterator[tuple[Path, str]]:
+    """(file or run folder, its model) of the native results at `path`."""
+    from sparseeval.consume.answers.eee_answers import is_eee_samples, read_records
+    from sparseeval.consume.answers.helm_answers import is_helm_run, read_spec, run_folders
+    from sparseeval.consume.answers.inspect_answers import is_inspect_log, read_log
+
+    if not path.exists():
+        raise ResponsesError(f"{printable(path)}: no such file or folder")
+    if is_helm_run(path):
+        yield from ((run, read_spec(run).model) for run in run_folders(path))
+        return
+    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if is_eee_samples(f):
+            yield f, next((r.model for r in read_records(f)), "")
+        elif is_inspect_log(f):
+            yield f, read_log(f, samples=False).model
+
+
 def none_of_message(n: int, yours: Sequence[str], anchors: Sequence[str]) -> str:
     """The line for `n` answers (ids e.g. `yours`) of which none is one of `anchors`."""
     mine = ", ".join(printable(i) for i in yours[:3])
@@ -454,6 +493,7 @@ __all__ = [
     "item_id",
     "none_of_message",
     "printable",
+    "read_models_answers",
     "read_responses_files",
     "sign",
 ]
