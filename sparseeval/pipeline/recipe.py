@@ -83,7 +83,7 @@ def matrix_step(
     `artifacts/matrix/{benchmark}.{fingerprint}.npz` (the benchmark's own: two benchmarks with
     the same answers may differ in their items' identity).
 
-    paths, matrix: those sections of the settings (`Settings.section`).
+    paths, matrix: those sections of the settings (`settings.paths`, `settings.matrix`).
 
     store_state: the benchmark's signature (`benchmark_states`); with it the matrix is
     looked up first under its key (`artifacts/matrix/{key}.json`, pointing at the npz) and
