@@ -18,6 +18,7 @@ import pytest
 from sparseeval.cli import main
 from sparseeval.consume.answers.responses import ResponsesError, read_models_answers
 from sparseeval.method.synthetic import make_synthetic
+from tests.consume.test_helm_answers import fit_on_the_first_160
 from tests.pipeline.test_eee_source import BENCH, write_eee
 from tests.pipeline.test_helm_source import write_run
 
@@ -57,14 +58,7 @@ def test_each_models_results_are_its_answers(tmp_path):
 def test_check_on_helm_runs_reports_as_on_the_same_answers_as_a_table(tmp_path, capsys):
     """A set fit on 160 models (`fit --out`); 20 new models' HELM runs (a release folder)
     against the same answers as a long CSV: the same report."""
-    m = make_synthetic(180, 30, seed=5)
-    items = [f"philosophy:id{j}" for j in range(30)]
-    wide = tmp_path / "wide.csv"
-    rows = [",".join([mid, *(str(int(v > 0)) for v in m.values[i])])
-            for i, mid in enumerate(m.model_ids[:160])]  # fmt: skip
-    wide.write_text("\n".join([",".join(["model", *items]), *rows]) + "\n")
-    assert main(["fit", str(wide), "--anchors", "8", "--out", str(tmp_path / "fit"),
-                 "--benchmark", "mmlu", "--quiet"]) == 0  # fmt: skip
+    m = fit_on_the_first_160(tmp_path, make_synthetic(180, 30, seed=5))
     release, long, scores = tmp_path / "runs" / "v1", ["model,item,correct"], ["model,score"]
     for i in range(160, 180):
         model = f"org/{m.model_ids[i]}"

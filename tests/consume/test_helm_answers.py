@@ -76,19 +76,25 @@ def test_a_run_still_running_is_said(tmp_path):
         read_responses_files([run], SET)
 
 
-def test_predict_from_a_helm_run_folder_gives_the_estimate_of_the_same_answers_as_csv(
-    tmp_path, capsys
-):
-    """A set fit on 160 models (`fit --out`), then a new model's HELM run folder and the same
-    answers as a CSV: one estimate."""
-    m = make_synthetic(161, 30, seed=2)
-    items = [f"philosophy:id{j}" for j in range(30)]
+def fit_on_the_first_160(tmp_path, m):
+    """`fit --out tmp_path/fit` (benchmark mmlu, 8 anchors) on the first 160 models of `m`,
+    its items named as HELM's MMLU philosophy instances (`philosophy:id{j}`); `m`."""
+    items = [f"philosophy:id{j}" for j in range(m.values.shape[1])]
     wide = tmp_path / "wide.csv"
     rows = [",".join([mid, *(str(int(v > 0)) for v in m.values[i])])
             for i, mid in enumerate(m.model_ids[:160])]  # fmt: skip
     wide.write_text("\n".join([",".join(["model", *items]), *rows]) + "\n")
     assert main(["fit", str(wide), "--anchors", "8", "--out", str(tmp_path / "fit"),
                  "--benchmark", "mmlu", "--quiet"]) == 0  # fmt: skip
+    return m
+
+
+def test_predict_from_a_helm_run_folder_gives_the_estimate_of_the_same_answers_as_csv(
+    tmp_path, capsys
+):
+    """A set fit on 160 models (`fit --out`), then a new model's HELM run folder and the same
+    answers as a CSV: one estimate."""
+    m = fit_on_the_first_160(tmp_path, make_synthetic(161, 30, seed=2))
     new = {f"id{j}": float(m.values[160, j] > 0) for j in range(30)}
     run = write_run(tmp_path / "new", "org/new-model", "philosophy", new)
     csv = tmp_path / "new.csv"
