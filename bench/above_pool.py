@@ -9,10 +9,13 @@ the anchors' share of the items); each
 held-out model is then scored from its anchor answers alone (`AnchorSet.predict`, what
 `sparseeval check` does). Prints, per group: 90% coverage, mean width, MAE, mean signed
 error, how many were flagged, missed, and missed without a flag, and how many sat where
-the anchors stop telling (saturated). Then monotonicity: over every single-anchor flip
-(wrong -> right) of 1,000 models of the benchmark, how many lowered the estimate or either
-end of the interval (`AnchorSet.predict_matrix` and `intervals`, the same interval), and
-what every anchor right gets (estimate, interval, flagged) against the best training score.
+the anchors stop telling (saturated), and of the misses not flagged, how many no reading of
+the table's items could place (`beyond_own_answers`: a reported score above every pool model's
+whose accuracy on all the table's items is within a point of its own). Then monotonicity:
+over every single-anchor flip (wrong -> right) of 1,000 models of the benchmark, how many
+lowered the estimate or either end of the interval (`AnchorSet.predict_matrix` and
+`intervals`, the same interval), and what every anchor right gets (estimate, interval,
+flagged) against the best training score.
 
     cd bench && nice python above_pool.py --cache /tmp/above-pool   # all five, ~15 min
     nice python bench/above_pool.py --data arc --groups strongest
@@ -89,6 +92,7 @@ def group_row(aset, matrix, test: np.ndarray) -> dict:
     covered = (true >= low - 1e-12) & (true <= high + 1e-12)
     flagged = np.array([bool(e.flags) for e in est])
     saturated = np.array([bool(getattr(e, "saturated", "")) for e in est])
+    unexplained = beyond_own_answers(matrix, test)
     span = lambda a: f"{100 * a.min():.1f}-{100 * a.max():.1f}"  # noqa: E731
     return {
         "n": len(test),
@@ -99,10 +103,24 @@ def group_row(aset, matrix, test: np.ndarray) -> dict:
         "flagged": int(flagged.sum()),
         "missed": int((~covered).sum()),
         "missed_unflagged": int((~covered & ~flagged).sum()),
+        "unexplained": int((~covered & ~flagged & unexplained).sum()),
         "saturated": int(saturated.sum()),
         "truth": span(true),
         "estimates": span(value),
     }
+
+
+def beyond_own_answers(matrix, test: np.ndarray, near: float = 0.01) -> np.ndarray:
+    """Per held-out model, whether its reported score lies above that of every other model
+    whose accuracy on all the table's items is within `near` of its own (or none is): a score
+    its own answers do not explain, which no reader of these items could estimate."""
+    mean = (matrix.values > 0).mean(1)
+    pool = np.setdiff1d(np.arange(len(matrix.y)), test)
+    out = []
+    for i in test:
+        like = np.abs(mean[pool] - mean[i]) <= near
+        out.append(not like.any() or matrix.y[i] > matrix.y[pool][like].max())
+    return np.array(out, dtype=bool)
 
 
 def flips(aset, matrix) -> dict:
@@ -142,14 +160,16 @@ def flips(aset, matrix) -> dict:
 def table(rows: list[dict], mono: list[dict]) -> str:
     out = [
         "| data | held out | models | truth | estimates | 90% coverage | mean width (pts) "
-        "| MAE (pts) | signed (pts) | flagged | missed | missed, not flagged | saturated |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| MAE (pts) | signed (pts) | flagged | missed | missed, not flagged "
+        "| of those, beyond its own answers | saturated |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['data']} | {r['group']} | {r['n']} | {r['truth']} | {r['estimates']} "
             f"| {r['coverage']:.1%} | {r['width']:.2f} | {r['mae']:.2f} | {r['signed']:+.2f} "
-            f"| {r['flagged']} | {r['missed']} | {r['missed_unflagged']} | {r['saturated']} |"
+            f"| {r['flagged']} | {r['missed']} | {r['missed_unflagged']} | {r['unexplained']} "
+            f"| {r['saturated']} |"
         )
     out += [
         "",

@@ -105,18 +105,18 @@ def estimator_pool_check(
         return check
     refit = fit_reader or est.fit_reader
     fit = lambda X, y: refit(X, y).predict  # noqa: E731
-    check = with_edge(check, fit, Xt[:, est.anchors_], y_train, pred, level, edge_tail,
-                      ramp=edge_ramp)  # fmt: skip
-    return with_saturation(check, est.predict_anchors, len(est.anchors_), y_train, pred)
+    XA = Xt[:, est.anchors_]
+    check = with_edge(check, fit, XA, y_train, pred, level, edge_tail, ramp=edge_ramp)
+    return with_saturation(check, est.predict_anchors, XA, y_train, pred)
 
 
-def with_saturation(check: PoolCheck, read: Callable, k: int, y, pred) -> PoolCheck:
-    """`check` with the `Saturation` of a reader `read` of `k` anchors whose training
-    targets are `y` and estimates `pred`."""
-    return replace(check, saturation=fit_saturation(read, k, y, pred))
+def with_saturation(check: PoolCheck, read: Callable, XA, y, pred) -> PoolCheck:
+    """`check` with the `Saturation` of a reader `read` of the anchors whose training
+    answers are `XA` (models x anchors, +-1), targets `y` and estimates `pred`."""
+    return replace(check, saturation=fit_saturation(read, np.shape(XA)[1], y, pred, XA))
 
 
-def fit_saturation(read: Callable, k: int, y, pred=None) -> Saturation | None:
+def fit_saturation(read: Callable, k: int, y, pred=None, XA=None) -> Saturation | None:
     """Where `read` (+-1 sheets of `k` anchors -> estimates) stops telling models apart.
 
     `top`: the lower of the median estimate of the k sheets with every anchor right but one
@@ -131,7 +131,10 @@ def fit_saturation(read: Callable, k: int, y, pred=None) -> Saturation | None:
     sheets with every anchor wrong but one; every anchor wrong (`trough`) opens the lower
     end to the worst training score (`floor`). No zone from the pool's weakest models, as
     no bottom edge: next models are stronger (opened to 0 there, ARC's random models' mean
-    width rose by half as much again). None for k < 2."""
+    width rose by half as much again). With the training answers `XA` (+-1, graded
+    2*score - 1), `rates`: the share of each anchor the pool's strongest models get right
+    (`_strongest`; +1/2 right of one more model, so no rate is 0 or 1), the profile
+    `PoolCheck.like_top` compares a model's answers with. None for k < 2."""
     if k < 2:
         return None
     eye, one = np.eye(k, dtype=np.float32), np.ones((1, k), dtype=np.float32)
@@ -141,16 +144,25 @@ def fit_saturation(read: Callable, k: int, y, pred=None) -> Saturation | None:
     if pred is not None:
         top = min(top, _reach(np.asarray(pred, dtype=np.float64), y, SATURATION_QUANTILE))
     best, worst = float(np.max(y)), float(np.min(y))
+    rates = None
+    if XA is not None:
+        right = (np.asarray(XA, dtype=np.float64)[_strongest(y)] + 1) / 2
+        rates = tuple(map(float, (right.sum(0) + 0.5) / (len(right) + 1)))
     return Saturation(top=top, peak=top, bottom=float(np.median(est[k + 2 :])),
                       trough=float(est[k + 1]), ceiling=1.0, floor=worst, best=best,
-                      worst=worst)  # fmt: skip
+                      worst=worst, rates=rates)  # fmt: skip
+
+
+def _strongest(y: np.ndarray) -> np.ndarray:
+    """The pool's strongest models by target `y`: the SATURATION_SHARE of highest target, at
+    least MIN_TAIL, ties included (a mask)."""
+    n = min(len(y), max(MIN_TAIL, int(np.ceil(SATURATION_SHARE * len(y)))))
+    return y >= np.sort(y)[-n]
 
 
 def _reach(pred: np.ndarray, y: np.ndarray, q: float) -> float:
-    """The `q` quantile of the estimates `pred` of the pool's strongest models by `y`: the
-    SATURATION_SHARE of highest target, at least MIN_TAIL, ties included."""
-    n = min(len(y), max(MIN_TAIL, int(np.ceil(SATURATION_SHARE * len(y)))))
-    return float(np.quantile(pred[y >= np.sort(y)[-n]], q))
+    """The `q` quantile of the estimates `pred` of the pool's strongest models (`_strongest`)."""
+    return float(np.quantile(pred[_strongest(y)], q))
 
 
 def once(fit: Callable) -> Callable:
@@ -264,7 +276,7 @@ def suite_pool_checks(
         check = with_edge(check, suite.refit_average, XA, Y.mean(1), pred["average"], level,
                           edge_tail, fit_y=Y, ramp=SUITE_RAMP)  # fmt: skip
         read = lambda X: np.mean([suite.readers_[b].predict(X) for b in suite.benchmarks_], 0)  # noqa: E731
-        return with_saturation(check, read, XA.shape[1], Y.mean(1), pred["average"])
+        return with_saturation(check, read, XA, Y.mean(1), pred["average"])
 
     def benchmark(b: str) -> tuple[PoolCheck, PoolCheck]:
         est = suite.estimators_[b]
@@ -275,7 +287,7 @@ def suite_pool_checks(
         if y:
             fit = lambda X, t: suite.refit_reader(b, X, t, own_reader)  # noqa: E731
             joint = with_edge(joint, fit, XA, y[b], pred[b], level, edge_tail, ramp=SUITE_RAMP)
-            joint = with_saturation(joint, suite.readers_[b].predict, XA.shape[1], y[b], pred[b])
+            joint = with_saturation(joint, suite.readers_[b].predict, XA, y[b], pred[b])
         return own, joint
 
     tasks = [average] + [partial(benchmark, b) for b in suite.benchmarks_]

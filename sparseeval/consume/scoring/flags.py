@@ -14,14 +14,17 @@ deserves less trust than the interval's calibration models':
   the training and calibration models (about `rate` of models like the pool are flagged).
 
 * `saturation` (`Saturation`): an estimate the pool's strongest models also get, or every
-  anchor right (wrong) but one: at the top (bottom) of what these anchors can tell.
+  anchor right (wrong) but one: at the top (bottom) of what these anchors can tell; and,
+  whatever the estimate, answers as likely from the pool's strongest models as from a model
+  of its estimate (`PoolCheck.like_top`): a model that may be stronger than it is read.
 
 An estimate beyond the range gets its half-width times `widen` on the outer side (the factor
 measured on held-out groups of real models, `bench/newcomers.py --cache`); a saturated estimate
 opens the upper end to the scale's top (every anchor wrong: the lower to the worst score).
-An unlikely answer pattern is said, not widened: the interval's ends are non-decreasing
-functions of the estimate (`monotone_ends`), so that with a monotone reader no answer turned
-right lowers either end, and a widening that comes and goes with single answers would break that.
+An unlikely answer pattern, or one like the pool's strongest models', is said, not widened:
+the interval's ends are non-decreasing functions of the estimate (`monotone_ends`), so that
+with a monotone reader no answer turned right lowers either end, and a widening that comes
+and goes with single answers would break that.
 
 The top edge (`Edge`, key `edges`; sets without it widen nothing here): a predictor shrinks
 toward the middle of its pool, so a model stronger than every training model gets an estimate
@@ -72,6 +75,20 @@ def logit(p) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
+def _curves(values, a, b) -> np.ndarray:
+    """P(right) per model (rows, at its estimate) and anchor under the curves (a, b)."""
+    eta = np.asarray(a)[None, :] + np.asarray(b)[None, :] * logit(np.atleast_1d(values))[:, None]
+    return np.clip(np.exp(-np.logaddexp(0.0, -eta)), CLIP, 1 - CLIP)
+
+
+def _loglik(X, p) -> np.ndarray:
+    """Per row of X (+-1 answers, graded 2*score - 1, NaN = not answered), the log-likelihood
+    of its answered anchors under P(right) = p (clipped as the curves are)."""
+    p = np.clip(p, CLIP, 1 - CLIP)
+    score = (X + 1) / 2
+    return np.where(np.isnan(X), 0.0, score * np.log(p) + (1 - score) * np.log1p(-p)).sum(1)
+
+
 def person_fit(X, values, a, b) -> np.ndarray:
     """l_z of each row of a +-1 answer matrix (NaN = not answered) given its estimates.
 
@@ -81,15 +98,11 @@ def person_fit(X, values, a, b) -> np.ndarray:
     log-likelihood, get 0.
     """
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    z = logit(np.atleast_1d(values))[:, None]
-    eta = np.asarray(a)[None, :] + np.asarray(b)[None, :] * z
-    p = np.clip(np.exp(-np.logaddexp(0.0, -eta)), CLIP, 1 - CLIP)
+    p = _curves(values, a, b)
     log_p, log_q, seen = np.log(p), np.log1p(-p), ~np.isnan(X)
-    score = (X + 1) / 2  # 0 or 1 for a binary answer
-    observed = score * log_p + (1 - score) * log_q
     expected = p * log_p + (1 - p) * log_q
     variance = p * (1 - p) * (log_p - log_q) ** 2
-    num = np.where(seen, observed - expected, 0.0).sum(1)
+    num = _loglik(X, p) - np.where(seen, expected, 0.0).sum(1)
     var = np.where(seen, variance, 0.0).sum(1)
     return np.where(var > 0, num / np.sqrt(np.maximum(var, 1e-300)), 0.0)
 
@@ -136,7 +149,9 @@ class Saturation:
     from `method.pool.fit_saturation`: the zone's start and the scale's top; older sets:
     every anchor right and the best training score). `bottom`: every anchor wrong but one;
     at `trough` (every anchor wrong) the lower end opens to `floor`, the worst training
-    score. Sets without it flag and open nothing."""
+    score. `rates`: the share of the pool's strongest models right on each anchor, the
+    profile of `PoolCheck.like_top` (None in sets before it). Sets without it flag and open
+    nothing."""
 
     top: float
     peak: float
@@ -146,6 +161,7 @@ class Saturation:
     floor: float
     best: float  # the best and worst training scores
     worst: float
+    rates: tuple[float, ...] | None = None
 
     def at_top(self, values) -> np.ndarray:
         return np.asarray(values, dtype=np.float64) >= self.top - TOL
@@ -159,9 +175,16 @@ class Saturation:
         high = np.where(v >= self.peak - TOL, np.maximum(high, self.ceiling), high)
         return np.where(v <= self.trough + TOL, np.minimum(low, self.floor), low), high
 
-    def reason(self, value: float) -> str | None:
-        """The line saying the model sits where the anchors stop telling, or None."""
+    def reason(self, value: float, like_top: bool = False) -> str | None:
+        """The line saying the model sits where the anchors stop telling, or None;
+        `like_top`: its answers are as likely from the pool's strongest models as from a model
+        of its estimate (`PoolCheck.like_top`), said where the estimate is below the zone."""
         pct = lambda a: f"{100 * a:.1f}%"  # noqa: E731
+        if like_top and not self.at_top(value):
+            return (f"{SATURATED_TOP}: its answers on the anchors are as likely from the pool's"
+                    f" strongest models (scores up to {pct(self.best)}) as from a model of its"
+                    " estimate; it may be stronger than the estimate and its interval say. More"
+                    " items, or a set fit on stronger models, would tell")  # fmt: skip
         if self.at_top(value):
             opens = (f"; the upper end opens to {pct(self.ceiling)}" if value >= self.peak - TOL
                      else "")  # fmt: skip
@@ -178,11 +201,14 @@ class Saturation:
         return None
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in _SATURATION_KEYS}
+        rates = {} if self.rates is None else {"rates": list(self.rates)}
+        return {k: getattr(self, k) for k in _SATURATION_KEYS} | rates
 
     @classmethod
     def from_dict(cls, d: dict) -> Saturation:
-        return cls(**{k: float(d[k]) for k in _SATURATION_KEYS})
+        rates = d.get("rates")
+        return cls(**{k: float(d[k]) for k in _SATURATION_KEYS},
+                   rates=None if rates is None else tuple(map(float, rates)))  # fmt: skip
 
 
 _SATURATION_KEYS = ("top", "peak", "bottom", "trough", "ceiling", "floor", "best", "worst")
@@ -207,6 +233,18 @@ class PoolCheck:
     def lz(self, X, values) -> np.ndarray:
         """Person-fit l_z of each row of X (models x anchors, +-1, NaN = not answered)."""
         return person_fit(X, values, self.a, self.b)
+
+    def like_top(self, X, values) -> np.ndarray:
+        """Per row of X (+-1, NaN = not answered): its answers at least as likely under the
+        pool's strongest models' right rates (`Saturation.rates`) as under the curves at its
+        own estimate: an answer pattern the pool's top models share, whatever the estimate
+        (all False in sets without the rates)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        sat = self.saturation
+        if sat is None or sat.rates is None:
+            return np.zeros(len(X), dtype=bool)
+        top = _loglik(X, np.asarray(sat.rates)[None, :])
+        return top >= _loglik(X, _curves(values, self.a, self.b))
 
     def out_of_range(self, values) -> np.ndarray:
         v = np.asarray(values, dtype=np.float64)
@@ -248,7 +286,10 @@ class PoolCheck:
                 f"estimate {100 * value:.1f}% is {side} the range of the training models'"
                 f" own estimates ({100 * self.low:.1f}-{100 * self.high:.1f}%)"
             )
-        said = None if self.saturation is None else self.saturation.reason(value)
+        said = None
+        if self.saturation is not None:
+            like = bool(self.like_top(np.asarray(x, dtype=np.float64)[None, :], [value])[0])
+            said = self.saturation.reason(value, like)
         out += [] if said is None else [said]
         lz = float(self.lz(np.asarray(x, dtype=np.float64)[None, :], [value])[0])
         if lz < self.threshold:

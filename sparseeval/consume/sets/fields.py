@@ -212,7 +212,11 @@ EDGE = table({"start": number(), "down": number(0), "up": number(0), "n_models":
                "near": number(0), "full": number()},
               ("start", "down", "up"), rule=_ramp)  # fmt: skip
 _SATURATION = ("top", "peak", "bottom", "trough", "ceiling", "floor", "best", "worst")
-SATURATION = table({k: number(0, 1) for k in _SATURATION}, _SATURATION)  # flags.Saturation
+SATURATION = table(
+    {k: number(0, 1) for k in _SATURATION}  # flags.Saturation
+    | {"rates": listing(number(0, 1), length="items")},
+    _SATURATION,
+)
 POOL_CHECK = table(
     {"method": text(), "low": number(), "high": number(), "margin": number(0),
      "a": listing(number(), length="items"), "b": listing(number(), length="items"),
