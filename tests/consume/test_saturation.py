@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from sparseeval.cli import main
-from sparseeval.consume.scoring.flags import SATURATED_BOTTOM, SATURATED_TOP, Saturation
+from sparseeval.consume.scoring.flags import (
+    SATURATED_BOTTOM,
+    SATURATED_TOP,
+    PoolCheck,
+    Saturation,
+    interval_of,
+)
 from sparseeval.consume.sets.anchorset import load_anchor_set
 from sparseeval.consume.sets.models import read_models
 from sparseeval.method.pool import fit_saturation
@@ -54,6 +60,7 @@ def test_every_anchor_right_is_flagged_and_opens_above_the_best_training_score(f
     assert "upper end opens to" in line
     assert "More items, or a set fit on stronger models, would narrow it" in line
     assert top.high == 1.0  # nothing in the pool bounds a model stronger than its best
+    assert len(sat.rates) == len(aset.items) and all(0 < r < 1 for r in sat.rates)
     assert top.to_dict()["saturated"] == "top"
     bottom = aset.predict([0] * len(aset.items))
     assert bottom.saturated == "bottom" and bottom.low <= sat.worst
@@ -136,3 +143,40 @@ def test_check_on_a_full_width_table_scores_the_anchors_unless_asked(fitted, cap
     extra = strict(capsys.readouterr().out)
     assert extra["scored_from"] == "anchors+extra" and extra["mae"] < 1e-6
     assert extra["coverage"] == 1.0  # zero-width intervals at the truth count as covered
+
+
+def _check_with_rates(rates) -> PoolCheck:
+    """Six anchors: three easy for every model (a = 2), three hard below the top (a = -1);
+    the pool's strongest models right on the hard ones too (`rates`, or None: an older set)."""
+    sat = Saturation(top=0.9, peak=0.9, bottom=0.1, trough=0.0, ceiling=1.0, floor=0.1,
+                     best=0.95, worst=0.1, rates=rates)  # fmt: skip
+    return PoolCheck(low=0.05, high=0.95, margin=0.0, a=(2.0,) * 3 + (-1.0,) * 3, b=(1.0,) * 6,
+                     threshold=-3.0, rate=0.02, widen=3.0, saturation=sat)  # fmt: skip
+
+
+def test_an_answer_pattern_the_pools_strongest_share_is_flagged_below_the_zone():
+    """Metabench MMLU's strongest held-out model (87.5) answered 46 of 50 anchors right and was
+    read 72.6, below the zone; its answers were likelier under the pool's top 0.5%'s right
+    rates than at its own estimate (`bench/above_pool.py`): it is flagged, not widened."""
+    check = _check_with_rates((0.95, 0.95, 0.6, 0.9, 0.9, 0.9))
+    middle, strong = [1, 1, 1, -1, -1, -1], [1, 1, -1, 1, 1, 1]  # hard anchors right
+    assert check.like_top(np.array([middle, strong], float), [0.5, 0.6]).tolist() == [False, True]
+    (line,) = check.reasons(strong, 0.6)
+    assert line.startswith(SATURATED_TOP) and "as likely from the pool's strongest" in line
+    assert "More items, or a set fit on stronger models, would tell" in line
+    assert check.reasons(middle, 0.5) == ()
+    # said, not widened: the interval follows the estimate alone, with or without the rates
+    older = _check_with_rates(None)
+    assert older.reasons(strong, 0.6) == () and not older.like_top([strong], [0.6]).any()
+
+    class Flat:  # a conformal interval of +-0.02 everywhere
+        edges = ()
+
+        def halfwidths(self, v):
+            return np.full(np.shape(v), 0.02)
+
+    conformal = Flat()
+    assert np.array_equal(interval_of(check, conformal, [0.6])[1],
+                          interval_of(older, conformal, [0.6])[1])  # fmt: skip
+    sat = Saturation.from_dict(json.loads(json.dumps(check.saturation.to_dict())))
+    assert sat == check.saturation and PoolCheck.from_dict(check.to_dict()) == check
