@@ -180,3 +180,16 @@ def test_an_answer_pattern_the_pools_strongest_share_is_flagged_below_the_zone()
                           interval_of(older, conformal, [0.6])[1])  # fmt: skip
     sat = Saturation.from_dict(json.loads(json.dumps(check.saturation.to_dict())))
     assert sat == check.saturation and PoolCheck.from_dict(check.to_dict()) == check
+
+
+def test_checks_flag_line_has_no_nan_when_every_model_was_flagged():
+    from sparseeval.consume.scoring.check import CheckResult
+
+    every = CheckResult("mmlu", 1, 0.9, n=10, mae=0.1, coverage=0.9, bias=-0.1, n_flagged=10,
+                        n_saturated=10, coverage_flagged=0.9)  # fmt: skip
+    line = next(x for x in every.lines() if x.startswith("flagged"))
+    assert line.endswith("coverage of the flagged 90.0% (every model was flagged)")
+    some = CheckResult("mmlu", 1, 0.9, n=10, mae=0.1, coverage=0.9, bias=-0.1, n_flagged=4,
+                       coverage_flagged=0.75, coverage_others=1.0)  # fmt: skip
+    assert "nan" not in " ".join(some.lines() + every.lines())
+    assert "of the flagged 75.0%, of the others 100.0%" in " ".join(some.lines())

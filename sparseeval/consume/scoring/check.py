@@ -162,8 +162,9 @@ class CheckResult:
         flagged += f" range, {self.n_pattern} by answer pattern, {self.n_saturated} at the top"
         flagged += " or bottom of what these anchors can tell (one model may have several)"
         if self.n_flagged:
-            flagged += (f"; coverage of the flagged {self.coverage_flagged:.1%},"
-                        f" of the others {self.coverage_others:.1%}")  # fmt: skip
+            flagged += f"; coverage of the flagged {self.coverage_flagged:.1%}"
+            flagged += (f", of the others {self.coverage_others:.1%}" if self.n_flagged < self.n
+                        else " (every model was flagged)")  # fmt: skip
         out.append(flagged)
         out.append(f"missed {self.n_missed} (reported score outside the interval), of them"
                    f" flagged {self.n_missed_flagged}, not flagged"
