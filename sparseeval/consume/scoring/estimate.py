@@ -45,7 +45,9 @@ class Estimate:
     @property
     def saturated(self) -> str:
         """The side, "top" or "bottom", where the model sits where the anchors stop telling
-        models apart (its interval is opened there; the flag says what would narrow it)."""
+        models apart: its estimate in the zone (its interval opened there), or, at the top,
+        answers like the pool's strongest models' (said, not opened); the flag says what
+        would narrow it."""
         for side in ("top", "bottom"):
             if any(f.startswith(f"at the {side} of what these anchors can tell") for f in
                    self.flags):  # fmt: skip
