@@ -115,6 +115,7 @@ def group_row(aset, matrix, test: np.ndarray) -> dict:
         "missed": int((~covered).sum()),
         "missed_unflagged": int((~covered & ~flagged).sum()),
         "unexplained": int((~covered & ~flagged & unexplained).sum()),
+        "all_items_missed": int(unexplained.sum()),
         "saturated": int(saturated.sum()),
         "truth": span(true),
         "estimates": span(value),
@@ -174,15 +175,16 @@ def table(rows: list[dict], mono: list[dict]) -> str:
     out = [
         "| data | held out | models | truth | estimates | 90% coverage | mean width (pts) "
         "| MAE (pts) | signed (pts) | flagged | missed | missed, not flagged "
-        "| of those, missed by a reader of every item | saturated |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| of those, missed by a reader of every item | saturated "
+        "| a reader of every item: missed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['data']} | {r['group']} | {r['n']} | {r['truth']} | {r['estimates']} "
             f"| {r['coverage']:.1%} | {r['width']:.2f} | {r['mae']:.2f} | {r['signed']:+.2f} "
             f"| {r['flagged']} | {r['missed']} | {r['missed_unflagged']} | {r['unexplained']} "
-            f"| {r['saturated']} |"
+            f"| {r['saturated']} | {r['all_items_missed']} |"
         )
     out += [
         "",
