@@ -249,10 +249,20 @@ def _quantile(scores: np.ndarray, level: float) -> float:
     return float(np.max(scores)) if not np.isfinite(q) else q
 
 
+TEST_FLAGS = ("test_flag_range", "test_flag_pattern", "test_flag_saturated")
+
+
 def test_flags(check: PoolCheck, X_anchors, pred) -> dict[str, np.ndarray]:
-    """Per test model, flagged by range and by answer pattern (the report's flag rates)."""
-    return {"test_flag_range": check.out_of_range(pred),
-            "test_flag_pattern": check.lz(X_anchors, pred) < check.threshold}  # fmt: skip
+    """Per test model (the keys TEST_FLAGS; the report's flag rates): flagged by range, by
+    answer pattern, and where the anchors stop telling (the saturated zone at either end, or
+    answers like the pool's strongest models', `PoolCheck.like_top`)."""
+    sat = check.saturation
+    saturated = np.zeros(np.shape(pred), dtype=bool)
+    if sat is not None:
+        saturated = sat.at_top(pred) | sat.at_bottom(pred) | check.like_top(X_anchors, pred)
+    return dict(zip(TEST_FLAGS, (check.out_of_range(pred),
+                                 check.lz(X_anchors, pred) < check.threshold, saturated),
+                    strict=True))  # fmt: skip
 
 
 def suite_pool_checks(
@@ -311,6 +321,7 @@ __all__ = [
     "STEP",
     "SUITE_RAMP",
     "SUITE_WIDEN",
+    "TEST_FLAGS",
     "estimator_pool_check",
     "far_up",
     "fit_edge",

@@ -27,6 +27,7 @@ from sparseeval.consume.hashing import fingerprint
 from sparseeval.consume.scoring.next_items import CURVES_DIR, ItemCurves
 from sparseeval.method import metrics
 from sparseeval.method.matrix import ResponseMatrix
+from sparseeval.method.pool import TEST_FLAGS
 from sparseeval.method.splits import Split, calibration_split, model_count, split_models
 from sparseeval.pipeline import artifacts
 from sparseeval.pipeline.artifacts import (
@@ -44,7 +45,7 @@ from sparseeval.pipeline.settings import MatrixSection, PathsSection, Settings
 
 log = logging.getLogger("sparseeval.pipeline.recipe")
 EVALUATION_FILE = "evaluation.npz"
-FLAG_ARRAYS = ("test_flag_range", "test_flag_pattern")  # per test model, in EVALUATION_FILE
+FLAG_ARRAYS = TEST_FLAGS  # per test model, in EVALUATION_FILE (`method.pool.test_flags`)
 POOL_FILE = "pool_check.json"  # consume.scoring.flags.PoolCheck of the fit (absent in older fits)
 FIT_FILES = ("summary.json", EVALUATION_FILE, POOL_FILE)  # and the model files
 

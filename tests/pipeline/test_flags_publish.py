@@ -33,12 +33,14 @@ def test_fit_saves_the_pool_check_and_the_candidate_publishes_it(tmp_path):
     assert manifest[KEY] == saved
     # the report lists the flag rates of the test models, counted from the fit's own flags
     evaluation = load_evaluation(fit.model_dir)
-    flagged = int((evaluation["test_flag_range"] | evaluation["test_flag_pattern"]).sum())
+    flagged = int((evaluation["test_flag_range"] | evaluation["test_flag_pattern"]
+                   | evaluation["test_flag_saturated"]).sum())  # fmt: skip
     n = fit.split_sizes["test"]
     report = (Path(cand.path) / "report.md").read_text()
     assert f"{flagged} of {n} test models" in report and "unlike the training pool" in report
     flags = json.loads((Path(cand.path) / "metrics.json").read_text())["flags"]
     assert flags["flagged"] == flagged and flags["n_test"] == n and flags["widen"] == 3.0
+    assert flags["saturated"] == int(evaluation["test_flag_saturated"].sum())
     (Path(fit.model_dir) / POOL_FILE).unlink()  # a fit saved before there were checks
     assert pool_check_of(fit) is None
 

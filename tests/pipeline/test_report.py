@@ -137,3 +137,10 @@ def test_flag_rates_count_both_reasons_and_cover_flagged_models_with_the_wider_i
     assert text.startswith("2 of 4 test models (50.0%) were flagged")
     assert "3x as wide on the outer side" in text
     assert flag_summary(conf, None, inputs) is None and flag_blocks(None, 0.9) == []
+    assert s["saturated"] is None and "what these anchors can tell" not in text  # older fits
+    # saturated models (the zone, or answers like the strongest's) count as flagged too
+    saturated = flag_summary(conf, pool, inputs | {"test_flag_saturated": [0, 0, 1, 1]})
+    assert (saturated["flagged"], saturated["saturated"]) == (3, 2)
+    said = flag_blocks(saturated, 0.9)[1][1]
+    assert said.startswith("3 of 4 test models (75.0%) were flagged")
+    assert "2 at the top or bottom of what these anchors can tell" in said
