@@ -34,8 +34,30 @@ def fit_curves(X, item_ids: Sequence[str], item_mean: bool = True,
     if X01.min() < 0:
         X01 = (X01 + 1) / 2
     a, b = fit_logistic(X01, training_abilities(X01))
-    line = None if item_mean or targets is None else item_map(X01, targets)
-    return ItemCurves(tuple(map(str, item_ids)), a, b, item_mean, sources, line)
+    ids = tuple(map(str, item_ids))
+    line, weights = None, None
+    if not item_mean and targets is not None:
+        line, weights = item_map(X01, targets), group_weights(ids)
+        macro = None if weights is None else item_map(X01, targets, weights)
+        if line.usable or macro is None or not macro.usable:
+            weights = None  # the plain mean, usable or not
+        else:
+            line = macro  # a macro mean over the items' groups (MMLU's over its subjects)
+    return ItemCurves(ids, a, b, item_mean, sources, line, weights)
+
+
+def group_weights(item_ids: Sequence[str]) -> np.ndarray | None:
+    """Per item, its weight in the mean over groups of the groups' means, averaging 1: item j
+    of group g weighs n / (groups * size of g). Groups: the part of each id before its last
+    ":" (`subject:index`, as MMLU's items are named); None unless every id has one and there
+    are at least two groups."""
+    if not item_ids or not all(":" in i for i in item_ids):
+        return None
+    groups = np.unique([i.rsplit(":", 1)[0] for i in item_ids], return_inverse=True)[1]
+    sizes = np.bincount(groups)
+    if len(sizes) < 2:
+        return None
+    return len(item_ids) / (len(sizes) * sizes[groups])
 
 
 def matrix_curves(matrix, rows, item_mean: bool = True,
@@ -47,10 +69,13 @@ def matrix_curves(matrix, rows, item_mean: bool = True,
                       sub.targets)  # fmt: skip
 
 
-def item_map(X01: np.ndarray, targets) -> ItemMap:
+def item_map(X01: np.ndarray, targets, weights=None) -> ItemMap:
     """The least-squares line `a + b * mean` of the targets on the models' mean over the
-    items (0/1 or graded scores), with its RMS miss."""
-    mean, y = np.asarray(X01, float).mean(1), np.asarray(targets, float)
+    items (0/1 or graded scores; weighted by `weights`, averaging 1, where given), with its
+    RMS miss."""
+    X01 = np.asarray(X01, float)
+    w = np.ones(X01.shape[1]) if weights is None else np.asarray(weights, float)
+    mean, y = X01 @ w / X01.shape[1], np.asarray(targets, float)
     known = np.isfinite(y)
     mean, y = mean[known], y[known]
     design = np.column_stack([np.ones_like(mean), mean])
@@ -102,6 +127,7 @@ __all__ = [
     "STEPS",
     "fit_curves",
     "fit_logistic",
+    "group_weights",
     "item_map",
     "matrix_curves",
     "training_abilities",

@@ -38,10 +38,13 @@ least sure of) are no random sample, and measured biased (TruthfulQA's strongest
 It corrects the mean over the set's items, so a set applies it when that mean is its target
 (`ItemCurves.item_mean`) or when its reported target is a straight line of that mean
 (`ItemMap`: a leaderboard's `acc_norm` over every item of the benchmark, on whatever scale):
-the anchor estimate is read on the items' scale, corrected there and mapped back. Not for a
-reported score that is no such function of these items (TruthfulQA's mc2, a macro mean over
-subjects, or a score over items the set does not list, as metabench's reduced tables: their
-best line misses the leaderboard by 1.7-3.4 points RMS).
+the anchor estimate is read on the items' scale, corrected there and mapped back. The mean
+may weigh its items (`ItemCurves.weights`, averaging 1): a macro mean over subjects (MMLU's)
+is the mean with each item weighted by its subject's size; the curves' average, the
+residuals (w_j (x_j - p_j)) and their variance are then weighted alike, and the estimator
+stays unbiased over a random draw of the extra items. Not for a reported score that is no
+such function of these items (TruthfulQA's mc2, or a score over items the set does not list,
+as metabench's reduced tables: their best line misses the leaderboard by 1.7-3.4 points RMS).
 NumPy only.
 """
 
@@ -134,6 +137,10 @@ class ItemCurves:
     item_mean: bool = True  # the set's target is the mean over these items
     sources: Mapping[str, Any] | None = None
     item_map: ItemMap | None = None  # a reported target against the items' mean (fitted)
+    # Per item, its weight in "the items' mean", averaging 1 (None: all 1): a reported macro
+    # mean over groups of items (MMLU's over its subjects) weighs item j of group g by
+    # n / (groups * size of g) (`method.item_curves.group_weights`)
+    weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.items)
@@ -144,6 +151,15 @@ class ItemCurves:
             raise CurvesError("curve parameters are not all finite")
         if len(set(self.items)) != n:
             raise CurvesError("an item is listed twice")
+        w = self.weights
+        if w is not None and (np.shape(w) != (n,) or not np.all(np.isfinite(w))
+                              or np.any(np.asarray(w) <= 0)):  # fmt: skip
+            raise CurvesError(f"item weights must be {n} positive numbers")
+
+    @property
+    def w(self) -> np.ndarray:
+        """Each item's weight in the items' mean (all 1 without `weights`)."""
+        return np.ones(len(self.items)) if self.weights is None else np.asarray(self.weights)
 
     @property
     def target_map(self) -> ItemMap | None:
@@ -165,7 +181,9 @@ class ItemCurves:
                 "sources": dict(self.sources or {}),
                 "item_map": self.item_map and self.item_map.to_dict()}  # fmt: skip
         (folder / ITEMS_FILE).write_text(json.dumps(meta))
-        np.savez(folder / CURVES_FILE, a=np.asarray(self.a, float), b=np.asarray(self.b, float))
+        weights = {} if self.weights is None else {"w": np.asarray(self.weights, float)}
+        np.savez(folder / CURVES_FILE, a=np.asarray(self.a, float), b=np.asarray(self.b, float),
+                 **weights)  # fmt: skip
         return [folder / ITEMS_FILE, folder / CURVES_FILE]
 
     @classmethod
@@ -175,13 +193,14 @@ class ItemCurves:
             meta = json.loads((folder / ITEMS_FILE).read_text())
             with np.load(folder / CURVES_FILE, allow_pickle=False) as npz:
                 a, b = npz["a"], npz["b"]
+                w = npz["w"] if "w" in npz.files else None
         except (OSError, ValueError, KeyError) as e:
             raise CurvesError(f"cannot read item curves ({e})") from None
         if not isinstance(meta, dict) or not isinstance(meta.get("items"), list):
             raise CurvesError("items.json has no list of items")
         line = ItemMap.from_dict(meta.get("item_map"))
         return cls(tuple(map(str, meta["items"])), a, b, bool(meta.get("item_mean", True)),
-                   meta.get("sources") or None, line)  # fmt: skip
+                   meta.get("sources") or None, line, w)  # fmt: skip
 
     def probabilities(self, theta) -> np.ndarray:
         """P(correct) per model (rows, one per theta) and item."""
@@ -236,13 +255,14 @@ def abilities(curves: ItemCurves, known: np.ndarray, known01: np.ndarray, values
     """
     values = np.atleast_1d(np.asarray(values, float))
     rest = np.setdiff1d(np.arange(len(curves.items)), known)
-    total = np.asarray(known01, float).reshape(len(values), -1).sum(1)
+    w = curves.w
+    total = np.asarray(known01, float).reshape(len(values), -1) @ w[np.asarray(known, int)]
     n = len(curves.items)
     lo, hi = np.full(len(values), -12.0), np.full(len(values), 12.0)
     a, b = curves.a[rest], curves.b[rest]
     for _ in range(50):
         mid = (lo + hi) / 2
-        mean = (total + _sigmoid(a[None, :] + b[None, :] * mid[:, None]).sum(1)) / n
+        mean = (total + _sigmoid(a[None, :] + b[None, :] * mid[:, None]) @ w[rest]) / n
         below = mean < values
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return (lo + hi) / 2
@@ -255,11 +275,13 @@ def anchor_spread(value, low, high, level: float):
     return np.maximum(v - lo, hi - v) / z_quantile(1 - (1 - level) / 2)
 
 
-def residual_variance(r: np.ndarray, p_rest: np.ndarray) -> float:
-    """s2 of the residuals: their sample variance pooled with the curves' own guess
-    (mean p(1 - p) over the rest) as PRIOR_ITEMS items' worth, at least MIN_RESIDUAL_VAR."""
+def residual_variance(r: np.ndarray, p_rest: np.ndarray, w_rest=None) -> float:
+    """s2 of the (weighted) residuals: their sample variance pooled with the curves' own
+    guess (mean w^2 p(1 - p) over the rest, w the items' weights, 1 without) as PRIOR_ITEMS
+    items' worth, at least MIN_RESIDUAL_VAR."""
     n = len(r)
-    guess = float(np.mean(p_rest * (1 - p_rest))) if len(p_rest) else 0.25
+    w2 = 1.0 if w_rest is None else np.asarray(w_rest, float) ** 2
+    guess = float(np.mean(w2 * p_rest * (1 - p_rest))) if len(p_rest) else 0.25
     sample = float(r.var(ddof=1)) if n > 1 else guess
     pooled = ((n - 1) * sample + PRIOR_ITEMS * guess) / max(n - 1 + PRIOR_ITEMS, 1)
     return max(pooled, MIN_RESIDUAL_VAR)
@@ -283,10 +305,10 @@ def correct(
     rest = np.setdiff1d(np.arange(n_all), anchors)
     n_rest, n = len(rest), len(extra)
     theta = abilities(curves, anchors, np.asarray(anchors01, float)[None, :], [value])[0]
-    p = curves.probabilities(theta)[0]
-    base = (float(np.sum(anchors01)) + float(p[rest].sum())) / n_all
-    r = np.asarray(extra01, float) - p[extra]
-    s2 = residual_variance(r, p[rest])
+    p, w = curves.probabilities(theta)[0], curves.w
+    base = (float(np.asarray(anchors01, float) @ w[anchors]) + float(p[rest] @ w[rest])) / n_all
+    r = w[extra] * (np.asarray(extra01, float) - p[extra])  # weighted residuals
+    s2 = residual_variance(r, p[rest], w[rest])
     unbiased = min(1.0, max(0.0, base + n_rest / n_all * float(r.mean())))
     sd = n_rest / n_all * math.sqrt(max(0.0, 1 - n / n_rest) * s2 / n)
     items = tuple(curves.items[j] for j in extra)
@@ -347,17 +369,19 @@ def choose(
 
 def items_for_width(
     curves: ItemCurves, n_anchors: int, p_rest: np.ndarray, answered: int, width: float,
-    level: float,
+    level: float, w_rest=None,
 ) -> int | None:  # fmt: skip
     """How many extra items (in all) bring the unbiased value's interval to `width` (the
     combined interval is no wider on a familiar model, so this is enough there).
 
-    p_rest: the model's predicted correctness on the non-anchor items (their mean p(1-p)
-    guesses s2). None when even every item would not (it cannot happen: all items give 0).
+    p_rest: the model's predicted correctness on the non-anchor items (their mean
+    w^2 p(1-p) guesses s2; w_rest: their weights, 1 without). None when even every item
+    would not (it cannot happen: all items give 0).
     """
     n_all = len(curves.items)
     n_rest = n_all - n_anchors
-    s2 = max(float(np.mean(p_rest * (1 - p_rest))), MIN_RESIDUAL_VAR)
+    w2 = 1.0 if w_rest is None else np.asarray(w_rest, float) ** 2
+    s2 = max(float(np.mean(w2 * p_rest * (1 - p_rest))), MIN_RESIDUAL_VAR)
     for n in range(max(answered, 2), n_rest + 1):
         sd = n_rest / n_all * math.sqrt(max(0.0, 1 - n / n_rest) * s2 / n)
         if 2 * t_quantile(level, n - 1) * sd <= width:

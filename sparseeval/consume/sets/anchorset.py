@@ -235,7 +235,7 @@ class AnchorSet:
         rest = np.setdiff1d(np.arange(len(self.curves.items)), positions(self.curves, self.items))
         answered = len(self._extra(responses)[0])
         total = items_for_width(self.curves, len(self.items), p[rest], answered,
-                                width / line.b, self.level)  # fmt: skip
+                                width / line.b, self.level, self.curves.w[rest])  # fmt: skip
         return None if total is None else max(total - answered, 0)
 
     def items_left(self, responses) -> int:
