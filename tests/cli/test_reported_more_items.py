@@ -117,3 +117,18 @@ def test_a_reported_score_that_does_not_follow_the_items_says_why(tmp_path):
     assert said.startswith("more items cannot help (wider than 0.001 points)")
     assert f"misses the training models' scores by {100 * line.rmse:.1f} points (RMS)" in said
     assert "the data hold only some of the benchmark's items" in said
+
+
+def test_item_weights_that_cannot_be_a_mean_are_refused(tmp_path):
+    from sparseeval.consume.scoring.next_items import CurvesError, ItemCurves
+
+    a, b = np.zeros(3), np.ones(3)
+    for bad in ([1.0, 1.0], [1.0, 0.0, 2.0], [1.0, np.nan, 2.0]):
+        with pytest.raises(CurvesError, match="item weights must be 3 positive numbers"):
+            ItemCurves(("s0:0", "s0:1", "s1:0"), a, b, weights=np.array(bad))
+    curves = ItemCurves(("s0:0", "s0:1", "s1:0"), a, b, weights=np.array([0.75, 0.75, 1.5]))
+    curves.save(tmp_path)
+    assert np.array_equal(ItemCurves.load(tmp_path).weights, curves.weights)
+    np.savez(tmp_path / "curves.npz", a=a, b=b, w=np.array([1.0, -1.0, 3.0]))  # hand-edited
+    with pytest.raises(CurvesError, match="item weights"):
+        ItemCurves.load(tmp_path)

@@ -193,3 +193,27 @@ def test_checks_flag_line_has_no_nan_when_every_model_was_flagged():
                        coverage_flagged=0.75, coverage_others=1.0)  # fmt: skip
     assert "nan" not in " ".join(some.lines() + every.lines())
     assert "of the flagged 75.0%, of the others 100.0%" in " ".join(some.lines())
+
+
+def test_graded_answers_and_missing_anchors_are_weighed_as_the_pattern_flag_weighs_them():
+    """A graded answer (2 * score - 1) counts as its score's share of a right answer; an
+    unanswered anchor (NaN) counts for neither side (as `person_fit`)."""
+    check = _check_with_rates((0.95, 0.95, 0.6, 0.9, 0.9, 0.9))
+    graded = [1.0, 1.0, -1.0, 0.9, 0.9, 0.9]  # the hard anchors at 95% credit
+    partly = [1.0, 1.0, -1.0, np.nan, np.nan, 0.9]
+    assert check.like_top(np.array([graded, partly]), [0.6, 0.6]).tolist() == [True, True]
+    assert check.like_top([[1.0, 1.0, 1.0, -0.9, -0.9, -0.9]], [0.5]).tolist() == [False]
+
+
+def test_a_manifest_with_malformed_rates_is_refused_in_one_line():
+    from sparseeval.consume.sets.fields import POOL_CHECK, check_fields, listing, table, text
+    from sparseeval.consume.sets.layout import AnchorSetError
+
+    schema = table({"items": listing(text()), "pool_check": POOL_CHECK}, ("pool_check",))
+    check = _check_with_rates((0.95, 0.95, 0.6, 0.9, 0.9, 0.9)).to_dict()
+    items = [f"q{j}" for j in range(6)]
+    check_fields("set", {"items": items, "pool_check": check}, schema)  # as written: fine
+    for bad in ([0.9] * 5, [0.9] * 5 + [1.5], [0.9] * 5 + ["x"]):
+        broken = check | {"saturation": check["saturation"] | {"rates": bad}}
+        with pytest.raises(AnchorSetError, match=r"pool_check\.saturation\.rates"):
+            check_fields("set", {"items": items, "pool_check": broken}, schema)
